@@ -1,0 +1,87 @@
+/*
+ * bucket: where data lands.  One interface, several stores: a local
+ * directory (file:///abs/dir, or a plain path) and, later, s3://.
+ *
+ * Keys are '/'-separated relative paths ("raw/pg/orders/dt=2026-01-01/x.jsonl.zst").
+ * Every function reports its own errors on stderr (err_msg), naming the key
+ * and the reason, and returns -1; "not found" is never an error.
+ */
+#ifndef PIPE_BUCKET_H
+#define PIPE_BUCKET_H
+
+#include <stddef.h>
+
+#include "sb.h"
+
+struct bucket;
+struct bucket_writer;
+
+/*
+ * Open the bucket named by url: "file:///abs/dir", "/abs/dir", "rel/dir"
+ * (relative to the working directory), or "s3://name[/prefix]".  A local
+ * bucket's directory is created when missing.  Returns NULL on error.
+ */
+struct bucket *bucket_open(const char *url);
+void bucket_free(struct bucket *b);
+
+/* The url as given, for messages. */
+const char *bucket_url(const struct bucket *b);
+
+/*
+ * 1 when key is acceptable: non-empty, relative, no empty, "." or ".."
+ * component, no control bytes.  Every function below refuses other keys.
+ */
+int bucket_key_ok(const char *key);
+
+/* Read a whole object into out (appended).  0 ok, 1 not found, -1 error. */
+int bucket_get(struct bucket *b, const char *key, struct sb *out);
+
+/*
+ * Store an object atomically: readers see the old content or the new one,
+ * never a part (locally: temp file, fsync, rename, fsync of the directory).
+ * 0 or -1.
+ */
+int bucket_put(struct bucket *b, const char *key, const void *data, size_t len);
+
+/*
+ * Create an object only if none exists, atomically with its content
+ * (locally: temp file + link(2)).  0 created, 1 already exists, -1 error.
+ */
+int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len);
+
+/*
+ * Delete an object; a missing one is fine.  Locally, directories left empty
+ * up to the bucket's root are removed too.  0 or -1.
+ */
+int bucket_delete(struct bucket *b, const char *key);
+
+/*
+ * Move an object to a new key, replacing any object there (locally:
+ * rename(2), creating parent directories).  0 moved, 1 source missing, -1 error.
+ */
+int bucket_move(struct bucket *b, const char *from, const char *to);
+
+/* 1 exists, 0 missing, -1 error. */
+int bucket_exists(struct bucket *b, const char *key);
+
+/*
+ * Every object key under prefix (a prefix ending in '/', or "" for all),
+ * recursively, sorted bytewise.  Local temp files of bucket_put() in flight
+ * are not listed.  *keys is a NULL-terminated array freed with
+ * bucket_list_free().  0 or -1.
+ */
+int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n);
+void bucket_list_free(char **keys);
+
+/*
+ * Stream a new object: open, write any number of times, then close to make
+ * it complete, or abort to remove what was written.  A writer that is
+ * neither closed nor aborted leaves at most a partial object under its key
+ * (callers write only under staging/).  close and abort free the writer.
+ */
+struct bucket_writer *bucket_writer_open(struct bucket *b, const char *key);
+int bucket_writer_write(struct bucket_writer *w, const void *data, size_t len);
+int bucket_writer_close(struct bucket_writer *w);
+void bucket_writer_abort(struct bucket_writer *w);
+
+#endif

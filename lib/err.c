@@ -1,0 +1,134 @@
+/* err: one-line messages, written in one write(2), and checked allocation. */
+#include "err.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *err_prog = "dataspoc-pipe";
+
+void err_init(const char *argv0)
+{
+	const char *slash;
+
+	if (argv0 == NULL || *argv0 == '\0')
+		return;
+	slash = strrchr(argv0, '/');
+	err_prog = slash ? slash + 1 : argv0;
+}
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[4096];
+	int saved = errno;
+	size_t n, flen = strlen(fmt);
+	int r;
+
+	r = snprintf(buf, sizeof(buf), "%s: %s", err_prog, prefix);
+	n = r < 0 ? 0 : (size_t)r;
+	if (n < sizeof(buf)) {
+		r = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+		n += r < 0 ? 0 : (size_t)r;
+	}
+	if (n < sizeof(buf) && flen > 0 && fmt[flen - 1] == ':') {
+		r = snprintf(buf + n, sizeof(buf) - n, " %s", strerror(saved));
+		n += r < 0 ? 0 : (size_t)r;
+	}
+	if (n >= sizeof(buf) - 1)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (write(STDERR_FILENO, buf, n) < 0) {
+		/* nothing left to tell anyone */
+	}
+	errno = saved;
+}
+
+void err_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void err_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+static void oom(void)
+{
+	static const char tail[] = ": out of memory\n";
+
+	if (write(STDERR_FILENO, err_prog, strlen(err_prog)) < 0 ||
+	    write(STDERR_FILENO, tail, sizeof(tail) - 1) < 0) {
+		/* exiting anyway */
+	}
+	exit(1);
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL)
+		oom();
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom();
+	p = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(p, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return p;
+}

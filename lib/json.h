@@ -1,0 +1,85 @@
+/*
+ * json: JSON on raw bytes, without building a tree.
+ *
+ * Records, states and plans pass through these functions byte for byte:
+ * numbers and strings are never re-encoded (jq 1.6's jv would print
+ * 12345678901234567891 as 12345678901234567000).  libjq's jv is used only
+ * where a tree is worth it (schemas, the manifest).
+ */
+#ifndef PIPE_JSON_H
+#define PIPE_JSON_H
+
+#include <stddef.h>
+
+#include "sb.h"
+
+enum json_type {
+	JSON_NONE = 0,	/* absent */
+	JSON_OBJECT,
+	JSON_ARRAY,
+	JSON_STRING,
+	JSON_NUMBER,
+	JSON_TRUE,
+	JSON_FALSE,
+	JSON_NULL
+};
+
+/* A value inside a buffer: p points at its first byte ('{', '"', '1', ...). */
+struct json_span {
+	const char *p;
+	size_t len;
+	enum json_type type;
+};
+
+/*
+ * Validate that buf[0..len) holds exactly one JSON value (RFC 8259), with
+ * optional whitespace around it.  Strings must be valid UTF-8 with valid
+ * escapes; nesting is limited to JSON_MAX_DEPTH.  Returns 0 when valid;
+ * otherwise -1, with *errpos set to the 0-based offset of the offending byte
+ * and *errmsg to a static description ("unexpected character", ...).
+ * The value found is stored in *out when out is not NULL.
+ */
+#define JSON_MAX_DEPTH 512
+int json_validate(const char *buf, size_t len, struct json_span *out,
+		  size_t *errpos, const char **errmsg);
+
+/*
+ * Find member key in the object span obj (already validated).  Returns 1 and
+ * fills *out when found (the first occurrence), 0 when absent, -1 when obj is
+ * not an object.  Keys written with escapes are compared after decoding.
+ */
+int json_object_get(const struct json_span *obj, const char *key,
+		    struct json_span *out);
+
+/*
+ * Iterate the members of a validated object: start with *pos = 0; each call
+ * returns 1 with the member's key span (a JSON_STRING, quotes included) and
+ * value span, or 0 at the end.
+ */
+int json_object_next(const struct json_span *obj, size_t *pos,
+		     struct json_span *key, struct json_span *val);
+
+/* Iterate the elements of a validated array the same way. */
+int json_array_next(const struct json_span *arr, size_t *pos,
+		    struct json_span *val);
+
+/*
+ * Append the decoded (UTF-8) contents of a validated JSON_STRING span to out.
+ * \u0000 decodes to a NUL byte: callers that need C strings must check.
+ */
+void json_string_decode(const struct json_span *s, struct sb *out);
+
+/* Append s[0..len) to out as a JSON string literal, quotes included. */
+void json_quote(struct sb *out, const char *s, size_t len);
+
+/* Append a validated value with all insignificant whitespace removed. */
+void json_compact(const struct json_span *v, struct sb *out);
+
+/*
+ * Append a validated value pretty-printed: two-space indentation, "key": value,
+ * empty containers as {} and [], a newline after the last line.  Numbers and
+ * strings are copied byte for byte.
+ */
+void json_pretty(const struct json_span *v, struct sb *out);
+
+#endif
