@@ -1,0 +1,84 @@
+/*
+ * bucket_impl: what a store implements so that bucket.h's callers reach it
+ * unchanged.  Only bucket.c and the stores (bucket_local.c, s3.c) include
+ * this header.
+ *
+ * A store embeds struct bucket as the FIRST member of its own bucket struct
+ * (and struct bucket_writer first in its writer struct) and fills in ops.
+ * bucket.c does the common work before dispatching, so a store's functions
+ * may assume:
+ *   - every key passed in satisfies bucket_key_ok() (and from != to is not
+ *     guaranteed: moving a key onto itself must leave it in place);
+ *   - the list prefix is "" or any string (not necessarily ending in '/');
+ *     the store returns keys that start with it, in any order: bucket.c
+ *     sorts them bytewise and NULL-terminates the array;
+ *   - b->url is set by bucket_open() after the store's open function
+ *     returns, and freed by bucket_free() before ops->free is called.
+ * Return values are those of bucket.h (0 / 1 / -1, pointer / NULL); each
+ * store reports its own errors with err_msg(), naming the object (a path
+ * locally, s3://bucket/key remotely) and the reason.
+ */
+#ifndef PIPE_BUCKET_IMPL_H
+#define PIPE_BUCKET_IMPL_H
+
+#include <stddef.h>
+
+#include "bucket.h"
+#include "sb.h"
+
+/* A growable array of keys filled by ops->list. */
+struct bucket_keys {
+	char **v;
+	size_t n, cap;
+};
+
+/* Append a copy of key[0..len) to k. */
+void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len);
+
+struct bucket_ops {
+	const char *name;	/* "local", "s3": for messages and tests */
+
+	/* Free everything of the store's bucket, including b itself. */
+	void (*free)(struct bucket *b);
+
+	int (*get)(struct bucket *b, const char *key, struct sb *out);
+	int (*put)(struct bucket *b, const char *key, const void *data, size_t len);
+	int (*put_new)(struct bucket *b, const char *key, const void *data, size_t len);
+	int (*del)(struct bucket *b, const char *key);
+	int (*move)(struct bucket *b, const char *from, const char *to);
+	int (*exists)(struct bucket *b, const char *key);
+	/* Add every key starting with prefix to out; on -1, bucket.c frees out. */
+	int (*list)(struct bucket *b, const char *prefix, struct bucket_keys *out);
+
+	/*
+	 * Writer: open returns a store writer whose first member is struct
+	 * bucket_writer (bucket.c sets its b and key fields after open).
+	 * close and abort free the store's writer; bucket.c frees key after.
+	 * A write that failed leaves the writer usable only for abort.
+	 */
+	struct bucket_writer *(*writer_open)(struct bucket *b, const char *key);
+	int (*writer_write)(struct bucket_writer *w, const void *data, size_t len);
+	int (*writer_close)(struct bucket_writer *w);
+	void (*writer_abort)(struct bucket_writer *w);
+};
+
+struct bucket {
+	const struct bucket_ops *ops;
+	char *url;		/* as given to bucket_open() */
+};
+
+struct bucket_writer {
+	struct bucket *b;
+	char *key;
+};
+
+/*
+ * The stores' constructors.  url is the whole url as given.
+ * local_bucket_open takes the directory (already stripped of "file://").
+ * s3_bucket_open takes "s3://name[/prefix]" or "gs://name[/prefix]".
+ * Both report their errors and return NULL.
+ */
+struct bucket *local_bucket_open(const char *dir);
+struct bucket *s3_bucket_open(const char *url);
+
+#endif
