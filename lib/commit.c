@@ -1,0 +1,279 @@
+/* commit: publishing a run, aborting one, recovering from a dead one. */
+#include "commit.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "lock.h"
+#include "util.h"
+
+static int delete_prefix(struct bucket *b, const char *prefix)
+{
+	char **keys = NULL;
+	size_t n = 0, i;
+	int ret = 0;
+
+	if (bucket_list(b, prefix, &keys, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (bucket_delete(b, keys[i]) != 0)
+			ret = -1;
+	}
+	bucket_list_free(keys);
+	return ret;
+}
+
+static int in_plan(const struct plan *p, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < p->nfiles; i++) {
+		if (strcmp(p->files[i].final, key) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int publish_files(struct bucket *b, const struct plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nfiles; i++) {
+		const struct plan_file *f = &p->files[i];
+		int r = bucket_move(b, f->staged, f->final);
+
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			/* moved by an earlier attempt of this same commit */
+			r = bucket_exists(b, f->final);
+			if (r < 0)
+				return -1;
+			if (r == 0) {
+				err_msg("cannot publish '%s': its staged copy '%s' is gone", f->final, f->staged);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* A snapshot pipeline's run replaces what each stream had before. */
+static int replace_old_files(struct bucket *b, const struct plan *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nstreams; i++) {
+		char *prefix = xasprintf("%s/", p->streams[i].dir);
+		char **keys = NULL;
+		size_t n = 0;
+		int ret = bucket_list(b, prefix, &keys, &n);
+
+		free(prefix);
+		if (ret != 0)
+			return -1;
+		for (j = 0; j < n && ret == 0; j++) {
+			if (!in_plan(p, keys[j]))
+				ret = bucket_delete(b, keys[j]);
+		}
+		bucket_list_free(keys);
+		if (ret != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int save_state(struct bucket *b, const struct plan *p)
+{
+	struct sb pretty = SB_INIT;
+	struct json_span v;
+	size_t errpos;
+	const char *errmsg;
+	char *key;
+	int ret;
+
+	if (p->state == NULL)
+		return 0;
+	if (json_validate(p->state, strlen(p->state), &v, &errpos, &errmsg) != 0) {
+		err_msg("the plan's state is not JSON: %s", errmsg);
+		return -1;
+	}
+	json_pretty(&v, &pretty);
+	key = util_state_key(p->pipeline);
+	ret = bucket_put(b, key, pretty.buf, pretty.len);
+	free(key);
+	sb_free(&pretty);
+	return ret;
+}
+
+static void iso_of_run(const char *run_id, char *buf, size_t size)
+{
+	time_t t = util_run_id_time(run_id);
+
+	util_iso_time(t == -1 ? time(NULL) : t, buf, size);
+}
+
+static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
+		     const struct plan *p, const char *error)
+{
+	struct sb log = SB_INIT;
+	char started[32], finished[32];
+	char *key = util_log_key(pipeline, run_id);
+	time_t t0 = util_run_id_time(run_id), t1 = time(NULL);
+	unsigned long long total = 0;
+	size_t i;
+	int ret = bucket_exists(b, key);
+
+	if (ret != 0) {
+		/* a recovery finishing a commit keeps the first log */
+		free(key);
+		return ret < 0 ? -1 : 0;
+	}
+	iso_of_run(run_id, started, sizeof(started));
+	util_iso_time(t1, finished, sizeof(finished));
+	sb_adds(&log, "{\n  \"pipeline\": ");
+	json_quote(&log, pipeline, strlen(pipeline));
+	sb_addf(&log, ",\n  \"run_id\": \"%s\",\n  \"started_at\": \"%s\",\n  \"finished_at\": \"%s\",\n",
+		run_id, started, finished);
+	sb_addf(&log, "  \"duration_seconds\": %lld,\n  \"status\": \"%s\",\n",
+		(long long)(t0 == -1 ? 0 : t1 - t0), error ? "failure" : "success");
+	sb_adds(&log, "  \"streams\": {");
+	for (i = 0; p && i < p->nstreams; i++) {
+		sb_adds(&log, i ? ",\n    " : "\n    ");
+		json_quote(&log, p->streams[i].name, strlen(p->streams[i].name));
+		sb_addf(&log, ": {\"records\": %llu}", p->streams[i].records);
+		total += p->streams[i].records;
+	}
+	sb_adds(&log, p && p->nstreams ? "\n  },\n" : "},\n");
+	sb_addf(&log, "  \"total_records\": %llu,\n  \"error\": ", total);
+	if (error)
+		json_quote(&log, error, strlen(error));
+	else
+		sb_adds(&log, "null");
+	sb_adds(&log, "\n}\n");
+	ret = bucket_put(b, key, log.buf, log.len);
+	free(key);
+	sb_free(&log);
+	return ret;
+}
+
+int commit_finish(struct bucket *b, const struct plan *p)
+{
+	char *pending = util_pending_key(p->pipeline);
+	char *staging = util_staging_prefix(p->pipeline, p->run_id);
+	int ret = -1;
+
+	if (publish_files(b, p) != 0)
+		goto out;
+	if (p->replace && replace_old_files(b, p) != 0)
+		goto out;
+	if (save_state(b, p) != 0)
+		goto out;
+	if (manifest_update(b, p) != 0)
+		goto out;
+	if (write_log(b, p->pipeline, p->run_id, p, NULL) != 0)
+		goto out;
+	if (bucket_delete(b, pending) != 0)
+		goto out;
+	ret = delete_prefix(b, staging);
+out:
+	free(pending);
+	free(staging);
+	return ret;
+}
+
+int commit_publish(struct bucket *b, const struct plan *p)
+{
+	struct sb text = SB_INIT;
+	char *pending = util_pending_key(p->pipeline);
+	int ret;
+
+	plan_format(p, &text);
+	ret = bucket_put(b, pending, text.buf, text.len);
+	free(pending);
+	sb_free(&text);
+	if (ret != 0)
+		return -1;
+	return commit_finish(b, p);
+}
+
+int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
+		 const struct plan *p, const char *error)
+{
+	char *staging = util_staging_prefix(pipeline, run_id);
+	int ret = delete_prefix(b, staging);
+
+	free(staging);
+	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed") != 0)
+		ret = -1;
+	return ret;
+}
+
+int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
+{
+	char *pending = util_pending_key(pipeline);
+	char *staging = util_staging_prefix(pipeline, NULL);
+	char *mine = util_staging_prefix(pipeline, run_id);
+	struct sb text = SB_INIT;
+	char **keys = NULL;
+	size_t n = 0, i;
+	int ret = -1, r;
+
+	r = bucket_get(b, pending, &text);
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		struct plan p;
+		char *origin = xasprintf("%s/%s", bucket_url(b), pending);
+
+		r = plan_parse(text.buf, text.len, origin, &p);
+		free(origin);
+		if (r != 0)
+			goto out;
+		if (!p.ended || !p.success || p.pipeline == NULL || strcmp(p.pipeline, pipeline) != 0) {
+			err_msg("%s: pending commit is not a successful plan of pipeline '%s'; inspect and remove it by hand",
+				pending, pipeline);
+			plan_free(&p);
+			goto out;
+		}
+		err_warn("finishing the commit of run %s, which was interrupted", p.run_id);
+		r = commit_finish(b, &p);
+		plan_free(&p);
+		if (r != 0)
+			goto out;
+	}
+	if (bucket_list(b, staging, &keys, &n) != 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (strncmp(keys[i], mine, strlen(mine)) == 0)
+			continue;
+		if (bucket_delete(b, keys[i]) != 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	bucket_list_free(keys);
+	sb_free(&text);
+	free(pending);
+	free(staging);
+	free(mine);
+	return ret;
+}
+
+void commit_summary(const struct plan *p, struct sb *out)
+{
+	size_t i;
+
+	sb_adds(out, "Done! ");
+	sb_add_thousands(out, p->records);
+	sb_addf(out, " records in %zu stream(s)\n", p->nstreams);
+	for (i = 0; i < p->nstreams; i++) {
+		sb_addf(out, "  %s: ", p->streams[i].name);
+		sb_add_thousands(out, p->streams[i].records);
+		sb_addc(out, '\n');
+	}
+}

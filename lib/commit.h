@@ -1,0 +1,48 @@
+/*
+ * commit: publishing a run (DESIGN.md, "Commit protocol").  Objects first,
+ * the reference last: pending.json, then the data files, then state.json,
+ * the manifest and the run log, then pending.json goes.  Every step can be
+ * repeated, so a commit cut short by kill -9 is finished by the next run.
+ */
+#ifndef PIPE_COMMIT_H
+#define PIPE_COMMIT_H
+
+#include "bucket.h"
+#include "plan.h"
+#include "sb.h"
+
+/*
+ * Publish a plan that ended in success: save it as pending.json, then
+ * commit_finish().  The caller holds the run lock.  0 or -1.
+ */
+int commit_publish(struct bucket *b, const struct plan *p);
+
+/* Carry out a saved plan; idempotent.  0 or -1. */
+int commit_finish(struct bucket *b, const struct plan *p);
+
+/*
+ * Clean up after a failed run: delete its staging, write a failure run log
+ * saying error.  p may be NULL or a partial plan (its streams and records are
+ * logged).  started_at may be NULL (taken from the run id).  0 or -1.
+ */
+int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
+		 const struct plan *p, const char *error);
+
+/*
+ * Recovery, under the run lock held by run_id: finish a pending commit, then
+ * delete staging left by runs that died before committing (all but run_id's).
+ * 0 or -1.
+ */
+int commit_recover(struct bucket *b, const char *pipeline, const char *run_id);
+
+/*
+ * Append the human summary of a successful plan:
+ *   Done! 250,000 records in 1 stream(s)
+ *     public-orders: 250,000
+ */
+void commit_summary(const struct plan *p, struct sb *out);
+
+/* Merge the plan's tables into .dataspoc/manifest.json (under the manifest lock). 0 or -1. */
+int manifest_update(struct bucket *b, const struct plan *p);
+
+#endif

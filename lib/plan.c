@@ -1,0 +1,241 @@
+/* plan: the commit plan (see plan.h). */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "json.h"
+
+static char *get_str(const struct json_span *obj, const char *key)
+{
+	struct json_span v;
+	struct sb s = SB_INIT;
+
+	if (json_object_get(obj, key, &v) != 1 || v.type != JSON_STRING)
+		return NULL;
+	json_string_decode(&v, &s);
+	return sb_detach(&s);
+}
+
+static char *get_raw(const struct json_span *obj, const char *key, enum json_type want)
+{
+	struct json_span v;
+	struct sb s = SB_INIT;
+
+	if (json_object_get(obj, key, &v) != 1 || v.type != want)
+		return NULL;
+	json_compact(&v, &s);
+	return sb_detach(&s);
+}
+
+static int get_bool(const struct json_span *obj, const char *key)
+{
+	struct json_span v;
+
+	return json_object_get(obj, key, &v) == 1 && v.type == JSON_TRUE;
+}
+
+static unsigned long long get_count(const struct json_span *obj, const char *key)
+{
+	struct json_span v;
+
+	if (json_object_get(obj, key, &v) != 1 || v.type != JSON_NUMBER)
+		return 0;
+	return strtoull(v.p, NULL, 10);
+}
+
+int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
+{
+	size_t pos = 0, lineno = 0;
+
+	memset(p, 0, sizeof(*p));
+	while (pos < len) {
+		const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - line) : len - pos;
+		struct json_span obj;
+		size_t errpos;
+		const char *errmsg;
+		char *type = NULL;
+
+		pos += n + (nl != NULL);
+		lineno++;
+		if (n == 0)
+			continue;
+		if (json_validate(line, n, &obj, &errpos, &errmsg) != 0) {
+			err_msg("%s:%zu:%zu: not a plan line: %s", origin, lineno, errpos + 1, errmsg);
+			goto fail;
+		}
+		if (p->ended) {
+			err_msg("%s:%zu: plan goes on after its end line", origin, lineno);
+			goto fail;
+		}
+		type = obj.type == JSON_OBJECT ? get_str(&obj, "type") : NULL;
+		if (type == NULL) {
+			err_msg("%s:%zu: not a plan line: no \"type\"", origin, lineno);
+			goto fail;
+		}
+		if (strcmp(type, "run") == 0) {
+			if (p->run_id) {
+				err_msg("%s:%zu: a second run line", origin, lineno);
+				free(type);
+				goto fail;
+			}
+			p->pipeline = get_str(&obj, "pipeline");
+			p->run_id = get_str(&obj, "run_id");
+			p->started_at = get_str(&obj, "started_at");
+			p->source = get_str(&obj, "source");
+			p->format = get_str(&obj, "format");
+			p->compression = get_str(&obj, "compression");
+			p->incremental = get_bool(&obj, "incremental");
+			p->replace = get_bool(&obj, "replace");
+			p->full = get_bool(&obj, "full");
+			if (!p->pipeline || !p->run_id || !p->started_at || !p->source) {
+				err_msg("%s:%zu: run line lacks pipeline, run_id, started_at or source", origin, lineno);
+				free(type);
+				goto fail;
+			}
+		} else if (strcmp(type, "file") == 0) {
+			struct plan_file f;
+
+			f.stream = get_str(&obj, "stream");
+			f.staged = get_str(&obj, "staged");
+			f.final = get_str(&obj, "final");
+			f.records = get_count(&obj, "records");
+			f.bytes = get_count(&obj, "bytes");
+			p->files = xrealloc(p->files, (p->nfiles + 1) * sizeof(*p->files));
+			p->files[p->nfiles++] = f;
+			if (!f.stream || !f.staged || !f.final) {
+				err_msg("%s:%zu: file line lacks stream, staged or final", origin, lineno);
+				free(type);
+				goto fail;
+			}
+		} else if (strcmp(type, "stream") == 0) {
+			struct plan_stream s;
+
+			s.name = get_str(&obj, "stream");
+			s.dir = get_str(&obj, "dir");
+			s.records = get_count(&obj, "records");
+			s.schema = get_raw(&obj, "schema", JSON_OBJECT);
+			s.key_properties = get_raw(&obj, "key_properties", JSON_ARRAY);
+			p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
+			p->streams[p->nstreams++] = s;
+			if (!s.name || !s.dir) {
+				err_msg("%s:%zu: stream line lacks stream or dir", origin, lineno);
+				free(type);
+				goto fail;
+			}
+		} else if (strcmp(type, "state") == 0) {
+			free(p->state);
+			p->state = get_raw(&obj, "value", JSON_OBJECT);
+			if (p->state == NULL) {
+				err_msg("%s:%zu: state line without an object \"value\"", origin, lineno);
+				free(type);
+				goto fail;
+			}
+		} else if (strcmp(type, "end") == 0) {
+			char *status = get_str(&obj, "status");
+
+			p->ended = 1;
+			p->success = status && strcmp(status, "success") == 0;
+			p->error = get_str(&obj, "error");
+			p->records = get_count(&obj, "records");
+			free(status);
+		} else {
+			err_msg("%s:%zu: unknown plan line type '%s'", origin, lineno, type);
+			free(type);
+			goto fail;
+		}
+		free(type);
+	}
+	if (p->run_id == NULL && (p->nfiles || p->nstreams || p->state || (p->ended && p->success))) {
+		err_msg("%s: plan without a run line", origin);
+		goto fail;
+	}
+	return 0;
+fail:
+	plan_free(p);
+	return -1;
+}
+
+void plan_free(struct plan *p)
+{
+	size_t i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->nfiles; i++) {
+		free(p->files[i].stream);
+		free(p->files[i].staged);
+		free(p->files[i].final);
+	}
+	for (i = 0; i < p->nstreams; i++) {
+		free(p->streams[i].name);
+		free(p->streams[i].dir);
+		free(p->streams[i].schema);
+		free(p->streams[i].key_properties);
+	}
+	free(p->files);
+	free(p->streams);
+	free(p->pipeline);
+	free(p->run_id);
+	free(p->started_at);
+	free(p->source);
+	free(p->format);
+	free(p->compression);
+	free(p->state);
+	free(p->error);
+	memset(p, 0, sizeof(*p));
+}
+
+static void add_str(struct sb *out, const char *key, const char *val)
+{
+	sb_addf(out, ",\"%s\":", key);
+	json_quote(out, val, strlen(val));
+}
+
+void plan_format(const struct plan *p, struct sb *out)
+{
+	size_t i;
+
+	if (p->run_id) {
+		sb_adds(out, "{\"type\":\"run\"");
+		add_str(out, "pipeline", p->pipeline);
+		add_str(out, "run_id", p->run_id);
+		add_str(out, "started_at", p->started_at);
+		add_str(out, "source", p->source);
+		add_str(out, "format", p->format ? p->format : "jsonl");
+		add_str(out, "compression", p->compression ? p->compression : "zstd");
+		sb_addf(out, ",\"incremental\":%s,\"replace\":%s,\"full\":%s}\n",
+			p->incremental ? "true" : "false", p->replace ? "true" : "false",
+			p->full ? "true" : "false");
+	}
+	for (i = 0; i < p->nfiles; i++) {
+		const struct plan_file *f = &p->files[i];
+
+		sb_adds(out, "{\"type\":\"file\"");
+		add_str(out, "stream", f->stream);
+		add_str(out, "staged", f->staged);
+		add_str(out, "final", f->final);
+		sb_addf(out, ",\"records\":%llu,\"bytes\":%llu}\n", f->records, f->bytes);
+	}
+	for (i = 0; i < p->nstreams; i++) {
+		const struct plan_stream *s = &p->streams[i];
+
+		sb_adds(out, "{\"type\":\"stream\"");
+		add_str(out, "stream", s->name);
+		add_str(out, "dir", s->dir);
+		sb_addf(out, ",\"records\":%llu,\"schema\":%s,\"key_properties\":%s}\n", s->records,
+			s->schema ? s->schema : "null",
+			s->key_properties ? s->key_properties : "null");
+	}
+	if (p->state)
+		sb_addf(out, "{\"type\":\"state\",\"value\":%s}\n", p->state);
+	if (p->ended) {
+		sb_addf(out, "{\"type\":\"end\",\"status\":\"%s\",\"records\":%llu",
+			p->success ? "success" : "failure", p->records);
+		if (p->error)
+			add_str(out, "error", p->error);
+		sb_adds(out, "}\n");
+	}
+}

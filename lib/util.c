@@ -1,0 +1,187 @@
+/* util: run ids, time, hosts and processes, whole-file reads. */
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "err.h"
+
+static void random_bytes(unsigned char *buf, size_t n)
+{
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	if (fd >= 0) {
+		while (got < n) {
+			ssize_t r = read(fd, buf + got, n - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		close(fd);
+	}
+	if (got < n) {
+		/* No urandom: time and pid still make two runs differ. */
+		unsigned long seed = (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16);
+
+		for (; got < n; got++) {
+			seed = seed * 1103515245UL + 12345UL;
+			buf[got] = (unsigned char)(seed >> 16);
+		}
+	}
+}
+
+char *util_new_run_id(void)
+{
+	unsigned char r[3];
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	random_bytes(r, sizeof(r));
+	return xasprintf("%s-%02x%02x%02x", stamp, r[0], r[1], r[2]);
+}
+
+int util_run_id_ok(const char *s)
+{
+	static const char shape[] = "DDDDDDDDTDDDDDDZ-";
+	size_t i;
+
+	for (i = 0; shape[i]; i++) {
+		if (shape[i] == 'D' ? (s[i] < '0' || s[i] > '9') : s[i] != shape[i])
+			return 0;
+	}
+	if (s[i] == '\0')
+		return 0;
+	for (; s[i]; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z')) || i > 40)
+			return 0;
+	}
+	return 1;
+}
+
+time_t util_run_id_time(const char *run_id)
+{
+	struct tm tm;
+	const char *end;
+
+	if (!util_run_id_ok(run_id))
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(run_id, "%Y%m%dT%H%M%SZ", &tm);
+	if (end == NULL)
+		return -1;
+	return timegm(&tm);
+}
+
+void util_iso_time(time_t t, char *buf, size_t size)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+time_t util_parse_iso_time(const char *s)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (end == NULL || *end != '\0')
+		return -1;
+	return timegm(&tm);
+}
+
+const char *util_hostname(void)
+{
+	static char name[256];
+
+	if (name[0] == '\0') {
+		if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0')
+			strcpy(name, "localhost");
+	}
+	return name;
+}
+
+int util_pid_alive(long pid)
+{
+	if (pid <= 0)
+		return 0;
+	if (kill((pid_t)pid, 0) == 0)
+		return 1;
+	return errno == EPERM;
+}
+
+int util_read_fd(int fd, struct sb *out)
+{
+	for (;;) {
+		ssize_t r;
+
+		sb_grow(out, 65536);
+		r = read(fd, out->buf + out->len, out->cap - out->len - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		out->len += (size_t)r;
+		out->buf[out->len] = '\0';
+	}
+	return 0;
+}
+
+void util_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+double util_now(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+char *util_state_key(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/state.json", pipeline);
+}
+
+char *util_lock_key(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/lock", pipeline);
+}
+
+char *util_pending_key(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/pending.json", pipeline);
+}
+
+char *util_staging_prefix(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/staging/%s/", pipeline);
+	return xasprintf(".dataspoc/staging/%s/%s/", pipeline, run_id);
+}
+
+char *util_log_key(const char *pipeline, const char *run_id)
+{
+	return xasprintf(".dataspoc/logs/%s/%s.json", pipeline, run_id);
+}

@@ -1,0 +1,55 @@
+/* util: run ids, time, hosts and processes, whole-file reads. */
+#ifndef PIPE_UTIL_H
+#define PIPE_UTIL_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "sb.h"
+
+/*
+ * A new run id: sortable UTC time plus a random suffix,
+ * "20261130T004809Z-3fa9c1".  Newly allocated.
+ */
+char *util_new_run_id(void);
+
+/* 1 when s has the shape of a run id (so it is safe in keys and names). */
+int util_run_id_ok(const char *s);
+
+/* The time a run id was made, or -1 when it is not a run id. */
+time_t util_run_id_time(const char *run_id);
+
+/* ISO 8601 UTC with seconds: "2026-11-30T00:48:09Z" into buf (>= 21 bytes). */
+void util_iso_time(time_t t, char *buf, size_t size);
+
+/* Parse what util_iso_time() prints.  Returns -1 when malformed. */
+time_t util_parse_iso_time(const char *s);
+
+/* This host's name (static storage). */
+const char *util_hostname(void);
+
+/* 1 when a process with this pid exists on this host, 0 when it does not. */
+int util_pid_alive(long pid);
+
+/* Read all of fd into out (appended).  0, or -1 with errno set. */
+int util_read_fd(int fd, struct sb *out);
+
+/* Sleep for ms milliseconds. */
+void util_sleep_ms(long ms);
+
+/* Seconds since the epoch, as a double (for durations). */
+double util_now(void);
+
+/*
+ * Keys of the bucket layout (DESIGN.md, "Bucket layout").  Each returns a new
+ * string.
+ */
+char *util_state_key(const char *pipeline);	/* .dataspoc/state/P/state.json */
+char *util_lock_key(const char *pipeline);	/* .dataspoc/state/P/lock */
+char *util_pending_key(const char *pipeline);	/* .dataspoc/state/P/pending.json */
+char *util_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
+char *util_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json */
+#define UTIL_MANIFEST_KEY ".dataspoc/manifest.json"
+#define UTIL_MANIFEST_LOCK_KEY ".dataspoc/manifest.lock"
+
+#endif
