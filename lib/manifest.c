@@ -185,7 +185,7 @@ int manifest_update(struct bucket *b, const struct plan *p)
 		ret = 0;
 		goto out;
 	}
-	dumped = jv_dump_string(jv_copy(m), JV_PRINT_PRETTY | JV_PRINT_SPACE1);
+	dumped = jv_dump_string(jv_copy(m), JV_PRINT_INDENT_FLAGS(2));
 	sb_reset(&text);
 	sb_adds(&text, jv_string_value(dumped));
 	sb_addc(&text, '\n');

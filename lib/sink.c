@@ -1,0 +1,576 @@
+/* sink: Singer stream in, staged compressed files and a commit plan out. */
+#include "sink.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "singer.h"
+#include "util.h"
+#include "zwriter.h"
+
+struct stream {
+	char *name;		/* decoded, as the tap named it */
+	size_t name_len;
+	char *dir;		/* <path>/<source>/<safe> */
+	char *safe;
+	struct zwriter *zw;	/* open file, or NULL */
+	char *staged;		/* its staged key */
+	char *final;		/* its final key */
+	unsigned long long file_records;
+	unsigned file_index;
+	unsigned long long records;
+	unsigned long long shown;	/* count last shown as progress */
+	uint64_t last_used;
+	char *schema;
+	char *key_properties;
+};
+
+struct sink {
+	struct bucket *b;
+	const struct pipe_config *cfg;
+	const struct sink_options *opt;
+	struct plan *plan;
+	char *source;
+	char date[16];
+	const char *ext;
+
+	struct stream *streams;
+	size_t n, cap;
+	size_t *slots;		/* open addressing: index + 1, 0 empty */
+	size_t nslots;
+	struct stream *last;	/* the stream of the previous RECORD */
+	size_t open;
+	uint64_t tick;
+
+	struct sb name;		/* scratch for decoded names */
+	unsigned long long lineno;
+	double next_progress;
+	int tty;
+	int live;		/* a live progress line is on the terminal */
+};
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
+	return h;
+}
+
+char *sink_safe_name(const char *name, size_t len, const char **why)
+{
+	char *safe;
+	size_t i;
+
+	if (len == 0) {
+		*why = "the name is empty";
+		return NULL;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c == 0x7f) {
+			*why = "the name holds control characters";
+			return NULL;
+		}
+	}
+	safe = xstrndup(name, len);
+	for (i = 0; i < len; i++) {
+		if (safe[i] == '/' || safe[i] == '\\' || (i == 0 && safe[i] == '.'))
+			safe[i] = '_';
+	}
+	return safe;
+}
+
+static void grow_slots(struct sink *s)
+{
+	size_t i, nslots = s->nslots ? s->nslots * 2 : 64;
+	size_t *slots = xcalloc(nslots, sizeof(*slots));
+
+	for (i = 0; i < s->n; i++) {
+		size_t j = hash_bytes(s->streams[i].name, s->streams[i].name_len) & (nslots - 1);
+
+		while (slots[j])
+			j = (j + 1) & (nslots - 1);
+		slots[j] = i + 1;
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->nslots = nslots;
+}
+
+static struct stream *find(struct sink *s, const char *name, size_t len)
+{
+	size_t j;
+
+	if (s->nslots == 0)
+		return NULL;
+	j = hash_bytes(name, len) & (s->nslots - 1);
+	while (s->slots[j]) {
+		struct stream *st = &s->streams[s->slots[j] - 1];
+
+		if (st->name_len == len && memcmp(st->name, name, len) == 0)
+			return st;
+		j = (j + 1) & (s->nslots - 1);
+	}
+	return NULL;
+}
+
+static void fail(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct sink *s, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[2048];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (s->plan->error == NULL)
+		s->plan->error = xstrdup(buf);
+}
+
+static struct stream *add_stream(struct sink *s, const char *name, size_t len)
+{
+	struct stream *st;
+	const char *why = NULL;
+	char *safe = sink_safe_name(name, len, &why);
+	size_t i;
+
+	if (safe == NULL) {
+		fail(s, "<stdin>:%llu: stream name cannot be used: %s", s->lineno, why);
+		return NULL;
+	}
+	for (i = 0; i < s->n; i++) {
+		if (strcmp(s->streams[i].safe, safe) == 0) {
+			fail(s, "<stdin>:%llu: streams '%s' and '%s' would share the folder '%s'",
+			     s->lineno, s->streams[i].name, name, safe);
+			free(safe);
+			return NULL;
+		}
+	}
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->streams = xrealloc(s->streams, s->cap * sizeof(*s->streams));
+		s->last = NULL;
+	}
+	st = &s->streams[s->n++];
+	memset(st, 0, sizeof(*st));
+	st->name = xstrndup(name, len);
+	st->name_len = len;
+	st->safe = safe;
+	if (s->cfg->path && *s->cfg->path)
+		st->dir = xasprintf("%s/%s/%s", s->cfg->path, s->source, safe);
+	else
+		st->dir = xasprintf("%s/%s", s->source, safe);
+	if (s->n * 2 > s->nslots)
+		grow_slots(s);
+	else {
+		size_t j = hash_bytes(name, len) & (s->nslots - 1);
+
+		while (s->slots[j])
+			j = (j + 1) & (s->nslots - 1);
+		s->slots[j] = s->n;
+	}
+	return st;
+}
+
+/* The stream a message names; its "stream" span is a validated string. */
+static struct stream *lookup(struct sink *s, const struct json_span *span)
+{
+	const char *p = span->p + 1;
+	size_t len = span->len - 2;
+	struct stream *st;
+
+	if (memchr(p, '\\', len) != NULL) {
+		sb_reset(&s->name);
+		json_string_decode(span, &s->name);
+		p = s->name.buf;
+		len = s->name.len;
+		if (memchr(p, '\0', len) != NULL) {
+			fail(s, "<stdin>:%llu: stream name cannot be used: the name holds control characters", s->lineno);
+			return NULL;
+		}
+	}
+	if (s->last && s->last->name_len == len && memcmp(s->last->name, p, len) == 0)
+		return s->last;
+	st = find(s, p, len);
+	if (st == NULL)
+		st = add_stream(s, p, len);
+	return st;
+}
+
+static int close_file(struct sink *s, struct stream *st)
+{
+	struct plan_file f;
+	uint64_t bytes;
+
+	if (st->zw == NULL)
+		return 0;
+	bytes = zwriter_out_bytes(st->zw);
+	if (zwriter_close(st->zw) != 0) {
+		st->zw = NULL;
+		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		return -1;
+	}
+	st->zw = NULL;
+	s->open--;
+	f.stream = xstrdup(st->name);
+	f.staged = st->staged;
+	f.final = st->final;
+	f.records = st->file_records;
+	f.bytes = bytes;
+	st->staged = st->final = NULL;
+	s->plan->files = xrealloc(s->plan->files, (s->plan->nfiles + 1) * sizeof(*s->plan->files));
+	s->plan->files[s->plan->nfiles++] = f;
+	return 0;
+}
+
+static int open_file(struct sink *s, struct stream *st)
+{
+	struct bucket_writer *w;
+	char *staging;
+
+	if (s->open >= s->opt->max_open) {
+		/* Too many open: roll the file of the stream idle the longest. */
+		struct stream *idle = NULL;
+		size_t i;
+
+		for (i = 0; i < s->n; i++) {
+			if (s->streams[i].zw && (idle == NULL || s->streams[i].last_used < idle->last_used))
+				idle = &s->streams[i];
+		}
+		if (idle && close_file(s, idle) != 0)
+			return -1;
+	}
+	staging = util_staging_prefix(s->cfg->name, s->opt->run_id);
+	st->final = xasprintf("%s/dt=%s/%s_%s_%04u.jsonl%s", st->dir, s->date, st->safe,
+			      s->opt->run_id, st->file_index++, s->ext);
+	st->staged = xasprintf("%s%s", staging, st->final);
+	free(staging);
+	st->file_records = 0;
+	w = bucket_writer_open(s->b, st->staged);
+	if (w != NULL)
+		st->zw = zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
+	if (st->zw == NULL) {
+		fail(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
+		free(st->staged);
+		free(st->final);
+		st->staged = st->final = NULL;
+		return -1;
+	}
+	s->open++;
+	return 0;
+}
+
+static void progress(struct sink *s, int final)
+{
+	struct sb out = SB_INIT;
+	size_t i;
+
+	if (!s->opt->progress)
+		return;
+	if (s->tty && !final) {
+		struct stream *st = s->last;
+
+		if (st == NULL)
+			return;
+		sb_addf(&out, "\r\033[K  %s: ", st->name);
+		sb_add_thousands(&out, st->records);
+		sb_adds(&out, " records...");
+		s->live = 1;
+	} else {
+		if (s->live)
+			sb_adds(&out, "\r\033[K");
+		s->live = 0;
+		for (i = 0; i < s->n; i++) {
+			struct stream *st = &s->streams[i];
+
+			if (!final && st->records == st->shown)
+				continue;
+			st->shown = st->records;
+			sb_addf(&out, "  %s: ", st->name);
+			sb_add_thousands(&out, st->records);
+			sb_adds(&out, " records...\n");
+		}
+	}
+	if (out.len && write(STDERR_FILENO, out.buf, out.len) < 0) {
+		/* progress is best effort */
+	}
+	sb_free(&out);
+}
+
+static void maybe_progress(struct sink *s)
+{
+	double now;
+
+	if (!s->opt->progress)
+		return;
+	now = util_now();
+	if (now < s->next_progress)
+		return;
+	s->next_progress = now + (s->tty ? 0.2 : 10.0);
+	progress(s, 0);
+}
+
+static int on_record(struct sink *s, const struct singer_msg *m)
+{
+	struct stream *st = lookup(s, &m->stream);
+
+	if (st == NULL)
+		return -1;
+	s->last = st;
+	st->last_used = ++s->tick;
+	if (st->zw == NULL && open_file(s, st) != 0)
+		return -1;
+	/* The record's bytes and its newline, as the tap printed them. */
+	if (zwriter_write(st->zw, m->record.p, m->record.len) != 0 ||
+	    zwriter_write(st->zw, "\n", 1) != 0) {
+		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		return -1;
+	}
+	st->records++;
+	st->file_records++;
+	if (zwriter_out_bytes(st->zw) >= s->cfg->max_file_size && close_file(s, st) != 0)
+		return -1;
+	if ((st->records & 4095) == 0)
+		maybe_progress(s);
+	return 0;
+}
+
+static char *compact(const struct json_span *v)
+{
+	struct sb out = SB_INIT;
+
+	json_compact(v, &out);
+	return sb_detach(&out);
+}
+
+static int on_schema(struct sink *s, const struct singer_msg *m)
+{
+	struct stream *st = lookup(s, &m->stream);
+
+	if (st == NULL)
+		return -1;
+	free(st->schema);
+	free(st->key_properties);
+	st->schema = compact(&m->schema);
+	st->key_properties = m->key_properties.type == JSON_ARRAY ? compact(&m->key_properties) : NULL;
+	return 0;
+}
+
+static int on_state(struct sink *s, const struct singer_msg *m)
+{
+	if (m->value.type != JSON_OBJECT) {
+		fail(s, "<stdin>:%llu: STATE value is not a JSON object", s->lineno);
+		return -1;
+	}
+	free(s->plan->state);
+	s->plan->state = compact(&m->value);
+	return 0;
+}
+
+/* pipe-tap's end line: {"type":"DATASPOC_TAP_END","status":...,"error":...}. */
+static int is_end(const struct singer_msg *m)
+{
+	static const char want[] = "\"" SINK_END_TYPE "\"";
+
+	return m->type == SINGER_OTHER && m->type_value.len == sizeof(want) - 1 &&
+	       memcmp(m->type_value.p, want, sizeof(want) - 1) == 0;
+}
+
+static int on_end(struct sink *s, const char *line, size_t len)
+{
+	struct json_span obj, v;
+	size_t errpos;
+	const char *errmsg;
+	struct sb text = SB_INIT;
+
+	json_validate(line, len, &obj, &errpos, &errmsg);
+	if (json_object_get(&obj, "status", &v) == 1 && v.type == JSON_STRING &&
+	    v.len == 9 && memcmp(v.p, "\"success\"", 9) == 0)
+		return 0;
+	if (json_object_get(&obj, "error", &v) == 1 && v.type == JSON_STRING)
+		json_string_decode(&v, &text);
+	fail(s, "%s", text.len ? text.buf : "the tap failed");
+	sb_free(&text);
+	return -1;
+}
+
+static void cleanup_files(struct sink *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct stream *st = &s->streams[i];
+
+		if (st->zw) {
+			zwriter_abort(st->zw);
+			st->zw = NULL;
+		}
+	}
+	for (i = 0; i < s->plan->nfiles; i++) {
+		struct plan_file *f = &s->plan->files[i];
+
+		bucket_delete(s->b, f->staged);
+		free(f->stream);
+		free(f->staged);
+		free(f->final);
+	}
+	free(s->plan->files);
+	s->plan->files = NULL;
+	s->plan->nfiles = 0;
+}
+
+static void fill_plan(struct sink *s, const struct sink_options *opt)
+{
+	struct plan *p = s->plan;
+	time_t t = util_run_id_time(opt->run_id);
+	char started[32];
+	size_t i;
+
+	util_iso_time(t == -1 ? time(NULL) : t, started, sizeof(started));
+	p->pipeline = xstrdup(s->cfg->name);
+	p->run_id = xstrdup(opt->run_id);
+	p->started_at = xstrdup(started);
+	p->source = xstrdup(s->source);
+	p->format = xstrdup("jsonl");
+	p->compression = xstrdup(s->cfg->compression == COMPRESSION_ZSTD ? "zstd" :
+				 s->cfg->compression == COMPRESSION_GZIP ? "gzip" : "none");
+	p->incremental = s->cfg->incremental;
+	p->replace = !s->cfg->incremental;
+	p->full = opt->full;
+	p->streams = xcalloc(s->n, sizeof(*p->streams));
+	for (i = 0; i < s->n; i++) {
+		struct stream *st = &s->streams[i];
+		struct plan_stream *ps = &p->streams[p->nstreams++];
+
+		ps->name = st->name;
+		ps->dir = st->dir;
+		ps->records = st->records;
+		ps->schema = st->schema;
+		ps->key_properties = st->key_properties;
+		st->name = st->dir = st->schema = st->key_properties = NULL;
+		p->records += st->records;
+	}
+}
+
+int sink_run(struct bucket *b, const struct pipe_config *cfg,
+	     const struct sink_options *opt, int fd, struct plan *plan)
+{
+	struct sink s;
+	struct singer_reader *r = singer_reader_new(fd);
+	const char *line;
+	size_t len, i;
+	time_t t = util_run_id_time(opt->run_id);
+	struct tm tm;
+	int got, ended = 0, ok = 0;
+
+	memset(&s, 0, sizeof(s));
+	memset(plan, 0, sizeof(*plan));
+	s.b = b;
+	s.cfg = cfg;
+	s.opt = opt;
+	s.plan = plan;
+	s.source = config_source_name(cfg);
+	s.ext = config_compression_ext(cfg->compression);
+	s.tty = isatty(STDERR_FILENO);
+	s.next_progress = util_now() + (s.tty ? 0.2 : 10.0);
+	if (t == -1)
+		t = time(NULL);
+	gmtime_r(&t, &tm);
+	strftime(s.date, sizeof(s.date), "%Y-%m-%d", &tm);
+
+	while ((got = singer_reader_next(r, &line, &len)) == 1) {
+		struct singer_msg m;
+		size_t errcol;
+		const char *errmsg;
+
+		s.lineno = singer_reader_lineno(r);
+		if (ended) {
+			fail(&s, "<stdin>:%llu: input goes on after pipe-tap's end line", s.lineno);
+			goto out;
+		}
+		if (len == 0 || (len == 1 && line[0] == '\r'))
+			continue;
+		if (singer_reader_last_unterminated(r)) {
+			fail(&s, "<stdin>:%llu: input ends in the middle of a line: the tap's output was cut short", s.lineno);
+			goto out;
+		}
+		if (singer_parse(line, len, &m, &errcol, &errmsg) != 0) {
+			fail(&s, "<stdin>:%llu:%zu: %s", s.lineno, errcol, errmsg);
+			goto out;
+		}
+		switch (m.type) {
+		case SINGER_RECORD:
+			if (on_record(&s, &m) != 0)
+				goto out;
+			break;
+		case SINGER_SCHEMA:
+			if (on_schema(&s, &m) != 0)
+				goto out;
+			break;
+		case SINGER_STATE:
+			if (on_state(&s, &m) != 0)
+				goto out;
+			break;
+		case SINGER_ACTIVATE_VERSION:
+			break;
+		case SINGER_OTHER:
+			if (is_end(&m)) {
+				if (on_end(&s, line, len) != 0)
+					goto out;
+				ended = 1;
+			}
+			break;
+		}
+	}
+	if (got < 0) {
+		fail(&s, "cannot read the tap's output: %s", strerror(errno));
+		goto out;
+	}
+	if (!ended) {
+		fail(&s, "input ended without pipe-tap's end line: the tap or pipe-tap did not finish");
+		goto out;
+	}
+	for (i = 0; i < s.n; i++) {
+		if (close_file(&s, &s.streams[i]) != 0)
+			goto out;
+	}
+	ok = 1;
+out:
+	if (!ok)
+		cleanup_files(&s);
+	else
+		progress(&s, 1);
+	fill_plan(&s, opt);
+	plan->ended = 1;
+	plan->success = ok;
+	if (!ok)
+		err_msg("%s", plan->error ? plan->error : "the run failed");
+	for (i = 0; i < s.n; i++) {
+		struct stream *st = &s.streams[i];
+
+		free(st->name);
+		free(st->dir);
+		free(st->safe);
+		free(st->staged);
+		free(st->final);
+		free(st->schema);
+		free(st->key_properties);
+	}
+	free(s.streams);
+	free(s.slots);
+	free(s.source);
+	sb_free(&s.name);
+	singer_reader_free(r);
+	return ok ? 0 : -1;
+}

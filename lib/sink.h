@@ -1,0 +1,41 @@
+/*
+ * sink: the heart of pipe-sink.  Reads a Singer stream (pipe-tap's output,
+ * ended by its end line), routes each RECORD's bytes into its stream's
+ * compressed file(s) under the run's staging area, and describes what it
+ * wrote as a commit plan.
+ */
+#ifndef PIPE_SINK_H
+#define PIPE_SINK_H
+
+#include "bucket.h"
+#include "config.h"
+#include "plan.h"
+
+/* The type of pipe-tap's end line. */
+#define SINK_END_TYPE "DATASPOC_TAP_END"
+
+struct sink_options {
+	const char *run_id;	/* the run's id */
+	int full;		/* the run ignores the saved state (for the plan) */
+	int progress;		/* print progress on stderr */
+	int threads;		/* zstd worker threads, 0: none */
+	size_t max_open;	/* most files open at once; idle streams' files are rolled */
+};
+
+/*
+ * Consume fd to its end.  Fills plan: on success its files, streams, state
+ * and a success end line; on failure (bad input, no end line, a failed tap,
+ * a bucket error) a failure end line carrying the error, with every file it
+ * staged removed.  The error is also printed on stderr.  0 or -1.
+ */
+int sink_run(struct bucket *b, const struct pipe_config *cfg,
+	     const struct sink_options *opt, int fd, struct plan *plan);
+
+/*
+ * Make a stream name safe as one folder name: '/', '\\' and leading '.'
+ * become '_'.  Returns NULL (and says why in *why) for names that cannot be
+ * made safe: empty, or holding control bytes.
+ */
+char *sink_safe_name(const char *name, size_t len, const char **why);
+
+#endif

@@ -1,0 +1,353 @@
+/* tap: run a Singer tap, pass its stream on, say how it ended. */
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "sb.h"
+#include "sink.h"
+
+static char opt_config[] = "--config", opt_state[] = "--state", opt_catalog[] = "--catalog";
+static volatile sig_atomic_t got_signal;
+static volatile pid_t child_pid;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+char *tap_find_command(const char *name)
+{
+	const char *path = getenv("PATH");
+	const char *p, *end;
+	int denied = 0;
+
+	if (strchr(name, '/') != NULL) {
+		if (access(name, X_OK) == 0)
+			return xstrdup(name);
+		return NULL;
+	}
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p = end + 1) {
+		struct stat st;
+		char *cand;
+
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		cand = end == p ? xasprintf("./%s", name) : xasprintf("%.*s/%s", (int)(end - p), p, name);
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(cand, X_OK) == 0)
+				return cand;
+			denied = 1;
+		}
+		free(cand);
+		if (*end == '\0')
+			break;
+	}
+	errno = denied ? EACCES : ENOENT;
+	return NULL;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int write_private(const char *dir, const char *name, const char *data, size_t len, char **path)
+{
+	int fd;
+
+	*path = xasprintf("%s/%s", dir, name);
+	fd = open(*path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err_msg("cannot create '%s':", *path);
+		return -1;
+	}
+	if (write_all(fd, data, len) != 0 || close(fd) != 0) {
+		err_msg("cannot write '%s':", *path);
+		return -1;
+	}
+	return 0;
+}
+
+/* The state's text, when it holds a non-empty object; NULL otherwise. */
+static int state_wanted(const char *state, size_t len, int *want)
+{
+	struct json_span v, key, val;
+	size_t errpos, pos = 0;
+	const char *errmsg;
+
+	*want = 0;
+	while (len > 0 && (state[len - 1] == '\n' || state[len - 1] == ' ' || state[len - 1] == '\r'))
+		len--;
+	if (len == 0)
+		return 0;
+	if (json_validate(state, len, &v, &errpos, &errmsg) != 0) {
+		err_msg("<stdin>:1:%zu: the state is not JSON: %s", errpos + 1, errmsg);
+		return -1;
+	}
+	if (v.type != JSON_OBJECT) {
+		err_msg("<stdin>: the state is not a JSON object");
+		return -1;
+	}
+	*want = json_object_next(&v, &pos, &key, &val);
+	return 0;
+}
+
+static void end_line(int fd, int status, const char *error)
+{
+	struct sb line = SB_INIT;
+
+	sb_addf(&line, "{\"type\":\"%s\",\"status\":\"%s\",\"exit_status\":%d", SINK_END_TYPE,
+		error ? "failure" : "success", status);
+	if (error) {
+		sb_adds(&line, ",\"error\":");
+		json_quote(&line, error, strlen(error));
+	}
+	sb_adds(&line, "}\n");
+	if (write_all(fd, line.buf, line.len) != 0 && errno != EPIPE)
+		err_msg("cannot write the end line:");
+	sb_free(&line);
+}
+
+int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
+	    int out_fd, const char *stderr_path)
+{
+	char tmpl[4096];
+	const char *tmpdir = getenv("TMPDIR");
+	char *dir = NULL, *config_path = NULL, *state_path = NULL, *exe = NULL;
+	char *error = NULL;
+	char **argv = NULL;
+	size_t argc = 0, i;
+	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 };
+	int status = 1, want_state, wstatus, last_nl = 1, wrote = 0;
+	struct sigaction sa, old_int, old_term, old_hup, old_pipe;
+	char buf[1 << 17];
+	const char *tap = cfg->tap_argv[0];
+	pid_t pid = -1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+	/* EPIPE instead of death, so the private files still go */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &old_pipe);
+
+	if (state_wanted(state, state_len, &want_state) != 0) {
+		error = xstrdup("invalid state on stdin");
+		status = 2;
+		goto out;
+	}
+	exe = tap_find_command(tap);
+	if (exe == NULL) {
+		if (errno == EACCES) {
+			error = xasprintf("%s cannot be run: Permission denied", tap);
+			status = 126;
+		} else {
+			error = xasprintf("%s not found%s — install it or set source.tap", tap,
+					  strchr(tap, '/') ? "" : " on PATH");
+			status = 127;
+		}
+		err_msg("%s", error);
+		goto out;
+	}
+	snprintf(tmpl, sizeof(tmpl), "%s/dataspoc-pipe.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (mkdtemp(tmpl) == NULL) {
+		err_msg("cannot create a private directory in '%s':", tmpdir && *tmpdir ? tmpdir : "/tmp");
+		error = xstrdup("cannot create a private temporary directory");
+		goto out;
+	}
+	dir = xstrdup(tmpl);
+
+	for (i = 0; cfg->tap_argv[i]; i++)
+		;
+	argv = xcalloc(i + 8, sizeof(*argv));
+	for (i = 0; cfg->tap_argv[i]; i++)
+		argv[argc++] = cfg->tap_argv[i];
+	if (cfg->tap_config_json) {
+		if (write_private(dir, "config.json", cfg->tap_config_json,
+				  strlen(cfg->tap_config_json), &config_path) != 0) {
+			error = xstrdup("cannot write the tap's config");
+			goto out;
+		}
+		argv[argc++] = opt_config;
+		argv[argc++] = config_path;
+	} else if (cfg->tap_config_file) {
+		argv[argc++] = opt_config;
+		argv[argc++] = cfg->tap_config_file;
+	}
+	if (want_state) {
+		if (write_private(dir, "state.json", state, state_len, &state_path) != 0) {
+			error = xstrdup("cannot write the state file");
+			goto out;
+		}
+		argv[argc++] = opt_state;
+		argv[argc++] = state_path;
+	}
+	if (cfg->catalog_file) {
+		argv[argc++] = opt_catalog;
+		argv[argc++] = cfg->catalog_file;
+	}
+	argv[argc] = NULL;
+
+	if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(errpipe, O_CLOEXEC) != 0) {
+		err_msg("cannot make a pipe:");
+		error = xstrdup("cannot make a pipe");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err_msg("cannot fork:");
+		error = xstrdup("cannot fork");
+		goto out;
+	}
+	if (pid == 0) {
+		int e, devnull = open("/dev/null", O_RDONLY);
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (devnull >= 0)
+			dup2(devnull, STDIN_FILENO);
+		dup2(fds[1], STDOUT_FILENO);
+		if (stderr_path) {
+			int efd = open(stderr_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+			if (efd >= 0)
+				dup2(efd, STDERR_FILENO);
+		}
+		execv(exe, argv);
+		e = errno;
+		if (write(errpipe[1], &e, sizeof(e)) < 0) {
+			/* the parent sees a closed pipe and a 127 */
+		}
+		_exit(127);
+	}
+	child_pid = pid;
+	close(fds[1]);
+	fds[1] = -1;
+	close(errpipe[1]);
+	errpipe[1] = -1;
+	{
+		int e;
+		ssize_t r;
+
+		do
+			r = read(errpipe[0], &e, sizeof(e));
+		while (r < 0 && errno == EINTR);
+		if (r == (ssize_t)sizeof(e)) {
+			errno = e;
+			err_msg("cannot run '%s':", exe);
+			error = xasprintf("cannot run %s: %s", tap, strerror(e));
+			waitpid(pid, NULL, 0);
+			pid = -1;
+			status = e == ENOENT ? 127 : 126;
+			goto out;
+		}
+	}
+
+	for (;;) {
+		ssize_t r = read(fds[0], buf, sizeof(buf));
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err_msg("cannot read the tap's output:");
+			break;
+		}
+		if (r == 0)
+			break;
+		if (write_all(out_fd, buf, (size_t)r) != 0) {
+			if (errno != EPIPE)
+				err_msg("cannot write the tap's output:");
+			kill(pid, SIGTERM);
+			got_signal = errno == EPIPE ? SIGPIPE : got_signal;
+			break;
+		}
+		wrote = 1;
+		last_nl = buf[r - 1] == '\n';
+	}
+	while (waitpid(pid, &wstatus, 0) < 0) {
+		if (errno != EINTR) {
+			wstatus = 1 << 8;
+			break;
+		}
+	}
+	pid = -1;
+	child_pid = 0;
+	if (WIFSIGNALED(wstatus)) {
+		status = 128 + WTERMSIG(wstatus);
+		error = xasprintf("%s was killed by signal %d (%s)", tap, WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+	} else {
+		status = WEXITSTATUS(wstatus);
+		if (status != 0)
+			error = xasprintf("%s exited with status %d", tap, status);
+	}
+	if (got_signal && error == NULL) {
+		status = 128 + got_signal;
+		error = xasprintf("interrupted by signal %d", got_signal);
+	}
+	if (error)
+		err_msg("%s", error);
+out:
+	if (got_signal != SIGPIPE) {
+		if (wrote && !last_nl)
+			write_all(out_fd, "\n", 1);
+		end_line(out_fd, status, error);
+	}
+	for (i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		if (errpipe[i] >= 0)
+			close(errpipe[i]);
+	}
+	if (config_path)
+		unlink(config_path);
+	if (state_path)
+		unlink(state_path);
+	if (dir)
+		rmdir(dir);
+	free(config_path);
+	free(state_path);
+	free(dir);
+	free(exe);
+	free(argv);
+	free(error);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	if (got_signal) {
+		signal(got_signal, SIG_DFL);
+		raise(got_signal);
+	}
+	return status;
+}
