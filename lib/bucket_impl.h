@@ -54,7 +54,8 @@ struct bucket_ops {
 	 * Writer: open returns a store writer whose first member is struct
 	 * bucket_writer (bucket.c sets its b and key fields after open).
 	 * close and abort free the store's writer; bucket.c frees key after.
-	 * A write that failed leaves the writer usable only for abort.
+	 * A close that fails removes the partial object itself (its caller
+	 * cannot abort any more).  After a failed write, close fails too.
 	 */
 	struct bucket_writer *(*writer_open)(struct bucket *b, const char *key);
 	int (*writer_write)(struct bucket_writer *w, const void *data, size_t len);

@@ -1,0 +1,321 @@
+/*
+ * bucket: the store-independent half.  Parses the url, picks the store,
+ * validates keys once for every store, sorts listings.
+ */
+#include "bucket.h"
+#include "bucket_impl.h"
+#include "err.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/*
+ * Keys and urls come from configs and taps: show control bytes escaped so a
+ * message stays one line.
+ */
+static char *printable(const char *s)
+{
+	struct sb sb = SB_INIT;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f)
+			sb_addf(&sb, "\\x%02x", c);
+		else
+			sb_addc(&sb, (char)c);
+	}
+	return sb_detach(&sb);
+}
+
+static void bad_key(const struct bucket *b, const char *what, const char *key)
+{
+	char *p = printable(key ? key : "(null)");
+
+	err_msg("invalid %s '%s' in bucket '%s': keys are relative paths without "
+		"empty, '.' or '..' components or control characters",
+		what, p, b->url);
+	free(p);
+}
+
+int bucket_key_ok(const char *key)
+{
+	const char *p, *comp;
+
+	if (key == NULL || *key == '\0' || *key == '/')
+		return 0;
+	for (p = comp = key;; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '/' || c == '\0') {
+			size_t len = (size_t)(p - comp);
+
+			if (len == 0 || (len == 1 && comp[0] == '.') ||
+			    (len == 2 && comp[0] == '.' && comp[1] == '.'))
+				return 0;
+			if (c == '\0')
+				return 1;
+			comp = p + 1;
+		} else if (c < 0x20 || c == 0x7f) {
+			return 0;
+		}
+	}
+}
+
+/* "" or a string whose part before the last '/' (if any) is a valid key. */
+static int prefix_ok(const char *prefix)
+{
+	size_t len;
+	char *dir;
+	int ok;
+
+	if (prefix == NULL)
+		return 0;
+	len = strlen(prefix);
+	if (len == 0)
+		return 1;
+	if (prefix[len - 1] == '/')
+		len--;
+	dir = xstrndup(prefix, len);
+	ok = bucket_key_ok(dir);
+	free(dir);
+	return ok;
+}
+
+static int has_scheme(const char *url, const char *scheme)
+{
+	size_t n = strlen(scheme);
+
+	return strncasecmp(url, scheme, n) == 0 && strncmp(url + n, "://", 3) == 0;
+}
+
+/* "name://" with an RFC 3986 scheme name: length of name, else 0. */
+static size_t scheme_len(const char *url)
+{
+	size_t i = 0;
+
+	if (!((url[0] >= 'a' && url[0] <= 'z') || (url[0] >= 'A' && url[0] <= 'Z')))
+		return 0;
+	for (i = 1; url[i]; i++) {
+		char c = url[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))
+			break;
+	}
+	return strncmp(url + i, "://", 3) == 0 ? i : 0;
+}
+
+struct bucket *bucket_open(const char *url)
+{
+	struct bucket *b = NULL;
+	char *p;
+
+	if (url == NULL || *url == '\0') {
+		err_msg("no bucket given: use a local directory, file:///abs/dir or s3://bucket");
+		return NULL;
+	}
+	if (has_scheme(url, "file")) {
+		const char *path = url + 7;
+
+		/* RFC 8089 allows an empty or "localhost" authority, nothing else. */
+		if (strncasecmp(path, "localhost/", 10) == 0)
+			path += 9;
+		if (*path != '/') {
+			p = printable(url);
+			err_msg("invalid bucket '%s': a file:// url must be absolute, "
+				"as in file:///abs/dir", p);
+			free(p);
+			return NULL;
+		}
+		b = local_bucket_open(path);
+	} else if (has_scheme(url, "s3") || has_scheme(url, "gs")) {
+		b = s3_bucket_open(url);
+	} else if (scheme_len(url) > 0) {
+		p = printable(url);
+		err_msg("unsupported bucket '%s': use a local directory, "
+			"file:///abs/dir or s3://bucket", p);
+		free(p);
+		return NULL;
+	} else {
+		b = local_bucket_open(url);
+	}
+	if (b == NULL)
+		return NULL;
+	b->url = xstrdup(url);
+	return b;
+}
+
+void bucket_free(struct bucket *b)
+{
+	if (b == NULL)
+		return;
+	free(b->url);
+	b->url = NULL;
+	b->ops->free(b);
+}
+
+const char *bucket_url(const struct bucket *b)
+{
+	return b->url;
+}
+
+int bucket_get(struct bucket *b, const char *key, struct sb *out)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->get(b, key, out);
+}
+
+int bucket_put(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->put(b, key, data, len);
+}
+
+int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->put_new(b, key, data, len);
+}
+
+int bucket_delete(struct bucket *b, const char *key)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->del(b, key);
+}
+
+int bucket_move(struct bucket *b, const char *from, const char *to)
+{
+	if (!bucket_key_ok(from)) {
+		bad_key(b, "key", from);
+		return -1;
+	}
+	if (!bucket_key_ok(to)) {
+		bad_key(b, "key", to);
+		return -1;
+	}
+	return b->ops->move(b, from, to);
+}
+
+int bucket_exists(struct bucket *b, const char *key)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->exists(b, key);
+}
+
+void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len)
+{
+	if (k->n + 1 >= k->cap) {
+		k->cap = k->cap ? 2 * k->cap : 64;
+		k->v = xrealloc(k->v, k->cap * sizeof(*k->v));
+	}
+	k->v[k->n++] = xstrndup(key, len);
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	/* strcmp compares as unsigned char: bytewise, as S3 lists. */
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n)
+{
+	struct bucket_keys k = { NULL, 0, 0 };
+	size_t i;
+
+	*keys = NULL;
+	if (n)
+		*n = 0;
+	if (!prefix_ok(prefix)) {
+		bad_key(b, "prefix", prefix);
+		return -1;
+	}
+	if (b->ops->list(b, prefix, &k) < 0) {
+		for (i = 0; i < k.n; i++)
+			free(k.v[i]);
+		free(k.v);
+		return -1;
+	}
+	if (k.v == NULL)
+		k.v = xmalloc(sizeof(*k.v));
+	qsort(k.v, k.n, sizeof(*k.v), cmp_keys);
+	k.v[k.n] = NULL;
+	*keys = k.v;
+	if (n)
+		*n = k.n;
+	return 0;
+}
+
+void bucket_list_free(char **keys)
+{
+	char **p;
+
+	if (keys == NULL)
+		return;
+	for (p = keys; *p; p++)
+		free(*p);
+	free(keys);
+}
+
+struct bucket_writer *bucket_writer_open(struct bucket *b, const char *key)
+{
+	struct bucket_writer *w;
+
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return NULL;
+	}
+	w = b->ops->writer_open(b, key);
+	if (w == NULL)
+		return NULL;
+	w->b = b;
+	w->key = xstrdup(key);
+	return w;
+}
+
+int bucket_writer_write(struct bucket_writer *w, const void *data, size_t len)
+{
+	if (len == 0)
+		return 0;
+	return w->b->ops->writer_write(w, data, len);
+}
+
+int bucket_writer_close(struct bucket_writer *w)
+{
+	char *key;
+	int r;
+
+	if (w == NULL)
+		return -1;
+	key = w->key;
+	r = w->b->ops->writer_close(w);
+	free(key);
+	return r;
+}
+
+void bucket_writer_abort(struct bucket_writer *w)
+{
+	char *key;
+
+	if (w == NULL)
+		return;
+	key = w->key;
+	w->b->ops->writer_abort(w);
+	free(key);
+}

@@ -1,0 +1,743 @@
+/*
+ * bucket_local: a directory as a bucket.  Every operation works relative to
+ * a descriptor of the root (the *at() calls), so a later chdir() cannot
+ * redirect it.  Durability follows git and zstd: write a temp file, fsync,
+ * rename or link, fsync the directory.
+ */
+#include "bucket.h"
+#include "bucket_impl.h"
+#include "err.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+struct local_bucket {
+	struct bucket base;
+	int fd;		/* the root directory */
+	char *root;	/* for messages: the directory as given, no trailing '/' */
+};
+
+struct local_writer {
+	struct bucket_writer base;
+	int fd;
+	int failed;
+	char *path;	/* for messages */
+};
+
+/* A failed create may race with another process pruning the directory. */
+enum { MKDIR_TRIES = 5 };
+
+static struct local_bucket *lb(struct bucket *b)
+{
+	return (struct local_bucket *)b;
+}
+
+static char *path_of(const struct local_bucket *l, const char *key)
+{
+	return xasprintf("%s/%s", l->root, key);
+}
+
+/* The directory part of key ("." when none), newly allocated. */
+static char *dir_of(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+
+	return slash ? xstrndup(key, (size_t)(slash - key)) : xstrdup(".");
+}
+
+static const char *base_of(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+
+	return slash ? slash + 1 : key;
+}
+
+static int open_dir(int at, const char *dir)
+{
+	return openat(at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len > SSIZE_MAX ? SSIZE_MAX : len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* fsync a directory; filesystems that cannot (EINVAL) are not an error. */
+static int sync_dir_fd(int fd)
+{
+	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
+		return -1;
+	return 0;
+}
+
+/* fsync the directory holding key; reports its own error. */
+static int sync_parent(struct local_bucket *l, const char *key)
+{
+	char *dir = dir_of(key);
+	int fd, r = 0;
+
+	fd = open_dir(l->fd, dir);
+	if (fd < 0 || sync_dir_fd(fd) < 0) {
+		char *p = strcmp(dir, ".") ? path_of(l, dir) : xstrdup(l->root);
+
+		err_msg("cannot sync directory '%s':", p);
+		free(p);
+		r = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return r;
+}
+
+/*
+ * Create the directories leading to key.  A directory made here is
+ * fsynced into its parent so that what is renamed into it survives a crash.
+ * Reports its own error.
+ */
+static int mkdir_parents(struct local_bucket *l, const char *key)
+{
+	char *dir = xstrdup(key);
+	char *p;
+	int r = 0;
+
+	for (p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdirat(l->fd, dir, 0777) == 0) {
+			char *parent = dir_of(dir);
+			int pfd = open_dir(l->fd, parent);
+
+			if (pfd < 0 || sync_dir_fd(pfd) < 0) {
+				char *path = path_of(l, dir);
+
+				err_msg("cannot sync directory '%s':", path);
+				free(path);
+				r = -1;
+			}
+			if (pfd >= 0)
+				close(pfd);
+			free(parent);
+			if (r < 0)
+				break;
+		} else if (errno != EEXIST) {
+			char *path = path_of(l, dir);
+
+			err_msg("cannot create directory '%s':", path);
+			free(path);
+			r = -1;
+			break;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return r;
+}
+
+/*
+ * Remove the directories above key that are empty, deepest first, up to
+ * but not including the root.  Best effort: the first directory that
+ * cannot go (not empty, busy, no permission) ends it quietly.
+ */
+static void prune_parents(struct local_bucket *l, const char *key)
+{
+	char *dir = xstrdup(key);
+	char *slash;
+
+	while ((slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		if (unlinkat(l->fd, dir, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			break;
+	}
+	free(dir);
+}
+
+static int local_get(struct bucket *b, const char *key, struct sb *out)
+{
+	struct local_bucket *l = lb(b);
+	struct stat st;
+	char *path = NULL;
+	size_t keep = out->len;
+	int fd, r = -1;
+
+	fd = openat(l->fd, key, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 1;
+		path = path_of(l, key);
+		err_msg("cannot open '%s':", path);
+		goto out;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+		sb_grow(out, (size_t)st.st_size);
+	for (;;) {
+		ssize_t n;
+
+		sb_grow(out, 65536);
+		out->buf[out->len] = '\0';
+		n = read(fd, out->buf + out->len, out->cap - out->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			path = path_of(l, key);
+			err_msg("cannot read '%s':", path);
+			/* Leave out as it was. */
+			out->len = keep;
+			out->buf[keep] = '\0';
+			goto out;
+		}
+		if (n == 0)
+			break;
+		out->len += (size_t)n;
+		out->buf[out->len] = '\0';
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return r;
+}
+
+/* ".<base>.tmp-<pid>-<random>": skipped by local_list(). */
+static char *temp_name(const char *base)
+{
+	uint64_t rnd;
+	size_t blen = strlen(base);
+
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32) ^ (uint64_t)(uintptr_t)&rnd;
+	/* Keep the name within NAME_MAX however long base is. */
+	if (blen > 128)
+		blen = 128;
+	return xasprintf(".%.*s.tmp-%ld-%016llx", (int)blen, base, (long)getpid(),
+			 (unsigned long long)rnd);
+}
+
+/*
+ * Write data to a new temp file next to key, fsynced and closed.  Returns
+ * the open directory's descriptor (into *dfd) and the temp name, or NULL
+ * after reporting the error (nothing left behind).
+ */
+static char *write_temp(struct local_bucket *l, const char *key,
+			const void *data, size_t len, int *dfd)
+{
+	char *dir = dir_of(key), *tmp = NULL, *path = NULL;
+	int fd = -1, tries;
+
+	*dfd = -1;
+	for (tries = 0; tries < MKDIR_TRIES; tries++) {
+		if (mkdir_parents(l, key) < 0)
+			goto fail;
+		*dfd = open_dir(l->fd, dir);
+		if (*dfd >= 0 || errno != ENOENT)
+			break;
+	}
+	if (*dfd < 0) {
+		path = strcmp(dir, ".") ? path_of(l, dir) : xstrdup(l->root);
+		err_msg("cannot open directory '%s':", path);
+		goto fail;
+	}
+	for (tries = 0; tries < 10; tries++) {
+		free(tmp);
+		tmp = temp_name(base_of(key));
+		fd = openat(*dfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		path = path_of(l, key);
+		err_msg("cannot create a temporary file for '%s':", path);
+		goto fail;
+	}
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		int e = errno;
+
+		close(fd);
+		fd = -1;
+		errno = e;
+		goto write_fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		goto write_fail;
+	}
+	free(dir);
+	return tmp;
+
+write_fail:
+	path = path_of(l, key);
+	err_msg("cannot write '%s':", path);
+	unlinkat(*dfd, tmp, 0);
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (*dfd >= 0)
+		close(*dfd);
+	*dfd = -1;
+	free(tmp);
+	free(path);
+	free(dir);
+	return NULL;
+}
+
+static int local_put(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	struct local_bucket *l = lb(b);
+	char *tmp, *path = NULL;
+	int dfd, r = -1;
+
+	tmp = write_temp(l, key, data, len, &dfd);
+	if (tmp == NULL)
+		return -1;
+	if (renameat(dfd, tmp, dfd, base_of(key)) < 0) {
+		path = path_of(l, key);
+		err_msg("cannot rename a temporary file to '%s':", path);
+		unlinkat(dfd, tmp, 0);
+		goto out;
+	}
+	if (sync_dir_fd(dfd) < 0) {
+		path = path_of(l, key);
+		err_msg("cannot sync the directory of '%s':", path);
+		goto out;
+	}
+	r = 0;
+out:
+	close(dfd);
+	free(tmp);
+	free(path);
+	return r;
+}
+
+static int local_put_new(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	struct local_bucket *l = lb(b);
+	char *tmp, *path = NULL;
+	int dfd, r = -1, e;
+
+	tmp = write_temp(l, key, data, len, &dfd);
+	if (tmp == NULL)
+		return -1;
+	if (linkat(dfd, tmp, dfd, base_of(key), 0) == 0) {
+		r = 0;
+	} else if (errno == EEXIST) {
+		r = 1;
+	} else if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS) {
+		/* No hard links here (some FUSE and FAT mounts): same promise. */
+		if (renameat2(dfd, tmp, dfd, base_of(key), RENAME_NOREPLACE) == 0)
+			r = 0;
+		else if (errno == EEXIST)
+			r = 1;
+	}
+	e = errno;
+	unlinkat(dfd, tmp, 0);
+	errno = e;
+	if (r < 0) {
+		path = path_of(l, key);
+		err_msg("cannot create '%s':", path);
+		goto out;
+	}
+	if (r == 0 && sync_dir_fd(dfd) < 0) {
+		path = path_of(l, key);
+		err_msg("cannot sync the directory of '%s':", path);
+		r = -1;
+	}
+out:
+	close(dfd);
+	free(tmp);
+	free(path);
+	return r;
+}
+
+static int local_delete(struct bucket *b, const char *key)
+{
+	struct local_bucket *l = lb(b);
+	char *path;
+
+	if (unlinkat(l->fd, key, 0) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		path = path_of(l, key);
+		err_msg("cannot delete '%s':", path);
+		free(path);
+		return -1;
+	}
+	if (sync_parent(l, key) < 0)
+		return -1;
+	prune_parents(l, key);
+	return 0;
+}
+
+static int local_move(struct bucket *b, const char *from, const char *to)
+{
+	struct local_bucket *l = lb(b);
+	struct stat st;
+	char *pf, *pt;
+	int tries;
+
+	if (strcmp(from, to) == 0) {
+		if (fstatat(l->fd, from, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT || errno == ENOTDIR ? 1 : 0;
+		return 0;
+	}
+	for (tries = 0; tries < MKDIR_TRIES; tries++) {
+		if (mkdir_parents(l, to) < 0)
+			return -1;
+		if (renameat(l->fd, from, l->fd, to) == 0)
+			break;
+		if (errno != ENOENT && errno != ENOTDIR)
+			goto fail;
+		/* Which side is missing: the source (fine) or the target's directory (retry)? */
+		if (fstatat(l->fd, from, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				return 1;
+			goto fail;
+		}
+		errno = ENOENT;
+	}
+	if (tries == MKDIR_TRIES)
+		goto fail;
+	if (sync_parent(l, to) < 0)
+		return -1;
+	{
+		/* The source's directory changed too, when it is another one. */
+		char *df = dir_of(from), *dt = dir_of(to);
+		int same = strcmp(df, dt) == 0;
+
+		free(df);
+		free(dt);
+		if (!same && sync_parent(l, from) < 0)
+			return -1;
+	}
+	prune_parents(l, from);
+	return 0;
+fail:
+	pf = path_of(l, from);
+	pt = path_of(l, to);
+	err_msg("cannot move '%s' to '%s':", pf, pt);
+	free(pf);
+	free(pt);
+	return -1;
+}
+
+static int local_exists(struct bucket *b, const char *key)
+{
+	struct local_bucket *l = lb(b);
+	struct stat st;
+	char *path;
+
+	if (fstatat(l->fd, key, &st, 0) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : 1;
+	if (errno == ENOENT || errno == ENOTDIR)
+		return 0;
+	path = path_of(l, key);
+	err_msg("cannot look at '%s':", path);
+	free(path);
+	return -1;
+}
+
+static int is_temp_name(const char *name)
+{
+	return name[0] == '.' && strstr(name, ".tmp-") != NULL;
+}
+
+/* Could a key under directory dir ("a/b/", with its '/') start with prefix? */
+static int dir_matches(const char *dir, size_t dlen, const char *prefix, size_t plen)
+{
+	return strncmp(dir, prefix, dlen < plen ? dlen : plen) == 0;
+}
+
+/*
+ * Add the files under directory rel (path->buf, "" for the root, else
+ * ending in '/') whose key starts with prefix.
+ */
+static int walk(struct local_bucket *l, struct sb *rel, const char *prefix,
+		size_t plen, struct bucket_keys *out)
+{
+	DIR *d = NULL;
+	struct dirent *de;
+	size_t keep = rel->len;
+	char *path = NULL;
+	int fd, r = -1;
+
+	fd = open_dir(l->fd, rel->len ? rel->buf : ".");
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		goto fail;
+	}
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		goto fail;
+	}
+	for (;;) {
+		struct stat st;
+		int isdir, isreg;
+
+		errno = 0;
+		de = readdir(d);
+		if (de == NULL) {
+			if (errno != 0)
+				goto fail;
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    is_temp_name(de->d_name))
+			continue;
+		rel->len = keep;
+		sb_adds(rel, de->d_name);
+		isdir = de->d_type == DT_DIR;
+		isreg = de->d_type == DT_REG;
+		if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
+			/* Follow a link to a file, never one to a directory (loops). */
+			if (fstatat(dirfd(d), de->d_name, &st,
+				    de->d_type == DT_LNK ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			isdir = de->d_type != DT_LNK && S_ISDIR(st.st_mode);
+			isreg = S_ISREG(st.st_mode);
+		}
+		if (isdir) {
+			sb_addc(rel, '/');
+			if (dir_matches(rel->buf, rel->len, prefix, plen) &&
+			    walk(l, rel, prefix, plen, out) < 0) {
+				closedir(d);
+				rel->len = keep;
+				rel->buf[keep] = '\0';
+				return -1;
+			}
+		} else if (isreg && strncmp(rel->buf, prefix, plen) == 0 &&
+			   bucket_key_ok(rel->buf)) {
+			bucket_keys_add(out, rel->buf, rel->len);
+		}
+	}
+	r = 0;
+	goto out;
+fail:
+	rel->buf[keep] = '\0';
+	path = keep ? xasprintf("%s/%.*s", l->root, (int)(keep - 1), rel->buf)
+		    : xstrdup(l->root);
+	err_msg("cannot list '%s':", path);
+out:
+	if (d)
+		closedir(d);
+	rel->len = keep;
+	if (rel->buf)
+		rel->buf[keep] = '\0';
+	free(path);
+	return r;
+}
+
+static int local_list(struct bucket *b, const char *prefix, struct bucket_keys *out)
+{
+	struct sb rel = SB_INIT;
+	const char *slash = strrchr(prefix, '/');
+	int r;
+
+	/* Start at the deepest directory the prefix names. */
+	if (slash)
+		sb_add(&rel, prefix, (size_t)(slash - prefix) + 1);
+	else
+		sb_adds(&rel, "");
+	r = walk(lb(b), &rel, prefix, strlen(prefix), out);
+	sb_free(&rel);
+	return r;
+}
+
+static struct bucket_writer *local_writer_open(struct bucket *b, const char *key)
+{
+	struct local_bucket *l = lb(b);
+	struct local_writer *w;
+	char *path;
+	int fd = -1, tries;
+
+	for (tries = 0; tries < MKDIR_TRIES; tries++) {
+		if (mkdir_parents(l, key) < 0)
+			return NULL;
+		fd = openat(l->fd, key, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+	}
+	if (fd < 0) {
+		path = path_of(l, key);
+		err_msg("cannot create '%s':", path);
+		free(path);
+		return NULL;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->fd = fd;
+	w->path = path_of(l, key);
+	return &w->base;
+}
+
+static int local_writer_write(struct bucket_writer *bw, const void *data, size_t len)
+{
+	struct local_writer *w = (struct local_writer *)bw;
+
+	if (w->failed)
+		return -1;
+	if (write_all(w->fd, data, len) < 0) {
+		err_msg("cannot write '%s':", w->path);
+		w->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Close and remove the file, then its empty directories; frees w. */
+static void drop(struct local_writer *w)
+{
+	struct local_bucket *l = lb(w->base.b);
+
+	if (w->fd >= 0)
+		close(w->fd);
+	if (unlinkat(l->fd, w->base.key, 0) == 0)
+		prune_parents(l, w->base.key);
+	free(w->path);
+	free(w);
+}
+
+static int local_writer_close(struct bucket_writer *bw)
+{
+	struct local_writer *w = (struct local_writer *)bw;
+	int fd = w->fd;
+
+	if (w->failed)
+		goto fail;
+	if (fsync(fd) < 0) {
+		err_msg("cannot write '%s':", w->path);
+		goto fail;
+	}
+	w->fd = -1;
+	if (close(fd) < 0) {
+		err_msg("cannot write '%s':", w->path);
+		goto fail;
+	}
+	if (sync_parent(lb(bw->b), bw->key) < 0)
+		goto fail;
+	free(w->path);
+	free(w);
+	return 0;
+fail:
+	drop(w);
+	return -1;
+}
+
+static void local_writer_abort(struct bucket_writer *bw)
+{
+	drop((struct local_writer *)bw);
+}
+
+static void local_free(struct bucket *b)
+{
+	struct local_bucket *l = lb(b);
+
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l->root);
+	free(l);
+}
+
+static const struct bucket_ops local_ops = {
+	.name = "local",
+	.free = local_free,
+	.get = local_get,
+	.put = local_put,
+	.put_new = local_put_new,
+	.del = local_delete,
+	.move = local_move,
+	.exists = local_exists,
+	.list = local_list,
+	.writer_open = local_writer_open,
+	.writer_write = local_writer_write,
+	.writer_close = local_writer_close,
+	.writer_abort = local_writer_abort,
+};
+
+/* mkdir -p dir (absolute or relative to the working directory). */
+static int mkdir_p(const char *dir)
+{
+	char *p, *d = xstrdup(dir);
+	int r = 0;
+
+	for (p = d + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(d, 0777) < 0 && errno != EEXIST) {
+				err_msg("cannot create bucket directory '%s':", d);
+				r = -1;
+				break;
+			}
+			*p = c;
+			if (c == '\0')
+				break;
+			while (p[1] == '/')
+				p++;
+		}
+	}
+	free(d);
+	return r;
+}
+
+struct bucket *local_bucket_open(const char *dir)
+{
+	struct local_bucket *l;
+	struct stat st;
+	size_t len = strlen(dir);
+	int fd;
+
+	if (len == 0) {
+		err_msg("no bucket directory given");
+		return NULL;
+	}
+	fd = open_dir(AT_FDCWD, dir);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdir_p(dir) < 0)
+			return NULL;
+		fd = open_dir(AT_FDCWD, dir);
+	}
+	if (fd < 0) {
+		if (errno == ENOTDIR && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+			err_msg("bucket '%s' is not a directory", dir);
+		else
+			err_msg("cannot open bucket directory '%s':", dir);
+		return NULL;
+	}
+	l = xcalloc(1, sizeof(*l));
+	l->base.ops = &local_ops;
+	l->fd = fd;
+	while (len > 0 && dir[len - 1] == '/')
+		len--;
+	/* "/" itself: keys print as "/key". */
+	l->root = xstrndup(dir, len);
+	return &l->base;
+}
