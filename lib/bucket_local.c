@@ -403,9 +403,11 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 	int tries;
 
 	if (strcmp(from, to) == 0) {
-		if (fstatat(l->fd, from, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			return errno == ENOENT || errno == ENOTDIR ? 1 : 0;
-		return 0;
+		if (fstatat(l->fd, from, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 1;
+		goto fail;
 	}
 	for (tries = 0; tries < MKDIR_TRIES; tries++) {
 		if (mkdir_parents(l, to) < 0)
