@@ -61,6 +61,32 @@ char *tap_find_command(const char *name)
 	return NULL;
 }
 
+/* The message and status for a tap that cannot be found or run. */
+static int tap_missing(const char *tap, char **error)
+{
+	if (errno == EACCES) {
+		*error = xasprintf("%s cannot be run: Permission denied", tap);
+		return 126;
+	}
+	*error = xasprintf("%s not found%s — install it or set source.tap", tap,
+			   strchr(tap, '/') ? "" : " on PATH");
+	return 127;
+}
+
+int tap_check(const struct pipe_config *cfg)
+{
+	char *exe = tap_find_command(cfg->tap_argv[0]), *error = NULL;
+	int status = 0;
+
+	if (exe == NULL) {
+		status = tap_missing(cfg->tap_argv[0], &error);
+		err_msg("%s", error);
+	}
+	free(exe);
+	free(error);
+	return status;
+}
+
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
@@ -167,14 +193,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	}
 	exe = tap_find_command(tap);
 	if (exe == NULL) {
-		if (errno == EACCES) {
-			error = xasprintf("%s cannot be run: Permission denied", tap);
-			status = 126;
-		} else {
-			error = xasprintf("%s not found%s — install it or set source.tap", tap,
-					  strchr(tap, '/') ? "" : " on PATH");
-			status = 127;
-		}
+		status = tap_missing(tap, &error);
 		err_msg("%s", error);
 		goto out;
 	}

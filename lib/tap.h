@@ -30,6 +30,12 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const char *stderr_path);
 
 /*
+ * Check that the tap can be run, without running it: 0, or 127 (not found)
+ * or 126 (not executable) with the same message tap_run() would print.
+ */
+int tap_check(const struct pipe_config *cfg);
+
+/*
  * Find a command as execvp(3) would: a name with '/' as is, else along
  * $PATH.  Returns the path (new string), or NULL with errno ENOENT (not
  * found) or EACCES (found but not executable).

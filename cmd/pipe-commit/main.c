@@ -1,0 +1,191 @@
+/*
+ * pipe-commit: publish a run.  Reads pipe-sink's plan on stdin and, only when
+ * it ends in success and the run still holds the pipeline's lock, publishes
+ * the staged files, then saves the state, the manifest and the run log
+ * (objects first, the reference last), releases the lock and prints the
+ * summary.  With -a it cleans up after a failed run instead.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bucket.h"
+#include "cli.h"
+#include "commit.h"
+#include "config.h"
+#include "err.h"
+#include "lock.h"
+#include "plan.h"
+#include "util.h"
+
+static const char usage_line[] = "pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] NAME | -c FILE.yaml";
+
+static const char help_text[] =
+	"usage: pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] NAME\n"
+	"       pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] -c FILE.yaml\n"
+	"\n"
+	"Publish the run described by pipe-sink's plan on stdin: only when the plan\n"
+	"ends in success and the run holds the pipeline's lock (taken here when\n"
+	"free).  Saves the plan as .dataspoc/state/NAME/pending.json, moves the\n"
+	"staged files to their final names, writes state.json, the manifest and the\n"
+	"run log, removes pending.json and releases the lock.  A commit cut short\n"
+	"is finished by the next `pipe-state get`.  Prints the summary on stdout.\n"
+	"\n"
+	"Options:\n"
+	"  -a           abort: delete the run's staged files, write a failure run\n"
+	"               log, release the lock; the plan on stdin may be partial\n"
+	"  -c FILE      the pipeline file, instead of NAME\n"
+	"  -e MESSAGE   abort: the error to log when the plan carries none\n"
+	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else the plan's)\n"
+	"  -h, --help   this help\n"
+	"\n"
+	"Exit status: 0 published (or cleaned up), 1 failed, 2 bad usage or config.\n";
+
+static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
+		    const struct plan *p, const char *message)
+{
+	char *lock = util_lock_key(cfg->name);
+	char *pending = util_pending_key(cfg->name);
+	struct sb text = SB_INIT;
+	int ret = CLI_OK, r;
+
+	r = bucket_get(b, pending, &text);
+	if (r < 0) {
+		ret = CLI_FAILED;
+	} else if (r == 0 && strstr(text.buf, run_id) != NULL) {
+		/* Its commit began: the next run finishes it, so keep its files. */
+		err_msg("the commit of run %s is pending; the next run of '%s' finishes it", run_id, cfg->name);
+	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message) != 0) {
+		ret = CLI_FAILED;
+	}
+	if (lock_release(b, lock, run_id) != 0)
+		ret = CLI_FAILED;
+	sb_free(&text);
+	free(lock);
+	free(pending);
+	return ret;
+}
+
+static int do_commit(struct bucket *b, const struct pipe_config *cfg, const struct plan *p)
+{
+	char *lock = util_lock_key(cfg->name);
+	char *what = xasprintf("pipeline '%s'", cfg->name);
+	struct sb out = SB_INIT;
+	int ret = CLI_FAILED;
+
+	if (strcmp(p->pipeline, cfg->name) != 0) {
+		err_msg("the plan is for pipeline '%s', not '%s'", p->pipeline, cfg->name);
+		goto out;
+	}
+	if (lock_take(b, lock, what, p->run_id, cli_lock_pid(), lock_default_ttl(), 0) != 0)
+		goto out;
+	if (commit_publish(b, p) == 0)
+		ret = CLI_OK;
+	else
+		err_msg("the commit of run %s did not finish; the next run of '%s' finishes it", p->run_id, cfg->name);
+	if (lock_release(b, lock, p->run_id) != 0)
+		ret = CLI_FAILED;
+	if (ret == CLI_OK) {
+		commit_summary(p, &out);
+		fwrite(out.buf, 1, out.len, stdout);
+	}
+out:
+	sb_free(&out);
+	free(lock);
+	free(what);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "abort", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct pipe_config cfg;
+	struct plan plan;
+	struct sb in = SB_INIT;
+	struct bucket *b = NULL;
+	const char *file = NULL, *run_arg = NULL, *message = NULL, *run_id;
+	int c, abort_run = 0, bad, parsed, ret = CLI_FAILED;
+
+	err_init(argv[0]);
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&plan, 0, sizeof(plan));
+	while ((c = getopt_long(argc, argv, "ac:e:hr:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			abort_run = 1;
+			break;
+		case 'c':
+			file = optarg;
+			break;
+		case 'e':
+			message = optarg;
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
+		case 'r':
+			run_arg = optarg;
+			break;
+		default:
+			cli_usage(usage_line);
+			return CLI_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	run_id = cli_run_id(run_arg, &bad);
+	if (bad)
+		return CLI_USAGE;
+	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
+		return CLI_USAGE;
+	if (util_read_fd(STDIN_FILENO, &in) != 0) {
+		err_msg("cannot read the plan from stdin:");
+		goto out;
+	}
+	parsed = plan_parse(in.buf ? in.buf : "", in.len, "<stdin>", &plan) == 0;
+	b = bucket_open(cfg.bucket);
+	if (b == NULL)
+		goto out;
+	if (abort_run) {
+		if (run_id == NULL)
+			run_id = parsed ? plan.run_id : NULL;
+		if (run_id == NULL) {
+			err_msg("abort: no run id (give -r RUN_ID)");
+			ret = CLI_USAGE;
+			goto out;
+		}
+		ret = do_abort(b, &cfg, run_id, parsed ? &plan : NULL, message);
+		goto out;
+	}
+	if (!parsed)
+		goto out;
+	if (!plan.ended) {
+		err_msg("the plan ends without its end line: pipe-sink did not finish; nothing published");
+		goto out;
+	}
+	if (!plan.success) {
+		err_msg("the plan ends in failure (%s); nothing published", plan.error ? plan.error : "no reason given");
+		goto out;
+	}
+	if (run_id && strcmp(run_id, plan.run_id) != 0) {
+		err_msg("the plan is of run %s, not %s; nothing published", plan.run_id, run_id);
+		goto out;
+	}
+	ret = do_commit(b, &cfg, &plan);
+out:
+	plan_free(&plan);
+	sb_free(&in);
+	bucket_free(b);
+	config_free(&cfg);
+	if (cli_close_stdout() != 0 && ret == CLI_OK)
+		ret = CLI_FAILED;
+	return ret;
+}

@@ -1,0 +1,126 @@
+/*
+ * pipe-sink: land a Singer stream in the pipeline's bucket.  Reads pipe-tap's
+ * output on stdin, writes each stream's RECORDs, byte for byte, into
+ * compressed files under the run's staging area, and prints the commit plan
+ * for pipe-commit on stdout.  Nothing becomes visible until pipe-commit runs.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bucket.h"
+#include "cli.h"
+#include "config.h"
+#include "err.h"
+#include "plan.h"
+#include "sink.h"
+#include "util.h"
+
+static const char usage_line[] = "pipe-sink [-fhq] [-j THREADS] [-r RUN_ID] NAME | -c FILE.yaml";
+
+static const char help_text[] =
+	"usage: pipe-sink [-fhq] [-j THREADS] [-r RUN_ID] NAME\n"
+	"       pipe-sink [-fhq] [-j THREADS] [-r RUN_ID] -c FILE.yaml\n"
+	"\n"
+	"Read a Singer stream ended by pipe-tap's end line on stdin, write each\n"
+	"RECORD's \"record\" value, byte for byte, one per line, into the stream's\n"
+	"compressed files under .dataspoc/staging/NAME/RUN_ID/ in the bucket, and\n"
+	"print the commit plan (JSON lines) on stdout.  Progress goes to stderr.\n"
+	"On bad input, a failed tap or a bucket error, the staged files are removed\n"
+	"and the plan ends in failure.\n"
+	"\n"
+	"Options:\n"
+	"  -c FILE      the pipeline file, instead of NAME\n"
+	"  -f           record in the plan that the run ignored the saved state\n"
+	"  -j THREADS   zstd worker threads (default 0: compress in this thread)\n"
+	"  -q           no progress on stderr\n"
+	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else a new one)\n"
+	"  -h, --help   this help\n"
+	"\n"
+	"Exit status: 0 the plan ends in success, 1 it ends in failure, 2 bad\n"
+	"usage or config.\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct pipe_config cfg;
+	struct sink_options opt;
+	struct plan plan;
+	struct sb out = SB_INIT;
+	struct bucket *b = NULL;
+	const char *file = NULL, *run_arg = NULL;
+	char *new_id = NULL, *end;
+	int c, bad, ret = CLI_FAILED;
+
+	err_init(argv[0]);
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&opt, 0, sizeof(opt));
+	memset(&plan, 0, sizeof(plan));
+	opt.progress = 1;
+	opt.max_open = 64;
+	while ((c = getopt_long(argc, argv, "c:fhj:qr:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'f':
+			opt.full = 1;
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
+		case 'j':
+			opt.threads = (int)strtol(optarg, &end, 10);
+			if (*end != '\0' || opt.threads < 0 || opt.threads > 256) {
+				err_msg("-j wants a number of threads from 0 to 256, not '%s'", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'q':
+			opt.progress = 0;
+			break;
+		case 'r':
+			run_arg = optarg;
+			break;
+		default:
+			cli_usage(usage_line);
+			return CLI_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	opt.run_id = cli_run_id(run_arg, &bad);
+	if (bad)
+		return CLI_USAGE;
+	if (opt.run_id == NULL)
+		opt.run_id = new_id = util_new_run_id();
+	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0) {
+		free(new_id);
+		return CLI_USAGE;
+	}
+	b = bucket_open(cfg.bucket);
+	if (b == NULL) {
+		/* Still end the plan, so a reader of it knows. */
+		plan.ended = 1;
+		plan.error = xasprintf("cannot open the bucket '%s'", cfg.bucket);
+	} else if (sink_run(b, &cfg, &opt, STDIN_FILENO, &plan) == 0) {
+		ret = CLI_OK;
+	}
+	plan_format(&plan, &out);
+	fwrite(out.buf, 1, out.len, stdout);
+	sb_free(&out);
+	plan_free(&plan);
+	bucket_free(b);
+	config_free(&cfg);
+	free(new_id);
+	if (cli_close_stdout() != 0)
+		ret = CLI_FAILED;
+	return ret;
+}

@@ -1,0 +1,100 @@
+/*
+ * pipe-tap: run a pipeline's Singer tap.  Reads the saved state (one JSON
+ * line, as pipe-state get prints it) on stdin, runs the tap with --config,
+ * --state and --catalog as needed, copies its Singer stream to stdout and
+ * ends it with one line saying how the tap ended.  Exits with the tap's
+ * status (128+n when killed by signal n, 127 not found, 126 cannot run).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "err.h"
+#include "sb.h"
+#include "tap.h"
+#include "util.h"
+
+static const char usage_line[] = "pipe-tap [-hn] [-l FILE] NAME | -c FILE.yaml";
+
+static const char help_text[] =
+	"usage: pipe-tap [-hn] [-l FILE] NAME\n"
+	"       pipe-tap [-hn] [-l FILE] -c FILE.yaml\n"
+	"\n"
+	"Run the pipeline's Singer tap.  The saved state is read from stdin (one\n"
+	"JSON line; empty or {} means none).  The tap runs without a shell, with\n"
+	"--config FILE (an inline mapping goes to a private temporary file, removed\n"
+	"afterwards), --state FILE when the state is a non-empty object, and\n"
+	"--catalog FILE when source.catalog is set.  Its stdout is copied to stdout\n"
+	"and followed by one end line:\n"
+	"  {\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}\n"
+	"SIGINT, SIGTERM and SIGHUP are passed on to the tap.\n"
+	"\n"
+	"Options:\n"
+	"  -c FILE     the pipeline file, instead of NAME\n"
+	"  -l FILE     append the tap's stderr to FILE instead of showing it\n"
+	"  -n          check the config and that the tap can be run; run nothing\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
+	"cannot run; 127 not found; 2 bad usage or config.\n";
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct pipe_config cfg;
+	struct sb state = SB_INIT;
+	const char *file = NULL, *log = NULL;
+	int c, ret, check = 0;
+
+	err_init(argv[0]);
+	memset(&cfg, 0, sizeof(cfg));
+	while ((c = getopt_long(argc, argv, "c:hl:n", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
+		case 'l':
+			log = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		default:
+			cli_usage(usage_line);
+			return CLI_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
+		return CLI_USAGE;
+	if (check) {
+		ret = tap_check(&cfg);
+		config_free(&cfg);
+		return ret;
+	}
+	/* A terminal on stdin means "no state", not "wait for one". */
+	if (!isatty(STDIN_FILENO) && util_read_fd(STDIN_FILENO, &state) != 0) {
+		err_msg("cannot read the state from stdin:");
+		config_free(&cfg);
+		return CLI_FAILED;
+	}
+	fflush(stdout);
+	ret = tap_run(&cfg, state.buf ? state.buf : "", state.len, STDOUT_FILENO, log);
+	sb_free(&state);
+	config_free(&cfg);
+	if (cli_close_stdout() != 0 && ret == 0)
+		ret = CLI_FAILED;
+	return ret;
+}
