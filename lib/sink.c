@@ -55,6 +55,7 @@ struct sink {
 	double next_progress;
 	int tty;
 	int live;		/* a live progress line is on the terminal */
+	int reported;		/* the bucket already printed why it failed */
 };
 
 static uint64_t hash_bytes(const char *p, size_t n)
@@ -219,6 +220,7 @@ static int close_file(struct sink *s, struct stream *st)
 	if (zwriter_close(st->zw) != 0) {
 		st->zw = NULL;
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
 		return -1;
 	}
 	st->zw = NULL;
@@ -262,6 +264,7 @@ static int open_file(struct sink *s, struct stream *st)
 		st->zw = zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
 	if (st->zw == NULL) {
 		fail(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
 		free(st->staged);
 		free(st->final);
 		st->staged = st->final = NULL;
@@ -335,6 +338,7 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 	if (zwriter_write(st->zw, m->record.p, m->record.len) != 0 ||
 	    zwriter_write(st->zw, "\n", 1) != 0) {
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
 		return -1;
 	}
 	st->records++;
@@ -554,7 +558,7 @@ out:
 	fill_plan(&s, opt);
 	plan->ended = 1;
 	plan->success = ok;
-	if (!ok)
+	if (!ok && !s.reported)
 		err_msg("%s", plan->error ? plan->error : "the run failed");
 	for (i = 0; i < s.n; i++) {
 		struct stream *st = &s.streams[i];
