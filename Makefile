@@ -14,13 +14,13 @@ PKGS = yaml-0.1 libcurl libzstd zlib
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
 	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) -lm -lpthread
-ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
+ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(EXTRA_CFLAGS)
 
 # Sanitizer build for `make check`, in its own tree.
 ifdef SAN
 O ?= build/san
-EXTRA_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-LDFLAGS += -fsanitize=address,undefined
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_LDFLAGS = -fsanitize=address,undefined
 else
 O ?= build/rel
 endif
@@ -33,7 +33,7 @@ UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 HDRS := $(wildcard lib/*.h tests/unit/*.h)
 
-all: $(BINS) bin
+all: $(BINS) $(if $(SAN),,bin)
 
 # bin/ is where people and the test suite find the programs of the default build.
 bin: $(BINS)
@@ -51,7 +51,7 @@ $(O)/libpipe.a: $(LIB_OBJ)
 
 $(O)/bin/%: cmd/%/*.c $(O)/libpipe.a $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(O)/libpipe.a $(LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
 
 $(O)/bin/dataspoc-pipe: dataspoc-pipe.sh
 	@mkdir -p $(dir $@)
@@ -60,7 +60,7 @@ $(O)/bin/dataspoc-pipe: dataspoc-pipe.sh
 
 $(O)/tests/%: tests/unit/%.c $(O)/libpipe.a $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
 
 unit: $(UNITS)
 	@fail=0; for t in $(UNITS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
