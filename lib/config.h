@@ -3,6 +3,68 @@
  *
  * Keys are those of the Python DataSpoc Pipe.  Unknown keys, wrong types and
  * bad values are errors naming file:line:col (libyaml's marks, 1-based).
+ *
+ * The schema (anything else is an error):
+ *
+ *   source:           required mapping
+ *     tap:            required: a string, split into words as sh(1) would
+ *                     split a simple command, or a list of strings (argv,
+ *                     taken verbatim).  No shell ever runs it, so a string
+ *                     holding what sh would expand or interpret ($ ` | & ;
+ *                     < > ( ) * ? [ unquoted, $ or ` inside "...", a word
+ *                     starting with ~ or #, a newline, a leading VAR=value)
+ *                     is refused rather than passed on literally.  Single
+ *                     quotes are literal; in double quotes \ escapes $ ` " \.
+ *     config:         a path to a JSON file, or an inline mapping (below)
+ *     streams:        a non-empty list of distinct, non-empty stream names
+ *     catalog:        a path
+ *   destination:      required mapping
+ *     bucket:         required (here or in config.yaml): file:///abs/dir,
+ *                     /abs/dir, a relative directory (kept as written, so
+ *                     relative to the working directory of the program, not
+ *                     to the YAML file), s3://bucket[/prefix] or
+ *                     gs://bucket[/prefix]; other schemes are refused
+ *     path:           default "raw"; "" or relative components, none of
+ *                     them empty, "." or ".."
+ *     compression:    zstd | gzip | none, default zstd
+ *     compression_level:  zstd 1..19 (default 3), gzip 1..9 (default 6)
+ *     max_file_size:  bytes, or a size for config_parse_size(); at least
+ *                     1 KiB; default 128 MiB
+ *     endpoint_url:   http:// or https:// URL of an S3-compatible store
+ *     format:         jsonl (the only one so far)
+ *     partition_by:   accepted only as "_extraction_date", the value the
+ *                     Python DataSpoc Pipe writes into every pipeline
+ *   incremental:
+ *     enabled:        true/false/yes/no/on/off, any case; default false
+ *   schedule:
+ *     cron:           five crontab fields, or @hourly, @daily, ...
+ *
+ * A key whose value is YAML null (empty, ~, null) is taken as absent, except
+ * source, destination, source.tap and destination.bucket, where it is an
+ * error.  Paths in source.config and source.catalog: a leading ~/ is
+ * $HOME, a relative path is relative to the YAML file's directory; they are
+ * stored absolute when the YAML file's directory is known.
+ *
+ * An inline source.config mapping becomes compact JSON text, keys in file
+ * order.  Quoted and block scalars are strings; plain scalars follow the
+ * YAML 1.2 core schema: null/~/empty -> null, true/false (3 casings) ->
+ * true/false, decimal/0o/0x integers and floats -> JSON numbers (normalised
+ * to JSON syntax: 0x1F -> 31, +1 -> 1, .5 -> 0.5, 1. -> 1.0), anything else
+ * a string.  Plain scalars that YAML 1.1 (the Python tool's PyYAML) reads
+ * differently are refused with a hint to quote them: yes/no/on/off (a
+ * boolean there, a string here) and integers with a leading zero (octal
+ * there).  .inf and .nan have no JSON form and are refused too.
+ *
+ * Anchors, aliases, merge keys (<<) and tags are refused: they make a
+ * pipeline hard to audit.  A file holds one YAML document, at most 1 MiB.
+ *
+ * <home>/config.yaml, when it exists, may hold a mapping with a
+ * "destination:" mapping (same keys and checks as a pipeline's; "defaults:",
+ * as written by the Python tool's init, is read the same way, before
+ * destination:).  Each key set there is a default for every pipeline,
+ * whether loaded by name or by file.  A default compression_level applies
+ * only when the pipeline ends up with the compression it was given for.  An
+ * empty config.yaml, or one holding only comments, is fine.
  */
 #ifndef PIPE_CONFIG_H
 #define PIPE_CONFIG_H
@@ -33,6 +95,8 @@ struct pipe_config {
 	enum compression compression;	/* default zstd */
 	int compression_level;	/* default: 3 for zstd, 6 for gzip */
 	uint64_t max_file_size;	/* roll-over size of a data file, compressed bytes; default 128 MiB */
+	char *endpoint_url;	/* destination.endpoint_url (S3-compatible store), or NULL */
+	char *format;		/* destination.format: "jsonl" */
 
 	/* incremental: */
 	int incremental;	/* incremental.enabled, default 0 */
@@ -42,8 +106,9 @@ struct pipe_config {
 };
 
 /*
- * The home directory: $DATASPOC_PIPE_HOME, else $HOME/.dataspoc-pipe.
- * Returns a static string.
+ * The home directory: $DATASPOC_PIPE_HOME, else $HOME/.dataspoc-pipe
+ * (trailing slashes removed).  Returns a static string, valid until a later
+ * call finds those variables changed.
  */
 const char *config_home(void);
 
@@ -51,25 +116,31 @@ const char *config_home(void);
 int config_valid_name(const char *name);
 
 /*
- * Load pipeline NAME from <home>/pipelines/NAME.yaml.  Merges defaults from
- * <home>/config.yaml when that file exists (its "destination:" mapping gives
- * defaults for the pipeline's destination keys).  Reports errors on stderr
- * (err_msg) and returns -1; cfg is then freed.
+ * Load pipeline NAME from <home>/pipelines/NAME.yaml (NAME.yml when there is
+ * no .yaml).  Merges defaults from <home>/config.yaml when that file exists
+ * (its "destination:" mapping gives defaults for the pipeline's destination
+ * keys).  Returns 0 with every field of cfg set (cfg's previous contents are
+ * overwritten, not freed).  Reports errors on stderr (err_msg, one line,
+ * "<file>:<line>:<col>: <what>" where a position is known) and returns -1;
+ * cfg is then all zero.
  */
 int config_load_name(const char *name, struct pipe_config *cfg);
 
 /*
  * Load a pipeline from FILE (the -c option); its name is the file's basename
- * without .yaml/.yml.  Same errors as config_load_name().
+ * without .yaml/.yml, and must be a valid name.  Defaults from
+ * <home>/config.yaml apply as for config_load_name().  Same errors.
  */
 int config_load_file(const char *file, struct pipe_config *cfg);
 
+/* Free every field and zero cfg; fine on a zeroed struct and on NULL. */
 void config_free(struct pipe_config *cfg);
 
 /*
- * The source name used in the bucket layout: the tap's basename with a
- * leading "dataspoc-" and then "tap-" removed ("tap-postgres" -> "postgres",
- * "dataspoc-tap-csv" -> "csv").  Newly allocated.
+ * The source name used in the bucket layout: the basename of tap_argv[0]
+ * with a leading "dataspoc-" and then "tap-" removed ("tap-postgres" ->
+ * "postgres", "dataspoc-tap-csv" -> "csv").  "tap" when that leaves nothing,
+ * ".", ".." or there is no tap.  Newly allocated.
  */
 char *config_source_name(const struct pipe_config *cfg);
 
@@ -77,8 +148,10 @@ char *config_source_name(const struct pipe_config *cfg);
 const char *config_compression_ext(enum compression c);
 
 /*
- * Parse a size: a non-negative integer with an optional suffix
- * K, KB, KiB, M, MB, MiB, G, GB, GiB (all powers of 1024).  Returns 0 or -1.
+ * Parse a size: a non-negative decimal integer with an optional suffix
+ * K, KB, KiB, M, MB, MiB, G, GB, GiB (all powers of 1024; any letter case;
+ * spaces allowed before the suffix).  Returns 0, or -1 (nothing printed) on
+ * bad syntax or a value above UINT64_MAX.
  */
 int config_parse_size(const char *s, uint64_t *out);
 
