@@ -63,10 +63,10 @@ static const char *const home_names[] = { "destination", "defaults" };
 static const struct keys home_keys = { NULL, home_names, 2, 1 };
 
 static const char *const source_names[] = {
-	"tap", "config", "streams", "catalog"
+	"tap", "config", "streams", "catalog", "metadata", "catalog_flag"
 };
-static const struct keys source_keys = { "source", source_names, 4, 4 };
-enum { S_TAP, S_CONFIG, S_STREAMS, S_CATALOG };
+static const struct keys source_keys = { "source", source_names, 6, 6 };
+enum { S_TAP, S_CONFIG, S_STREAMS, S_CATALOG, S_METADATA, S_CATALOG_FLAG, S_NKEYS };
 
 static const char *const dest_names[] = {
 	"bucket", "path", "compression", "compression_level", "max_file_size",
@@ -253,6 +253,8 @@ void config_free(struct pipe_config *cfg)
 	free(cfg->tap_config_json);
 	free_argv(cfg->streams);
 	free(cfg->catalog_file);
+	free(cfg->metadata_json);
+	free(cfg->catalog_flag);
 	free(cfg->bucket);
 	free(cfg->path);
 	free(cfg->endpoint_url);
@@ -1035,9 +1037,41 @@ fail:
 	return -1;
 }
 
+/*
+ * source.metadata: {STREAM-OR-PATTERN: {KEY: VALUE, ...}, ...}, Meltano's
+ * per-stream metadata overrides, kept as JSON text.
+ */
+static int parse_metadata(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
+{
+	struct sb kp = SB_INIT, out = SB_INIT;
+	yaml_node_pair_t *pair;
+	int rc;
+
+	if (v->type != YAML_MAPPING_NODE)
+		return yerr(c, v->start_mark,
+			    "source.metadata must be a mapping of stream names (or patterns) to metadata");
+	FOR_PAIRS(v, pair) {
+		yaml_node_t *val = node(c, pair->value);
+
+		if (val->type != YAML_MAPPING_NODE)
+			return yerr(c, val->start_mark,
+				    "source.metadata.%s must be a mapping of metadata keys to values",
+				    sval(node(c, pair->key)));
+	}
+	sb_adds(&kp, "source.metadata");
+	rc = to_json(c, v, &kp, &out);
+	sb_free(&kp);
+	if (rc < 0) {
+		sb_free(&out);
+		return -1;
+	}
+	cfg->metadata_json = sb_detach(&out);
+	return 0;
+}
+
 static int parse_source(struct yctx *c, yaml_node_t *map, struct pipe_config *cfg)
 {
-	yaml_node_t *seen[4] = { NULL, NULL, NULL, NULL };
+	yaml_node_t *seen[S_NKEYS] = { NULL };
 	yaml_node_pair_t *pair;
 
 	if (map->type != YAML_MAPPING_NODE)
@@ -1063,6 +1097,18 @@ static int parse_source(struct yctx *c, yaml_node_t *map, struct pipe_config *cf
 			rc = parse_streams(c, v, cfg);
 		} else if (k == S_CATALOG) {
 			rc = parse_path(c, v, "source.catalog", &cfg->catalog_file);
+		} else if (k == S_METADATA) {
+			rc = parse_metadata(c, v, cfg);
+		} else if (k == S_CATALOG_FLAG) {
+			static const char *const flags[] = { "catalog", "properties", NULL };
+			const char *f;
+
+			rc = get_str(c, v, "source.catalog_flag", "catalog or properties", &f);
+			if (rc == 0 && !one_of(f, flags))
+				rc = yerr(c, v->start_mark,
+					  "source.catalog_flag must be one of catalog, properties, not '%s'", f);
+			if (rc == 0)
+				cfg->catalog_flag = xstrdup(f);
 		}
 		if (rc < 0)
 			return -1;

@@ -18,6 +18,10 @@
  *     config:         a path to a JSON file, or an inline mapping (below)
  *     streams:        a non-empty list of distinct, non-empty stream names
  *     catalog:        a path
+ *     metadata:       {stream-or-glob: {metadata-key: value}}, Meltano-style
+ *                     overrides applied to the discovered catalog
+ *     catalog_flag:   catalog | properties: how the tap takes a catalog
+ *                     (default: asked from the tap's --about)
  *   destination:      required mapping
  *     bucket:         required (here or in config.yaml): file:///abs/dir,
  *                     /abs/dir, a relative directory (kept as written, so
@@ -88,6 +92,8 @@ struct pipe_config {
 	char *tap_config_json;	/* source.config as an inline mapping, as JSON text, or NULL */
 	char **streams;		/* source.streams, NULL-terminated, or NULL when absent */
 	char *catalog_file;	/* source.catalog, or NULL */
+	char *metadata_json;	/* source.metadata as JSON text {"pattern": {...}}, or NULL */
+	char *catalog_flag;	/* source.catalog_flag: "catalog", "properties" or NULL (ask the tap) */
 
 	/* destination: */
 	char *bucket;		/* as written: file:///abs, /abs, rel, s3://b/prefix */
