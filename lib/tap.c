@@ -15,8 +15,11 @@
 #include "json.h"
 #include "sb.h"
 #include "sink.h"
+#include "catalog.h"
+#include "util.h"
 
-static char opt_config[] = "--config", opt_state[] = "--state", opt_catalog[] = "--catalog";
+static char opt_config[] = "--config", opt_state[] = "--state";
+static char opt_catalog[] = "--catalog", opt_properties[] = "--properties";
 static volatile sig_atomic_t got_signal;
 static volatile pid_t child_pid;
 
@@ -160,8 +163,121 @@ static void end_line(int fd, int status, const char *error)
 	sb_free(&line);
 }
 
+/*
+ * Start exe with argv, stdin /dev/null, stdout out_w, stderr to stderr_path
+ * (NULL: ours).  Returns the pid, or -1 with *exec_errno set when exec
+ * failed (0 when fork did), after reporting.
+ */
+static pid_t spawn(const char *exe, char *const argv[], int out_w, const char *stderr_path,
+		   int *exec_errno)
+{
+	int errpipe[2], e;
+	ssize_t r;
+	pid_t pid;
+
+	*exec_errno = 0;
+	if (pipe2(errpipe, O_CLOEXEC) != 0) {
+		err_msg("cannot make a pipe:");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err_msg("cannot fork:");
+		close(errpipe[0]);
+		close(errpipe[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDONLY);
+
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (devnull >= 0)
+			dup2(devnull, STDIN_FILENO);
+		dup2(out_w, STDOUT_FILENO);
+		if (stderr_path) {
+			int efd = open(stderr_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+			if (efd >= 0)
+				dup2(efd, STDERR_FILENO);
+		}
+		execv(exe, argv);
+		e = errno;
+		if (write(errpipe[1], &e, sizeof(e)) < 0) {
+			/* the parent sees a closed pipe and a 127 */
+		}
+		_exit(127);
+	}
+	close(errpipe[1]);
+	do
+		r = read(errpipe[0], &e, sizeof(e));
+	while (r < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (r == (ssize_t)sizeof(e)) {
+		errno = e;
+		err_msg("cannot run '%s':", exe);
+		waitpid(pid, NULL, 0);
+		*exec_errno = e;
+		return -1;
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int wstatus;
+
+	while (waitpid(pid, &wstatus, 0) < 0) {
+		if (errno != EINTR)
+			return 1;
+	}
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return WEXITSTATUS(wstatus);
+}
+
+int tap_capture(char *const argv[], const char *stderr_path, struct sb *out)
+{
+	char *exe = tap_find_command(argv[0]);
+	int fds[2], exec_errno, status;
+	pid_t pid;
+
+	if (exe == NULL) {
+		char *error = NULL;
+
+		tap_missing(argv[0], &error);
+		err_msg("%s", error);
+		free(error);
+		return -1;
+	}
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		err_msg("cannot make a pipe:");
+		free(exe);
+		return -1;
+	}
+	pid = spawn(exe, argv, fds[1], stderr_path, &exec_errno);
+	close(fds[1]);
+	free(exe);
+	if (pid < 0) {
+		close(fds[0]);
+		return -1;
+	}
+	if (util_read_fd(fds[0], out) != 0)
+		err_msg("cannot read the output of '%s':", argv[0]);
+	close(fds[0]);
+	status = wait_status(pid);
+	return status;
+}
+
+static char *catalog_option(const struct pipe_config *cfg, const char *log)
+{
+	return strcmp(catalog_flag(cfg, log), "--catalog") == 0 ? opt_catalog : opt_properties;
+}
+
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
-	    int out_fd, const char *stderr_path)
+	    int out_fd, const struct tap_options *opt)
 {
 	char tmpl[4096];
 	const char *tmpdir = getenv("TMPDIR");
@@ -169,8 +285,10 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	char *error = NULL;
 	char **argv = NULL;
 	size_t argc = 0, i;
-	int fds[2] = { -1, -1 }, errpipe[2] = { -1, -1 };
-	int status = 1, want_state, wstatus, last_nl = 1, wrote = 0;
+	int fds[2] = { -1, -1 };
+	int status = 1, want_state, wstatus, last_nl = 1, wrote = 0, exec_errno;
+	struct sb selected = SB_INIT;
+	char *catalog_path = NULL, *cache = NULL, *conf = NULL;
 	struct sigaction sa, old_int, old_term, old_hup, old_pipe;
 	char buf[1 << 17];
 	const char *tap = cfg->tap_argv[0];
@@ -216,11 +334,13 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 			error = xstrdup("cannot write the tap's config");
 			goto out;
 		}
-		argv[argc++] = opt_config;
-		argv[argc++] = config_path;
+		conf = config_path;
 	} else if (cfg->tap_config_file) {
+		conf = cfg->tap_config_file;
+	}
+	if (conf) {
 		argv[argc++] = opt_config;
-		argv[argc++] = cfg->tap_config_file;
+		argv[argc++] = conf;
 	}
 	if (want_state) {
 		if (write_private(dir, "state.json", state, state_len, &state_path) != 0) {
@@ -230,67 +350,49 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		argv[argc++] = opt_state;
 		argv[argc++] = state_path;
 	}
-	if (cfg->catalog_file) {
-		argv[argc++] = opt_catalog;
+	if (cfg->streams || cfg->metadata_json) {
+		char *config_args[3] = { conf ? opt_config : NULL, conf, NULL };
+
+		cache = cfg->catalog_file ? NULL : catalog_cache_path(cfg);
+		catalog_path = xasprintf("%s/catalog.json", dir);
+		if (catalog_prepare(cfg, config_args, cache, opt->refresh_catalog, catalog_path,
+				    opt->stderr_path, &selected) != 0) {
+			error = xstrdup("cannot prepare the tap's catalog");
+			goto out;
+		}
+		argv[argc++] = catalog_option(cfg, opt->stderr_path);
+		argv[argc++] = catalog_path;
+	} else if (cfg->catalog_file) {
+		argv[argc++] = catalog_option(cfg, opt->stderr_path);
 		argv[argc++] = cfg->catalog_file;
 	}
 	argv[argc] = NULL;
 
-	if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(errpipe, O_CLOEXEC) != 0) {
+	if (pipe2(fds, O_CLOEXEC) != 0) {
 		err_msg("cannot make a pipe:");
 		error = xstrdup("cannot make a pipe");
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		err_msg("cannot fork:");
-		error = xstrdup("cannot fork");
-		goto out;
-	}
-	if (pid == 0) {
-		int e, devnull = open("/dev/null", O_RDONLY);
-
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGPIPE, SIG_DFL);
-		if (devnull >= 0)
-			dup2(devnull, STDIN_FILENO);
-		dup2(fds[1], STDOUT_FILENO);
-		if (stderr_path) {
-			int efd = open(stderr_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-			if (efd >= 0)
-				dup2(efd, STDERR_FILENO);
-		}
-		execv(exe, argv);
-		e = errno;
-		if (write(errpipe[1], &e, sizeof(e)) < 0) {
-			/* the parent sees a closed pipe and a 127 */
-		}
-		_exit(127);
-	}
-	child_pid = pid;
+	pid = spawn(exe, argv, fds[1], opt->stderr_path, &exec_errno);
 	close(fds[1]);
 	fds[1] = -1;
-	close(errpipe[1]);
-	errpipe[1] = -1;
-	{
-		int e;
-		ssize_t r;
+	if (pid < 0) {
+		error = exec_errno ? xasprintf("cannot run %s: %s", tap, strerror(exec_errno)) :
+			xstrdup("cannot fork");
+		status = exec_errno == ENOENT ? 127 : exec_errno ? 126 : 1;
+		goto out;
+	}
+	child_pid = pid;
+	if (selected.len) {
+		struct sb line = SB_INIT;
 
-		do
-			r = read(errpipe[0], &e, sizeof(e));
-		while (r < 0 && errno == EINTR);
-		if (r == (ssize_t)sizeof(e)) {
-			errno = e;
-			err_msg("cannot run '%s':", exe);
-			error = xasprintf("cannot run %s: %s", tap, strerror(e));
-			waitpid(pid, NULL, 0);
-			pid = -1;
-			status = e == ENOENT ? 127 : 126;
-			goto out;
+		sb_addf(&line, "{\"type\":\"%s\",\"streams\":%s}\n", TAP_SELECTED_TYPE, selected.buf);
+		if (write_all(out_fd, line.buf, line.len) != 0) {
+			if (errno == EPIPE)
+				got_signal = SIGPIPE;
+			kill(pid, SIGTERM);
 		}
+		sb_free(&line);
 	}
 
 	for (;;) {
@@ -314,22 +416,14 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		wrote = 1;
 		last_nl = buf[r - 1] == '\n';
 	}
-	while (waitpid(pid, &wstatus, 0) < 0) {
-		if (errno != EINTR) {
-			wstatus = 1 << 8;
-			break;
-		}
-	}
+	wstatus = wait_status(pid);
 	pid = -1;
 	child_pid = 0;
-	if (WIFSIGNALED(wstatus)) {
-		status = 128 + WTERMSIG(wstatus);
-		error = xasprintf("%s was killed by signal %d (%s)", tap, WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
-	} else {
-		status = WEXITSTATUS(wstatus);
-		if (status != 0)
-			error = xasprintf("%s exited with status %d", tap, status);
-	}
+	status = wstatus;
+	if (status > 128)
+		error = xasprintf("%s was killed by signal %d (%s)", tap, status - 128, strsignal(status - 128));
+	else if (status != 0)
+		error = xasprintf("%s exited with status %d", tap, status);
 	if (got_signal && error == NULL) {
 		status = 128 + got_signal;
 		error = xasprintf("interrupted by signal %d", got_signal);
@@ -345,9 +439,12 @@ out:
 	for (i = 0; i < 2; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
-		if (errpipe[i] >= 0)
-			close(errpipe[i]);
 	}
+	if (catalog_path)
+		unlink(catalog_path);
+	free(catalog_path);
+	free(cache);
+	sb_free(&selected);
 	if (config_path)
 		unlink(config_path);
 	if (state_path)

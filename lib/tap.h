@@ -1,8 +1,14 @@
 /*
  * tap: run a Singer tap as pipe-tap does.  The tap gets --config (a file; an
  * inline mapping is written to a private temporary directory first),
- * --state when the saved state is a non-empty object, and --catalog when the
- * pipeline names one.  Its stdout is copied to out_fd and followed by one end
+ * --state when the saved state is a non-empty object, and a catalog
+ * (--catalog or --properties, see catalog.h) when the pipeline selects
+ * streams or names one.  When streams are selected, the output begins with
+ *
+ *   {"type":"DATASPOC_TAP_SELECTED","streams":["customers","appdb-public-customers"]}
+ *
+ * naming the selected streams (ids and names), so pipe-sink can drop the
+ * records of others from taps that ignore the catalog.  Its stdout is copied to out_fd and followed by one end
  * line saying how it ended:
  *
  *   {"type":"DATASPOC_TAP_END","status":"success","exit_status":0}
@@ -17,17 +23,32 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "sb.h"
 
 /*
  * Run the tap.  state is the saved state as JSON text (may be empty or
- * "{}": no --state).  stderr_path: where the tap's stderr goes (NULL: this
- * process's stderr).  Returns the status pipe-tap exits with: 0, the tap's
+ * "{}": no --state).  Returns the status pipe-tap exits with: 0, the tap's
  * own exit status, 128+n when killed by signal n, 126 when it cannot run,
  * 127 when not found, 1 on other errors.  When this process itself got a
  * signal, it re-raises it after cleaning up.
  */
+struct tap_options {
+	const char *stderr_path;	/* where the tap's stderr goes; NULL: ours */
+	int refresh_catalog;		/* discover again even when a catalog is cached */
+};
+
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
-	    int out_fd, const char *stderr_path);
+	    int out_fd, const struct tap_options *opt);
+
+/*
+ * Run argv (no shell), its stdin /dev/null, its stderr to stderr_path (NULL:
+ * ours), appending its stdout to out.  Returns its exit status (128+n when
+ * killed by signal n), or -1 when it could not be run (reported).
+ */
+int tap_capture(char *const argv[], const char *stderr_path, struct sb *out);
+
+/* The type of the line pipe-tap prints first when streams are selected. */
+#define TAP_SELECTED_TYPE "DATASPOC_TAP_SELECTED"
 
 /*
  * Check that the tap can be run, without running it: 0, or 127 (not found)

@@ -27,8 +27,12 @@ static const char help_text[] =
 	"JSON line; empty or {} means none).  The tap runs without a shell, with\n"
 	"--config FILE (an inline mapping goes to a private temporary file, removed\n"
 	"afterwards), --state FILE when the state is a non-empty object, and\n"
-	"--catalog FILE when source.catalog is set.  Its stdout is copied to stdout\n"
-	"and followed by one end line:\n"
+	"a catalog when source.catalog, source.streams or source.metadata is set:\n"
+	"the tap's discovered catalog (cached beside the pipeline as NAME.catalog.json)\n"
+	"with the chosen streams selected and the metadata applied, passed with\n"
+	"--catalog or --properties (source.catalog_flag, else the tap's --about).\n"
+	"Its stdout is copied to stdout, after a DATASPOC_TAP_SELECTED line naming\n"
+	"the selected streams, and followed by one end line:\n"
 	"  {\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}\n"
 	"SIGINT, SIGTERM and SIGHUP are passed on to the tap.\n"
 	"\n"
@@ -36,6 +40,8 @@ static const char help_text[] =
 	"  -c FILE     the pipeline file, instead of NAME\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it\n"
 	"  -n          check the config and that the tap can be run; run nothing\n"
+	"  --refresh-catalog  run the tap's discovery again, even when its catalog\n"
+	"              is cached beside the pipeline\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
@@ -45,10 +51,12 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "refresh-catalog", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct pipe_config cfg;
 	struct sb state = SB_INIT;
+	struct tap_options topt = { NULL, 0 };
 	const char *file = NULL, *log = NULL;
 	int c, ret, check = 0;
 
@@ -67,6 +75,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			check = 1;
+			break;
+		case 'R':
+			topt.refresh_catalog = 1;
 			break;
 		default:
 			cli_usage(usage_line);
@@ -91,7 +102,8 @@ int main(int argc, char **argv)
 		return CLI_FAILED;
 	}
 	fflush(stdout);
-	ret = tap_run(&cfg, state.buf ? state.buf : "", state.len, STDOUT_FILENO, log);
+	topt.stderr_path = log;
+	ret = tap_run(&cfg, state.buf ? state.buf : "", state.len, STDOUT_FILENO, &topt);
 	sb_free(&state);
 	config_free(&cfg);
 	if (cli_close_stdout() != 0 && ret == 0)

@@ -1,0 +1,498 @@
+/* catalog: discovery and stream selection, editing catalogs byte for byte. */
+#include "catalog.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "tap.h"
+
+/* One metadata key to set, with its value as raw JSON. */
+struct override {
+	char *key;		/* decoded, NUL-terminated */
+	struct json_span val;
+	char *owned;		/* value text we made, if any */
+};
+
+struct overrides {
+	struct override *v;
+	size_t n;
+};
+
+static char opt_discover[] = "--discover", opt_about[] = "--about";
+
+static void ov_set(struct overrides *o, const struct json_span *key, const char *literal,
+		   const struct json_span *val)
+{
+	struct sb k = SB_INIT;
+	size_t i;
+
+	if (key)
+		json_string_decode(key, &k);
+	else
+		sb_adds(&k, literal);
+	for (i = 0; i < o->n; i++) {
+		if (strcmp(o->v[i].key, k.buf) == 0)
+			break;
+	}
+	if (i == o->n) {
+		o->v = xrealloc(o->v, (o->n + 1) * sizeof(*o->v));
+		memset(&o->v[i], 0, sizeof(o->v[i]));
+		o->v[i].key = sb_detach(&k);
+		o->n++;
+	} else {
+		sb_free(&k);
+	}
+	free(o->v[i].owned);
+	o->v[i].owned = NULL;
+	o->v[i].val = *val;
+}
+
+static void ov_free(struct overrides *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++) {
+		free(o->v[i].key);
+		free(o->v[i].owned);
+	}
+	free(o->v);
+	memset(o, 0, sizeof(*o));
+}
+
+static const struct json_span json_true = { "true", 4, JSON_TRUE };
+static const struct json_span json_false = { "false", 5, JSON_FALSE };
+
+static int is_empty_array(const struct json_span *v)
+{
+	struct json_span el;
+	size_t pos = 0;
+
+	return v->type == JSON_ARRAY && !json_array_next(v, &pos, &el);
+}
+
+static int key_is(const struct json_span *key, const char *name)
+{
+	return json_string_equal(key, name, 0);
+}
+
+static int key_in(const struct json_span *key, const struct overrides *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++) {
+		if (json_string_equal(key, o->v[i].key, 0))
+			return 1;
+	}
+	return 0;
+}
+
+static void add_overrides(struct sb *out, const struct overrides *o, int first)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++) {
+		if (!first || i)
+			sb_addc(out, ',');
+		json_quote(out, o->v[i].key, strlen(o->v[i].key));
+		sb_addc(out, ':');
+		json_compact(&o->v[i].val, out);
+	}
+}
+
+/* {"breadcrumb":[],"metadata":{...}} with the overrides applied. */
+static void stream_metadata(const struct json_span *entry, const struct overrides *o, struct sb *out)
+{
+	struct json_span key, val, mkey, mval;
+	size_t pos = 0, mpos;
+	int n = 0, m;
+
+	sb_addc(out, '{');
+	while (json_object_next(entry, &pos, &key, &val)) {
+		if (n++)
+			sb_addc(out, ',');
+		json_compact(&key, out);
+		sb_addc(out, ':');
+		if (!key_is(&key, "metadata") || val.type != JSON_OBJECT) {
+			json_compact(&val, out);
+			continue;
+		}
+		sb_addc(out, '{');
+		mpos = 0;
+		m = 0;
+		while (json_object_next(&val, &mpos, &mkey, &mval)) {
+			if (key_in(&mkey, o))
+				continue;
+			if (m++)
+				sb_addc(out, ',');
+			json_compact(&mkey, out);
+			sb_addc(out, ':');
+			json_compact(&mval, out);
+		}
+		add_overrides(out, o, m == 0);
+		sb_addc(out, '}');
+	}
+	sb_addc(out, '}');
+}
+
+static int stream_names(const struct json_span *st, struct sb *id, struct sb *name)
+{
+	struct json_span v;
+
+	if (json_object_get(st, "tap_stream_id", &v) == 1 && v.type == JSON_STRING)
+		json_string_decode(&v, id);
+	if (json_object_get(st, "stream", &v) == 1 && v.type == JSON_STRING)
+		json_string_decode(&v, name);
+	if (id->len == 0 && name->len)
+		sb_adds(id, name->buf);
+	if (name->len == 0 && id->len)
+		sb_adds(name, id->buf);
+	return id->len ? 0 : -1;
+}
+
+static int matches(const char *pattern, const struct sb *id, const struct sb *name)
+{
+	return fnmatch(pattern, id->buf, 0) == 0 || fnmatch(pattern, name->buf, 0) == 0;
+}
+
+/* Rewrite one stream entry of the catalog. */
+static void edit_stream(const struct json_span *st, int selected, int select_known,
+			const struct overrides *o, struct sb *out)
+{
+	struct json_span key, val, el;
+	size_t pos = 0, apos;
+	int n = 0, found;
+
+	sb_addc(out, '{');
+	while (json_object_next(st, &pos, &key, &val)) {
+		if (n++)
+			sb_addc(out, ',');
+		json_compact(&key, out);
+		sb_addc(out, ':');
+		if (key_is(&key, "schema") && val.type == JSON_OBJECT && select_known) {
+			struct json_span skey, sval;
+			size_t spos = 0;
+			int m = 0;
+
+			sb_addc(out, '{');
+			while (json_object_next(&val, &spos, &skey, &sval)) {
+				if (key_is(&skey, "selected"))
+					continue;
+				if (m++)
+					sb_addc(out, ',');
+				json_compact(&skey, out);
+				sb_addc(out, ':');
+				json_compact(&sval, out);
+			}
+			sb_addf(out, "%s\"selected\":%s}", m ? "," : "", selected ? "true" : "false");
+		} else if (key_is(&key, "metadata") && val.type == JSON_ARRAY) {
+			int k = 0;
+
+			sb_addc(out, '[');
+			apos = 0;
+			found = 0;
+			while (json_array_next(&val, &apos, &el)) {
+				struct json_span crumb;
+
+				if (k++)
+					sb_addc(out, ',');
+				if (el.type == JSON_OBJECT && json_object_get(&el, "breadcrumb", &crumb) == 1 &&
+				    is_empty_array(&crumb)) {
+					stream_metadata(&el, o, out);
+					found = 1;
+				} else {
+					json_compact(&el, out);
+				}
+			}
+			if (!found && o->n) {
+				sb_adds(out, k ? ",{\"breadcrumb\":[],\"metadata\":{" : "{\"breadcrumb\":[],\"metadata\":{");
+				add_overrides(out, o, 1);
+				sb_adds(out, "}}");
+			}
+			sb_addc(out, ']');
+		} else {
+			json_compact(&val, out);
+		}
+	}
+	sb_addc(out, '}');
+}
+
+int catalog_select(const char *text, size_t len, const char *origin,
+		   char *const *streams, const char *metadata_json,
+		   struct sb *out, struct sb *selected)
+{
+	struct json_span cat, list, st, key, val, meta = { NULL, 0, JSON_NONE };
+	size_t errpos, pos = 0, nsel = 0, i;
+	const char *errmsg;
+	int *used = NULL, ret = -1, first = 1;
+	struct sb offered = SB_INIT;
+
+	if (json_validate(text, len, &cat, &errpos, &errmsg) != 0) {
+		err_msg("%s: not a catalog: byte %zu: %s", origin, errpos + 1, errmsg);
+		return -1;
+	}
+	if (cat.type != JSON_OBJECT || json_object_get(&cat, "streams", &list) != 1 ||
+	    list.type != JSON_ARRAY) {
+		err_msg("%s: not a catalog: no \"streams\" list", origin);
+		return -1;
+	}
+	if (metadata_json &&
+	    json_validate(metadata_json, strlen(metadata_json), &meta, &errpos, &errmsg) != 0) {
+		err_msg("source.metadata: %s", errmsg);
+		return -1;
+	}
+	for (i = 0; streams && streams[i]; i++)
+		;
+	used = xcalloc(i + 1, sizeof(*used));
+	if (selected)
+		sb_addc(selected, '[');
+
+	sb_addc(out, '{');
+	while (json_object_next(&cat, &pos, &key, &val)) {
+		size_t spos = 0;
+		int n = 0;
+
+		if (!first)
+			sb_addc(out, ',');
+		first = 0;
+		json_compact(&key, out);
+		sb_addc(out, ':');
+		if (!key_is(&key, "streams")) {
+			json_compact(&val, out);
+			continue;
+		}
+		sb_addc(out, '[');
+		while (json_array_next(&val, &spos, &st)) {
+			struct sb id = SB_INIT, name = SB_INIT;
+			struct overrides o;
+			int sel = 0;
+
+			memset(&o, 0, sizeof(o));
+			if (n++)
+				sb_addc(out, ',');
+			if (st.type != JSON_OBJECT || stream_names(&st, &id, &name) != 0) {
+				json_compact(&st, out);
+				sb_free(&id);
+				sb_free(&name);
+				continue;
+			}
+			sb_addf(&offered, "%s%s", offered.len ? ", " : "", id.buf);
+			for (i = 0; streams && streams[i]; i++) {
+				if (strcmp(streams[i], id.buf) == 0 || strcmp(streams[i], name.buf) == 0) {
+					used[i] = 1;
+					sel = 1;
+				}
+			}
+			if (streams)
+				ov_set(&o, NULL, "selected", sel ? &json_true : &json_false);
+			if (meta.type == JSON_OBJECT) {
+				struct json_span pat, kv, mk, mv;
+				size_t mpos = 0;
+
+				while (json_object_next(&meta, &mpos, &pat, &kv)) {
+					struct sb p = SB_INIT;
+					size_t kpos = 0;
+
+					json_string_decode(&pat, &p);
+					if (matches(p.buf, &id, &name)) {
+						while (json_object_next(&kv, &kpos, &mk, &mv))
+							ov_set(&o, &mk, NULL, &mv);
+					}
+					sb_free(&p);
+				}
+			}
+			for (i = 0; i < o.n; i++) {
+				if (strcmp(o.v[i].key, "selected") == 0)
+					sel = o.v[i].val.type == JSON_TRUE;
+			}
+			if (!streams && o.n == 0) {
+				json_compact(&st, out);
+			} else {
+				edit_stream(&st, sel, streams != NULL, &o, out);
+			}
+			if (selected && (sel || !streams)) {
+				sb_adds(selected, nsel++ ? "," : "");
+				json_quote(selected, id.buf, id.len);
+				if (strcmp(id.buf, name.buf) != 0) {
+					sb_addc(selected, ',');
+					json_quote(selected, name.buf, name.len);
+				}
+			}
+			ov_free(&o);
+			sb_free(&id);
+			sb_free(&name);
+		}
+		sb_addc(out, ']');
+	}
+	sb_adds(out, "}\n");
+	if (selected)
+		sb_addc(selected, ']');
+	for (i = 0; streams && streams[i]; i++) {
+		if (!used[i]) {
+			err_msg("stream '%s' in source.streams is not offered by the tap (it offers: %s)",
+				streams[i], offered.len ? offered.buf : "nothing");
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	free(used);
+	sb_free(&offered);
+	return ret;
+}
+
+char *catalog_cache_path(const struct pipe_config *cfg)
+{
+	const char *slash = strrchr(cfg->file, '/');
+
+	if (slash == NULL)
+		return xasprintf("%s.catalog.json", cfg->name);
+	return xasprintf("%.*s/%s.catalog.json", (int)(slash - cfg->file), cfg->file, cfg->name);
+}
+
+static int read_file(const char *path, struct sb *out)
+{
+	FILE *f = fopen(path, "r");
+	char buf[65536];
+	size_t n;
+
+	if (f == NULL)
+		return errno == ENOENT ? 1 : -1;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		sb_add(out, buf, n);
+	n = (size_t)ferror(f);
+	fclose(f);
+	return n ? -1 : 0;
+}
+
+static int write_file(const char *path, const struct sb *data, int mode_private)
+{
+	char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	int ok;
+
+	if (f == NULL) {
+		err_msg("cannot write '%s':", tmp);
+		free(tmp);
+		return -1;
+	}
+	if (mode_private)
+		fchmod(fileno(f), 0600);
+	ok = fwrite(data->buf, 1, data->len, f) == data->len;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		err_msg("cannot write '%s':", path);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	return 0;
+}
+
+static int discover(const struct pipe_config *cfg, char *const *config_args, const char *tap_log,
+		    struct sb *out)
+{
+	char **argv;
+	size_t n = 0, i;
+	int status;
+
+	for (i = 0; cfg->tap_argv[i]; i++)
+		;
+	argv = xcalloc(i + 8, sizeof(*argv));
+	for (i = 0; cfg->tap_argv[i]; i++)
+		argv[n++] = cfg->tap_argv[i];
+	for (i = 0; config_args && config_args[i]; i++)
+		argv[n++] = config_args[i];
+	argv[n++] = opt_discover;
+	argv[n] = NULL;
+	status = tap_capture(argv, tap_log, out);
+	free(argv);
+	if (status != 0) {
+		if (status > 0)
+			err_msg("%s --discover failed with status %d", cfg->tap_argv[0], status);
+		return -1;
+	}
+	return 0;
+}
+
+int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
+		    const char *cache_path, int refresh, const char *out_path,
+		    const char *tap_log, struct sb *selected)
+{
+	struct sb text = SB_INIT, edited = SB_INIT;
+	char *origin = NULL;
+	int r = 1, ret = -1;
+
+	if (cfg->catalog_file) {
+		origin = xstrdup(cfg->catalog_file);
+		r = read_file(cfg->catalog_file, &text);
+		if (r != 0) {
+			err_msg("cannot read the catalog '%s'%s", cfg->catalog_file, r > 0 ? ": No such file" : "");
+			goto out;
+		}
+	} else {
+		origin = xasprintf("the catalog of %s", cfg->tap_argv[0]);
+		if (!refresh && cache_path)
+			r = read_file(cache_path, &text);
+		if (r != 0) {
+			sb_reset(&text);
+			if (discover(cfg, config_args, tap_log, &text) != 0)
+				goto out;
+			/* check before caching: a broken catalog is not worth keeping */
+			if (catalog_select(text.buf ? text.buf : "", text.len, origin, NULL, NULL, &edited, NULL) != 0)
+				goto out;
+			sb_reset(&edited);
+			if (cache_path && write_file(cache_path, &text, 0) != 0)
+				goto out;
+		}
+	}
+	if (catalog_select(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+			   cfg->metadata_json, &edited, selected) != 0)
+		goto out;
+	ret = write_file(out_path, &edited, 1);
+out:
+	free(origin);
+	sb_free(&text);
+	sb_free(&edited);
+	return ret;
+}
+
+const char *catalog_flag(const struct pipe_config *cfg, const char *tap_log)
+{
+	struct sb about = SB_INIT;
+	struct json_span v, caps, el;
+	size_t errpos, pos = 0;
+	const char *errmsg, *flag = "--properties";
+	char **argv;
+	size_t n = 0, i;
+
+	if (cfg->catalog_flag)
+		return strcmp(cfg->catalog_flag, "catalog") == 0 ? "--catalog" : "--properties";
+	for (i = 0; cfg->tap_argv[i]; i++)
+		;
+	argv = xcalloc(i + 2, sizeof(*argv));
+	for (i = 0; cfg->tap_argv[i]; i++)
+		argv[n++] = cfg->tap_argv[i];
+	argv[n++] = opt_about;
+	argv[n] = NULL;
+	if (tap_capture(argv, tap_log, &about) == 0 && about.len &&
+	    json_validate(about.buf, about.len, &v, &errpos, &errmsg) == 0 &&
+	    v.type == JSON_OBJECT && json_object_get(&v, "capabilities", &caps) == 1 &&
+	    caps.type == JSON_ARRAY) {
+		while (json_array_next(&caps, &pos, &el)) {
+			if (json_string_equal(&el, "catalog", 0)) {
+				flag = "--catalog";
+				break;
+			}
+		}
+	}
+	free(argv);
+	sb_free(&about);
+	return flag;
+}
