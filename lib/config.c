@@ -14,6 +14,7 @@
 
 #include <yaml.h>
 
+#include "cron.h"
 #include "err.h"
 #include "json.h"
 #include "sb.h"
@@ -1360,31 +1361,6 @@ static int parse_incremental(struct yctx *c, yaml_node_t *map, struct pipe_confi
 	return 0;
 }
 
-static int valid_cron(const char *s)
-{
-	static const char *const macros[] = {
-		"@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily",
-		"@midnight", "@hourly", NULL
-	};
-	int fields = 0;
-
-	if (*s == '@')
-		return one_of(s, macros);
-	for (;;) {
-		size_t n;
-
-		s += strspn(s, " \t");
-		if (*s == '\0')
-			break;
-		n = strspn(s, "0123456789*/,-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
-		if (n == 0)
-			return 0;
-		s += n;
-		fields++;
-	}
-	return fields == 5;
-}
-
 static int parse_schedule(struct yctx *c, yaml_node_t *map, struct pipe_config *cfg)
 {
 	yaml_node_t *seen[1] = { NULL };
@@ -1394,7 +1370,9 @@ static int parse_schedule(struct yctx *c, yaml_node_t *map, struct pipe_config *
 		return yerr(c, map->start_mark, "schedule must be a mapping");
 	FOR_PAIRS(map, pair) {
 		yaml_node_t *v = node(c, pair->value);
+		struct sb why = SB_INIT;
 		const char *s;
+		int r;
 
 		if (key_index(c, &sched_keys, pair, seen) < 0)
 			return -1;
@@ -1402,9 +1380,14 @@ static int parse_schedule(struct yctx *c, yaml_node_t *map, struct pipe_config *
 			continue;
 		if (get_str(c, v, "schedule.cron", "a string", &s) < 0)
 			return -1;
-		if (!valid_cron(s))
-			return yerr(c, v->start_mark, "schedule.cron must be five crontab fields "
-				    "(as in \"0 */2 * * *\") or @hourly, @daily, ..., not '%s'", s);
+		if (cron_check(s, &why) != 0) {
+			if (why.len == 0)
+				return yerr(c, v->start_mark, "schedule.cron must be five crontab fields "
+					    "(as in \"0 */2 * * *\") or @hourly, @daily, ..., not '%s'", s);
+			r = yerr(c, v->start_mark, "schedule.cron '%s': %s", s, why.buf);
+			sb_free(&why);
+			return r;
+		}
 		cfg->cron = xstrdup(s);
 	}
 	return 0;

@@ -1,0 +1,24 @@
+/* cron: checking crontab(5) schedules before they reach a crontab. */
+#ifndef PIPE_CRON_H
+#define PIPE_CRON_H
+
+#include "sb.h"
+
+/*
+ * Check a schedule as cron(8) reads the first five fields of a crontab line:
+ * minute (0-59), hour (0-23), day of month (1-31), month (1-12 or jan-dec),
+ * day of week (0-7 or sun-sat; 0 and 7 are Sunday), separated by blanks.
+ * Each field is a comma-separated list of items: '*', N or N-M, each
+ * optionally followed by /STEP ('*' or a range only; STEP >= 1).  Names are
+ * three letters, any case, and may end a range (mon-fri).  Alternatively
+ * one macro: @reboot, @yearly, @annually, @monthly, @weekly, @daily,
+ * @midnight, @hourly.
+ *
+ * Returns 0 when valid.  Otherwise -1; when the shape is wrong (not five
+ * fields, characters no field may hold, an unknown macro) why is left
+ * untouched, and when a field is wrong a reason naming it is appended to why:
+ * "minute 61 is out of range 0-59".
+ */
+int cron_check(const char *expr, struct sb *why);
+
+#endif

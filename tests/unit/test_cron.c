@@ -1,0 +1,73 @@
+/* Unit tests of cron_check(). */
+#include "cron.h"
+#include "sb.h"
+#include "tap.h"
+
+static void valid(const char *expr)
+{
+	struct sb why = SB_INIT;
+
+	ok(cron_check(expr, &why) == 0 && why.len == 0, "valid: '%s'", expr);
+	sb_free(&why);
+}
+
+/* want: the reason, or "" for a shape error (no reason given). */
+static void invalid(const char *expr, const char *want)
+{
+	struct sb why = SB_INIT;
+	int r = cron_check(expr, &why);
+
+	ok(r == -1, "invalid: '%s'", expr);
+	is_str(why.buf ? why.buf : "", want, "reason for '%s'", expr);
+	sb_free(&why);
+}
+
+int main(void)
+{
+	valid("0 */2 * * *");
+	valid("* * * * *");
+	valid("59 23 31 12 7");
+	valid("0 0 1 1 0");
+	valid("0-59/15 0,6,12,18 1-15 jan-jun mon-fri");
+	valid("5,10-20/5,*/7 * * JAN,Dec Sun");
+	valid(" \t0  1 * * *\t ");
+	valid("@daily");
+	valid("@reboot");
+	valid("@midnight");
+
+	invalid("", "");
+	invalid("every hour", "");
+	invalid("* * * *", "");
+	invalid("* * * * * *", "");
+	{
+		struct sb why = SB_INIT;
+
+		ok(cron_check("0 * * * *\nrm -rf /", &why) == -1 && why.len == 0, "invalid: a newline and a command");
+		sb_free(&why);
+	}
+	invalid("0 * * * * ;", "");
+	invalid("@often", "");
+	invalid("@daily ", "");
+	invalid("61 * * * *", "minute 61 is out of range 0-59");
+	invalid("* 24 * * *", "hour 24 is out of range 0-23");
+	invalid("* * 0 * *", "day of month 0 is out of range 1-31");
+	invalid("* * * 13 *", "month 13 is out of range 1-12");
+	invalid("* * * * 8", "day of week 8 is out of range 0-7");
+	invalid("* * * * 99999999999999999999", "day of week 99999999999999999999 is out of range 0-7");
+	invalid("* * * foo *", "month 'foo' is neither a number nor a name (jan, feb, ...)");
+	invalid("* * * * sunday", "day of week 'sunday' is neither a number nor a name (sun, mon, ...)");
+	invalid("mon * * * *", "minute 'mon' is not a number");
+	invalid("5/10 * * * *", "minute '5/10': a step needs '*' or a range before it");
+	invalid("*/0 * * * *", "minute step '0' must be a number from 1 to 59");
+	invalid("*/ * * * *", "minute step '' must be a number from 1 to 59");
+	invalid("*/60 * * * *", "minute step '60' must be a number from 1 to 59");
+	invalid("*/5x * * * *", "minute step '5x' must be a number from 1 to 59");
+	invalid("10-5 * * * *", "minute range '10-5' ends before it starts");
+	invalid("1,,2 * * * *", "minute: empty list item");
+	invalid("1, * * * *", "minute: empty list item");
+	invalid("1- * * * *", "minute: a number is missing");
+	invalid("-1 * * * *", "minute '-' is not a number");
+	invalid("** * * * *", "minute '**' is not N, N-M, * or one of them with /STEP");
+	invalid("1-2-3 * * * *", "minute '1-2-3' is not N, N-M, * or one of them with /STEP");
+	return tap_done();
+}
