@@ -111,6 +111,7 @@ run_pipeline() {
 	pipe-tap -n "$@" </dev/null
 	rc=$?
 	[ $rc -eq 0 ] || exit $(( rc == 2 ? 2 : 1 ))
+	pipe-sink -n "$@" </dev/null || exit 2
 
 	run_id=$(new_run_id)
 	DATASPOC_RUN_ID=$run_id

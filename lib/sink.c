@@ -13,6 +13,8 @@
 #include "err.h"
 #include "json.h"
 #include "singer.h"
+#include "tap.h"
+#include "transform.h"
 #include "util.h"
 #include "zwriter.h"
 
@@ -31,6 +33,8 @@ struct stream {
 	uint64_t last_used;
 	char *schema;
 	char *key_properties;
+	int dropped;		/* not selected: its records are dropped */
+	unsigned long long failed_in;	/* records a transform dropped */
 };
 
 struct sink {
@@ -56,6 +60,9 @@ struct sink {
 	int tty;
 	int live;		/* a live progress line is on the terminal */
 	int reported;		/* the bucket already printed why it failed */
+	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
+	size_t nselected;
+	struct sb transformed;	/* scratch for a transform's output */
 };
 
 static uint64_t hash_bytes(const char *p, size_t n)
@@ -146,12 +153,21 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 	char *safe = sink_safe_name(name, len, &why);
 	size_t i;
 
-	if (safe == NULL) {
+	int dropped = 0;
+
+	if (s->selected) {
+		dropped = 1;
+		for (i = 0; i < s->nselected; i++) {
+			if (strlen(s->selected[i]) == len && memcmp(s->selected[i], name, len) == 0)
+				dropped = 0;
+		}
+	}
+	if (safe == NULL && !dropped) {
 		fail(s, "<stdin>:%llu: stream name cannot be used: %s", s->lineno, why);
 		return NULL;
 	}
-	for (i = 0; i < s->n; i++) {
-		if (strcmp(s->streams[i].safe, safe) == 0) {
+	for (i = 0; i < s->n && !dropped; i++) {
+		if (!s->streams[i].dropped && strcmp(s->streams[i].safe, safe) == 0) {
 			fail(s, "<stdin>:%llu: streams '%s' and '%s' would share the folder '%s'",
 			     s->lineno, s->streams[i].name, name, safe);
 			free(safe);
@@ -168,7 +184,10 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 	st->name = xstrndup(name, len);
 	st->name_len = len;
 	st->safe = safe;
-	if (s->cfg->path && *s->cfg->path)
+	st->dropped = dropped;
+	if (dropped)
+		st->dir = NULL;
+	else if (s->cfg->path && *s->cfg->path)
 		st->dir = xasprintf("%s/%s/%s", s->cfg->path, s->source, safe);
 	else
 		st->dir = xasprintf("%s/%s", s->source, safe);
@@ -297,7 +316,7 @@ static void progress(struct sink *s, int final)
 		for (i = 0; i < s->n; i++) {
 			struct stream *st = &s->streams[i];
 
-			if (!final && st->records == st->shown)
+			if (st->dropped || (!final && st->records == st->shown))
 				continue;
 			st->shown = st->records;
 			sb_addf(&out, "  %s: ", st->name);
@@ -328,21 +347,47 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
 
+	const char *bytes = m->record.p;
+	size_t len = m->record.len;
+	unsigned long long count = 1;
+
 	if (st == NULL)
 		return -1;
+	if (st->dropped) {
+		st->records++;
+		return 0;
+	}
 	s->last = st;
 	st->last_used = ++s->tick;
+	if (s->opt->transform) {
+		struct sb err = SB_INIT;
+
+		sb_reset(&s->transformed);
+		if (transform_apply(s->opt->transform, st->name, bytes, len, &s->transformed,
+				    &count, &err) != 0) {
+			fail(s, "<stdin>:%llu: the transform failed on record %llu of stream '%s': %s",
+			     s->lineno, st->records + st->failed_in + 1, st->name, err.buf ? err.buf : "");
+			sb_free(&err);
+			return -1;
+		}
+		sb_free(&err);
+		st->failed_in += 1 - (count > 0);
+		if (count == 0)
+			return 0;
+		bytes = s->transformed.buf;
+		len = s->transformed.len - 1;	/* its last newline is added below */
+	}
 	if (st->zw == NULL && open_file(s, st) != 0)
 		return -1;
 	/* The record's bytes and its newline, as the tap printed them. */
-	if (zwriter_write(st->zw, m->record.p, m->record.len) != 0 ||
+	if (zwriter_write(st->zw, bytes, len) != 0 ||
 	    zwriter_write(st->zw, "\n", 1) != 0) {
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
 	}
-	st->records++;
-	st->file_records++;
+	st->records += count;
+	st->file_records += count;
 	if (zwriter_out_bytes(st->zw) >= s->cfg->max_file_size && close_file(s, st) != 0)
 		return -1;
 	if ((st->records & 4095) == 0)
@@ -364,6 +409,8 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 
 	if (st == NULL)
 		return -1;
+	if (st->dropped)
+		return 0;
 	free(st->schema);
 	free(st->key_properties);
 	st->schema = compact(&m->schema);
@@ -380,6 +427,29 @@ static int on_state(struct sink *s, const struct singer_msg *m)
 	free(s->plan->state);
 	s->plan->state = compact(&m->value);
 	return 0;
+}
+
+/* pipe-tap's selection: {"type":"DATASPOC_TAP_SELECTED","streams":[...]}. */
+static void on_selected(struct sink *s, const char *line, size_t len)
+{
+	struct json_span obj, list, el;
+	size_t errpos, pos = 0;
+	const char *errmsg;
+
+	if (json_validate(line, len, &obj, &errpos, &errmsg) != 0 ||
+	    json_object_get(&obj, "streams", &list) != 1 || list.type != JSON_ARRAY)
+		return;
+	while (json_array_next(&list, &pos, &el)) {
+		struct sb name = SB_INIT;
+
+		if (el.type != JSON_STRING)
+			continue;
+		json_string_decode(&el, &name);
+		s->selected = xrealloc(s->selected, (s->nselected + 1) * sizeof(*s->selected));
+		s->selected[s->nselected++] = sb_detach(&name);
+	}
+	if (s->selected == NULL)
+		s->selected = xcalloc(1, sizeof(*s->selected));
 }
 
 /* pipe-tap's end line: {"type":"DATASPOC_TAP_END","status":...,"error":...}. */
@@ -455,7 +525,11 @@ static void fill_plan(struct sink *s, const struct sink_options *opt)
 	p->streams = xcalloc(s->n, sizeof(*p->streams));
 	for (i = 0; i < s->n; i++) {
 		struct stream *st = &s->streams[i];
-		struct plan_stream *ps = &p->streams[p->nstreams++];
+		struct plan_stream *ps;
+
+		if (st->dropped)
+			continue;
+		ps = &p->streams[p->nstreams++];
 
 		ps->name = st->name;
 		ps->dir = st->dir;
@@ -533,6 +607,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 				if (on_end(&s, line, len) != 0)
 					goto out;
 				ended = 1;
+			} else if (json_string_equal(&m.type_value, TAP_SELECTED_TYPE, 0)) {
+				on_selected(&s, line, len);
 			}
 			break;
 		}
@@ -551,10 +627,16 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	}
 	ok = 1;
 out:
-	if (!ok)
+	if (!ok) {
 		cleanup_files(&s);
-	else
+	} else {
 		progress(&s, 1);
+		for (i = 0; i < s.n; i++) {
+			if (s.streams[i].dropped)
+				err_warn("dropped %llu record(s) of stream '%s', which was not selected",
+					 s.streams[i].records, s.streams[i].name);
+		}
+	}
 	fill_plan(&s, opt);
 	plan->ended = 1;
 	plan->success = ok;
@@ -571,6 +653,10 @@ out:
 		free(st->schema);
 		free(st->key_properties);
 	}
+	for (i = 0; i < s.nselected; i++)
+		free(s.selected[i]);
+	free(s.selected);
+	sb_free(&s.transformed);
 	free(s.streams);
 	free(s.slots);
 	free(s.source);

@@ -20,6 +20,7 @@ struct sink_options {
 	int progress;		/* print progress on stderr */
 	int threads;		/* zstd worker threads, 0: none */
 	size_t max_open;	/* most files open at once; idle streams' files are rolled */
+	struct transform *transform;	/* applied to every record, or NULL */
 };
 
 /*

@@ -29,9 +29,13 @@ static void on_error(void *data, jv msg)
 	struct transform *t = data;
 	jv text = jv_get_kind(msg) == JV_KIND_STRING ? msg : jv_dump_string(msg, 0);
 
+	const char *p;
+
 	if (t->errors.len)
 		sb_adds(&t->errors, "; ");
-	sb_adds(&t->errors, jv_string_value(text));
+	/* jq's messages span lines; ours are one */
+	for (p = jv_string_value(text); *p; p++)
+		sb_addc(&t->errors, *p == '\n' ? ' ' : *p);
 	jv_free(text);
 }
 

@@ -16,18 +16,22 @@
 #include "err.h"
 #include "plan.h"
 #include "sink.h"
+#include "transform.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-sink [-fhq] [-j THREADS] [-r RUN_ID] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-sink [-fhnq] [-j THREADS] [-r RUN_ID] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-sink [-fhq] [-j THREADS] [-r RUN_ID] NAME\n"
-	"       pipe-sink [-fhq] [-j THREADS] [-r RUN_ID] -c FILE.yaml\n"
+	"usage: pipe-sink [-fhnq] [-j THREADS] [-r RUN_ID] NAME\n"
+	"       pipe-sink [-fhnq] [-j THREADS] [-r RUN_ID] -c FILE.yaml\n"
 	"\n"
 	"Read a Singer stream ended by pipe-tap's end line on stdin, write each\n"
 	"RECORD's \"record\" value, byte for byte, one per line, into the stream's\n"
 	"compressed files under .dataspoc/staging/NAME/RUN_ID/ in the bucket, and\n"
 	"print the commit plan (JSON lines) on stdout.  Progress goes to stderr.\n"
+	"When $DATASPOC_PIPE_HOME/transforms/NAME.jq exists, it is applied to every\n"
+	"record (jq, with $stream bound); counts are of records as landed.  Records\n"
+	"of streams pipe-tap did not select are dropped, and counted on stderr.\n"
 	"On bad input, a failed tap or a bucket error, the staged files are removed\n"
 	"and the plan ends in failure.\n"
 	"\n"
@@ -35,6 +39,7 @@ static const char help_text[] =
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -f           record in the plan that the run ignored the saved state\n"
 	"  -j THREADS   zstd worker threads (default 0: compress in this thread)\n"
+	"  -n           check the config and the transform; read nothing\n"
 	"  -q           no progress on stderr\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else a new one)\n"
 	"  -h, --help   this help\n"
@@ -54,8 +59,8 @@ int main(int argc, char **argv)
 	struct sb out = SB_INIT;
 	struct bucket *b = NULL;
 	const char *file = NULL, *run_arg = NULL;
-	char *new_id = NULL, *end;
-	int c, bad, ret = CLI_FAILED;
+	char *new_id = NULL, *end, *jq = NULL;
+	int c, bad, check = 0, ret = CLI_FAILED;
 
 	err_init(argv[0]);
 	memset(&cfg, 0, sizeof(cfg));
@@ -63,7 +68,7 @@ int main(int argc, char **argv)
 	memset(&plan, 0, sizeof(plan));
 	opt.progress = 1;
 	opt.max_open = 64;
-	while ((c = getopt_long(argc, argv, "c:fhj:qr:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:fhj:nqr:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			file = optarg;
@@ -80,6 +85,9 @@ int main(int argc, char **argv)
 				err_msg("-j wants a number of threads from 0 to 256, not '%s'", optarg);
 				return CLI_USAGE;
 			}
+			break;
+		case 'n':
+			check = 1;
 			break;
 		case 'q':
 			opt.progress = 0;
@@ -105,6 +113,15 @@ int main(int argc, char **argv)
 		free(new_id);
 		return CLI_USAGE;
 	}
+	jq = xasprintf("%s/transforms/%s.jq", config_home(), cfg.name);
+	if (transform_load(jq, &opt.transform) < 0) {
+		ret = CLI_USAGE;
+		goto out;
+	}
+	if (check) {
+		ret = CLI_OK;
+		goto out;
+	}
 	b = bucket_open(cfg.bucket);
 	if (b == NULL) {
 		/* Still end the plan, so a reader of it knows. */
@@ -115,8 +132,11 @@ int main(int argc, char **argv)
 	}
 	plan_format(&plan, &out);
 	fwrite(out.buf, 1, out.len, stdout);
+out:
 	sb_free(&out);
 	plan_free(&plan);
+	transform_free(opt.transform);
+	free(jq);
 	bucket_free(b);
 	config_free(&cfg);
 	free(new_id);
