@@ -2,7 +2,8 @@
  * pipe-state: the saved Singer state of a pipeline, kept in its bucket.
  * `get` prints it as one JSON line for pipe-tap (and, given a run id, takes
  * the pipeline's run lock and recovers what a dead run left); the other
- * commands are for people: show, set, clear, list, unlock.
+ * commands are for people and for the dataspoc-pipe driver: show, set,
+ * clear, list, unlock; logs, status, manifest; check and probe (validate).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,44 +12,69 @@
 #include <unistd.h>
 
 #include "bucket.h"
+#include "check.h"
 #include "cli.h"
 #include "commit.h"
 #include "config.h"
 #include "err.h"
 #include "lock.h"
+#include "report.h"
 #include "state.h"
 #include "util.h"
 
 static const char usage_line[] =
 	"pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
-	"       list NAME | unlock NAME      (-c FILE.yaml may replace NAME)";
+	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
+	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
+	"       check [-p KEY] NAME | probe NAME|-b BUCKET      (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
 	"usage: pipe-state COMMAND [options] NAME\n"
 	"       pipe-state COMMAND [options] -c FILE.yaml\n"
+	"       pipe-state list|manifest|probe [options] -b BUCKET\n"
+	"       pipe-state status [-o table|json] [NAME...]\n"
 	"\n"
 	"The saved Singer state of a pipeline, kept in its bucket at\n"
-	".dataspoc/state/NAME/state.json.\n"
+	".dataspoc/state/NAME/state.json, and what else the bucket knows about it.\n"
 	"\n"
 	"Commands:\n"
-	"  get      print the state as one JSON line ({} when none, when the pipeline\n"
-	"           is not incremental, or with -f); with a run id, first take the\n"
-	"           pipeline's run lock and finish or clean up what a dead run left\n"
-	"  show     print the state pretty-printed, and who holds the lock\n"
-	"  set      replace the state with a Singer STATE value read from stdin\n"
-	"  clear    delete the state (needs --force)\n"
-	"  list     list the pipelines with a saved state in the pipeline's bucket\n"
-	"  unlock   remove the pipeline's run lock, whoever holds it\n"
+	"  get       print the state as one JSON line ({} when none, when the pipeline\n"
+	"            is not incremental, or with -f); with a run id, first take the\n"
+	"            pipeline's run lock and finish or clean up what a dead run left\n"
+	"  show      print the state pretty-printed, and who holds the lock\n"
+	"  set       replace the state with a Singer STATE value read from stdin\n"
+	"  clear     delete the state (needs --force)\n"
+	"  list      list the pipelines with a saved state in the bucket\n"
+	"  unlock    remove the pipeline's run lock, whoever holds it\n"
+	"  logs      print the pipeline's last run logs, newest first\n"
+	"  status    print the last run of each pipeline (default: every pipeline\n"
+	"            in $DATASPOC_PIPE_HOME/pipelines)\n"
+	"  manifest  print the bucket's catalog, .dataspoc/manifest.json\n"
+	"  check     check the pipeline's config and its tap's config, without\n"
+	"            touching the bucket or running the tap; warn when the tap's\n"
+	"            config holds secrets and others may read it\n"
+	"  probe     write, read back, list and delete a probe object in the bucket,\n"
+	"            and see whether it honours conditional creates\n"
 	"\n"
 	"Options:\n"
+	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -f, --full   get: print {} (the run ignores the saved state)\n"
-	"  -r RUN_ID    get: the run's id (default $DATASPOC_RUN_ID)\n"
 	"      --force  clear: really delete\n"
+	"  -n K         logs: the last K run logs (default 1)\n"
+	"  -o FORMAT, --output FORMAT\n"
+	"               logs: jsonl (default: one compact JSON log a line), json (an\n"
+	"               array) or text; status: table (default) or json; manifest:\n"
+	"               json (default, as stored) or table\n"
+	"  -p KEY       check: print one setting of the loaded config (bucket, path,\n"
+	"               compression, incremental, cron, tap, name, file); nothing\n"
+	"               when it is not set\n"
+	"  -r RUN_ID    get: the run's id (default $DATASPOC_RUN_ID)\n"
 	"  -h, --help   this help\n"
 	"\n"
-	"Exit status: 0 success, 1 failure (a bucket error, the lock is held),\n"
-	"2 bad usage or config.\n";
+	"Exit status: 0 success, 1 failure (a bucket error, the lock is held, a\n"
+	"pipeline's status could not be read, the probe failed), 2 bad usage or\n"
+	"config.\n";
 
 static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *run_id, int full)
 {
@@ -205,18 +231,217 @@ out:
 	return ret;
 }
 
+enum format { FMT_DEFAULT, FMT_JSONL, FMT_JSON, FMT_TEXT, FMT_TABLE };
+
+static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max, enum format fmt)
+{
+	struct sb out = SB_INIT;
+	char **logs = NULL;
+	size_t n = 0, i;
+
+	if (report_logs(b, cfg->name, max, &logs, &n) != 0)
+		return CLI_FAILED;
+	if (fmt == FMT_JSON)
+		sb_adds(&out, n ? "[\n" : "[]\n");
+	for (i = 0; i < n; i++) {
+		if (fmt == FMT_TEXT) {
+			if (i)
+				sb_addc(&out, '\n');
+			report_log_text(logs[i], &out);
+		} else {
+			sb_adds(&out, fmt == FMT_JSON ? "  " : "");
+			sb_adds(&out, logs[i]);
+			sb_adds(&out, fmt == FMT_JSON && i + 1 < n ? ",\n" : "\n");
+		}
+	}
+	if (fmt == FMT_JSON && n)
+		sb_adds(&out, "]\n");
+	if (n == 0 && fmt == FMT_TEXT)
+		fprintf(stderr, "pipeline '%s' has no run logs in %s\n", cfg->name, bucket_url(b));
+	if (out.len)
+		fwrite(out.buf, 1, out.len, stdout);
+	sb_free(&out);
+	report_logs_free(logs);
+	return CLI_OK;
+}
+
+static int cmd_status(char **names, size_t n, enum format fmt)
+{
+	struct report_status *rows;
+	char **all = NULL, ***logs;
+	struct sb out = SB_INIT;
+	size_t i, nlogs;
+	int ret = CLI_OK;
+
+	if (n == 0) {
+		if (report_pipelines(&all, &n) != 0)
+			return CLI_FAILED;
+		names = all;
+	}
+	rows = xcalloc(n ? n : 1, sizeof(*rows));
+	logs = xcalloc(n ? n : 1, sizeof(*logs));
+	for (i = 0; i < n; i++) {
+		struct pipe_config cfg;
+		struct bucket *b = NULL;
+
+		rows[i].name = names[i];
+		rows[i].error = 1;
+		if (config_load_name(names[i], &cfg) != 0)
+			continue;
+		b = bucket_open(cfg.bucket);
+		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
+			rows[i].log = logs[i][0];
+			rows[i].error = 0;
+		}
+		bucket_free(b);
+		config_free(&cfg);
+	}
+	for (i = 0; i < n; i++) {
+		if (rows[i].error)
+			ret = CLI_FAILED;
+	}
+	report_status(rows, n, fmt == FMT_JSON, &out);
+	fwrite(out.buf, 1, out.len, stdout);
+	for (i = 0; i < n; i++)
+		report_logs_free(logs[i]);
+	free(logs);
+	free(rows);
+	sb_free(&out);
+	report_logs_free(all);
+	return ret;
+}
+
+static int cmd_manifest(struct bucket *b, enum format fmt)
+{
+	struct sb text = SB_INIT, out = SB_INIT;
+	char *origin = xasprintf("%s/%s", bucket_url(b), UTIL_MANIFEST_KEY);
+	int r = bucket_get(b, UTIL_MANIFEST_KEY, &text), ret = CLI_FAILED;
+
+	if (r == 1)
+		err_msg("no manifest in bucket '%s' (%s): no pipeline has landed data there yet",
+			bucket_url(b), UTIL_MANIFEST_KEY);
+	if (r != 0)
+		goto out;
+	if (report_manifest(text.buf ? text.buf : "", text.len, origin, fmt != FMT_TABLE, &out) != 0)
+		goto out;
+	fwrite(out.buf, 1, out.len, stdout);
+	ret = CLI_OK;
+out:
+	sb_free(&text);
+	sb_free(&out);
+	free(origin);
+	return ret;
+}
+
+static int cmd_probe(struct bucket *b)
+{
+	int conditional;
+
+	if (check_probe(b, &conditional) != 0)
+		return CLI_FAILED;
+	printf("write, read back, list, delete: ok\nconditional create: %s\n",
+	       conditional ? "honoured" : "not honoured");
+	if (!conditional)
+		err_warn("%s does not refuse to create an object that exists: two runs of one "
+			 "pipeline started at the same moment could both take its run lock",
+			 bucket_url(b));
+	return CLI_OK;
+}
+
+static int cmd_check(const struct pipe_config *cfg, const char *key)
+{
+	static const char *const comp[] = { "zstd", "gzip", "none" };
+	struct sb warning = SB_INIT;
+	const char *v = NULL;
+	int r;
+
+	if (key) {
+		if (strcmp(key, "bucket") == 0)
+			v = cfg->bucket;
+		else if (strcmp(key, "path") == 0)
+			v = cfg->path;
+		else if (strcmp(key, "compression") == 0)
+			v = comp[cfg->compression];
+		else if (strcmp(key, "incremental") == 0)
+			v = cfg->incremental ? "true" : "false";
+		else if (strcmp(key, "cron") == 0)
+			v = cfg->cron;
+		else if (strcmp(key, "tap") == 0)
+			v = cfg->tap_argv ? cfg->tap_argv[0] : NULL;
+		else if (strcmp(key, "name") == 0)
+			v = cfg->name;
+		else if (strcmp(key, "file") == 0)
+			v = cfg->file;
+		else {
+			err_msg("check -p: unknown key '%s' (bucket, path, compression, incremental, "
+				"cron, tap, name, file)", key);
+			return CLI_USAGE;
+		}
+		if (v)
+			printf("%s\n", v);
+		return CLI_OK;
+	}
+	r = check_tap_config(cfg, &warning);
+	if (r == 1)
+		err_warn("%s", warning.buf);
+	sb_free(&warning);
+	if (r < 0)
+		return CLI_USAGE;
+	printf("pipeline '%s': ok\n", cfg->name);
+	return CLI_OK;
+}
+
+static int parse_format(const char *cmd, const char *arg, enum format *fmt)
+{
+	static const struct {
+		const char *cmd, *name;
+		enum format fmt;
+	} ok[] = {
+		{ "logs", "jsonl", FMT_JSONL }, { "logs", "json", FMT_JSON }, { "logs", "text", FMT_TEXT },
+		{ "status", "table", FMT_TABLE }, { "status", "json", FMT_JSON },
+		{ "manifest", "json", FMT_JSON }, { "manifest", "table", FMT_TABLE },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (strcmp(ok[i].cmd, cmd) == 0 && strcmp(ok[i].name, arg) == 0) {
+			*fmt = ok[i].fmt;
+			return 0;
+		}
+	}
+	err_msg("%s: unknown output format '%s'", cmd, arg);
+	return -1;
+}
+
+static int is(const char *cmd, const char *list)
+{
+	size_t n = strlen(cmd);
+	const char *p;
+
+	for (p = list; (p = strstr(p, cmd)) != NULL; p += n) {
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "full", no_argument, NULL, 'f' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 }
 	};
+	static const char commands[] = "get show set clear list unlock logs status manifest check probe";
 	struct pipe_config cfg;
 	struct bucket *b = NULL;
-	const char *file = NULL, *run_arg = NULL, *run_id, *cmd;
-	int c, full = 0, force = 0, bad, ret = CLI_USAGE;
+	const char *file = NULL, *bucket = NULL, *key = NULL, *run_arg = NULL, *run_id, *cmd;
+	enum format fmt = FMT_DEFAULT;
+	unsigned long max = 1;
+	char *end;
+	int c, full = 0, force = 0, have_n = 0, bad, ret = CLI_USAGE;
 
 	err_init(argv[0]);
 	memset(&cfg, 0, sizeof(cfg));
@@ -231,8 +456,16 @@ int main(int argc, char **argv)
 	cmd = argv[1];
 	argv++;
 	argc--;
-	while ((c = getopt_long(argc, argv, "c:fhr:", longopts, NULL)) != -1) {
+	if (!is(cmd, commands)) {
+		err_msg("unknown command '%s'", cmd);
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	while ((c = getopt_long(argc, argv, "b:c:fhn:o:p:r:", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'b':
+			bucket = optarg;
+			break;
 		case 'c':
 			file = optarg;
 			break;
@@ -245,6 +478,21 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(help_text, stdout);
 			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
+		case 'n':
+			max = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end != '\0' || max == 0) {
+				err_msg("-n wants a number of run logs (1 or more), not '%s'", optarg);
+				return CLI_USAGE;
+			}
+			have_n = 1;
+			break;
+		case 'o':
+			if (parse_format(cmd, optarg, &fmt) != 0)
+				return CLI_USAGE;
+			break;
+		case 'p':
+			key = optarg;
+			break;
 		case 'r':
 			run_arg = optarg;
 			break;
@@ -253,25 +501,31 @@ int main(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if (argc - optind > 1 || (strcmp(cmd, "clear") == 0 && !force)) {
-		if (strcmp(cmd, "clear") == 0 && !force)
-			err_msg("clear deletes the saved state: add --force to do it");
-		else
-			cli_usage(usage_line);
+	if ((bucket && !is(cmd, "list manifest probe")) || (key && strcmp(cmd, "check") != 0) ||
+	    (have_n && strcmp(cmd, "logs") != 0) || (bucket && (file || optind < argc)) ||
+	    (strcmp(cmd, "status") == 0 ? file != NULL : argc - optind > 1)) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	if (strcmp(cmd, "clear") == 0 && !force) {
+		err_msg("clear deletes the saved state: add --force to do it");
 		return CLI_USAGE;
 	}
 	run_id = cli_run_id(run_arg, &bad);
 	if (bad)
 		return CLI_USAGE;
-	if (strcmp(cmd, "get") && strcmp(cmd, "show") && strcmp(cmd, "set") &&
-	    strcmp(cmd, "clear") && strcmp(cmd, "list") && strcmp(cmd, "unlock")) {
-		err_msg("unknown command '%s'", cmd);
-		cli_usage(usage_line);
-		return CLI_USAGE;
+	if (strcmp(cmd, "status") == 0) {
+		ret = cmd_status(argv + optind, (size_t)(argc - optind), fmt);
+		goto out;
 	}
-	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
+	if (bucket == NULL && cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
 		return CLI_USAGE;
-	b = bucket_open(cfg.bucket);
+	if (strcmp(cmd, "check") == 0) {
+		/* a check touches no bucket: opening a local one would create it */
+		ret = cmd_check(&cfg, key);
+		goto out;
+	}
+	b = bucket_open(bucket ? bucket : cfg.bucket);
 	if (b == NULL) {
 		ret = CLI_FAILED;
 		goto out;
@@ -286,8 +540,14 @@ int main(int argc, char **argv)
 		ret = locked_change(b, &cfg, NULL);
 	else if (strcmp(cmd, "list") == 0)
 		ret = cmd_list(b);
-	else
+	else if (strcmp(cmd, "unlock") == 0)
 		ret = cmd_unlock(b, &cfg);
+	else if (strcmp(cmd, "logs") == 0)
+		ret = cmd_logs(b, &cfg, max, fmt == FMT_DEFAULT ? FMT_JSONL : fmt);
+	else if (strcmp(cmd, "manifest") == 0)
+		ret = cmd_manifest(b, fmt);
+	else
+		ret = cmd_probe(b);
 out:
 	bucket_free(b);
 	config_free(&cfg);

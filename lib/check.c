@@ -1,0 +1,225 @@
+/* check: probing a bucket, looking at the tap's config. */
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "json.h"
+#include "util.h"
+
+#define PROBE_PREFIX ".dataspoc/probe/"
+
+static int probe_steps(struct bucket *b, const char *key, const char *key2,
+		       const char *body, int *conditional)
+{
+	struct sb got = SB_INIT;
+	char **keys = NULL;
+	size_t n = 0, i, len = strlen(body);
+	int r, found = 0, ret = -1;
+
+	if (bucket_put(b, key, body, len) != 0) {
+		err_msg("bucket probe: cannot write '%s/%s'", bucket_url(b), key);
+		goto out;
+	}
+	r = bucket_get(b, key, &got);
+	if (r != 0 || got.len != len || memcmp(got.buf, body, len) != 0) {
+		if (r >= 0)
+			err_msg("bucket probe: read back '%s/%s': %s", bucket_url(b), key,
+				r == 1 ? "not found right after it was written" : "differs from what was written");
+		else
+			err_msg("bucket probe: cannot read back '%s/%s'", bucket_url(b), key);
+		goto out;
+	}
+	if (bucket_list(b, PROBE_PREFIX, &keys, &n) != 0) {
+		err_msg("bucket probe: cannot list '%s/%s'", bucket_url(b), PROBE_PREFIX);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		found |= strcmp(keys[i], key) == 0;
+	if (!found) {
+		err_msg("bucket probe: listing '%s/%s' does not show '%s'", bucket_url(b), PROBE_PREFIX, key);
+		goto out;
+	}
+	if (bucket_delete(b, key) != 0) {
+		err_msg("bucket probe: cannot delete '%s/%s'", bucket_url(b), key);
+		goto out;
+	}
+	r = bucket_exists(b, key);
+	if (r != 0) {
+		if (r > 0)
+			err_msg("bucket probe: '%s/%s' is still there after it was deleted", bucket_url(b), key);
+		goto out;
+	}
+	r = bucket_put_new(b, key2, body, len);
+	if (r != 0) {
+		if (r > 0)
+			err_msg("bucket probe: conditional create of '%s/%s' found an object that was not there",
+				bucket_url(b), key2);
+		else
+			err_msg("bucket probe: cannot create '%s/%s'", bucket_url(b), key2);
+		goto out;
+	}
+	r = bucket_put_new(b, key2, body, len);
+	if (r < 0) {
+		err_msg("bucket probe: cannot try a second create of '%s/%s'", bucket_url(b), key2);
+		goto out;
+	}
+	*conditional = r == 1;
+	ret = 0;
+out:
+	bucket_list_free(keys);
+	sb_free(&got);
+	return ret;
+}
+
+int check_probe(struct bucket *b, int *conditional)
+{
+	char *run_id = util_new_run_id();
+	char *key = xasprintf(PROBE_PREFIX "%s-%ld", run_id, (long)getpid());
+	char *key2 = xasprintf("%s.new", key);
+	char *body = xasprintf("dataspoc-pipe bucket probe %s from %s\n", run_id, util_hostname());
+	int ret;
+
+	*conditional = 0;
+	ret = probe_steps(b, key, key2, body, conditional);
+	/* the probe leaves nothing behind, whatever failed */
+	if (bucket_delete(b, key) != 0 || bucket_delete(b, key2) != 0)
+		ret = -1;
+	free(run_id);
+	free(key);
+	free(key2);
+	free(body);
+	return ret;
+}
+
+/* ---- secrets ---- */
+
+/* A member name that usually holds a secret. */
+static int secret_name(const char *name)
+{
+	static const char *const parts[] = {
+		"password", "passwd", "secret", "token", "credential", "private_key",
+		"api_key", "apikey", "access_key", "client_key", "auth_key", "passphrase", NULL
+	};
+	static const char *const whole[] = { "key", "pass", "pwd", NULL };
+	char *low = xstrdup(name), *p;
+	int hit = 0, i;
+
+	for (p = low; *p; p++) {
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+		else if (*p == '-')
+			*p = '_';
+	}
+	for (i = 0; parts[i] && !hit; i++)
+		hit = strstr(low, parts[i]) != NULL;
+	for (i = 0; whole[i] && !hit; i++)
+		hit = strcmp(low, whole[i]) == 0;
+	free(low);
+	return hit;
+}
+
+/* Append the names of secret-looking members of v (at any depth) to found. */
+static void find_secrets(const struct json_span *v, struct sb *found, int depth)
+{
+	struct json_span key, val;
+	size_t pos = 0;
+
+	if (depth > 64)
+		return;
+	if (v->type == JSON_ARRAY) {
+		while (json_array_next(v, &pos, &val))
+			find_secrets(&val, found, depth + 1);
+		return;
+	}
+	if (v->type != JSON_OBJECT)
+		return;
+	while (json_object_next(v, &pos, &key, &val)) {
+		struct sb name = SB_INIT;
+
+		json_string_decode(&key, &name);
+		if (val.type == JSON_STRING && val.len > 2 && name.buf && strlen(name.buf) == name.len &&
+		    secret_name(name.buf)) {
+			if (found->len)
+				sb_adds(found, ", ");
+			sb_adds(found, name.buf);
+		}
+		sb_free(&name);
+		find_secrets(&val, found, depth + 1);
+	}
+}
+
+static int read_file(const char *path, struct sb *out, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) == 0) {
+		if (S_ISDIR(st->st_mode))
+			errno = EISDIR;
+		else if (util_read_fd(fd, out) == 0)
+			ret = 0;
+	}
+	if (ret != 0) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	return ret;
+}
+
+int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
+{
+	struct sb text = SB_INIT, found = SB_INIT;
+	struct json_span v;
+	struct stat st;
+	const char *holder, *errmsg;
+	size_t errpos;
+	int ret = -1;
+
+	if (cfg->tap_config_file) {
+		holder = cfg->tap_config_file;
+		if (read_file(holder, &text, &st) != 0) {
+			err_msg("cannot read the tap's config '%s':", holder);
+			goto out;
+		}
+		if (json_validate(text.buf ? text.buf : "", text.len, &v, &errpos, &errmsg) != 0) {
+			err_msg("the tap's config '%s' is not JSON: byte %zu: %s", holder, errpos + 1, errmsg);
+			goto out;
+		}
+		if (v.type != JSON_OBJECT) {
+			err_msg("the tap's config '%s' is not a JSON object", holder);
+			goto out;
+		}
+	} else if (cfg->tap_config_json) {
+		holder = cfg->file;
+		if (holder == NULL || stat(holder, &st) != 0 ||
+		    json_validate(cfg->tap_config_json, strlen(cfg->tap_config_json), &v, &errpos, &errmsg) != 0) {
+			ret = 0;
+			goto out;
+		}
+	} else {
+		ret = 0;
+		goto out;
+	}
+	find_secrets(&v, &found, 0);
+	ret = 0;
+	if (found.len && (st.st_mode & 044)) {
+		sb_addf(warning, "'%s' holds secrets (%s) and is readable by other users (mode %04o): chmod 600 '%s'",
+			holder, found.buf, (unsigned)(st.st_mode & 07777), holder);
+		ret = 1;
+	}
+out:
+	sb_free(&text);
+	sb_free(&found);
+	return ret;
+}

@@ -1,0 +1,35 @@
+/* check: what `dataspoc-pipe validate` checks beyond the config's syntax. */
+#ifndef PIPE_CHECK_H
+#define PIPE_CHECK_H
+
+#include "bucket.h"
+#include "config.h"
+#include "sb.h"
+
+/*
+ * Probe the bucket with objects under .dataspoc/probe/: write one, read it
+ * back and compare, find it in a listing, delete it and see it gone; then
+ * create another with bucket_put_new() twice.  *conditional is set to 1
+ * when the store refused the second create (conditional create honoured:
+ * the run lock keeps two runs apart), 0 when it did not.  Every probe
+ * object is deleted on every path.  0, or -1 with a message naming the
+ * step that failed ("bucket probe: read back ...").
+ */
+int check_probe(struct bucket *b, int *conditional);
+
+/*
+ * The tap's config: a source.config file must be readable and hold a JSON
+ * object (error: -1, reported naming the file).  When the file that holds
+ * the tap's config (that file, or the pipeline file for an inline mapping)
+ * has members that look like secrets (password, secret, token, api_key,
+ * ... holding a non-empty string, at any depth) and is readable by its
+ * group or others, a warning is appended to warning and 1 returned:
+ *
+ *   '/h/sources/pg.json' holds secrets (password) and is readable by other
+ *   users (mode 0644): chmod 600 '/h/sources/pg.json'
+ *
+ * Otherwise 0.
+ */
+int check_tap_config(const struct pipe_config *cfg, struct sb *warning);
+
+#endif

@@ -1,0 +1,463 @@
+/* report: run logs, status and the manifest, for people and scripts. */
+#include "report.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "err.h"
+#include "json.h"
+#include "table.h"
+
+/* ---- run logs ---- */
+
+static void list_add(char ***v, size_t *n, size_t *cap, char *s)
+{
+	if (*n + 1 >= *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*v = xrealloc(*v, *cap * sizeof(**v));
+	}
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+}
+
+int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n)
+{
+	char *prefix = xasprintf(".dataspoc/logs/%s/", pipeline);
+	size_t plen = strlen(prefix), nkeys = 0, cap = 0, i;
+	char **keys = NULL;
+	int ret = -1;
+
+	*logs = NULL;
+	*n = 0;
+	if (bucket_list(b, prefix, &keys, &nkeys) != 0)
+		goto out;
+	for (i = nkeys; i-- > 0 && (max == 0 || *n < max);) {
+		const char *k = keys[i], *rest = k + plen;
+		size_t len = strlen(k), errpos;
+		struct sb text = SB_INIT, compact = SB_INIT;
+		struct json_span v;
+		const char *errmsg;
+		int r;
+
+		if (strchr(rest, '/') || len < plen + 6 || strcmp(k + len - 5, ".json") != 0)
+			continue;
+		r = bucket_get(b, k, &text);
+		if (r < 0) {
+			sb_free(&text);
+			goto out;
+		}
+		if (r == 1) {
+			/* deleted since the listing */
+			sb_free(&text);
+			continue;
+		}
+		if (json_validate(text.buf ? text.buf : "", text.len, &v, &errpos, &errmsg) != 0)
+			v.type = JSON_NONE;
+		else
+			errmsg = "not a JSON object";
+		if (v.type != JSON_OBJECT) {
+			err_warn("skipping run log %s/%s: %s", bucket_url(b), k, errmsg);
+			sb_free(&text);
+			continue;
+		}
+		json_compact(&v, &compact);
+		list_add(logs, n, &cap, sb_detach(&compact));
+		sb_free(&text);
+	}
+	if (*logs == NULL)
+		*logs = xcalloc(1, sizeof(**logs));
+	ret = 0;
+out:
+	if (ret != 0) {
+		report_logs_free(*logs);
+		*logs = NULL;
+		*n = 0;
+	}
+	bucket_list_free(keys);
+	free(prefix);
+	return ret;
+}
+
+void report_logs_free(char **logs)
+{
+	char **p;
+
+	if (logs == NULL)
+		return;
+	for (p = logs; *p; p++)
+		free(*p);
+	free(logs);
+}
+
+/* ---- formatting values ---- */
+
+/* A JSON number that is a plain non-negative integer, as a number. */
+static int plain_uint(const struct json_span *v, unsigned long long *out)
+{
+	unsigned long long x = 0;
+	size_t i;
+
+	if (v->type != JSON_NUMBER || v->len == 0 || v->len > 19)
+		return 0;
+	for (i = 0; i < v->len; i++) {
+		if (v->p[i] < '0' || v->p[i] > '9')
+			return 0;
+		x = x * 10 + (unsigned long long)(v->p[i] - '0');
+	}
+	*out = x;
+	return 1;
+}
+
+/* A count for people: 250,000; other numbers as written; else "-". */
+static void add_count(struct sb *out, const struct json_span *v)
+{
+	unsigned long long x;
+
+	if (plain_uint(v, &x))
+		sb_add_thousands(out, x);
+	else if (v->type == JSON_NUMBER)
+		sb_add(out, v->p, v->len);
+	else
+		sb_addc(out, '-');
+}
+
+/* A duration in seconds for people: 42s, 3m05s, 2h07m; else "-". */
+static void add_duration(struct sb *out, const struct json_span *v)
+{
+	double d;
+	char *num;
+	long long s;
+
+	if (v->type != JSON_NUMBER) {
+		sb_addc(out, '-');
+		return;
+	}
+	num = xstrndup(v->p, v->len);
+	d = strtod(num, NULL);
+	free(num);
+	if (!(d >= 0 && d < 1e12)) {
+		sb_addc(out, '-');
+		return;
+	}
+	s = (long long)(d + 0.5);
+	if (s < 60)
+		sb_addf(out, "%llds", s);
+	else if (s < 3600)
+		sb_addf(out, "%lldm%02llds", s / 60, s % 60);
+	else
+		sb_addf(out, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+}
+
+/* A string member for people, control bytes shown as '?'; else "-". */
+static void add_text(struct sb *out, const struct json_span *v)
+{
+	size_t start = out->len, i;
+
+	if (v->type != JSON_STRING) {
+		sb_addc(out, '-');
+		return;
+	}
+	json_string_decode(v, out);
+	for (i = start; i < out->len; i++) {
+		if ((unsigned char)out->buf[i] < 0x20 || out->buf[i] == 0x7f)
+			out->buf[i] = '?';
+	}
+}
+
+static struct json_span member(const struct json_span *obj, const char *key)
+{
+	struct json_span v = { NULL, 0, JSON_NONE };
+
+	if (obj->type != JSON_OBJECT || json_object_get(obj, key, &v) != 1)
+		v.type = JSON_NONE;
+	return v;
+}
+
+static int parse_log(const char *log, struct json_span *v)
+{
+	size_t errpos;
+	const char *errmsg;
+
+	if (json_validate(log, strlen(log), v, &errpos, &errmsg) != 0) {
+		v->type = JSON_NONE;
+		return -1;
+	}
+	return 0;
+}
+
+void report_log_text(const char *log, struct sb *out)
+{
+	struct json_span v, m, streams, key, val;
+	size_t pos = 0;
+
+	parse_log(log, &v);
+	sb_adds(out, "Run ");
+	m = member(&v, "run_id");
+	if (m.type == JSON_NONE)
+		m = member(&v, "started_at");
+	add_text(out, &m);
+	sb_adds(out, ": ");
+	m = member(&v, "status");
+	add_text(out, &m);
+	sb_adds(out, "\n  started   ");
+	m = member(&v, "started_at");
+	add_text(out, &m);
+	sb_adds(out, "\n  finished  ");
+	m = member(&v, "finished_at");
+	add_text(out, &m);
+	sb_adds(out, "\n  duration  ");
+	m = member(&v, "duration_seconds");
+	add_duration(out, &m);
+	sb_adds(out, "\n  records   ");
+	m = member(&v, "total_records");
+	add_count(out, &m);
+	sb_addc(out, '\n');
+	streams = member(&v, "streams");
+	while (streams.type == JSON_OBJECT && json_object_next(&streams, &pos, &key, &val)) {
+		sb_adds(out, "    ");
+		add_text(out, &key);
+		sb_adds(out, ": ");
+		m = member(&val, "records");
+		add_count(out, &m);
+		sb_addc(out, '\n');
+	}
+	m = member(&v, "error");
+	if (m.type != JSON_NONE && m.type != JSON_NULL) {
+		sb_adds(out, "  error     ");
+		if (m.type == JSON_STRING)
+			add_text(out, &m);
+		else
+			json_compact(&m, out);
+		sb_addc(out, '\n');
+	}
+}
+
+/* ---- status ---- */
+
+/* A member as JSON, or null when absent. */
+static void json_member(struct sb *out, const struct json_span *obj, const char *key)
+{
+	struct json_span m = member(obj, key);
+
+	if (m.type == JSON_NONE)
+		sb_adds(out, "null");
+	else
+		json_compact(&m, out);
+}
+
+static void status_json(const struct report_status *rows, size_t n, struct sb *out)
+{
+	size_t i;
+
+	sb_adds(out, n ? "[\n" : "[]\n");
+	for (i = 0; i < n; i++) {
+		struct json_span v = { NULL, 0, JSON_NONE };
+
+		sb_adds(out, "  {\"name\":");
+		json_quote(out, rows[i].name, strlen(rows[i].name));
+		if (rows[i].error || rows[i].log == NULL) {
+			sb_addf(out, ",\"last_run\":null,\"status\":\"%s\",\"duration\":null,\"records\":null}",
+				rows[i].error ? "error" : "never");
+		} else {
+			parse_log(rows[i].log, &v);
+			sb_adds(out, ",\"last_run\":");
+			json_member(out, &v, "started_at");
+			sb_adds(out, ",\"status\":");
+			json_member(out, &v, "status");
+			sb_adds(out, ",\"duration\":");
+			json_member(out, &v, "duration_seconds");
+			sb_adds(out, ",\"records\":");
+			json_member(out, &v, "total_records");
+			sb_addc(out, '}');
+		}
+		sb_adds(out, i + 1 < n ? ",\n" : "\n]\n");
+	}
+}
+
+void report_status(const struct report_status *rows, size_t n, int json, struct sb *out)
+{
+	static const char *const heads[] = { "PIPELINE", "LAST RUN", "STATUS", "DURATION", "RECORDS" };
+	struct table t;
+	size_t i;
+
+	if (json) {
+		status_json(rows, n, out);
+		return;
+	}
+	table_init(&t, 5, heads, "lllrr");
+	for (i = 0; i < n; i++) {
+		struct sb cell[4] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT };
+		const char *cells[5];
+		struct json_span v, m;
+		int k;
+
+		if (rows[i].error || rows[i].log == NULL) {
+			const char *c[5] = { rows[i].name, rows[i].error ? NULL : "never",
+					     rows[i].error ? "error" : NULL, NULL, NULL };
+
+			table_add(&t, c);
+			continue;
+		}
+		parse_log(rows[i].log, &v);
+		m = member(&v, "started_at");
+		add_text(&cell[0], &m);
+		m = member(&v, "status");
+		add_text(&cell[1], &m);
+		m = member(&v, "duration_seconds");
+		add_duration(&cell[2], &m);
+		m = member(&v, "total_records");
+		add_count(&cell[3], &m);
+		cells[0] = rows[i].name;
+		for (k = 0; k < 4; k++)
+			cells[k + 1] = cell[k].buf;
+		table_add(&t, cells);
+		for (k = 0; k < 4; k++)
+			sb_free(&cell[k]);
+	}
+	table_format(&t, out);
+	table_free(&t);
+}
+
+/* ---- manifest ---- */
+
+struct mrow {
+	char *name;
+	struct json_span t;
+};
+
+static int cmp_mrow(const void *a, const void *b)
+{
+	return strcmp(((const struct mrow *)a)->name, ((const struct mrow *)b)->name);
+}
+
+int report_manifest(const char *text, size_t len, const char *origin, int json, struct sb *out)
+{
+	static const char *const heads[] = { "TABLE", "ROWS", "EXTRACTIONS", "LAST EXTRACTION", "COLUMNS" };
+	struct json_span v, tables, key, val;
+	struct mrow *rows = NULL;
+	size_t errpos, pos = 0, n = 0, i;
+	const char *errmsg;
+	struct table t;
+
+	if (json_validate(text, len, &v, &errpos, &errmsg) != 0) {
+		err_msg("%s: byte %zu: %s", origin, errpos + 1, errmsg);
+		return -1;
+	}
+	if (v.type != JSON_OBJECT) {
+		err_msg("%s: not a JSON object", origin);
+		return -1;
+	}
+	if (json) {
+		sb_add(out, text, len);
+		if (len == 0 || text[len - 1] != '\n')
+			sb_addc(out, '\n');
+		return 0;
+	}
+	tables = member(&v, "tables");
+	while (tables.type == JSON_OBJECT && json_object_next(&tables, &pos, &key, &val)) {
+		struct sb name = SB_INIT;
+
+		add_text(&name, &key);
+		rows = xrealloc(rows, (n + 1) * sizeof(*rows));
+		rows[n].name = sb_detach(&name);
+		rows[n].t = val;
+		n++;
+	}
+	if (n > 1)
+		qsort(rows, n, sizeof(*rows), cmp_mrow);
+	table_init(&t, 5, heads, "lrrlr");
+	for (i = 0; i < n; i++) {
+		struct sb cell[4] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT };
+		struct json_span stats = member(&rows[i].t, "stats"), m, cols, el;
+		const char *cells[5];
+		size_t apos = 0, ncols = 0;
+		int k;
+
+		m = member(&stats, "total_rows");
+		add_count(&cell[0], &m);
+		m = member(&stats, "extractions");
+		add_count(&cell[1], &m);
+		m = member(&stats, "last_extraction");
+		add_text(&cell[2], &m);
+		cols = member(&rows[i].t, "columns");
+		if (cols.type == JSON_ARRAY) {
+			while (json_array_next(&cols, &apos, &el))
+				ncols++;
+			sb_addf(&cell[3], "%zu", ncols);
+		} else {
+			sb_addc(&cell[3], '-');
+		}
+		cells[0] = rows[i].name;
+		for (k = 0; k < 4; k++)
+			cells[k + 1] = cell[k].buf;
+		table_add(&t, cells);
+		for (k = 0; k < 4; k++)
+			sb_free(&cell[k]);
+		free(rows[i].name);
+	}
+	table_format(&t, out);
+	table_free(&t);
+	free(rows);
+	return 0;
+}
+
+/* ---- pipelines of the home directory ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int report_pipelines(char ***names, size_t *n)
+{
+	char *dir = xasprintf("%s/pipelines", config_home());
+	size_t cap = 0, i, j;
+	struct dirent *e;
+	DIR *d;
+
+	*names = xcalloc(1, sizeof(**names));
+	*n = 0;
+	d = opendir(dir);
+	if (d == NULL) {
+		if (errno == ENOENT) {
+			free(dir);
+			return 0;
+		}
+		err_msg("cannot read '%s':", dir);
+		free(dir);
+		return -1;
+	}
+	cap = 1;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		char *name;
+
+		if (len > 5 && strcmp(e->d_name + len - 5, ".yaml") == 0)
+			name = xstrndup(e->d_name, len - 5);
+		else if (len > 4 && strcmp(e->d_name + len - 4, ".yml") == 0)
+			name = xstrndup(e->d_name, len - 4);
+		else
+			continue;
+		if (!config_valid_name(name)) {
+			err_warn("skipping '%s/%s': not a valid pipeline name", dir, e->d_name);
+			free(name);
+			continue;
+		}
+		list_add(names, n, &cap, name);
+	}
+	closedir(d);
+	free(dir);
+	qsort(*names, *n, sizeof(**names), cmp_str);
+	for (i = j = 0; i < *n; i++) {
+		if (j > 0 && strcmp((*names)[j - 1], (*names)[i]) == 0)
+			free((*names)[i]);
+		else
+			(*names)[j++] = (*names)[i];
+	}
+	*n = j;
+	(*names)[j] = NULL;
+	return 0;
+}

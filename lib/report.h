@@ -1,0 +1,83 @@
+/*
+ * report: what people read about their pipelines and buckets: the run logs
+ * (.dataspoc/logs/P/RUN.json), the status of each pipeline, the manifest
+ * (.dataspoc/manifest.json).  Formats of the JSON documents: DESIGN.md.
+ */
+#ifndef PIPE_REPORT_H
+#define PIPE_REPORT_H
+
+#include <stddef.h>
+
+#include "bucket.h"
+#include "sb.h"
+
+/*
+ * The run logs of pipeline, newest first (keys sort by time: run ids, and
+ * the Python DataSpoc Pipe's timestamps), at most max of them (0: all).
+ * Each is compact JSON text (one line, numbers and strings byte for byte).
+ * A log that is not a JSON object is skipped with a warning naming it.
+ * *logs is NULL-terminated, freed with report_logs_free().  0, or -1 on a
+ * bucket error (reported).
+ */
+int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n);
+void report_logs_free(char **logs);
+
+/*
+ * Append a run log (as report_logs() gives it) for people:
+ *
+ *   Run 20261130T004809Z-3fa9c1: success
+ *     started   2026-11-30T00:48:09Z
+ *     finished  2026-11-30T00:48:12Z
+ *     duration  3s
+ *     records   340
+ *       public-orders: 340
+ *     error     ...            (failures only)
+ *
+ * Missing members print as "-".
+ */
+void report_log_text(const char *log, struct sb *out);
+
+/* One pipeline in a status report. */
+struct report_status {
+	const char *name;
+	const char *log;	/* its newest run log (compact JSON), or NULL: never run */
+	int error;		/* its config or bucket could not be read */
+};
+
+/*
+ * Append the status of pipelines as a table:
+ *
+ *   PIPELINE  LAST RUN              STATUS   DURATION  RECORDS
+ *   orders    2026-11-30T00:48:09Z  success  3s            340
+ *   new       never                 -        -               -
+ *   broken    -                     error    -               -
+ *
+ * or, json set, a JSON array of {"name", "last_run", "status", "duration",
+ * "records"}, one object a line: last_run is the log's started_at,
+ * duration its duration_seconds, records its total_records (null when
+ * missing); a pipeline never run has status "never", one that could not be
+ * read "error", and nulls.
+ */
+void report_status(const struct report_status *rows, size_t n, int json, struct sb *out);
+
+/*
+ * Append the manifest text[0..len) (origin names it in messages) as a
+ * table of its tables, sorted by name:
+ *
+ *   TABLE          ROWS  EXTRACTIONS  LAST EXTRACTION       COLUMNS
+ *   csv/customers     3            1  2026-11-30T00:48:09Z        3
+ *
+ * or, json set, as stored.  0, or -1 (reported) when it is not a JSON
+ * object.
+ */
+int report_manifest(const char *text, size_t len, const char *origin, int json, struct sb *out);
+
+/*
+ * The pipelines of the home directory: NAME for each valid name with a
+ * pipelines/NAME.yaml or NAME.yml, sorted bytewise, once each.  *names is
+ * NULL-terminated, freed with report_logs_free().  A missing directory has
+ * none.  0, or -1 (reported) when it cannot be read.
+ */
+int report_pipelines(char ***names, size_t *n);
+
+#endif
