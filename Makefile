@@ -10,7 +10,7 @@ PKG_CONFIG ?= pkg-config
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla -Wcast-qual -Wwrite-strings
 CFLAGS ?= -O2 -g
-PKGS = yaml-0.1 libcurl libzstd zlib
+PKGS = yaml-0.1 libcurl libcrypto libzstd zlib
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
 	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) -lm -lpthread

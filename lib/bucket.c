@@ -109,6 +109,11 @@ static size_t scheme_len(const char *url)
 
 struct bucket *bucket_open(const char *url)
 {
+	return bucket_open_opts(url, NULL);
+}
+
+struct bucket *bucket_open_opts(const char *url, const char *endpoint)
+{
 	struct bucket *b = NULL;
 	char *p;
 
@@ -131,7 +136,7 @@ struct bucket *bucket_open(const char *url)
 		}
 		b = local_bucket_open(path);
 	} else if (has_scheme(url, "s3") || has_scheme(url, "gs")) {
-		b = s3_bucket_open(url);
+		b = s3_bucket_open(url, endpoint);
 	} else if (scheme_len(url) > 0) {
 		p = printable(url);
 		err_msg("unsupported bucket '%s': use a local directory, "

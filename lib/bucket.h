@@ -22,6 +22,13 @@ struct bucket_writer;
  * bucket's directory is created when missing.  Returns NULL on error.
  */
 struct bucket *bucket_open(const char *url);
+
+/*
+ * bucket_open() with the endpoint of an S3-compatible store
+ * (destination.endpoint_url: "http[s]://host[:port]"), used by s3:// and
+ * gs:// urls and ignored by local ones; NULL or "" is bucket_open().
+ */
+struct bucket *bucket_open_opts(const char *url, const char *endpoint);
 void bucket_free(struct bucket *b);
 
 /* The url as given, for messages. */

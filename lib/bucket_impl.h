@@ -76,10 +76,11 @@ struct bucket_writer {
 /*
  * The stores' constructors.  url is the whole url as given.
  * local_bucket_open takes the directory (already stripped of "file://").
- * s3_bucket_open takes "s3://name[/prefix]" or "gs://name[/prefix]".
- * Both report their errors and return NULL.
+ * s3_bucket_open takes "s3://name[/prefix]" or "gs://name[/prefix]" and an
+ * endpoint url (NULL: from the environment or the AWS profile, else AWS
+ * or GCS itself).  Both report their errors and return NULL.
  */
 struct bucket *local_bucket_open(const char *dir);
-struct bucket *s3_bucket_open(const char *url);
+struct bucket *s3_bucket_open(const char *url, const char *endpoint);
 
 #endif
