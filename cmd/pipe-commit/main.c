@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	parsed = plan_parse(in.buf ? in.buf : "", in.len, "<stdin>", &plan) == 0;
-	b = bucket_open(cfg.bucket);
+	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
 	if (b == NULL)
 		goto out;
 	if (abort_run) {

@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 		ret = CLI_OK;
 		goto out;
 	}
-	b = bucket_open(cfg.bucket);
+	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
 	if (b == NULL) {
 		/* Still end the plan, so a reader of it knows. */
 		plan.ended = 1;

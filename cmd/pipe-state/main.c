@@ -288,7 +288,7 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		rows[i].error = 1;
 		if (config_load_name(names[i], &cfg) != 0)
 			continue;
-		b = bucket_open(cfg.bucket);
+		b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
 		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
 			rows[i].log = logs[i][0];
 			rows[i].error = 0;
@@ -525,7 +525,7 @@ int main(int argc, char **argv)
 		ret = cmd_check(&cfg, key);
 		goto out;
 	}
-	b = bucket_open(bucket ? bucket : cfg.bucket);
+	b = bucket_open_opts(bucket ? bucket : cfg.bucket, bucket ? NULL : cfg.endpoint_url);
 	if (b == NULL) {
 		ret = CLI_FAILED;
 		goto out;
