@@ -15,6 +15,12 @@ case $0 in
 esac
 export PATH
 
+# This script's own path, for run --all and crontab entries.
+case $0 in
+*/*) self=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/$(basename -- "$0") ;;
+*) self=$(command -v -- "$0" 2>/dev/null) || self=$0 ;;
+esac
+
 home=${DATASPOC_PIPE_HOME:-${HOME:-}/.dataspoc-pipe}
 
 say() { printf '%s\n' "$*"; }
@@ -23,7 +29,15 @@ err() { printf '%s: %s\n' "$prog" "$*" >&2; }
 usage() {
 	cat >&2 <<USAGE
 usage: $prog init
+       $prog add [--tap TAP] [--config FILE] [--bucket URL] [--path PATH]
+           [--compression C] [--incremental|--no-incremental] [--cron EXPR] [--yes] NAME
        $prog run [--full] [-v] NAME | -c FILE.yaml
+       $prog run --all [-j N] [--full] [-v]
+       $prog status [--output table|json] [NAME...]
+       $prog logs [-n K] [--output text|json|jsonl] NAME
+       $prog validate [--output text|json] [NAME...]
+       $prog manifest [--output table|json] BUCKET
+       $prog schedule install|remove|list [NAME...]
        $prog help [COMMAND] | --version
 USAGE
 	exit 2
@@ -38,11 +52,18 @@ S3), as compressed JSON lines, with incremental state kept in the bucket.
 
 Commands:
   init              create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe)
+  add NAME          create a pipeline: a wizard, or flags for scripts
   run NAME          run pipelines/NAME.yaml (or -c FILE.yaml)
+  run --all         run every pipeline, N at a time (-j N)
+  status            the last run of each pipeline
+  logs NAME         the last run log(s) of a pipeline
+  validate [NAME]   check configs, taps and buckets
+  manifest BUCKET   the catalog of the tables in a bucket
+  schedule          install, remove or list crontab entries
   help [COMMAND]    help on a command
   --version         the version
 
-Exit status: 0 success, 1 the run failed, 2 bad usage or config.
+Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config.
 HELP
 }
 
@@ -50,6 +71,7 @@ help_run() {
 	cat <<'HELP'
 usage: dataspoc-pipe run [--full] [-v] NAME
        dataspoc-pipe run [--full] [-v] -c FILE.yaml
+       dataspoc-pipe run --all [-j N] [--full] [-v]
 
 Run one pipeline: pipe-state get | pipe-tap | pipe-sink, then pipe-commit
 only when every stage succeeded.  Records land under
@@ -61,6 +83,11 @@ Options:
   --full         ignore the saved state (it is replaced when the run succeeds)
   -v, --verbose  show the tap's stderr as it runs (kept and shown on failure
                  otherwise)
+  --all          run every pipelines/*.yaml, in name order; each pipeline's
+                 output is kept and printed when it ends, then
+                 "Summary: S success, F failure(s)"; exit status 1 when any
+                 failed
+  -j N           with --all: N pipelines at a time (default 1)
 HELP
 }
 
@@ -198,18 +225,36 @@ run_pipeline() {
 }
 
 cmd_run() {
-	full=0 verbose=0 file= name=
+	full=0 verbose=0 file= name= all=0 jobs=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--full | -f) full=1 ;;
 		-v | --verbose) verbose=1 ;;
 		-c) [ $# -ge 2 ] || usage; file=$2; shift ;;
+		--all | -a) all=1 ;;
+		-j) [ $# -ge 2 ] || usage; jobs=$2; shift ;;
+		-j*) jobs=${1#-j} ;;
+		--jobs=*) jobs=${1#*=} ;;
 		-h | --help) help_run; exit 0 ;;
 		-*) err "run: unknown option '$1'"; usage ;;
 		*) [ -z "$name" ] || usage; name=$1 ;;
 		esac
 		shift
 	done
+	if [ "$all" = 1 ]; then
+		if [ -n "$name" ] || [ -n "$file" ]; then
+			err "run: --all runs every pipeline: give no NAME or -c"
+			usage
+		fi
+		case ${jobs:-1} in
+		'' | *[!0-9]* | 0 | 0*) err "run: -j wants a number of pipelines at a time (1 or more), not '$jobs'"; usage ;;
+		esac
+		set --
+		[ "$full" = 0 ] || set -- "$@" --full
+		[ "$verbose" = 0 ] || set -- "$@" -v
+		run_all "${jobs:-1}" "$@"
+	fi
+	[ -z "$jobs" ] || { err "run: -j goes with --all"; usage; }
 	if [ -n "$file" ]; then
 		[ -z "$name" ] || usage
 		run_pipeline "$full" "$verbose" -c "$file"
@@ -218,17 +263,788 @@ cmd_run() {
 	run_pipeline "$full" "$verbose" "$name"
 }
 
+help_add() {
+	cat <<'HELP'
+usage: dataspoc-pipe add [options] NAME
+
+Create pipelines/NAME.yaml, asking on stderr for what no option gives and
+reading the answers from stdin: the tap, its config file, the bucket, the
+base path, the compression, incremental extraction and a cron schedule.
+A known tap (tap-postgres, tap-mysql, tap-csv, tap-github,
+dataspoc-tap-csv) gets a config template in sources/NAME.json (mode 0600)
+to fill in; another tap gets {} there, and its --about output is shown
+when it has one.  An existing sources/NAME.json is kept.  The result is
+checked as `pipe-state check` does and removed when it is invalid.  An
+existing pipeline is never overwritten.
+
+Options:
+  --tap TAP            the Singer tap: a command on PATH, or "words with args"
+  --config FILE        the tap's config file (default sources/NAME.json)
+  --bucket URL         a directory, file:///abs/dir or s3://bucket[/prefix]
+                       (a relative directory is made absolute)
+  --path PATH          the base path in the bucket (default raw)
+  --compression C      zstd (default), gzip or none
+  --incremental        pass the saved state to the tap (the default)
+  --no-incremental     each run replaces the stream's files
+  --cron EXPR          schedule.cron: five crontab fields or @daily, ...
+  -y, --yes            ask nothing: defaults for what no option gives
+
+Exit status: 0 created, 1 the pipeline exists, 2 bad usage or an invalid
+config.
+HELP
+}
+
+help_status() {
+	cat <<'HELP'
+usage: dataspoc-pipe status [--output table|json] [NAME...]
+
+The last run of each pipeline (default: every pipelines/*.yaml), read from
+the newest run log in its bucket: pipeline, last run, status, duration,
+records.  A pipeline that never ran shows "never".  --output json prints a
+list of {"name", "last_run", "status", "duration", "records"}; a pipeline
+never run has status "never", one whose config or bucket cannot be read
+"error", and nulls.
+
+Exit status: 0, or 1 when a pipeline's config or bucket could not be read.
+HELP
+}
+
+help_logs() {
+	cat <<'HELP'
+usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME
+
+The last K run logs of pipeline NAME (default 1), newest first, read from
+<bucket>/.dataspoc/logs/NAME/.  --output json prints them as a JSON list,
+jsonl one compact JSON log a line.
+HELP
+}
+
+help_validate() {
+	cat <<'HELP'
+usage: dataspoc-pipe validate [--output text|json] [NAME...]
+
+Check each pipeline (default: every pipelines/*.yaml), one line per check:
+  config     the pipeline file parses and its tap's config file is JSON
+  tap        the tap is on PATH and executable
+  transform  transforms/NAME.jq compiles (only when there is one)
+  bucket     a probe object can be written, read back, listed and deleted;
+             says whether the store honours conditional creates
+  secrets    WARN when the tap's config holds secrets (password, token,
+             key, ...) and is readable by other users
+Each line is "NAME: CHECK: ok", "NAME: CHECK: FAIL: reason" or
+"NAME: CHECK: WARN: reason".  --output json prints a list of
+{"pipeline", "check", "status": "ok"|"fail"|"warn", "message"}.
+
+Exit status: 0 every check passed (warnings allowed), 1 one failed, 2 bad
+usage.
+HELP
+}
+
+help_manifest() {
+	cat <<'HELP'
+usage: dataspoc-pipe manifest [--output table|json] BUCKET
+
+The catalog of BUCKET (<bucket>/.dataspoc/manifest.json): each table with
+its rows, extractions, last extraction and number of columns; --output
+json prints the manifest as stored.  BUCKET is a directory, file:///abs/dir
+or s3://bucket[/prefix].
+
+Exit status: 0, 1 when the bucket has no manifest or cannot be read.
+HELP
+}
+
+help_schedule() {
+	cat <<'HELP'
+usage: dataspoc-pipe schedule install|remove|list [NAME...]
+
+Crontab entries for the pipelines with a schedule.cron (default: every
+pipeline), one line each:
+
+  CRON flock -n LOCK dataspoc-pipe run NAME >>LOG 2>&1  # dataspoc-pipe:NAME
+
+flock keeps two runs of a pipeline on this machine from overlapping; LOCK
+is $DATASPOC_PIPE_HOME/locks/NAME.lock and LOG $DATASPOC_PIPE_HOME/logs/NAME.log.
+The line starts with DATASPOC_PIPE_HOME=... when that is not
+~/.dataspoc-pipe.  Only lines ending in "# dataspoc-pipe:NAME" are ever
+changed; the crontab is read with `crontab -l` and written with
+`crontab -` only when it changes.
+
+  install   add or update the entries; without NAME, also drop entries of
+            pipelines gone or without a schedule.cron
+  remove    remove the entries (all of them without NAME)
+  list      print the entries
+
+A schedule.cron that is not valid (five fields, with ranges, steps, lists
+and names, or @hourly, @daily, ...) stops install before the crontab is
+touched.
+
+Exit status: 0, 1 crontab failed, 2 bad usage or an invalid config.
+HELP
+}
+
+help_help() {
+	cat <<'HELP'
+usage: dataspoc-pipe help [COMMAND]
+
+Help on dataspoc-pipe, or on one of its commands: init, add, run, status,
+logs, validate, manifest, schedule, help, version.
+HELP
+}
+
+help_version() {
+	cat <<'HELP'
+usage: dataspoc-pipe --version
+
+Print "dataspoc-pipe VERSION".
+HELP
+}
+
+# ---- pipelines ---------------------------------------------------------------
+
+valid_name() {
+	case $1 in
+	'' | [!A-Za-z0-9]* | *[!A-Za-z0-9._-]*) return 1 ;;
+	esac
+	[ ${#1} -le 64 ]
+}
+
+# Every pipeline of the home directory, one name a line, sorted.
+pipelines() {
+	for f in "$home"/pipelines/*.yaml "$home"/pipelines/*.yml; do
+		[ -f "$f" ] || continue
+		n=${f##*/}
+		n=${n%.yaml}
+		n=${n%.yml}
+		if valid_name "$n"; then
+			say "$n"
+		else
+			err "warning: skipping '$f': not a valid pipeline name"
+		fi
+	done | LC_ALL=C sort -u
+}
+
+# A value for a YAML file: single-quoted, ' doubled.
+yaml_str() {
+	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/''/g")"
+}
+
+# A JSON string literal ("\, control bytes made visible).
+json_str() {
+	printf '"%s"' "$(printf '%s' "$1" | tr '\t\r\n' '   ' |
+		sed 's/\\/\\\\/g; s/"/\\"/g' | tr -d '\000-\037')"
+}
+
+# ---- add ---------------------------------------------------------------------
+
+tap_template() {
+	case $1 in
+	tap-postgres) cat <<'JSON' ;;
+{
+  "host": "localhost",
+  "port": 5432,
+  "user": "postgres",
+  "password": "CHANGE_ME",
+  "dbname": "postgres",
+  "filter_schemas": "public"
+}
+JSON
+	tap-mysql) cat <<'JSON' ;;
+{
+  "host": "localhost",
+  "port": 3306,
+  "user": "root",
+  "password": "CHANGE_ME",
+  "database": "CHANGE_ME"
+}
+JSON
+	tap-csv | dataspoc-tap-csv) cat <<'JSON' ;;
+{
+  "files": [
+    {
+      "entity": "my_table",
+      "path": "/path/to/my_table.csv",
+      "keys": ["id"]
+    }
+  ]
+}
+JSON
+	tap-github) cat <<'JSON' ;;
+{
+  "access_token": "CHANGE_ME",
+  "repository": "owner/repo",
+  "start_date": "2024-01-01T00:00:00Z"
+}
+JSON
+	*) return 1 ;;
+	esac
+}
+
+# ask VAR PROMPT DEFAULT REQUIRED OPTION: the answer from stdin (prompt on
+# stderr), the default for an empty answer; with --yes the default without
+# asking.
+ask() {
+	_var=$1 _prompt=$2 _def=$3 _req=$4 _opt=$5
+	if [ "$yes" = 1 ]; then
+		[ -n "$_def" ] || [ "$_req" = 0 ] || { err "add: $_opt is needed with --yes"; exit 2; }
+		eval "$_var=\$_def"
+		return 0
+	fi
+	while :; do
+		if [ -n "$_def" ]; then
+			printf '%s [%s]: ' "$_prompt" "$_def" >&2
+		else
+			printf '%s: ' "$_prompt" >&2
+		fi
+		if ! IFS= read -r _ans; then
+			printf '\n' >&2
+			err "add: no answer for '$_prompt' (end of input)"
+			exit 2
+		fi
+		[ -n "$_ans" ] || _ans=$_def
+		if [ -n "$_ans" ] || [ "$_req" = 0 ]; then
+			eval "$_var=\$_ans"
+			return 0
+		fi
+		err "add: an answer is needed"
+	done
+}
+
+# The tap's --about, shown to whoever writes its config.
+show_about() {
+	set -f
+	# shellcheck disable=SC2086 # the tap is "words with args"
+	set -- $1
+	set +f
+	command -v -- "$1" >/dev/null 2>&1 || return 0
+	if command -v timeout >/dev/null 2>&1; then
+		about=$(timeout 10 "$@" --about 2>/dev/null </dev/null) || return 0
+	else
+		about=$("$@" --about 2>/dev/null </dev/null) || return 0
+	fi
+	[ -n "$about" ] || return 0
+	err "$1 --about says:"
+	printf '%s\n' "$about" | sed 's/^/  | /' >&2
+}
+
+cmd_add() {
+	tap= tapconf= bucket= bpath= bpath_set=0 compression= incremental= cron= cron_set=0 yes=0 name=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--tap | --config | --bucket | --path | --compression | --cron)
+			[ $# -ge 2 ] || { err "add: $1 needs a value"; usage; }
+			opt=$1 val=$2
+			shift ;;
+		--tap=* | --config=* | --bucket=* | --path=* | --compression=* | --cron=*)
+			opt=${1%%=*} val=${1#*=} ;;
+		--incremental) incremental=true; opt= ;;
+		--no-incremental) incremental=false; opt= ;;
+		-y | --yes) yes=1; opt= ;;
+		-h | --help) help_add; exit 0 ;;
+		-*) err "add: unknown option '$1'"; usage ;;
+		*) [ -z "$name" ] || usage; name=$1; opt= ;;
+		esac
+		case $opt in
+		--tap) tap=$val ;;
+		--config) tapconf=$val ;;
+		--bucket) bucket=$val ;;
+		--path) bpath=$val; bpath_set=1 ;;
+		--compression) compression=$val ;;
+		--cron) cron=$val; cron_set=1 ;;
+		esac
+		shift
+	done
+	[ -n "$name" ] || usage
+	valid_name "$name" || { err "add: invalid pipeline name '$name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"; exit 2; }
+	yaml=$home/pipelines/$name.yaml
+	for f in "$yaml" "$home/pipelines/$name.yml"; do
+		if [ -e "$f" ]; then
+			err "add: pipeline '$name' already exists: $f (remove it first, or choose another name)"
+			exit 1
+		fi
+	done
+	mkdir -p "$home/pipelines" "$home/sources" || exit 1
+
+	[ -n "$tap" ] || ask tap "Tap (a Singer tap command, e.g. tap-postgres)" "" 1 --tap
+	set -f
+	# shellcheck disable=SC2086
+	set -- $tap
+	set +f
+	tapname=${1:-}
+	tapname=${tapname##*/}
+	default_conf=$home/sources/$name.json
+	template=0
+	if [ -z "$tapconf" ]; then
+		if [ ! -e "$default_conf" ]; then
+			if tap_template "$tapname" >/dev/null; then
+				template=1
+			else
+				template=2
+				show_about "$tap"
+			fi
+		fi
+		ask tapconf "Tap config file" "$default_conf" 1 --config
+	fi
+	case $tapconf in
+	/*) ;;
+	'~/'*) tapconf=${HOME:-}/${tapconf#'~/'} ;;
+	*) tapconf=$PWD/$tapconf ;;
+	esac
+	[ "$tapconf" = "$default_conf" ] || template=0
+
+	[ -n "$bucket" ] || ask bucket "Bucket (a directory, file:///abs/dir or s3://bucket[/prefix])" "" 0 --bucket
+	case $bucket in
+	'' | /* | *://*) ;;
+	*) bucket=$PWD/$bucket ;;
+	esac
+	[ "$bpath_set" = 1 ] || ask bpath "Base path in the bucket" raw 0 --path
+	while :; do
+		[ -n "$compression" ] || ask compression "Compression (zstd, gzip, none)" zstd 1 --compression
+		case $compression in
+		zstd | gzip | none) break ;;
+		esac
+		err "add: compression must be zstd, gzip or none, not '$compression'"
+		[ "$yes" = 0 ] || exit 2
+		compression=
+	done
+	while [ -z "$incremental" ]; do
+		ask incremental "Incremental extraction (y/n)" y 1 --incremental
+		case $incremental in
+		[yY] | [yY][eE][sS]) incremental=true ;;
+		[nN] | [nN][oO]) incremental=false ;;
+		*) err "add: answer y or n"; incremental= ;;
+		esac
+	done
+	[ "$cron_set" = 1 ] || ask cron "Cron schedule (e.g. 0 */2 * * *; empty for none)" "" 0 --cron
+
+	umask 077
+	tmpyaml=$home/pipelines/.$name.yaml.$$
+	trap 'rm -f "$tmpyaml"' EXIT
+	{
+		say "# written by dataspoc-pipe add"
+		say "source:"
+		say "  tap: $(yaml_str "$tap")"
+		if [ "$tapconf" = "$default_conf" ]; then
+			say "  config: ../sources/$name.json"
+		else
+			say "  config: $(yaml_str "$tapconf")"
+		fi
+		say "destination:"
+		[ -z "$bucket" ] || say "  bucket: $(yaml_str "$bucket")"
+		say "  path: $(yaml_str "$bpath")"
+		say "  compression: $compression"
+		say "incremental:"
+		say "  enabled: $incremental"
+		if [ -n "$cron" ]; then
+			say "schedule:"
+			say "  cron: $(yaml_str "$cron")"
+		fi
+	} >"$tmpyaml" || exit 1
+	chmod 644 "$tmpyaml" || exit 1
+	# link(2) creates it only if absent, even against a concurrent add
+	if ! ln "$tmpyaml" "$yaml" 2>/dev/null; then
+		err "add: pipeline '$name' already exists: $yaml (remove it first, or choose another name)"
+		exit 1
+	fi
+	rm -f "$tmpyaml"
+	wrote_conf=
+	if [ "$template" = 1 ] && [ ! -e "$tapconf" ]; then
+		tap_template "$tapname" >"$tapconf" && wrote_conf=$tapconf
+	elif [ "$template" = 2 ] && [ ! -e "$tapconf" ]; then
+		say '{}' >"$tapconf" && wrote_conf=$tapconf
+	fi
+	if ! pipe-state check "$name" >/dev/null; then
+		rm -f "$yaml" ${wrote_conf:+"$wrote_conf"}
+		err "add: pipeline '$name' not created: its config is not valid (see above)"
+		exit 2
+	fi
+	say "Created $yaml"
+	if [ -n "$wrote_conf" ] && [ "$template" = 1 ]; then
+		say "Created $wrote_conf: a template for $tapname, fill in its values"
+	elif [ -n "$wrote_conf" ]; then
+		say "Created $wrote_conf: an empty config, fill in what $tapname needs"
+	fi
+	say "Next: dataspoc-pipe validate $name && dataspoc-pipe run $name"
+}
+
+# ---- run --all ---------------------------------------------------------------
+
+# run_all JOBS RUN-OPTIONS...: every pipeline, JOBS at a time.  Each
+# pipeline's output is kept apart and printed when it finishes.
+run_all() {
+	jobs=$1
+	shift
+	names=$(pipelines)
+	if [ -z "$names" ]; then
+		err "run --all: no pipelines in $home/pipelines"
+		say "Summary: 0 success, 0 failure(s)"
+		exit 0
+	fi
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	mkfifo "$tmp/done" || exit 1
+	# Read and write: never an end of file, and no open(2) blocks.
+	exec 3<>"$tmp/done"
+	running=0 ok=0 failed=0 failed_names= signal=
+	# Background jobs of a script ignore SIGINT, so pass signals on as TERM.
+	trap 'signal=INT; stop_all' INT
+	trap 'signal=TERM; stop_all' TERM
+	trap 'signal=HUP; stop_all' HUP
+	for name in $names; do
+		while [ "$running" -ge "$jobs" ]; do
+			collect_one
+		done
+		[ -z "$signal" ] || break
+		(
+			sh "$self" run "$@" "$name" >"$tmp/$name.out" 2>"$tmp/$name.err" 3>&- &
+			echo $! >"$tmp/$name.pid"
+			wait $!
+			echo "$? $name" >&3
+		) &
+		running=$((running + 1))
+	done
+	while [ "$running" -gt 0 ]; do
+		collect_one
+	done
+	exec 3>&-
+	say "Summary: $ok success, $failed failure(s)"
+	[ -z "$failed_names" ] || err "run --all: failed:$failed_names"
+	case $signal in
+	INT) exit 130 ;;
+	TERM) exit 143 ;;
+	HUP) exit 129 ;;
+	esac
+	[ "$failed" -eq 0 ] || exit 1
+	exit 0
+}
+
+stop_all() {
+	for p in "$tmp"/*.pid; do
+		[ -f "$p" ] || continue
+		n=${p##*/}
+		n=${n%.pid}
+		[ -e "$tmp/$n.done" ] || kill -TERM "$(cat "$p")" 2>/dev/null
+	done
+}
+
+collect_one() {
+	IFS=' ' read -r done_rc done_name <&3 || return 0
+	: >"$tmp/$done_name.done"
+	running=$((running - 1))
+	cat "$tmp/$done_name.out"
+	cat "$tmp/$done_name.err" >&2
+	if [ "$done_rc" -eq 0 ]; then
+		ok=$((ok + 1))
+	else
+		failed=$((failed + 1))
+		failed_names="$failed_names $done_name"
+	fi
+}
+
+# ---- status, logs, manifest ----------------------------------------------------
+
+# output_flag CMD VALUE ALLOWED...: VALUE when it is one of ALLOWED.
+output_flag() {
+	_c=$1 _v=$2
+	shift 2
+	for _a; do
+		[ "$_v" != "$_a" ] || return 0
+	done
+	err "$_c: unknown output format '$_v' (use $*)"
+	exit 2
+}
+
+cmd_status() {
+	fmt=table
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output=*) fmt=${1#*=} ;;
+		-h | --help) help_status; exit 0 ;;
+		--) shift; break ;;
+		-*) err "status: unknown option '$1'"; usage ;;
+		*) break ;;
+		esac
+		shift
+	done
+	output_flag status "$fmt" table json
+	exec pipe-state status -o "$fmt" "$@"
+}
+
+cmd_logs() {
+	fmt=text n=1 name=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output=*) fmt=${1#*=} ;;
+		-n) [ $# -ge 2 ] || usage; n=$2; shift ;;
+		-n*) n=${1#-n} ;;
+		-h | --help) help_logs; exit 0 ;;
+		-*) err "logs: unknown option '$1'"; usage ;;
+		*) [ -z "$name" ] || usage; name=$1 ;;
+		esac
+		shift
+	done
+	[ -n "$name" ] || usage
+	output_flag logs "$fmt" text json jsonl
+	exec pipe-state logs -n "$n" -o "$fmt" "$name"
+}
+
+cmd_manifest() {
+	fmt=table bucket=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output=*) fmt=${1#*=} ;;
+		-h | --help) help_manifest; exit 0 ;;
+		-*) err "manifest: unknown option '$1'"; usage ;;
+		*) [ -z "$bucket" ] || usage; bucket=$1 ;;
+		esac
+		shift
+	done
+	[ -n "$bucket" ] || usage
+	output_flag manifest "$fmt" table json
+	exec pipe-state manifest -o "$fmt" -b "$bucket"
+}
+
+# ---- validate ------------------------------------------------------------------
+
+# vcheck NAME CHECK STATUS [MESSAGE]: one result, as a line or a JSON object.
+vcheck() {
+	[ "$3" != fail ] || vfailed=1
+	if [ "$fmt" = json ]; then
+		[ "$vcount" -eq 0 ] || printf ',\n'
+		printf '  {"pipeline":%s,"check":%s,"status":"%s","message":%s}' \
+			"$(json_str "$1")" "$(json_str "$2")" "$3" \
+			"$(if [ $# -ge 4 ]; then json_str "$4"; else printf null; fi)"
+	else
+		case $3 in
+		ok) printf '%s: %s: ok%s\n' "$1" "$2" "${4:+ ($4)}" ;;
+		fail) printf '%s: %s: FAIL: %s\n' "$1" "$2" "$4" ;;
+		warn) printf '%s: %s: WARN: %s\n' "$1" "$2" "$4" ;;
+		esac
+	fi
+	vcount=$((vcount + 1))
+}
+
+# The first line a program printed on stderr, without its "prog: ".
+reason() {
+	sed -n '1{s/^[a-z-]*: //;p;}' "$1"
+}
+
+validate_one() {
+	name=$1 e=$vtmp/err
+	if ! pipe-state check "$name" >/dev/null 2>"$e"; then
+		vcheck "$name" config fail "$(reason "$e")"
+		return
+	fi
+	vcheck "$name" config ok
+	warning=$(sed -n 's/^pipe-state: warning: //p' "$e" | head -n 1)
+	if pipe-tap -n "$name" </dev/null >/dev/null 2>"$e"; then
+		vcheck "$name" tap ok
+	else
+		vcheck "$name" tap fail "$(reason "$e")"
+	fi
+	if [ -f "$home/transforms/$name.jq" ]; then
+		if pipe-sink -n "$name" </dev/null >/dev/null 2>"$e"; then
+			vcheck "$name" transform ok
+		else
+			vcheck "$name" transform fail "$(reason "$e")"
+		fi
+	fi
+	if pipe-state probe "$name" >"$vtmp/out" 2>"$e"; then
+		vcheck "$name" bucket ok "$(sed -n 's/^conditional create: /conditional create: /p' "$vtmp/out")"
+	else
+		vcheck "$name" bucket fail "$(reason "$e")"
+	fi
+	if [ -n "$warning" ]; then
+		vcheck "$name" secrets warn "$warning"
+	else
+		vcheck "$name" secrets ok
+	fi
+}
+
+cmd_validate() {
+	fmt=text names=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output=*) fmt=${1#*=} ;;
+		-h | --help) help_validate; exit 0 ;;
+		-*) err "validate: unknown option '$1'"; usage ;;
+		*) valid_name "$1" || { err "validate: invalid pipeline name '$1'"; exit 2; }
+		   names="$names $1" ;;
+		esac
+		shift
+	done
+	output_flag validate "$fmt" text json
+	[ -n "$names" ] || names=$(pipelines)
+	if [ -z "$names" ]; then
+		err "validate: no pipelines in $home/pipelines"
+		[ "$fmt" = text ] || say '[]'
+		exit 0
+	fi
+	vtmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	trap 'rm -rf "$vtmp"' EXIT
+	vfailed=0 vcount=0
+	[ "$fmt" = text ] || printf '[\n'
+	for n in $names; do
+		validate_one "$n"
+	done
+	[ "$fmt" = text ] || printf '\n]\n'
+	exit "$vfailed"
+}
+
+# ---- schedule ------------------------------------------------------------------
+
+# A word for the crontab line: quoted for sh when needed, % escaped for cron.
+cron_word() {
+	case $1 in
+	'' | *[!A-Za-z0-9/._+@:,=-]*)
+		printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g; s/%/\\\\%/g")" ;;
+	*) printf '%s' "$1" ;;
+	esac
+}
+
+cron_entry() {	# NAME CRON
+	envs=
+	[ "$home" = "${HOME:-}/.dataspoc-pipe" ] || envs="DATASPOC_PIPE_HOME=$(cron_word "$home") "
+	printf '%s %sflock -n %s %s run %s >>%s 2>&1  # dataspoc-pipe:%s\n' "$2" "$envs" \
+		"$(cron_word "$home/locks/$1.lock")" "$(cron_word "$self")" "$1" \
+		"$(cron_word "$home/logs/$1.log")" "$1"
+}
+
+# crontab_read FILE: the current crontab (none: empty).
+crontab_read() {
+	if ! crontab -l >"$1" 2>"$stmp/crontab.err"; then
+		if grep -qi 'no crontab' "$stmp/crontab.err"; then
+			: >"$1"
+		else
+			err "schedule: crontab -l failed: $(head -n 1 "$stmp/crontab.err")"
+			exit 1
+		fi
+	fi
+}
+
+# pick KEEP ALL NAMES < CRONTAB: with KEEP 1 our lines of NAMES (or ALL of
+# ours), with KEEP 0 every other line.  Ours end in "  # dataspoc-pipe:NAME".
+pick() {
+	awk -v keep="$1" -v all="$2" -v names=" $3 " '{
+		mine = 0
+		if (match($0, /  # dataspoc-pipe:[A-Za-z0-9._-]+$/)) {
+			n = substr($0, RSTART + 18)
+			mine = all == 1 || index(names, " " n " ") > 0
+		}
+		if (mine == keep) print
+	}'
+}
+
+crontab_write() {	# OLD NEW
+	if cmp -s "$1" "$2"; then
+		return 0
+	fi
+	crontab - <"$2" 2>"$stmp/crontab.err" || {
+		err "schedule: crontab - failed: $(head -n 1 "$stmp/crontab.err")"
+		exit 1
+	}
+}
+
+cmd_schedule() {
+	action=${1:-}
+	[ $# -eq 0 ] || shift
+	case $action in
+	install | remove | list) ;;
+	-h | --help) help_schedule; exit 0 ;;
+	'') usage ;;
+	*) err "schedule: unknown action '$action' (install, remove or list)"; usage ;;
+	esac
+	names=
+	for a; do
+		case $a in
+		-h | --help) help_schedule; exit 0 ;;
+		-*) err "schedule: unknown option '$a'"; usage ;;
+		esac
+		valid_name "$a" || { err "schedule: invalid pipeline name '$a'"; exit 2; }
+		names="$names $a"
+	done
+	all=0
+	[ -n "$names" ] || all=1
+	stmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	trap 'rm -rf "$stmp"' EXIT
+	crontab_read "$stmp/old"
+	case $action in
+	list)
+		pick 1 "$all" "$names" <"$stmp/old" >"$stmp/mine"
+		[ -s "$stmp/mine" ] || err "schedule: no dataspoc-pipe entries in the crontab"
+		cat "$stmp/mine"
+		;;
+	remove)
+		pick 1 "$all" "$names" <"$stmp/old" >"$stmp/gone"
+		pick 0 "$all" "$names" <"$stmp/old" >"$stmp/new"
+		if [ -s "$stmp/gone" ]; then
+			sed 's/.*# dataspoc-pipe:/Removed /' "$stmp/gone"
+		else
+			err "schedule: no dataspoc-pipe entries to remove"
+		fi
+		crontab_write "$stmp/old" "$stmp/new"
+		;;
+	install)
+		[ "$all" = 0 ] || names=$(pipelines)
+		: >"$stmp/entries"
+		bad=0
+		for n in $names; do
+			if ! c=$(pipe-state check -p cron "$n"); then
+				bad=1
+				continue
+			fi
+			if [ -z "$c" ]; then
+				[ "$all" = 1 ] || err "schedule: pipeline '$n' has no schedule.cron: nothing to install"
+				continue
+			fi
+			cron_entry "$n" "$c" >>"$stmp/entries"
+			printf 'Installed %s (%s)\n' "$n" "$c" >>"$stmp/report"
+		done
+		if [ "$bad" = 1 ]; then
+			err "schedule: crontab left unchanged"
+			exit 2
+		fi
+		if [ ! -s "$stmp/entries" ] && [ "$all" = 1 ]; then
+			err "schedule: no pipeline has a schedule.cron"
+		fi
+		mkdir -p "$home/locks" "$home/logs" || exit 1
+		{ pick 0 "$all" "$names" <"$stmp/old"; cat "$stmp/entries"; } >"$stmp/new"
+		crontab_write "$stmp/old" "$stmp/new"
+		[ ! -f "$stmp/report" ] || cat "$stmp/report"
+		;;
+	esac
+	exit 0
+}
+
 [ $# -gt 0 ] || usage
 cmd=$1
 shift
 case $cmd in
 init) cmd_init "$@" ;;
+add) cmd_add "$@" ;;
 run) cmd_run "$@" ;;
+status) cmd_status "$@" ;;
+logs) cmd_logs "$@" ;;
+validate) cmd_validate "$@" ;;
+manifest) cmd_manifest "$@" ;;
+schedule) cmd_schedule "$@" ;;
 help)
+	[ $# -le 1 ] || usage
 	case ${1:-} in
 	'') help_main ;;
-	run) help_run ;;
 	init) help_init ;;
+	add) help_add ;;
+	run) help_run ;;
+	status) help_status ;;
+	logs) help_logs ;;
+	validate) help_validate ;;
+	manifest) help_manifest ;;
+	schedule) help_schedule ;;
+	help) help_help ;;
+	version | --version) help_version ;;
 	*) err "help: no command '$1'"; exit 2 ;;
 	esac ;;
 -h | --help) help_main ;;
