@@ -44,6 +44,19 @@ int json_validate(const char *buf, size_t len, struct json_span *out,
 		  size_t *errpos, const char **errmsg);
 
 /*
+ * json_validate() that also notes top-level members, in the same pass: when
+ * the value is an object, vals[i] is set to the value of the first member
+ * whose key, decoded, equals keys[i] (later duplicates are ignored), and to
+ * { NULL, 0, JSON_NONE } when there is none.  keys[] are C strings.  On error
+ * *errmsg begins with "invalid JSON: " ("invalid JSON: unexpected character")
+ * and vals[] are unspecified.  No allocation.
+ */
+int json_validate_members(const char *buf, size_t len,
+			  const char *const keys[], size_t nkeys,
+			  struct json_span vals[], struct json_span *out,
+			  size_t *errpos, const char **errmsg);
+
+/*
  * Find member key in the object span obj (already validated).  Returns 1 and
  * fills *out when found (the first occurrence), 0 when absent, -1 when obj is
  * not an object.  Keys written with escapes are compared after decoding.
@@ -69,7 +82,17 @@ int json_array_next(const struct json_span *arr, size_t *pos,
  */
 void json_string_decode(const struct json_span *s, struct sb *out);
 
-/* Append s[0..len) to out as a JSON string literal, quotes included. */
+/*
+ * 1 when the decoded contents of the validated JSON_STRING span s equal the
+ * C string str (ignoring ASCII case when icase is set), else 0.  No allocation.
+ */
+int json_string_equal(const struct json_span *s, const char *str, int icase);
+
+/*
+ * Append s[0..len) to out as a JSON string literal, quotes included, escaped
+ * as jq escapes ('"', '\\', control characters, DEL).  Bytes that are not
+ * valid UTF-8 become U+FFFD, so the result is always valid JSON.
+ */
 void json_quote(struct sb *out, const char *s, size_t len);
 
 /* Append a validated value with all insignificant whitespace removed. */

@@ -38,6 +38,13 @@ struct singer_msg {
  * and bookmark_properties, when present, arrays); STATE a "value".
  * Returns 0, or -1 with *errcol (1-based byte column) and *errmsg set
  * ("invalid JSON: unexpected character", "RECORD without \"stream\"", ...).
+ * Only top-level members count; of duplicate keys the first wins; keys and
+ * "type" are compared after decoding escapes.  A null key_properties or
+ * bookmark_properties counts as absent (JSON_NONE), and so does a "stream"
+ * that is not a string in other messages than RECORD and SCHEMA.  A missing
+ * member is reported at the column of the object's '{', a member of the
+ * wrong type at its value.  The whole line is validated in the same pass
+ * (json_validate_members()); nothing is allocated.
  */
 int singer_parse(const char *line, size_t len, struct singer_msg *m,
 		 size_t *errcol, const char **errmsg);

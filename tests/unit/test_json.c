@@ -1,0 +1,512 @@
+/* Unit tests of the JSON scanner: validation, traversal, decoding, printing. */
+#include "json.h"
+#include "sb.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A literal and its length, NUL bytes inside included. */
+#define S(lit) lit, sizeof(lit) - 1
+
+struct bad {
+	const char *in;
+	size_t len;
+	size_t pos;
+	const char *msg;
+};
+
+static const struct bad bad[] = {
+	/* truncated */
+	{ S(""), 0, "unexpected end of input" },
+	{ S("   "), 3, "unexpected end of input" },
+	{ S("{"), 1, "unexpected end of input" },
+	{ S("["), 1, "unexpected end of input" },
+	{ S("{\"a\""), 4, "unexpected end of input" },
+	{ S("{\"a\":"), 5, "unexpected end of input" },
+	{ S("{\"a\":1"), 6, "unexpected end of input" },
+	{ S("{\"a\":1,"), 7, "unexpected end of input" },
+	{ S("[1,2"), 4, "unexpected end of input" },
+	{ S("\"abc"), 4, "unterminated string" },
+	{ S("\"abc\\"), 5, "unterminated string" },
+	{ S("{\"a"), 3, "unterminated string" },
+	/* structure */
+	{ S("{\"a\":1,}"), 7, "unexpected character" },
+	{ S("[1,]"), 3, "unexpected character" },
+	{ S("[,1]"), 1, "unexpected character" },
+	{ S("[1 2]"), 3, "unexpected character" },
+	{ S("{\"a\" 1}"), 5, "unexpected character" },
+	{ S("{\"a\",1}"), 4, "unexpected character" },
+	{ S("{a:1}"), 1, "unexpected character" },
+	{ S("{'a':1}"), 1, "unexpected character" },
+	{ S("{\"a\":1,\"b\"}"), 10, "unexpected character" },
+	{ S("{\"a\":[}"), 6, "unexpected character" },
+	{ S("[1}"), 2, "unexpected character" },
+	{ S("{\"a\":1]"), 6, "unexpected character" },
+	{ S("{\"a\":1}}"), 7, "unexpected character" },
+	{ S("{\"a\":1} x"), 8, "unexpected character" },
+	{ S("[1] [2]"), 4, "unexpected character" },
+	{ S("\xef\xbb\xbf{}"), 0, "unexpected character" },
+	{ S("{\"a\":1}\0"), 7, "unexpected character" },
+	{ S("\0{}"), 0, "unexpected character" },
+	{ S("{\"a\":\v1}"), 5, "unexpected character" },
+	/* literals */
+	{ S("tru"), 0, "unexpected character" },
+	{ S("nul"), 0, "unexpected character" },
+	{ S("True"), 0, "unexpected character" },
+	{ S("nulll"), 4, "unexpected character" },
+	{ S("NaN"), 0, "unexpected character" },
+	{ S("Infinity"), 0, "unexpected character" },
+	{ S("undefined"), 0, "unexpected character" },
+	/* numbers */
+	{ S("01"), 1, "invalid number" },
+	{ S("-01"), 2, "invalid number" },
+	{ S("[00]"), 2, "invalid number" },
+	{ S("1."), 2, "invalid number" },
+	{ S("1.e5"), 2, "invalid number" },
+	{ S(".5"), 0, "unexpected character" },
+	{ S("1e"), 2, "invalid number" },
+	{ S("1e+"), 3, "invalid number" },
+	{ S("-"), 1, "invalid number" },
+	{ S("-a"), 1, "invalid number" },
+	{ S("--1"), 1, "invalid number" },
+	{ S("+1"), 0, "unexpected character" },
+	{ S("1.5x"), 3, "unexpected character" },
+	{ S("0x10"), 1, "unexpected character" },
+	{ S("1_000"), 1, "unexpected character" },
+	/* escapes */
+	{ S("\"\\x\""), 1, "invalid escape" },
+	{ S("\"\\'\""), 1, "invalid escape" },
+	{ S("\"ab\\U0041\""), 3, "invalid escape" },
+	{ S("\"\\u12\""), 1, "invalid \\u escape" },
+	{ S("\"\\u12G4\""), 1, "invalid \\u escape" },
+	{ S("\"\\u"), 1, "invalid \\u escape" },
+	{ S("\"\\ud800\""), 1, "lone surrogate" },
+	{ S("\"\\udc00\""), 1, "lone surrogate" },
+	{ S("\"\\udfff\\ud800\""), 1, "lone surrogate" },
+	{ S("\"x\\ud800\\u0041\""), 2, "lone surrogate" },
+	{ S("\"\\ud800\\ud800\""), 1, "lone surrogate" },
+	{ S("\"\\udc00\\udc00\""), 1, "lone surrogate" },
+	{ S("\"\\ud800x\""), 1, "lone surrogate" },
+	{ S("\"\\ud800\\n\""), 1, "lone surrogate" },
+	/* raw bytes inside strings */
+	{ S("\"a\tb\""), 2, "control character in string" },
+	{ S("\"a\nb\""), 2, "control character in string" },
+	{ S("\"a\0b\""), 2, "control character in string" },
+	{ S("{\"k\x1f\":1}"), 3, "control character in string" },
+	{ S("\"0123456789abcdefghij\x01\""), 21, "control character in string" },
+	/* short strings, checked eight bytes at a time */
+	{ S("\"a\x01" "bcdefghi\""), 2, "control character in string" },
+	{ S("\"abcdefg\x1f" "ijk\""), 8, "control character in string" },
+	{ S("\"abcdefg\x80" "ijk\""), 8, "invalid UTF-8" },
+	{ S("\"\x80\""), 1, "invalid UTF-8" },
+	{ S("\"\xbf\""), 1, "invalid UTF-8" },
+	{ S("\"\xc0\xaf\""), 1, "invalid UTF-8" },
+	{ S("\"\xc1\xbf\""), 1, "invalid UTF-8" },
+	{ S("\"\xe0\x80\xaf\""), 1, "invalid UTF-8" },
+	{ S("\"\xe0\x9f\xbf\""), 1, "invalid UTF-8" },
+	{ S("\"\xed\xa0\x80\""), 1, "invalid UTF-8" },
+	{ S("\"\xed\xbf\xbf\""), 1, "invalid UTF-8" },
+	{ S("\"\xf0\x80\x80\xaf\""), 1, "invalid UTF-8" },
+	{ S("\"\xf0\x8f\xbf\xbf\""), 1, "invalid UTF-8" },
+	{ S("\"\xf4\x90\x80\x80\""), 1, "invalid UTF-8" },
+	{ S("\"\xf5\x80\x80\x80\""), 1, "invalid UTF-8" },
+	{ S("\"\xf8\x88\x80\x80\x80\""), 1, "invalid UTF-8" },
+	{ S("\"\xff\""), 1, "invalid UTF-8" },
+	{ S("\"\xfe\""), 1, "invalid UTF-8" },
+	{ S("\"ab\xe2\x82\""), 3, "invalid UTF-8" },
+	{ S("\"ab\xf0\x9f\x98\""), 3, "invalid UTF-8" },
+	{ S("\"\xc3"), 1, "invalid UTF-8" },
+	{ S("\"\xc3(\""), 1, "invalid UTF-8" },
+	{ S("\"0123456789abcdef0123\xc3\""), 21, "invalid UTF-8" },
+	{ S("{\"\xe9t\xe9\":1}"), 2, "invalid UTF-8" },
+};
+
+static const char *const good[] = {
+	"{}", "[]", "0", "-0", "-0.0e-0", "1E+2", "1e-2", "0.5", "-12.25E7",
+	"\"\"", "\"x\"", "true", "false", "null", " \t\r\n[] \t\r\n",
+	"{\"a\" : [1, 2.5, -3e10, true, false, null, {}, []]}",
+	"{\"\":1}", "{\"a\":1,\"a\":2}",
+	"\"\\u00e9\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n\\r\\t\\uFFFF\\u0000\"",
+	"\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbf \xf4\x8f\xbf\xbf\"",
+	"\"\xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80 \xf0\x90\x80\x80\"",
+	"\"\\udbff\\udfff\\uD834\\uDD1E\"", "\"abcdefg\\\"ijk\"",
+	"\"abcdefg\xc3\xa9" "ijk\"", "\"\x7f\"", "\"0123456789abcdef0123456789abcdef\\n0123456789abcdef\"",
+	"12345678901234567891", "-123456789012345678901234567890.5e-7",
+	"1e400", "{\"a\":{\"b\":{\"c\":[[[]]]}}}", "[[],[{}],{\"a\":[]}]",
+	"{\"type\": \"RECORD\", \"stream\": \"s\", \"record\": {\"id\": 1}}\r",
+};
+
+/* s[0..n) printable on one TAP line (static buffer). */
+static const char *show(const char *s, size_t n)
+{
+	static char buf[256];
+	size_t i, o = 0;
+
+	for (i = 0; i < n && o < sizeof(buf) - 5; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			buf[o++] = (char)c;
+		else
+			o += (size_t)snprintf(buf + o, 5, "\\x%02x", c);
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void test_good(void)
+{
+	size_t i, pos;
+	const char *msg;
+	struct json_span v;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		pos = 99;
+		msg = NULL;
+		ok(json_validate(good[i], strlen(good[i]), &v, &pos, &msg) == 0,
+		   "valid %zu: %s", i, show(good[i], strlen(good[i])));
+		if (msg)
+			printf("#   error at %zu: %s\n", pos, msg);
+	}
+}
+
+static void test_bad(void)
+{
+	size_t i, pos;
+	const char *msg;
+	struct json_span v;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pos = 99;
+		msg = "(none)";
+		is_int(json_validate(bad[i].in, bad[i].len, &v, &pos, &msg), -1,
+		       "invalid %zu fails: %s", i, show(bad[i].in, bad[i].len));
+		is_int(pos, bad[i].pos, "invalid %zu: error offset", i);
+		is_str(msg, bad[i].msg, "invalid %zu: message", i);
+	}
+}
+
+static void test_depth(void)
+{
+	char buf[2 * (JSON_MAX_DEPTH + 1) + 8];
+	size_t pos = 0, n = 0;
+	const char *msg = NULL;
+	int i;
+
+	for (i = 0; i < JSON_MAX_DEPTH; i++)
+		buf[n++] = '[';
+	for (i = 0; i < JSON_MAX_DEPTH; i++)
+		buf[n++] = ']';
+	ok(json_validate(buf, n, NULL, &pos, &msg) == 0,
+	   "nesting of JSON_MAX_DEPTH arrays is valid");
+
+	n = 0;
+	for (i = 0; i < JSON_MAX_DEPTH; i++)
+		buf[n++] = '[';
+	buf[n++] = '{';
+	buf[n++] = '}';
+	for (i = 0; i < JSON_MAX_DEPTH; i++)
+		buf[n++] = ']';
+	is_int(json_validate(buf, n, NULL, &pos, &msg), -1,
+	       "one object deeper than JSON_MAX_DEPTH fails");
+	is_int(pos, JSON_MAX_DEPTH, "at the first container too deep");
+	is_str(msg, "nesting too deep", "message says so");
+}
+
+static void test_span(void)
+{
+	static const char in[] = "  {\"n\": 12345678901234567891}\r\n";
+	struct json_span v;
+	size_t pos;
+	const char *msg;
+
+	ok(json_validate(in, strlen(in), &v, &pos, &msg) == 0,
+	   "value with surrounding whitespace");
+	ok(v.p == in + 2, "span starts at the brace");
+	is_int(v.len, strlen("{\"n\": 12345678901234567891}"), "span length");
+	is_int(v.type, JSON_OBJECT, "span type");
+
+	ok(json_validate(S("-0.5e3"), &v, &pos, &msg) == 0 &&
+	   v.type == JSON_NUMBER && v.len == 6, "number span");
+	ok(json_validate(S(" null"), &v, &pos, &msg) == 0 &&
+	   v.type == JSON_NULL && v.len == 4, "null span");
+	ok(json_validate(S("false"), &v, &pos, &msg) == 0 &&
+	   v.type == JSON_FALSE, "false span");
+	ok(json_validate(S("true"), &v, &pos, &msg) == 0 &&
+	   v.type == JSON_TRUE, "true span");
+	ok(json_validate(S("[1]"), &v, &pos, &msg) == 0 &&
+	   v.type == JSON_ARRAY, "array span");
+	ok(json_validate(S("\"a\\\"\""), &v, &pos, &msg) == 0 &&
+	   v.type == JSON_STRING && v.len == 5, "string span");
+}
+
+static int span_is(const struct json_span *s, const char *want)
+{
+	return s->p && s->len == strlen(want) && memcmp(s->p, want, s->len) == 0;
+}
+
+static void test_members(void)
+{
+	static const char *const keys[] = { "a", "b", "c", "missing", "" };
+	static const char in[] =
+		"{\"b\":[1, 2], \"a\" : \"x\", \"\\u0063\": 3, \"a\": 9,"
+		" \"nested\": {\"a\": 5, \"missing\": 1}, \"\": {}}";
+	struct json_span v[5], top;
+	size_t pos;
+	const char *msg;
+
+	ok(json_validate_members(in, strlen(in), keys, 5, v, &top, &pos,
+				 &msg) == 0, "members: valid");
+	ok(span_is(&v[0], "\"x\"") && v[0].type == JSON_STRING,
+	   "members: first \"a\" wins");
+	ok(span_is(&v[1], "[1, 2]") && v[1].type == JSON_ARRAY,
+	   "members: array value");
+	ok(span_is(&v[2], "3") && v[2].type == JSON_NUMBER,
+	   "members: key written with an escape");
+	ok(v[3].type == JSON_NONE && v[3].p == NULL && v[3].len == 0,
+	   "members: nested keys are not top-level members");
+	ok(span_is(&v[4], "{}") && v[4].type == JSON_OBJECT,
+	   "members: empty key");
+	is_int(top.type, JSON_OBJECT, "members: top-level span");
+
+	ok(json_validate_members(S("[{\"a\":1}]"), keys, 5, v, &top, &pos,
+				 &msg) == 0 && v[0].type == JSON_NONE &&
+	   top.type == JSON_ARRAY, "members: none for an array");
+
+	is_int(json_validate_members(S("{\"a\":01}"), keys, 5, v, &top, &pos,
+				     &msg), -1, "members: error");
+	is_str(msg, "invalid JSON: invalid number",
+	       "members: message has the prefix");
+	is_int(pos, 6, "members: error offset");
+}
+
+static void test_object_get(void)
+{
+	static const char in[] =
+		"{ \"a\" : 1 , \"b\":[ ] ,\"a\":2, \"c\\u00e9\" : {\"d\":\"}\"},"
+		" \"e\\\"\": true, \"n\\u0000\": null, \"big\": 12345678901234567891 }";
+	struct json_span obj, v, arr;
+	size_t pos;
+	const char *msg;
+
+	ok(json_validate(in, strlen(in), &obj, &pos, &msg) == 0, "get: valid");
+	is_int(json_object_get(&obj, "a", &v), 1, "get: a found");
+	ok(span_is(&v, "1") && v.type == JSON_NUMBER,
+	   "get: duplicate key, the first wins");
+	is_int(json_object_get(&obj, "b", &v), 1, "get: b found");
+	ok(span_is(&v, "[ ]") && v.type == JSON_ARRAY, "get: b is [ ]");
+	is_int(json_object_get(&obj, "c\xc3\xa9", &v), 1,
+	       "get: escaped key matches its decoded form");
+	ok(span_is(&v, "{\"d\":\"}\"}"), "get: nested object with '}' in a string");
+	is_int(json_object_get(&obj, "e\"", &v), 1, "get: key with \\\"");
+	is_int(v.type, JSON_TRUE, "get: e\" is true");
+	is_int(json_object_get(&obj, "n", &v), 0,
+	       "get: a key with \\u0000 does not match its prefix");
+	is_int(json_object_get(&obj, "big", &v), 1, "get: big");
+	ok(span_is(&v, "12345678901234567891"), "get: big number byte for byte");
+	is_int(json_object_get(&obj, "d", &v), 0, "get: nested key is absent");
+	is_int(json_object_get(&obj, "", &v), 0, "get: empty key absent");
+
+	ok(json_validate(S("[1,2]"), &arr, &pos, &msg) == 0, "get: array valid");
+	is_int(json_object_get(&arr, "a", &v), -1, "get: -1 on an array");
+	ok(json_validate(S("{}"), &obj, &pos, &msg) == 0, "get: {} valid");
+	is_int(json_object_get(&obj, "a", &v), 0, "get: nothing in {}");
+}
+
+static void test_iterate(void)
+{
+	static const char in[] = "{ \"a\" : 1 , \"b\":[ \"]\" , {\"x\":[]} ,-2.5e1],\"c\" :\"\\\\\"}";
+	struct json_span obj, k, v, e;
+	size_t pos = 0, apos = 0;
+	const char *msg;
+	int n = 0;
+
+	ok(json_validate(in, strlen(in), &obj, &pos, &msg) == 0, "iterate: valid");
+	pos = 0;
+	ok(json_object_next(&obj, &pos, &k, &v) && span_is(&k, "\"a\"") &&
+	   span_is(&v, "1"), "iterate: first member");
+	ok(json_object_next(&obj, &pos, &k, &v) && span_is(&k, "\"b\"") &&
+	   v.type == JSON_ARRAY, "iterate: second member");
+	ok(json_array_next(&v, &apos, &e) && span_is(&e, "\"]\""),
+	   "iterate: first element");
+	ok(json_array_next(&v, &apos, &e) && span_is(&e, "{\"x\":[]}"),
+	   "iterate: second element");
+	ok(json_array_next(&v, &apos, &e) && span_is(&e, "-2.5e1") &&
+	   e.type == JSON_NUMBER, "iterate: third element");
+	is_int(json_array_next(&v, &apos, &e), 0, "iterate: end of array");
+	is_int(json_array_next(&v, &apos, &e), 0, "iterate: end stays end");
+	ok(json_object_next(&obj, &pos, &k, &v) && span_is(&k, "\"c\"") &&
+	   span_is(&v, "\"\\\\\""), "iterate: string ending in an escaped backslash");
+	is_int(json_object_next(&obj, &pos, &k, &v), 0, "iterate: end of object");
+
+	ok(json_validate(S("{ }"), &obj, &pos, &msg) == 0, "iterate: { } valid");
+	pos = 0;
+	is_int(json_object_next(&obj, &pos, &k, &v), 0, "iterate: empty object");
+	ok(json_validate(S("[ ]"), &obj, &pos, &msg) == 0, "iterate: [ ] valid");
+	pos = 0;
+	is_int(json_array_next(&obj, &pos, &e), 0, "iterate: empty array");
+	ok(json_validate(S("[1,[2,3],4]"), &obj, &pos, &msg) == 0, "iterate: nested");
+	pos = 0;
+	while (json_array_next(&obj, &pos, &e))
+		n++;
+	is_int(n, 3, "iterate: three elements at the top level");
+}
+
+static void test_decode(void)
+{
+	static const char want[] = "a\"\\/\b\f\n\r\t\xc3\xa9\xe2\x82\xac"
+				   "\xf0\x9f\x98\x80\0z\xc3\xa9";
+	static const char in[] = "\"a\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\u20AC"
+				 "\\ud83d\\ude00\\u0000z\xc3\xa9\"";
+	struct json_span s;
+	struct sb out = SB_INIT;
+	size_t pos;
+	const char *msg;
+
+	ok(json_validate(in, strlen(in), &s, &pos, &msg) == 0, "decode: valid");
+	sb_adds(&out, "<");
+	json_string_decode(&s, &out);
+	is_int(out.len, sizeof(want), "decode: length (NUL included)");
+	ok(out.len == sizeof(want) && memcmp(out.buf + 1, want, sizeof(want) - 1) == 0,
+	   "decode: bytes, appended");
+	ok(out.buf[0] == '<', "decode: appends");
+	sb_reset(&out);
+	ok(json_validate(S("\"\""), &s, &pos, &msg) == 0, "decode: empty valid");
+	json_string_decode(&s, &out);
+	is_int(out.len, 0, "decode: empty string");
+	sb_free(&out);
+}
+
+static void test_equal(void)
+{
+	struct json_span s;
+	size_t pos;
+	const char *msg;
+
+	json_validate(S("\"Record\""), &s, &pos, &msg);
+	is_int(json_string_equal(&s, "Record", 0), 1, "equal: exact");
+	is_int(json_string_equal(&s, "RECORD", 0), 0, "equal: case matters");
+	is_int(json_string_equal(&s, "RECORD", 1), 1, "equal: icase");
+	is_int(json_string_equal(&s, "RECORDS", 1), 0, "equal: longer");
+	is_int(json_string_equal(&s, "RECOR", 1), 0, "equal: shorter");
+	json_validate(S("\"\\u0052ec\\u006frd\""), &s, &pos, &msg);
+	is_int(json_string_equal(&s, "record", 1), 1, "equal: escapes decoded");
+	json_validate(S("\"\\u00e9\""), &s, &pos, &msg);
+	is_int(json_string_equal(&s, "\xc3\xa9", 0), 1, "equal: \\u00e9");
+	is_int(json_string_equal(&s, "\xc3\x89", 1), 0,
+	       "equal: icase is ASCII only");
+	json_validate(S("\"a\\u0000\""), &s, &pos, &msg);
+	is_int(json_string_equal(&s, "a", 0), 0, "equal: embedded NUL");
+	json_validate(S("1"), &s, &pos, &msg);
+	is_int(json_string_equal(&s, "1", 0), 0, "equal: not a string");
+}
+
+static void test_quote(void)
+{
+	struct sb out = SB_INIT;
+	struct json_span v;
+	size_t pos;
+	const char *msg;
+
+	json_quote(&out, S("a\"b\\c\n\t\r\b\f\x01\x1f\x7f/\xc3\xa9 \xf0\x9f\x98\x80"));
+	is_str(out.buf, "\"a\\\"b\\\\c\\n\\t\\r\\b\\f\\u0001\\u001f\\u007f/\xc3\xa9 \xf0\x9f\x98\x80\"",
+	       "quote: escapes like jq");
+	sb_reset(&out);
+	json_quote(&out, S("x\0y"));
+	is_str(out.buf, "\"x\\u0000y\"", "quote: NUL");
+	sb_reset(&out);
+	json_quote(&out, S("\xff" "a\xc3(\xed\xa0\x80\xe2\x82"));
+	is_str(out.buf, "\"\xef\xbf\xbd" "a\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"",
+	       "quote: invalid UTF-8 becomes U+FFFD");
+	ok(json_validate(out.buf, out.len, &v, &pos, &msg) == 0,
+	   "quote: result is valid JSON");
+	sb_reset(&out);
+	json_quote(&out, S(""));
+	is_str(out.buf, "\"\"", "quote: empty");
+	sb_free(&out);
+}
+
+static void check_print(const char *in, const char *want, int pretty,
+			const char *name)
+{
+	struct sb out = SB_INIT;
+	struct json_span v;
+	size_t pos;
+	const char *msg;
+
+	if (!ok(json_validate(in, strlen(in), &v, &pos, &msg) == 0,
+		"%s: input valid", name))
+		return;
+	if (pretty)
+		json_pretty(&v, &out);
+	else
+		json_compact(&v, &out);
+	is_str(out.buf, want, "%s", name);
+	sb_free(&out);
+}
+
+static void test_print(void)
+{
+	check_print(" { \"a\" : [ 1 , 2 ] , \"b\" : \"x y\" ,\t\"c\":{ },\r\n\"d\": [ ] } ",
+		    "{\"a\":[1,2],\"b\":\"x y\",\"c\":{},\"d\":[]}", 0,
+		    "compact: whitespace removed");
+	check_print("[ \"a \\\" b\" , \"\\\\\" , \" \" ]",
+		    "[\"a \\\" b\",\"\\\\\",\" \"]", 0,
+		    "compact: strings untouched");
+	check_print("{\"n\": 12345678901234567891, \"f\": 1.50E+3}",
+		    "{\"n\":12345678901234567891,\"f\":1.50E+3}", 0,
+		    "compact: numbers byte for byte");
+	check_print(" 7 ", "7", 0, "compact: scalar");
+
+	check_print("{\"a\":1,\"b\":[1,2,{\"c\":null}],\"d\":{},\"e\":[],"
+		    "\"f\":\"x y\",\"big\":12345678901234567891,\"g\":[[]],"
+		    "\"h\":{\"i\":{\"j\":true}}}",
+		    "{\n"
+		    "  \"a\": 1,\n"
+		    "  \"b\": [\n"
+		    "    1,\n"
+		    "    2,\n"
+		    "    {\n"
+		    "      \"c\": null\n"
+		    "    }\n"
+		    "  ],\n"
+		    "  \"d\": {},\n"
+		    "  \"e\": [],\n"
+		    "  \"f\": \"x y\",\n"
+		    "  \"big\": 12345678901234567891,\n"
+		    "  \"g\": [\n"
+		    "    []\n"
+		    "  ],\n"
+		    "  \"h\": {\n"
+		    "    \"i\": {\n"
+		    "      \"j\": true\n"
+		    "    }\n"
+		    "  }\n"
+		    "}\n", 1, "pretty: like jq .");
+	check_print("  { \"k\\u00e9\" :\t\"\\u00e9\\n\" , \"x\" : -0.0e-0 }",
+		    "{\n  \"k\\u00e9\": \"\\u00e9\\n\",\n  \"x\": -0.0e-0\n}\n", 1,
+		    "pretty: strings and numbers byte for byte");
+	check_print("{ }", "{}\n", 1, "pretty: empty object");
+	check_print("[ ]", "[]\n", 1, "pretty: empty array");
+	check_print("[{ }, [ ], [1]]", "[\n  {},\n  [],\n  [\n    1\n  ]\n]\n", 1,
+		    "pretty: array of containers");
+	check_print("\"s\"", "\"s\"\n", 1, "pretty: scalar");
+}
+
+int main(void)
+{
+	test_good();
+	test_bad();
+	test_depth();
+	test_span();
+	test_members();
+	test_object_get();
+	test_iterate();
+	test_decode();
+	test_equal();
+	test_quote();
+	test_print();
+	return tap_done();
+}
