@@ -193,6 +193,15 @@ int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t l
 	return b->ops->put_new(b, key, data, len);
 }
 
+int bucket_probe_conditional(struct bucket *b, const char *key)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->probe_conditional ? b->ops->probe_conditional(b, key) : 1;
+}
+
 int bucket_delete(struct bucket *b, const char *key)
 {
 	if (!bucket_key_ok(key)) {

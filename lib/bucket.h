@@ -57,6 +57,16 @@ int bucket_put(struct bucket *b, const char *key, const void *data, size_t len);
 int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len);
 
 /*
+ * Does the store itself refuse to create an object that exists?  Stores
+ * that do make bucket_put_new() atomic against a rival creator; on those
+ * that do not (some S3-compatible servers), bucket_put_new() looks before
+ * it writes and reads back after, which leaves a short window to two
+ * rivals.  key must name an existing object the probe may overwrite.
+ * 1 the store refuses, 0 it does not, -1 error.
+ */
+int bucket_probe_conditional(struct bucket *b, const char *key);
+
+/*
  * Delete an object; a missing one is fine.  Locally, directories left empty
  * up to the bucket's root are removed too.  0 or -1.
  */

@@ -44,6 +44,8 @@ struct bucket_ops {
 	int (*get)(struct bucket *b, const char *key, struct sb *out);
 	int (*put)(struct bucket *b, const char *key, const void *data, size_t len);
 	int (*put_new)(struct bucket *b, const char *key, const void *data, size_t len);
+	/* bucket_probe_conditional(); NULL: put_new is atomic by itself (1) */
+	int (*probe_conditional)(struct bucket *b, const char *key);
 	int (*del)(struct bucket *b, const char *key);
 	int (*move)(struct bucket *b, const char *from, const char *to);
 	int (*exists)(struct bucket *b, const char *key);

@@ -45,6 +45,7 @@ struct s3_bucket {
 	size_t part_size;
 	uint64_t copy_part;	/* objects above this are copied in parts of this size */
 	int no_conditional;	/* the store refused If-None-Match (501) */
+	long settle_ms;		/* put_new: wait before the second read-back */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -516,38 +517,78 @@ static int s3_exists(struct bucket *b, const char *key)
 	return head(sb3(b), "look at", key, NULL);
 }
 
+/* Read key back: 0 it holds data[0..len), 1 it holds something else or is gone, -1 error. */
+static int same_content(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	struct sb back = SB_INIT;
+	int r = s3_get(b, key, &back);
+
+	if (r == 0 && (back.len != len || (len && memcmp(back.buf, data, len) != 0)))
+		r = 1;
+	sb_free(&back);
+	return r;
+}
+
+static const char *condition(const struct s3_bucket *s)
+{
+	if (s->no_conditional)
+		return NULL;
+	return s->t.gcs ? "x-goog-if-generation-match: 0" : "If-None-Match: *";
+}
+
 /*
  * Create only if absent.  The store is asked with If-None-Match: * (GCS:
- * x-goog-if-generation-match: 0); as some stores ignore that, the object
- * is looked for first and read back after: another content there means
- * someone else won.
+ * x-goog-if-generation-match: 0), and, as some stores ignore that, the
+ * object is looked for first and read back after, twice: a rival that
+ * looked at the same moment and wrote just after us is seen by the second
+ * read, and wins.
  */
 static int s3_put_new(struct bucket *b, const char *key, const void *data, size_t len)
 {
 	struct s3_bucket *s = sb3(b);
-	struct sb back = SB_INIT;
-	const char *cond;
 	long status = 0;
 	int r;
 
 	r = head(s, "create", key, NULL);
 	if (r != 0)
 		return r < 0 ? -1 : 1;
-	cond = s->no_conditional ? NULL :
-	       s->t.gcs ? "x-goog-if-generation-match: 0" : "If-None-Match: *";
-	r = put_object(s, "create", key, data, len, cond, &status);
+	r = put_object(s, "create", key, data, len, condition(s), &status);
 	if (r == 1 && (status == 501 || status == 400)) {
-		/* NotImplemented: this store cannot; fall back to read-back alone */
+		/* NotImplemented: this store cannot; rely on the reads alone */
 		s->no_conditional = 1;
 		r = put_object(s, "create", key, data, len, NULL, NULL);
 	}
 	if (r != 0)
 		return r;
-	r = s3_get(b, key, &back);
-	if (r == 0 && (back.len != len || (len && memcmp(back.buf, data, len) != 0)))
-		r = 1;
-	sb_free(&back);
-	return r;
+	r = same_content(b, key, data, len);
+	if (r != 0 || s->settle_ms == 0)
+		return r;
+	util_sleep_ms(s->settle_ms);
+	return same_content(b, key, data, len);
+}
+
+/*
+ * Write over key with If-None-Match: *.  A store that honours it answers
+ * 412 (or 409 while a rival write is in flight).
+ */
+static int s3_probe_conditional(struct bucket *b, const char *key)
+{
+	struct s3_bucket *s = sb3(b);
+	static const char body[] = "dataspoc-pipe conditional create probe\n";
+	long status = 0;
+	int r;
+
+	if (s->no_conditional)
+		return 0;
+	r = put_object(s, "probe", key, body, sizeof(body) - 1, condition(s), &status);
+	if (r < 0)
+		return -1;
+	if (r == 0)
+		return 0;
+	if (status == 412 || status == 409)
+		return 1;
+	s->no_conditional = 1;	/* 501 NotImplemented */
+	return 0;
 }
 
 static int delete_object(struct s3_bucket *s, const char *verb, const char *key)
@@ -1007,6 +1048,7 @@ static const struct bucket_ops s3_ops = {
 	.get = s3_get,
 	.put = s3_put,
 	.put_new = s3_put_new,
+	.probe_conditional = s3_probe_conditional,
 	.del = s3_delete,
 	.move = s3_move,
 	.exists = s3_exists,
@@ -1074,6 +1116,18 @@ struct bucket *s3_bucket_open(const char *url, const char *endpoint)
 					MAX_PART, &bad);
 	s->copy_part = env_size("DATASPOC_PIPE_S3_COPY_PART_SIZE", MAX_PART, MIN_PART,
 				MAX_PART, &bad);
+	s->settle_ms = 200;
+	v = getenv("DATASPOC_PIPE_S3_SETTLE_MS");
+	if (v && *v) {
+		char *end;
+		long n = strtol(v, &end, 10);
+
+		if (*end || n < 0 || n > 60000) {
+			err_msg("DATASPOC_PIPE_S3_SETTLE_MS must be a number of milliseconds, not '%s'", v);
+			goto fail;
+		}
+		s->settle_ms = n;
+	}
 	if (bad)
 		goto fail;
 	if (s3_creds_load(&s->creds, &s->st, s->t.gcs) < 0)

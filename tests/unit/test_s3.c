@@ -966,6 +966,7 @@ static void test_requests(void)
 	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 	setenv("DATASPOC_PIPE_S3_RETRIES", "2", 1);
 	setenv("DATASPOC_PIPE_S3_PART_SIZE", "5MiB", 1);
+	setenv("DATASPOC_PIPE_S3_SETTLE_MS", "1", 1);
 	unsetenv("AWS_PROFILE");
 
 	b = bucket_open_opts("s3://bkt/base/", ep);
@@ -1084,12 +1085,41 @@ static void test_requests(void)
 	expect_reply(404, "", "");
 	expect_reply(200, "", "");
 	expect_reply(200, "", "me");
-	is_int(bucket_put_new(b, "lock", "me", 2), 0, "put_new: created and read back");
+	expect_reply(200, "", "me");
+	is_int(bucket_put_new(b, "lock", "me", 2), 0, "put_new: created and read back twice");
+	is_int(nreqs, 4, "  HEAD, PUT, GET, GET");
+	reset_server();
+	expect_reply(404, "", "");
+	expect_reply(200, "", "");
+	expect_reply(200, "", "me");
+	expect_reply(200, "", "rival");
+	is_int(bucket_put_new(b, "lock", "me", 2), 1, "put_new: a rival's write seen by the second read wins");
 	reset_server();
 	expect_reply(404, "", "");
 	expect_reply(200, "", "");
 	expect_reply(200, "", "you");
 	is_int(bucket_put_new(b, "lock", "me", 2), 1, "put_new: store ignored the condition, another won");
+
+	/* the store's own conditional create */
+	reset_server();
+	expect_reply(412, "", "");
+	is_int(bucket_probe_conditional(b, "probe"), 1, "probe: 412 means the store honours If-None-Match");
+	if (nreqs == 1)
+		is_str(header_of(&reqs[0].head, "If-None-Match"), "*", "  sent with If-None-Match: *");
+	reset_server();
+	expect_reply(200, "", "");
+	is_int(bucket_probe_conditional(b, "probe"), 0, "probe: 200 means it ignores it");
+	reset_server();
+	expect_reply(501, "", "<Error><Code>NotImplemented</Code><Message>no</Message></Error>");
+	is_int(bucket_probe_conditional(b, "probe"), 0, "probe: 501 means it cannot");
+	reset_server();
+	expect_reply(404, "", "");
+	expect_reply(200, "", "");
+	expect_reply(200, "", "me");
+	expect_reply(200, "", "me");
+	is_int(bucket_put_new(b, "lock2", "me", 2), 0, "put_new after a 501: works on reads alone");
+	if (nreqs == 4)
+		ok(header_of(&reqs[1].head, "If-None-Match") == NULL, "  no If-None-Match sent any more");
 
 	/* move */
 	reset_server();
