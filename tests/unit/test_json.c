@@ -132,7 +132,7 @@ static const char *const good[] = {
 	"\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbf \xf4\x8f\xbf\xbf\"",
 	"\"\xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80 \xf0\x90\x80\x80\"",
 	"\"\\udbff\\udfff\\uD834\\uDD1E\"", "\"abcdefg\\\"ijk\"",
-	"\"abcdefg\xc3\xa9" "ijk\"", "\"\x7f\"", "\"0123456789abcdef0123456789abcdef\\n0123456789abcdef\"",
+	("\"abcdefg\xc3\xa9" "ijk\""), "\"\x7f\"", "\"0123456789abcdef0123456789abcdef\\n0123456789abcdef\"",
 	"12345678901234567891", "-123456789012345678901234567890.5e-7",
 	"1e400", "{\"a\":{\"b\":{\"c\":[[[]]]}}}", "[[],[{}],{\"a\":[]}]",
 	"{\"type\": \"RECORD\", \"stream\": \"s\", \"record\": {\"id\": 1}}\r",
