@@ -101,6 +101,9 @@ HELP
 }
 
 cmd_init() {
+	case ${1:-} in
+	-h | --help) help_init; exit 0 ;;
+	esac
 	[ $# -eq 0 ] || usage
 	mkdir -p "$home/pipelines" "$home/sources" "$home/transforms" || exit 1
 	if [ ! -e "$home/config.yaml" ]; then

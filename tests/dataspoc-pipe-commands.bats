@@ -1,0 +1,707 @@
+#!/usr/bin/env bats
+# dataspoc-pipe: add, run --all, status, logs, validate, manifest, schedule,
+# help and --version (issue 4's commands).  The bucket is reached only through
+# test_helper.bash's bucket_* functions, except where a test says it is local.
+
+load test_helper
+
+setup() {
+	pipe_setup
+	HOMEDIR=$DATASPOC_PIPE_HOME
+	# The driver as the crontab entries name it.
+	SELF=$(cd "$PIPE_BIN" && pwd)/dataspoc-pipe
+	# A fake crontab(1): the table lives in $FAKE_CRONTAB; every write is
+	# counted in $FAKE_CRONTAB.writes; $FAKE_CRONTAB.broken makes -l fail.
+	export FAKE_CRONTAB=$BATS_TEST_TMPDIR/crontab
+	cat >"$BATS_TEST_TMPDIR/bin/crontab" <<-'EOF'
+	#!/bin/sh
+	f=$FAKE_CRONTAB
+	case $* in
+	-l)
+		[ ! -e "$f.broken" ] || { echo "crontab: cannot connect to cron" >&2; exit 1; }
+		[ -e "$f" ] || { echo "no crontab for tester" >&2; exit 1; }
+		cat "$f" ;;
+	-) cat >"$f" && echo write >>"$f.writes" ;;
+	*) echo "fake crontab: unexpected arguments: $*" >&2; exit 2 ;;
+	esac
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/crontab"
+}
+
+teardown() {
+	pipe_teardown
+}
+
+out_file() {
+	printf '%s\n' "$output" >"$1"
+}
+
+# The newest run log of pipeline $1, as stored.
+last_log() {
+	bucket_cat ".dataspoc/logs/$1/$(run_ids "$1" | tail -n 1).json"
+}
+
+# A duration as status and logs print it (runs here take under a minute).
+secs() {
+	printf '%ss\n' "$1"
+}
+
+add_cron() {	# NAME CRON
+	printf 'schedule:\n  cron: "%s"\n' "$2" >>"$DATASPOC_PIPE_HOME/pipelines/$1.yaml"
+}
+
+# --- help and version -------------------------------------------------------------
+
+@test "--version prints the version, help names every command" {
+	run -0 --separate-stderr dataspoc-pipe --version
+	assert_output "dataspoc-pipe 0.1.0"
+	run -0 --separate-stderr dataspoc-pipe help
+	for c in "init  " "add NAME  " "run NAME  " "run --all  " "status  " "logs NAME  " \
+		"validate [NAME]  " "manifest BUCKET  " "schedule  " "help [COMMAND]  " "--version  "; do
+		assert_line --partial "  $c"
+	done
+	assert_equal "$stderr" ""
+}
+
+@test "help COMMAND and COMMAND -h print the same help for every command" {
+	local c
+	for c in init add run status logs validate manifest schedule; do
+		run -0 --separate-stderr dataspoc-pipe help "$c"
+		assert_line --index 0 --regexp "^usage: dataspoc-pipe $c( |\$)"
+		assert_equal "$stderr" ""
+		local want=$output
+		run -0 --separate-stderr dataspoc-pipe "$c" -h
+		assert_equal "$output" "$want"
+		run -0 --separate-stderr dataspoc-pipe "$c" --help
+		assert_equal "$output" "$want"
+	done
+	run -0 dataspoc-pipe help help
+	assert_line --index 0 "usage: dataspoc-pipe help [COMMAND]"
+	run -0 dataspoc-pipe help version
+	assert_line --index 0 "usage: dataspoc-pipe --version"
+	run -2 --separate-stderr dataspoc-pipe help nothing
+	assert_equal "$stderr" "dataspoc-pipe: help: no command 'nothing'"
+	run -2 dataspoc-pipe help run add
+	assert_line --index 0 "usage: dataspoc-pipe init"
+}
+
+# --- add --------------------------------------------------------------------------
+
+@test "add with flags writes the pipeline and a private config template for a known tap" {
+	run -0 --separate-stderr dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" \
+		--path landing --compression gzip --no-incremental --cron "0 */2 * * *" --yes pg
+	assert_equal "$stderr" ""
+	assert_equal "$output" "Created $HOMEDIR/pipelines/pg.yaml
+Created $HOMEDIR/sources/pg.json: a template for tap-postgres, fill in its values
+Next: dataspoc-pipe validate pg && dataspoc-pipe run pg"
+	cat >want.yaml <<-EOF
+	# written by dataspoc-pipe add
+	source:
+	  tap: 'tap-postgres'
+	  config: ../sources/pg.json
+	destination:
+	  bucket: '$(bucket_url)'
+	  path: 'landing'
+	  compression: gzip
+	incremental:
+	  enabled: false
+	schedule:
+	  cron: '0 */2 * * *'
+	EOF
+	diff -u want.yaml "$HOMEDIR/pipelines/pg.yaml"
+	cat >want.json <<-'EOF'
+	{
+	  "host": "localhost",
+	  "port": 5432,
+	  "user": "postgres",
+	  "password": "CHANGE_ME",
+	  "dbname": "postgres",
+	  "filter_schemas": "public"
+	}
+	EOF
+	diff -u want.json "$HOMEDIR/sources/pg.json"
+	run -0 stat -c %a "$HOMEDIR/sources/pg.json" "$HOMEDIR/pipelines/pg.yaml"
+	assert_output "600
+644"
+	run -0 pipe-state check -p cron pg
+	assert_output "0 */2 * * *"
+	run -0 pipe-state check -p compression pg
+	assert_output "gzip"
+	run -0 ls -A "$HOMEDIR/pipelines"
+	assert_output "pg.yaml"
+}
+
+@test "add: every known tap gets a template that is a JSON object" {
+	local t
+	for t in tap-postgres tap-mysql tap-csv tap-github dataspoc-tap-csv; do
+		run -0 dataspoc-pipe add --tap "$t" --bucket "$(bucket_url)" --yes "p-$t"
+		assert_line "Created $HOMEDIR/sources/p-$t.json: a template for $t, fill in its values"
+		run -0 jq -r type "$HOMEDIR/sources/p-$t.json"
+		assert_output object
+	done
+	run -0 jq -r .files[0].entity "$HOMEDIR/sources/p-tap-csv.json"
+	assert_output my_table
+	run -0 jq -r .access_token "$HOMEDIR/sources/p-tap-github.json"
+	assert_output CHANGE_ME
+}
+
+@test "add asks on stderr, reads stdin, shows an unknown tap's --about and asks again after a bad answer" {
+	local url
+	url=$(bucket_url)
+	printf '%s\n' cmdtap-ok "" "$url" "" bogus none maybe n "@daily" >answers
+	run -0 --separate-stderr dataspoc-pipe add shop <answers
+	assert_equal "$output" "Created $HOMEDIR/pipelines/shop.yaml
+Created $HOMEDIR/sources/shop.json: an empty config, fill in what cmdtap-ok needs
+Next: dataspoc-pipe validate shop && dataspoc-pipe run shop"
+	assert_equal "$stderr" "Tap (a Singer tap command, e.g. tap-postgres): dataspoc-pipe: cmdtap-ok --about says:
+  | {\"name\": \"cmdtap-ok\", \"capabilities\": [\"state\"], \"settings\": [{\"name\": \"api_url\"}]}
+Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): Base path in the bucket [raw]: Compression (zstd, gzip, none) [zstd]: dataspoc-pipe: add: compression must be zstd, gzip or none, not 'bogus'
+Compression (zstd, gzip, none) [zstd]: Incremental extraction (y/n) [y]: dataspoc-pipe: add: answer y or n
+Incremental extraction (y/n) [y]: Cron schedule (e.g. 0 */2 * * *; empty for none):"
+	cat >want.yaml <<-EOF
+	# written by dataspoc-pipe add
+	source:
+	  tap: 'cmdtap-ok'
+	  config: ../sources/shop.json
+	destination:
+	  bucket: '$url'
+	  path: 'raw'
+	  compression: none
+	incremental:
+	  enabled: false
+	schedule:
+	  cron: '@daily'
+	EOF
+	diff -u want.yaml "$HOMEDIR/pipelines/shop.yaml"
+	run -0 cat "$HOMEDIR/sources/shop.json"
+	assert_output "{}"
+	# the pipeline it wrote runs
+	run -0 --separate-stderr dataspoc-pipe run shop
+	assert_line --index 0 "Running: shop"
+}
+
+@test "add keeps an existing sources/NAME.json, takes --config paths and makes a relative bucket absolute" {
+	mkdir -p "$HOMEDIR/sources" conf
+	echo '{"api_url": "x"}' >"$HOMEDIR/sources/keep.json"
+	run -0 --separate-stderr dataspoc-pipe add --tap tap-github --bucket lake --yes keep
+	assert_equal "$output" "Created $HOMEDIR/pipelines/keep.yaml
+Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
+	run -0 cat "$HOMEDIR/sources/keep.json"
+	assert_output '{"api_url": "x"}'
+	run -0 pipe-state check -p bucket keep
+	assert_output "$BATS_TEST_TMPDIR/lake"
+
+	echo '{}' >conf/other.json
+	run -0 dataspoc-pipe add --tap=cmdtap-ok --config=conf/other.json --bucket="$(bucket_url)" --yes other
+	run -0 grep '^  config:' "$HOMEDIR/pipelines/other.yaml"
+	assert_output "  config: '$BATS_TEST_TMPDIR/conf/other.json'"
+	[ ! -e "$HOMEDIR/sources/other.json" ]
+}
+
+@test "add refuses to overwrite an existing pipeline" {
+	write_pipeline shop cmdtap-ok
+	cp "$HOMEDIR/pipelines/shop.yaml" before.yaml
+	run -1 --separate-stderr dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --yes shop
+	assert_equal "$output" ""
+	assert_equal "$stderr" "dataspoc-pipe: add: pipeline 'shop' already exists: $HOMEDIR/pipelines/shop.yaml (remove it first, or choose another name)"
+	diff -u before.yaml "$HOMEDIR/pipelines/shop.yaml"
+	[ ! -e "$HOMEDIR/sources/shop.json" ]
+	# nor a NAME.yml
+	mv "$HOMEDIR/pipelines/shop.yaml" "$HOMEDIR/pipelines/shop.yml"
+	run -1 --separate-stderr dataspoc-pipe add shop </dev/null
+	assert_equal "$stderr" "dataspoc-pipe: add: pipeline 'shop' already exists: $HOMEDIR/pipelines/shop.yml (remove it first, or choose another name)"
+	run -0 ls -A "$HOMEDIR/pipelines"
+	assert_output "shop.yml"
+}
+
+@test "add removes what it wrote when the result is not valid" {
+	run -2 --separate-stderr dataspoc-pipe add --tap tap-mysql --bucket "$(bucket_url)" --cron "61 * * * *" --yes db
+	assert_equal "$output" ""
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/db.yaml:12:9: schedule.cron '61 * * * *': minute 61 is out of range 0-59
+dataspoc-pipe: add: pipeline 'db' not created: its config is not valid (see above)"
+	run -0 ls -A "$HOMEDIR/pipelines" "$HOMEDIR/sources"
+	assert_output "$HOMEDIR/pipelines:
+
+$HOMEDIR/sources:"
+	# a tap config file that is not there
+	run -2 --separate-stderr dataspoc-pipe add --tap cmdtap-ok --config nowhere.json --bucket "$(bucket_url)" --yes db
+	assert_equal "$stderr" "pipe-state: cannot read the tap's config '$BATS_TEST_TMPDIR/nowhere.json': No such file or directory
+dataspoc-pipe: add: pipeline 'db' not created: its config is not valid (see above)"
+	[ ! -e "$HOMEDIR/pipelines/db.yaml" ]
+}
+
+@test "add: usage errors and missing answers exit 2 and write nothing" {
+	run -2 --separate-stderr dataspoc-pipe add --bucket "$(bucket_url)" --yes shop
+	assert_equal "$stderr" "dataspoc-pipe: add: --tap is needed with --yes"
+	run -2 --separate-stderr dataspoc-pipe add --tap tap-postgres --compression lz4 --yes shop
+	assert_equal "$stderr" "dataspoc-pipe: add: compression must be zstd, gzip or none, not 'lz4'"
+	run -2 --separate-stderr dataspoc-pipe add --yes "bad name"
+	assert_equal "$stderr" "dataspoc-pipe: add: invalid pipeline name 'bad name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"
+	run -2 dataspoc-pipe add --tap
+	assert_line --index 0 "dataspoc-pipe: add: --tap needs a value"
+	assert_line --index 1 "usage: dataspoc-pipe init"
+	run -2 dataspoc-pipe add --frob shop
+	assert_line --index 0 "dataspoc-pipe: add: unknown option '--frob'"
+	run -2 dataspoc-pipe add
+	assert_line --index 0 "usage: dataspoc-pipe init"
+	printf 'cmdtap-ok\n\n' >answers
+	run -2 --separate-stderr dataspoc-pipe add shop <answers
+	assert_equal "$output" ""
+	assert_equal "${stderr_lines[3]}" "dataspoc-pipe: add: no answer for 'Bucket (a directory, file:///abs/dir or s3://bucket[/prefix])' (end of input)"
+	run -0 ls -A "$HOMEDIR/pipelines"
+	assert_output ""
+}
+
+# --- run --all --------------------------------------------------------------------
+
+@test "run --all -j 2: two at a time, each output kept together, a summary, exit 1 when one failed" {
+	write_pipeline a-pair cmdtap-pair
+	write_pipeline b-pair cmdtap-pair
+	write_pipeline c-fail cmdtap-fail
+	# cmdtap-pair succeeds only when both run at once: -j 2 must start them together
+	run -1 --separate-stderr dataspoc-pipe run --all -j 2
+	assert_equal "${#lines[@]}" 8
+	assert_line --index 7 "Summary: 2 success, 1 failure(s)"
+	# each pipeline's lines together, in the order the pipelines ended
+	out_file got
+	awk '/^Running: /{ if (b != "") print b; b = $0; next }
+		/^Summary: /{ print b; b = ""; next }
+		{ b = b "|" $0 }' got | LC_ALL=C sort >blocks
+	cat >want <<-'EOF'
+	Running: a-pair|Done! 1 records in 1 stream(s)|  pairs: 1
+	Running: b-pair|Done! 1 records in 1 stream(s)|  pairs: 1
+	Running: c-fail
+	EOF
+	diff -u want blocks
+	# stderr: c-fail's own lines together, then the failed list
+	assert_equal "$(printf '%s\n' "$stderr" | tail -n 1)" "dataspoc-pipe: run --all: failed: c-fail"
+	printf '%s\n' "$stderr" | grep -A4 -x 'pipe-tap: cmdtap-fail exited with status 1' >fail.err
+	cat >want.err <<-'EOF'
+	pipe-tap: cmdtap-fail exited with status 1
+	pipe-sink: cmdtap-fail exited with status 1
+	dataspoc-pipe: the tap's last words:
+	  | cmdtap-fail: the source went away
+	dataspoc-pipe: run 'c-fail' failed: pipe-tap exited with status 1
+	EOF
+	diff -u want.err fail.err
+	# what landed: the pairs, and c-fail's failure in its run log
+	run -0 run_ids a-pair
+	run -0 bucket_cat ".dataspoc/logs/c-fail/$(run_ids c-fail).json"
+	run -0 jq -r .status <<<"$output"
+	assert_output failure
+}
+
+@test "run --all runs one at a time by default, in name order" {
+	write_pipeline one cmdtap-ok
+	write_pipeline two cmdtap-ok
+	write_pipeline three cmdtap-fail
+	# (bats trims $stderr: keep it in a file)
+	run -1 sh -c 'dataspoc-pipe run --all 2>run.err'
+	assert_equal "$output" "Running: one
+Done! 3 records in 1 stream(s)
+  items: 3
+Running: three
+Running: two
+Done! 3 records in 1 stream(s)
+  items: 3
+Summary: 2 success, 1 failure(s)"
+	assert_equal "$(head -n 1 run.err)" "  items: 3 records..."
+	assert_equal "$(tail -n 1 run.err)" "dataspoc-pipe: run --all: failed: three"
+	rm "$HOMEDIR/pipelines/three.yaml"
+	run -0 --separate-stderr dataspoc-pipe run --all --full -j 3
+	assert_line --index 0 --regexp '^Running: (one|two)$'
+	assert_line "  Full extraction (saved state ignored)"
+	assert_line --index -1 "Summary: 2 success, 0 failure(s)"
+}
+
+@test "run --all: no pipelines, and usage errors" {
+	run -0 --separate-stderr dataspoc-pipe run --all
+	assert_output "Summary: 0 success, 0 failure(s)"
+	assert_equal "$stderr" "dataspoc-pipe: run --all: no pipelines in $HOMEDIR/pipelines"
+	write_pipeline one cmdtap-ok
+	run -2 dataspoc-pipe run --all -j 0
+	assert_line --index 0 "dataspoc-pipe: run: -j wants a number of pipelines at a time (1 or more), not '0'"
+	assert_line --index 1 "usage: dataspoc-pipe init"
+	run -2 dataspoc-pipe run --all -j two
+	assert_line --index 0 "dataspoc-pipe: run: -j wants a number of pipelines at a time (1 or more), not 'two'"
+	run -2 dataspoc-pipe run --all one
+	assert_line --index 0 "dataspoc-pipe: run: --all runs every pipeline: give no NAME or -c"
+	run -2 dataspoc-pipe run -j 2 one
+	assert_line --index 0 "dataspoc-pipe: run: -j goes with --all"
+	run -0 run_ids one
+	assert_output ""
+}
+
+# --- status -----------------------------------------------------------------------
+
+@test "status: a table and JSON from each pipeline's newest run log; never run shows never" {
+	write_pipeline alpha cmdtap-ok
+	write_pipeline fails cmdtap-fail
+	write_pipeline newbie cmdtap-ok
+	run -0 dataspoc-pipe run alpha
+	run -0 dataspoc-pipe run alpha
+	run -1 dataspoc-pipe run fails
+	last_log alpha >alpha.json
+	last_log fails >fails.json
+	run -0 jq -r .run_id alpha.json
+	assert_equal "$output" "$(run_ids alpha | tail -n 1)"
+
+	run -0 --separate-stderr dataspoc-pipe status
+	assert_equal "$stderr" ""
+	{
+		printf '%-8s  %-20s  %-7s  %8s  %7s\n' PIPELINE "LAST RUN" STATUS DURATION RECORDS
+		printf '%-8s  %-20s  %-7s  %8s  %7s\n' alpha "$(jq -r .started_at alpha.json)" success \
+			"$(secs "$(jq -r .duration_seconds alpha.json)")" 3
+		printf '%-8s  %-20s  %-7s  %8s  %7s\n' fails "$(jq -r .started_at fails.json)" failure \
+			"$(secs "$(jq -r .duration_seconds fails.json)")" "$(jq -r .total_records fails.json)"
+		printf '%-8s  %-20s  %-7s  %8s  %7s\n' newbie never - - -
+	} >want
+	out_file got
+	diff -u want got
+
+	run -0 --separate-stderr dataspoc-pipe status --output json
+	out_file got.json
+	jq -c . got.json >got.compact
+	jq -cn --slurpfile a alpha.json --slurpfile f fails.json '[
+		{name: "alpha", last_run: $a[0].started_at, status: "success", duration: $a[0].duration_seconds, records: 3},
+		{name: "fails", last_run: $f[0].started_at, status: "failure", duration: $f[0].duration_seconds, records: $f[0].total_records},
+		{name: "newbie", last_run: null, status: "never", duration: null, records: null}]' >want.compact
+	diff -u want.compact got.compact
+	# names given: only those, in that order
+	run -0 dataspoc-pipe status -o json newbie alpha
+	run -0 jq -r '.[].name' <<<"$output"
+	assert_output "newbie
+alpha"
+}
+
+@test "status: a pipeline that cannot be read is an error row and exit 1; bad usage exits 2" {
+	write_pipeline alpha cmdtap-ok
+	printf 'source:\n  tap: cmdtap-ok\n  bogus: 1\n' >"$HOMEDIR/pipelines/broken.yaml"
+	run -1 --separate-stderr dataspoc-pipe status
+	assert_equal "$output" "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS
+alpha     never     -              -        -
+broken    -         error          -        -"
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'bogus' in source (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"
+	run -1 --separate-stderr dataspoc-pipe status --output=json
+	run -0 jq -c '.[1]' <<<"$output"
+	assert_output '{"name":"broken","last_run":null,"status":"error","duration":null,"records":null}'
+	run -2 --separate-stderr dataspoc-pipe status --output yaml
+	assert_equal "$stderr" "dataspoc-pipe: status: unknown output format 'yaml' (use table json)"
+	run -2 dataspoc-pipe status --frob
+	assert_line --index 0 "dataspoc-pipe: status: unknown option '--frob'"
+}
+
+# --- logs -------------------------------------------------------------------------
+
+@test "logs: the last run log for people, -n K newest first, --output json" {
+	write_pipeline alpha cmdtap-ok
+	run -0 dataspoc-pipe run alpha
+	run -0 dataspoc-pipe run alpha
+	run -0 dataspoc-pipe run alpha
+	last_log alpha >last.json
+	run -0 --separate-stderr dataspoc-pipe logs alpha
+	assert_equal "$stderr" ""
+	assert_equal "$output" "Run $(jq -r .run_id last.json): success
+  started   $(jq -r .started_at last.json)
+  finished  $(jq -r .finished_at last.json)
+  duration  $(secs "$(jq -r .duration_seconds last.json)")
+  records   3
+    items: 3"
+
+	run -0 --separate-stderr dataspoc-pipe logs -n 2 --output json alpha
+	out_file got.json
+	run -0 jq -r '.[].run_id' got.json
+	assert_equal "$output" "$(run_ids alpha | tail -n 2 | tac)"
+	run -0 jq -c '.[0]' got.json
+	assert_equal "$output" "$(jq -c . last.json)"
+	run -0 dataspoc-pipe logs -n 10 --output jsonl alpha
+	assert_equal "${#lines[@]}" 3
+	run -0 dataspoc-pipe logs -n5 --output text alpha
+	run -0 grep -c '^Run ' <<<"$output"
+	assert_output 3
+}
+
+@test "logs: a failed run shows its error; never run, unknown pipeline and bad usage" {
+	write_pipeline fails cmdtap-fail
+	run -0 --separate-stderr dataspoc-pipe logs fails
+	assert_equal "$output" ""
+	assert_equal "$stderr" "pipeline 'fails' has no run logs in $(bucket_url)"
+	run -0 dataspoc-pipe logs --output json fails
+	assert_output "[]"
+	run -1 dataspoc-pipe run fails
+	run -0 dataspoc-pipe logs fails
+	assert_line --index 0 --regexp '^Run [0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}: failure$'
+	assert_line --index -1 "  error     cmdtap-fail exited with status 1"
+	run -2 --separate-stderr dataspoc-pipe logs ghost
+	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
+	run -2 --separate-stderr dataspoc-pipe logs -n 0 fails
+	assert_equal "$stderr" "pipe-state: -n wants a number of run logs (1 or more), not '0'"
+	run -2 --separate-stderr dataspoc-pipe logs --output csv fails
+	assert_equal "$stderr" "dataspoc-pipe: logs: unknown output format 'csv' (use text json jsonl)"
+	run -2 dataspoc-pipe logs
+	assert_line --index 0 "usage: dataspoc-pipe init"
+}
+
+# --- validate ---------------------------------------------------------------------
+
+@test "validate: every check ok, in text and JSON" {
+	write_pipeline alpha cmdtap-ok
+	write_pipeline beta cmdtap-ok
+	run -0 --separate-stderr dataspoc-pipe validate
+	assert_equal "$stderr" ""
+	assert_equal "$output" "alpha: config: ok
+alpha: tap: ok
+alpha: bucket: ok (conditional create: honoured)
+alpha: secrets: ok
+beta: config: ok
+beta: tap: ok
+beta: bucket: ok (conditional create: honoured)
+beta: secrets: ok"
+	run -0 --separate-stderr dataspoc-pipe validate --output json beta
+	run -0 jq -c '.[]' <<<"$output"
+	assert_equal "$output" '{"pipeline":"beta","check":"config","status":"ok","message":null}
+{"pipeline":"beta","check":"tap","status":"ok","message":null}
+{"pipeline":"beta","check":"bucket","status":"ok","message":"conditional create: honoured"}
+{"pipeline":"beta","check":"secrets","status":"ok","message":null}'
+	# the probe leaves nothing behind
+	run -0 bucket_keys .dataspoc/probe/
+	assert_output ""
+}
+
+@test "validate: a missing tap, a broken config and a failing transform fail with the reason" {
+	write_pipeline ghost cmdtap-missing
+	printf 'source:\n  tap: cmdtap-ok\ndestination: [1]\n' >"$HOMEDIR/pipelines/bad.yaml"
+	write_pipeline shaped cmdtap-ok
+	mkdir -p "$HOMEDIR/transforms"
+	echo '.id |' >"$HOMEDIR/transforms/shaped.jq"
+	run -1 --separate-stderr dataspoc-pipe validate
+	assert_equal "$stderr" ""
+	assert_line --index 0 "bad: config: FAIL: $HOMEDIR/pipelines/bad.yaml:3:14: destination must be a mapping"
+	assert_line --index 1 "ghost: config: ok"
+	assert_line --index 2 "ghost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap"
+	assert_line --index 3 "ghost: bucket: ok (conditional create: honoured)"
+	assert_line --index 4 "ghost: secrets: ok"
+	assert_line --index 5 "shaped: config: ok"
+	assert_line --index 6 "shaped: tap: ok"
+	assert_line --index 7 --regexp "^shaped: transform: FAIL: .*shaped\.jq"
+	assert_equal "${#lines[@]}" 10
+	run -1 --separate-stderr dataspoc-pipe validate --output json ghost
+	run -0 jq -c '[.[] | select(.status != "ok")]' <<<"$output"
+	assert_output '[{"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"}]'
+	run -1 dataspoc-pipe validate beta-does-not-exist --output json
+	run -1 dataspoc-pipe validate beta-does-not-exist
+	assert_output "beta-does-not-exist: config: FAIL: no pipeline 'beta-does-not-exist' (looked for $HOMEDIR/pipelines/beta-does-not-exist.yaml)"
+}
+
+@test "validate: a tap config holding secrets and readable by others is a warning" {
+	mkdir -p "$HOMEDIR/sources"
+	printf '{"host": "db", "keys": ["id"], "replication_key": "u", "password": "hunter2"}\n' >"$HOMEDIR/sources/sec.json"
+	chmod 644 "$HOMEDIR/sources/sec.json"
+	write_pipeline sec cmdtap-ok
+	sed -i '/^  tap: /a\  config: ../sources/sec.json' "$HOMEDIR/pipelines/sec.yaml"
+	local f
+	f=$(realpath "$HOMEDIR/sources/sec.json")
+	run -0 --separate-stderr dataspoc-pipe validate sec
+	assert_equal "$output" "sec: config: ok
+sec: tap: ok
+sec: bucket: ok (conditional create: honoured)
+sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$f'"
+	run -0 dataspoc-pipe validate --output json sec
+	run -0 jq -r '.[3].status' <<<"$output"
+	assert_output warn
+	chmod 600 "$HOMEDIR/sources/sec.json"
+	run -0 dataspoc-pipe validate sec
+	assert_line --index 3 "sec: secrets: ok"
+	# group-readable counts too; keys that only look alike (keys, replication_key) do not
+	chmod 640 "$HOMEDIR/sources/sec.json"
+	run -0 dataspoc-pipe validate sec
+	assert_line --index 3 --partial "sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0640)"
+	printf '{"host": "db", "keys": ["id"], "replication_key": "u", "password": ""}\n' >"$HOMEDIR/sources/sec.json"
+	run -0 dataspoc-pipe validate sec
+	assert_line --index 3 "sec: secrets: ok"
+}
+
+@test "validate: a bucket that cannot be written fails the bucket check (local)" {
+	echo file >afile
+	write_pipeline alpha cmdtap-ok
+	sed -i "s|^  bucket: .*|  bucket: $BATS_TEST_TMPDIR/afile/lake|" "$HOMEDIR/pipelines/alpha.yaml"
+	run -1 --separate-stderr dataspoc-pipe validate alpha
+	assert_line --index 2 --regexp "^alpha: bucket: FAIL: .*$BATS_TEST_TMPDIR/afile/lake.*Not a directory$"
+	run -2 --separate-stderr dataspoc-pipe validate --output xml
+	assert_equal "$stderr" "dataspoc-pipe: validate: unknown output format 'xml' (use text json)"
+	run -2 --separate-stderr dataspoc-pipe validate 'no/such'
+	assert_equal "$stderr" "dataspoc-pipe: validate: invalid pipeline name 'no/such'"
+}
+
+@test "validate and status with no pipelines" {
+	run -0 --separate-stderr dataspoc-pipe validate
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: validate: no pipelines in $HOMEDIR/pipelines"
+	run -0 --separate-stderr dataspoc-pipe status
+	assert_output "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS"
+	run -0 dataspoc-pipe status --output json
+	assert_output "[]"
+}
+
+# --- manifest ---------------------------------------------------------------------
+
+@test "manifest BUCKET: a table of the catalog, and the manifest as stored with --output json" {
+	write_pipeline alpha cmdtap-ok
+	run -0 dataspoc-pipe run alpha
+	run -0 dataspoc-pipe run alpha
+	bucket_cat .dataspoc/manifest.json >manifest.json
+	run -0 --separate-stderr dataspoc-pipe manifest "$(bucket_url)"
+	assert_equal "$stderr" ""
+	out_file got
+	{
+		printf '%-15s  %4s  %11s  %-20s  %7s\n' TABLE ROWS EXTRACTIONS "LAST EXTRACTION" COLUMNS
+		printf '%-15s  %4s  %11s  %-20s  %7s\n' cmdtap-ok/items 6 2 \
+			"$(jq -r '.tables["cmdtap-ok/items"].stats.last_extraction' manifest.json)" 2
+	} >want
+	diff -u want got
+	run -0 --separate-stderr dataspoc-pipe manifest --output json "$(bucket_url)"
+	out_file got.json
+	diff -u manifest.json got.json
+}
+
+@test "manifest: a bucket without one, and bad usage" {
+	run -1 --separate-stderr dataspoc-pipe manifest "$(bucket_url)"
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
+	run -2 dataspoc-pipe manifest
+	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 dataspoc-pipe manifest a b
+	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 --separate-stderr dataspoc-pipe manifest --output csv "$(bucket_url)"
+	assert_equal "$stderr" "dataspoc-pipe: manifest: unknown output format 'csv' (use table json)"
+}
+
+# --- schedule ---------------------------------------------------------------------
+
+entry() {	# NAME CRON
+	printf '%s flock -n %s %s run %s >>%s 2>&1  # dataspoc-pipe:%s\n' "$2" \
+		"$HOMEDIR/locks/$1.lock" "$SELF" "$1" "$HOMEDIR/logs/$1.log" "$1"
+}
+
+@test "schedule install twice: one flock-guarded entry per scheduled pipeline, other lines kept" {
+	write_pipeline alpha cmdtap-ok
+	add_cron alpha "0 */2 * * *"
+	write_pipeline beta cmdtap-ok
+	add_cron beta "@daily"
+	write_pipeline gamma cmdtap-ok
+	printf 'MAILTO=ops\n5 4 * * * /usr/bin/backup  # mine\n' >"$FAKE_CRONTAB"
+	run -0 --separate-stderr dataspoc-pipe schedule install
+	assert_equal "$stderr" ""
+	assert_equal "$output" "Installed alpha (0 */2 * * *)
+Installed beta (@daily)"
+	{
+		printf 'MAILTO=ops\n5 4 * * * /usr/bin/backup  # mine\n'
+		entry alpha "0 */2 * * *"
+		entry beta "@daily"
+	} >want
+	diff -u want "$FAKE_CRONTAB"
+	[ -d "$HOMEDIR/locks" ] && [ -d "$HOMEDIR/logs" ]
+	run -0 --separate-stderr dataspoc-pipe schedule install
+	assert_equal "$output" "Installed alpha (0 */2 * * *)
+Installed beta (@daily)"
+	diff -u want "$FAKE_CRONTAB"
+	# the second install changed nothing, so it wrote nothing
+	run -0 cat "$FAKE_CRONTAB.writes"
+	assert_output "write"
+	run -0 --separate-stderr dataspoc-pipe schedule list
+	assert_equal "$output" "$(entry alpha "0 */2 * * *")
+$(entry beta "@daily")"
+	run -0 dataspoc-pipe schedule list beta
+	assert_output "$(entry beta "@daily")"
+
+	# a changed schedule replaces its line; a pipeline gone loses its line
+	sed -i 's|"0 \*/2 \* \* \*"|"30 1 * * mon-fri"|' "$HOMEDIR/pipelines/alpha.yaml"
+	rm "$HOMEDIR/pipelines/beta.yaml"
+	run -0 dataspoc-pipe schedule install
+	assert_output "Installed alpha (30 1 * * mon-fri)"
+	{
+		printf 'MAILTO=ops\n5 4 * * * /usr/bin/backup  # mine\n'
+		entry alpha "30 1 * * mon-fri"
+	} >want
+	diff -u want "$FAKE_CRONTAB"
+}
+
+@test "schedule install NAME touches only that pipeline's entry; remove and list" {
+	write_pipeline alpha cmdtap-ok
+	add_cron alpha "15 3 * * *"
+	write_pipeline beta cmdtap-ok
+	add_cron beta "*/10 * * * *"
+	run -0 --separate-stderr dataspoc-pipe schedule list
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: schedule: no dataspoc-pipe entries in the crontab"
+	run -0 dataspoc-pipe schedule install beta
+	assert_output "Installed beta (*/10 * * * *)"
+	entry beta "*/10 * * * *" >want
+	diff -u want "$FAKE_CRONTAB"
+	run -0 dataspoc-pipe schedule install
+	echo "0 0 * * * someone else" >>"$FAKE_CRONTAB"
+	run -0 --separate-stderr dataspoc-pipe schedule remove alpha
+	assert_output "Removed alpha"
+	{
+		entry beta "*/10 * * * *"
+		echo "0 0 * * * someone else"
+	} >want
+	diff -u want "$FAKE_CRONTAB"
+	run -0 dataspoc-pipe schedule remove
+	assert_output "Removed beta"
+	echo "0 0 * * * someone else" >want
+	diff -u want "$FAKE_CRONTAB"
+	run -0 --separate-stderr dataspoc-pipe schedule remove
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: schedule: no dataspoc-pipe entries to remove"
+	# a pipeline without schedule.cron, named
+	write_pipeline gamma cmdtap-ok
+	run -0 --separate-stderr dataspoc-pipe schedule install gamma
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: schedule: pipeline 'gamma' has no schedule.cron: nothing to install"
+	diff -u want "$FAKE_CRONTAB"
+}
+
+@test "schedule install rejects an invalid cron expression and leaves the crontab alone" {
+	write_pipeline alpha cmdtap-ok
+	add_cron alpha "0 * * * *"
+	write_pipeline beta cmdtap-ok
+	add_cron beta "0 25 * * *"
+	echo "1 1 * * * keep" >"$FAKE_CRONTAB"
+	run -2 --separate-stderr dataspoc-pipe schedule install
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron '0 25 * * *': hour 25 is out of range 0-23
+dataspoc-pipe: schedule: crontab left unchanged"
+	run -0 cat "$FAKE_CRONTAB"
+	assert_output "1 1 * * * keep"
+	[ ! -e "$FAKE_CRONTAB.writes" ]
+	local bad
+	for bad in "every hour" "* * * *" "*/0 * * * *" "@often"; do
+		write_pipeline beta cmdtap-ok
+		add_cron beta "$bad"
+		run -2 dataspoc-pipe schedule install beta
+		assert_line --index 0 --partial "pipe-state: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron"
+		assert_line --index 0 --partial "'$bad'"
+		assert_line --index 1 "dataspoc-pipe: schedule: crontab left unchanged"
+	done
+	[ ! -e "$FAKE_CRONTAB.writes" ]
+}
+
+@test "schedule: another home is named in the entry; crontab failures and bad usage" {
+	export DATASPOC_PIPE_HOME=$BATS_TEST_TMPDIR/other\ home
+	mkdir -p "$DATASPOC_PIPE_HOME/pipelines"
+	write_pipeline alpha cmdtap-ok
+	add_cron alpha "@hourly"
+	run -0 dataspoc-pipe schedule install
+	run -0 cat "$FAKE_CRONTAB"
+	assert_output "@hourly DATASPOC_PIPE_HOME='$DATASPOC_PIPE_HOME' flock -n '$DATASPOC_PIPE_HOME/locks/alpha.lock' $SELF run alpha >>'$DATASPOC_PIPE_HOME/logs/alpha.log' 2>&1  # dataspoc-pipe:alpha"
+	: >"$FAKE_CRONTAB.broken"
+	run -1 --separate-stderr dataspoc-pipe schedule list
+	assert_equal "$stderr" "dataspoc-pipe: schedule: crontab -l failed: crontab: cannot connect to cron"
+	run -2 dataspoc-pipe schedule
+	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 dataspoc-pipe schedule frob
+	assert_line --index 0 "dataspoc-pipe: schedule: unknown action 'frob' (install, remove or list)"
+	run -2 --separate-stderr dataspoc-pipe schedule install 'a b'
+	assert_equal "$stderr" "dataspoc-pipe: schedule: invalid pipeline name 'a b'"
+}
