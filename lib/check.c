@@ -214,8 +214,12 @@ int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
 	find_secrets(&v, &found, 0);
 	ret = 0;
 	if (found.len && (st.st_mode & 044)) {
+		char *real = realpath(holder, NULL);
+		const char *shown = real ? real : holder;
+
 		sb_addf(warning, "'%s' holds secrets (%s) and is readable by other users (mode %04o): chmod 600 '%s'",
-			holder, found.buf, (unsigned)(st.st_mode & 07777), holder);
+			shown, found.buf, (unsigned)(st.st_mode & 07777), shown);
+		free(real);
 		ret = 1;
 	}
 out:
