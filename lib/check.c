@@ -65,8 +65,18 @@ static int probe_steps(struct bucket *b, const char *key, const char *key2,
 		goto out;
 	}
 	r = bucket_put_new(b, key2, body, len);
+	if (r != 1) {
+		if (r == 0)
+			err_msg("bucket probe: a second create of '%s/%s' was not refused: run locks cannot work",
+				bucket_url(b), key2);
+		else
+			err_msg("bucket probe: cannot try a second create of '%s/%s'", bucket_url(b), key2);
+		goto out;
+	}
+	/* bucket_put_new() may emulate it; ask whether the store itself refuses */
+	r = bucket_probe_conditional(b, key2);
 	if (r < 0) {
-		err_msg("bucket probe: cannot try a second create of '%s/%s'", bucket_url(b), key2);
+		err_msg("bucket probe: cannot ask '%s' about conditional creates", bucket_url(b));
 		goto out;
 	}
 	*conditional = r == 1;

@@ -9,9 +9,11 @@
 /*
  * Probe the bucket with objects under .dataspoc/probe/: write one, read it
  * back and compare, find it in a listing, delete it and see it gone; then
- * create another with bucket_put_new() twice.  *conditional is set to 1
- * when the store refused the second create (conditional create honoured:
- * the run lock keeps two runs apart), 0 when it did not.  Every probe
+ * create another with bucket_put_new() twice (the second must be refused)
+ * and ask bucket_probe_conditional() whether the store itself refuses to
+ * create an object that exists.  *conditional is set to 1 when it does
+ * (conditional create honoured: the run lock keeps two runs apart
+ * atomically), 0 when bucket_put_new() has to emulate it.  Every probe
  * object is deleted on every path.  0, or -1 with a message naming the
  * step that failed ("bucket probe: read back ...").
  */

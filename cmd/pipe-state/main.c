@@ -342,9 +342,9 @@ static int cmd_probe(struct bucket *b)
 	printf("write, read back, list, delete: ok\nconditional create: %s\n",
 	       conditional ? "honoured" : "not honoured");
 	if (!conditional)
-		err_warn("%s does not refuse to create an object that exists: two runs of one "
-			 "pipeline started at the same moment could both take its run lock",
-			 bucket_url(b));
+		err_warn("%s does not itself refuse to create an object that exists: run locks "
+			 "look before they write, which leaves a short window to two runs of one "
+			 "pipeline started at the same moment", bucket_url(b));
 	return CLI_OK;
 }
 
