@@ -275,9 +275,7 @@ uint64_t zwriter_in_bytes(const struct zwriter *z)
 
 uint64_t zwriter_out_bytes(const struct zwriter *z)
 {
-	/* Uncompressed, what is buffered is as good as written: the roll-over
-	 * size must not lag by a whole buffer. */
-	return z->c == COMPRESSION_NONE ? z->in_bytes : z->out_bytes;
+	return z->out_bytes;
 }
 
 int zwriter_close(struct zwriter *z)
