@@ -346,6 +346,7 @@ static void maybe_progress(struct sink *s)
 static int on_record(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
+	uint64_t size;
 
 	const char *bytes = m->record.p;
 	size_t len = m->record.len;
@@ -388,7 +389,11 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 	}
 	st->records += count;
 	st->file_records += count;
-	if (zwriter_out_bytes(st->zw) >= s->cfg->max_file_size && close_file(s, st) != 0)
+	/* Uncompressed, the writer's buffer is part of the file: without it a
+	 * file would overshoot its size by a whole buffer. */
+	size = s->cfg->compression == COMPRESSION_NONE ? zwriter_in_bytes(st->zw) :
+	       zwriter_out_bytes(st->zw);
+	if (size >= s->cfg->max_file_size && close_file(s, st) != 0)
 		return -1;
 	if ((st->records & 4095) == 0)
 		maybe_progress(s);
