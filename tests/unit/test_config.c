@@ -266,7 +266,7 @@ static void test_source_keys(void)
 	refused("source:\n  tap: x\n  config: ''\n" MINI_DEST,
 		":3:11: source.config is empty", "empty config path");
 	refused("source:\n  tap: x\n  taps: y\n" MINI_DEST,
-		":3:3: unknown key 'taps' in source (expected one of: tap, config, streams, catalog)",
+		":3:3: unknown key 'taps' in source (expected one of: tap, config, streams, catalog, metadata, catalog_flag)",
 		"unknown key in source");
 	refused("source: tap-x\n" MINI_DEST, ":1:9: source must be a mapping", "source as a string");
 }
