@@ -506,6 +506,19 @@ static int head(struct s3_bucket *s, const char *verb, const char *key, uint64_t
 	} else if (c.status == 404) {
 		r = 0;
 	} else {
+		if (c.status >= 400 && c.code.len == 0) {
+			/* an answer to HEAD has no body: ask again for the store's words */
+			struct call g;
+
+			call_init(&g, verb, "HeadObject", "GET", key);
+			g.extra[0] = "Range: bytes=0-0";
+			perform(s, &g);
+			if (g.status == c.status && g.code.len) {
+				sb_add(&c.code, g.code.buf, g.code.len);
+				sb_add(&c.msg, g.msg.buf ? g.msg.buf : "", g.msg.len);
+			}
+			call_free(&g);
+		}
 		report(s, &c, NULL);
 	}
 	call_free(&c);

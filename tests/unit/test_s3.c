@@ -1023,6 +1023,21 @@ static void test_requests(void)
 	is_int(bucket_exists(b, "a b"), 1, "exists: 200");
 	is_int(bucket_exists(b, "a b"), 0, "exists: 404");
 	check_req(0, "HEAD", "/bkt/base/a%20b", "HeadObject");
+	reset_server();
+	expect_reply(403, "", "");
+	expect_reply(403, "", "<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match</Message></Error>");
+	capture_begin();
+	is_int(bucket_exists(b, "k"), -1, "exists: 403");
+	is_str(capture_end(), "test_s3: cannot look at 's3://bkt/base/k': HeadObject: HTTP 403 SignatureDoesNotMatch: "
+	       "The request signature we calculated does not match", "  the store's words, asked for with a GET");
+	if (nreqs == 2)
+		is_str(header_of(&reqs[1].head, "Range"), "bytes=0-0", "  a GET of one byte");
+	reset_server();
+	expect_reply(403, "", "");
+	expect_reply(403, "", "");
+	capture_begin();
+	is_int(bucket_exists(b, "k"), -1, "exists: 403 without words");
+	is_str(capture_end(), "test_s3: cannot look at 's3://bkt/base/k': HeadObject: HTTP 403 Forbidden", "  the status alone");
 
 	/* Errors are not retried, 5xx are, and messages hold no secret */
 	reset_server();
