@@ -249,6 +249,20 @@ static void test_source_keys(void)
 	ok(cfg.streams[2] == NULL, "two streams");
 	is_str(cfg.catalog_file, "/cat.json", "catalog");
 
+	loads("source:\n  tap: x\n  metadata:\n    'db-public-*': {replication-method: INCREMENTAL, replication-key: updated_at}\n"
+	      "    orders: {selected: true}\n  catalog_flag: properties\n" MINI_DEST, "metadata and catalog_flag");
+	is_str(cfg.metadata_json,
+	       "{\"db-public-*\":{\"replication-method\":\"INCREMENTAL\",\"replication-key\":\"updated_at\"},"
+	       "\"orders\":{\"selected\":true}}", "metadata as JSON, in file order, booleans kept");
+	is_str(cfg.catalog_flag, "properties", "catalog_flag");
+	refused("source:\n  tap: x\n  metadata: [a]\n" MINI_DEST,
+		":3:13: source.metadata must be a mapping of stream names (or patterns) to metadata",
+		"metadata as a list");
+	refused("source:\n  tap: x\n  metadata:\n    orders: INCREMENTAL\n" MINI_DEST,
+		":4:13: source.metadata.orders must be a mapping of metadata keys to values",
+		"metadata of a stream as a scalar");
+	refused("source:\n  tap: x\n  catalog_flag: both\n" MINI_DEST,
+		":3:17: source.catalog_flag must be one of catalog, properties, not 'both'", "bad catalog_flag");
 	refused("source:\n  tap: x\n  streams: [a, b, a]\n" MINI_DEST,
 		":3:19: source.streams: duplicate stream 'a'", "duplicate stream");
 	refused("source:\n  tap: x\n  streams: [a, '']\n" MINI_DEST,
