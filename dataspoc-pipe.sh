@@ -81,6 +81,8 @@ and the saved state exactly as they were.
 
 Options:
   --full         ignore the saved state (it is replaced when the run succeeds)
+  --refresh-catalog  run the tap's discovery again (streams are selected from
+                 the catalog cached beside the pipeline otherwise)
   -v, --verbose  show the tap's stderr as it runs (kept and shown on failure
                  otherwise)
   --all          run every pipelines/*.yaml, in name order; each pipeline's
@@ -137,10 +139,16 @@ run_pipeline() {
 	label=$1
 	[ "$1" = -c ] && label=$(basename -- "$2" | sed 's/\.ya\{0,1\}ml$//')
 
-	# Check the config and the tap before anything is touched.
-	pipe-tap -n "$@" </dev/null
+	# Check the config, the tap and the streams before anything is touched
+	# (this discovers the tap's catalog when it is not cached yet).
+	if [ "${refresh_catalog:-0}" = 1 ]; then
+		pipe-tap -n --refresh-catalog "$@" </dev/null
+	else
+		pipe-tap -n "$@" </dev/null
+	fi
 	rc=$?
-	[ $rc -eq 0 ] || exit $(( rc == 2 ? 2 : 1 ))
+	# A tap that is not there or cannot run is a config error too.
+	[ $rc -eq 0 ] || exit $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 ))
 	pipe-sink -n "$@" </dev/null || exit 2
 
 	run_id=$(new_run_id)
@@ -164,7 +172,8 @@ run_pipeline() {
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		[ $rc -eq 2 ] && exit 2
-		pipe-commit -a -e "pipe-state could not take the lock or read the state" "$@" </dev/null
+		# Nothing ran and pipe-state let go of the lock: nothing to undo or
+		# log (a run refused by another's lock leaves the bucket as it was).
 		err "run '$label' failed: pipe-state get exited with status $rc"
 		exit 1
 	fi
@@ -210,6 +219,8 @@ run_pipeline() {
 		rc=$?
 		[ $rc -eq 0 ] && exit 0
 		failed="pipe-commit exited with status $rc"
+		# Let go of the lock; a commit that began is kept for the next run.
+		pipe-commit -a -e "$failed" "$@" <"$tmp/plan"
 		err "run '$label' failed: $failed"
 		exit 1
 	fi
@@ -233,6 +244,7 @@ cmd_run() {
 		case $1 in
 		--full | -f) full=1 ;;
 		-v | --verbose) verbose=1 ;;
+		--refresh-catalog) refresh_catalog=1 ;;
 		-c) [ $# -ge 2 ] || usage; file=$2; shift ;;
 		--all | -a) all=1 ;;
 		-j) [ $# -ge 2 ] || usage; jobs=$2; shift ;;

@@ -76,20 +76,6 @@ static int tap_missing(const char *tap, char **error)
 	return 127;
 }
 
-int tap_check(const struct pipe_config *cfg)
-{
-	char *exe = tap_find_command(cfg->tap_argv[0]), *error = NULL;
-	int status = 0;
-
-	if (exe == NULL) {
-		status = tap_missing(cfg->tap_argv[0], &error);
-		err_msg("%s", error);
-	}
-	free(exe);
-	free(error);
-	return status;
-}
-
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
@@ -358,6 +344,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		if (catalog_prepare(cfg, config_args, cache, opt->refresh_catalog, catalog_path,
 				    opt->stderr_path, &selected) != 0) {
 			error = xstrdup("cannot prepare the tap's catalog");
+			status = 2;
 			goto out;
 		}
 		argv[argc++] = catalog_option(cfg, opt->stderr_path);
@@ -367,6 +354,10 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		argv[argc++] = cfg->catalog_file;
 	}
 	argv[argc] = NULL;
+	if (opt->check) {
+		status = 0;
+		goto out;
+	}
 
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		err_msg("cannot make a pipe:");
@@ -431,7 +422,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	if (error)
 		err_msg("%s", error);
 out:
-	if (got_signal != SIGPIPE) {
+	if (got_signal != SIGPIPE && !opt->check) {
 		if (wrote && !last_nl)
 			write_all(out_fd, "\n", 1);
 		end_line(out_fd, status, error);

@@ -29,12 +29,16 @@
  * Run the tap.  state is the saved state as JSON text (may be empty or
  * "{}": no --state).  Returns the status pipe-tap exits with: 0, the tap's
  * own exit status, 128+n when killed by signal n, 126 when it cannot run,
- * 127 when not found, 1 on other errors.  When this process itself got a
+ * 127 when not found, 2 when the state or the stream selection is bad (a
+ * stream the tap does not offer), 1 on other errors.  When this process itself got a
  * signal, it re-raises it after cleaning up.
  */
 struct tap_options {
 	const char *stderr_path;	/* where the tap's stderr goes; NULL: ours */
 	int refresh_catalog;		/* discover again even when a catalog is cached */
+	int check;			/* prepare everything (find the tap, write its
+					   config, select streams), run nothing, print nothing
+					   on stdout: the status says whether a run could start */
 };
 
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
@@ -49,12 +53,6 @@ int tap_capture(char *const argv[], const char *stderr_path, struct sb *out);
 
 /* The type of the line pipe-tap prints first when streams are selected. */
 #define TAP_SELECTED_TYPE "DATASPOC_TAP_SELECTED"
-
-/*
- * Check that the tap can be run, without running it: 0, or 127 (not found)
- * or 126 (not executable) with the same message tap_run() would print.
- */
-int tap_check(const struct pipe_config *cfg);
 
 /*
  * Find a command as execvp(3) would: a name with '/' as is, else along

@@ -39,7 +39,8 @@ static const char help_text[] =
 	"Options:\n"
 	"  -c FILE     the pipeline file, instead of NAME\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it\n"
-	"  -n          check the config and that the tap can be run; run nothing\n"
+	"  -n          check that a run could start: the config, the tap found, the\n"
+	"              streams selected (running discovery when needed); run nothing\n"
 	"  --refresh-catalog  run the tap's discovery again, even when its catalog\n"
 	"              is cached beside the pipeline\n"
 	"  -h, --help  this help\n"
@@ -56,9 +57,9 @@ int main(int argc, char **argv)
 	};
 	struct pipe_config cfg;
 	struct sb state = SB_INIT;
-	struct tap_options topt = { NULL, 0 };
+	struct tap_options topt = { NULL, 0, 0 };
 	const char *file = NULL, *log = NULL;
-	int c, ret, check = 0;
+	int c, ret;
 
 	err_init(argv[0]);
 	memset(&cfg, 0, sizeof(cfg));
@@ -74,7 +75,7 @@ int main(int argc, char **argv)
 			log = optarg;
 			break;
 		case 'n':
-			check = 1;
+			topt.check = 1;
 			break;
 		case 'R':
 			topt.refresh_catalog = 1;
@@ -90,13 +91,8 @@ int main(int argc, char **argv)
 	}
 	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
 		return CLI_USAGE;
-	if (check) {
-		ret = tap_check(&cfg);
-		config_free(&cfg);
-		return ret;
-	}
 	/* A terminal on stdin means "no state", not "wait for one". */
-	if (!isatty(STDIN_FILENO) && util_read_fd(STDIN_FILENO, &state) != 0) {
+	if (!topt.check && !isatty(STDIN_FILENO) && util_read_fd(STDIN_FILENO, &state) != 0) {
 		err_msg("cannot read the state from stdin:");
 		config_free(&cfg);
 		return CLI_FAILED;
