@@ -1,0 +1,424 @@
+#!/usr/bin/env bats
+# pipe-state: logs, status, manifest, check, probe and list -b — what the
+# driver's status, logs, manifest, validate and schedule read through it.
+# Run logs and manifests are put in the bucket as fixtures, so every byte
+# printed is known.
+
+load test_helper
+
+setup() {
+	pipe_setup
+	HOMEDIR=$DATASPOC_PIPE_HOME
+}
+
+teardown() {
+	pipe_teardown
+}
+
+out_file() {
+	printf '%s\n' "$output" >"$1"
+}
+
+# Line INDEX (from 0) of the last run's stderr.
+err_line() {
+	printf '%s\n' "$stderr" | sed -n "$(($1 + 1))p"
+}
+
+# put_log PIPELINE RUN_ID STATUS RECORDS [ERROR]: a run log as pipe-commit writes it.
+put_log() {
+	local error=null
+	[ $# -lt 5 ] || error="\"$5\""
+	bucket_put ".dataspoc/logs/$1/$2.json" <<-EOF
+	{
+	  "pipeline": "$1",
+	  "run_id": "$2",
+	  "started_at": "2026-01-0${2:7:1}T10:00:00Z",
+	  "finished_at": "2026-01-0${2:7:1}T10:02:05Z",
+	  "duration_seconds": 125,
+	  "status": "$3",
+	  "streams": {
+	    "orders": {"records": $4},
+	    "users": {"records": 0}
+	  },
+	  "total_records": $4,
+	  "error": $error
+	}
+	EOF
+}
+
+compact() {	# PIPELINE RUN_ID STATUS RECORDS [ERROR]
+	local error=null
+	[ $# -lt 5 ] || error="\"$5\""
+	printf '{"pipeline":"%s","run_id":"%s","started_at":"2026-01-0%sT10:00:00Z","finished_at":"2026-01-0%sT10:02:05Z","duration_seconds":125,"status":"%s","streams":{"orders":{"records":%s},"users":{"records":0}},"total_records":%s,"error":%s}\n' \
+		"$1" "$2" "${2:7:1}" "${2:7:1}" "$3" "$4" "$4" "$error"
+}
+
+three_logs() {
+	write_pipeline shop tap-shop
+	put_log shop 20260101T100000Z-aaaaaa success 1200
+	put_log shop 20260102T100000Z-bbbbbb failure 7 "tap-shop exited with status 1"
+	put_log shop 20260103T100000Z-cccccc success 1234567
+}
+
+put_manifest() {
+	bucket_put .dataspoc/manifest.json <<-'EOF'
+	{
+	  "version": "1.0",
+	  "updated_at": "2026-01-03T10:02:05Z",
+	  "tables": {
+	    "shop/users": {
+	      "source": "shop", "table": "users",
+	      "columns": [{"name": "id", "type": "string", "nullable": false}],
+	      "key_properties": ["id"], "format": "jsonl",
+	      "stats": {"total_rows": 12, "extractions": 1, "last_extraction": "2026-01-01T10:02:05Z", "last_extraction_rows": 12}
+	    },
+	    "shop/orders": {
+	      "source": "shop", "table": "orders",
+	      "columns": [{"name": "id", "type": "integer", "nullable": false}, {"name": "total", "type": "number", "nullable": true}, {"name": "at", "type": "string", "nullable": true, "format": "date-time"}],
+	      "key_properties": ["id"], "format": "jsonl",
+	      "stats": {"total_rows": 1235767, "extractions": 3, "last_extraction": "2026-01-03T10:02:05Z", "last_extraction_rows": 1234567}
+	    },
+	    "legacy/odd": {"source": "legacy"}
+	  }
+	}
+	EOF
+}
+
+# --- usage ----------------------------------------------------------------------
+
+@test "help lists the new commands; options that do not fit a command are usage errors" {
+	run -0 --separate-stderr pipe-state --help
+	assert_line "  logs      print the pipeline's last run logs, newest first"
+	assert_line "  probe     write, read back, list and delete a probe object in the bucket,"
+	assert_line "  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's"
+	write_pipeline shop tap-shop
+	local usage
+	run -2 --separate-stderr pipe-state get -b "$(bucket_url)"
+	usage=$stderr
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	run -2 --separate-stderr pipe-state show -n 2 shop
+	assert_equal "$stderr" "$usage"
+	run -2 --separate-stderr pipe-state logs -p cron shop
+	assert_equal "$stderr" "$usage"
+	run -2 --separate-stderr pipe-state manifest -b "$(bucket_url)" shop
+	assert_equal "$stderr" "$usage"
+	run -2 --separate-stderr pipe-state status -c "$HOMEDIR/pipelines/shop.yaml"
+	assert_equal "$stderr" "$usage"
+	run -2 --separate-stderr pipe-state logs shop other
+	assert_equal "$stderr" "$usage"
+	run -2 --separate-stderr pipe-state logs -o table shop
+	assert_equal "$stderr" "pipe-state: logs: unknown output format 'table'"
+	run -2 --separate-stderr pipe-state status -o text
+	assert_equal "$stderr" "pipe-state: status: unknown output format 'text'"
+	run -2 --separate-stderr pipe-state manifest -o jsonl shop
+	assert_equal "$stderr" "pipe-state: manifest: unknown output format 'jsonl'"
+	run -2 --separate-stderr pipe-state logs -n -1 shop
+	assert_equal "$stderr" "pipe-state: -n wants a number of run logs (1 or more), not '-1'"
+	run -2 --separate-stderr pipe-state logs -n 3x shop
+	assert_equal "$stderr" "pipe-state: -n wants a number of run logs (1 or more), not '3x'"
+	run -2 --separate-stderr pipe-state frob shop
+	assert_equal "$(err_line 0)" "pipe-state: unknown command 'frob'"
+	assert_equal "$(err_line 1)" "$(printf '%s\n' "$usage" | head -n 1)"
+	# none of that touched the bucket
+	bucket_untouched
+}
+
+# --- logs -----------------------------------------------------------------------
+
+@test "logs: the newest run log as one compact line, -n K newest first" {
+	three_logs
+	run -0 --separate-stderr pipe-state logs shop
+	assert_equal "$stderr" ""
+	assert_output "$(compact shop 20260103T100000Z-cccccc success 1234567)"
+	run -0 --separate-stderr pipe-state logs -n 2 shop
+	assert_output "$(compact shop 20260103T100000Z-cccccc success 1234567)
+$(compact shop 20260102T100000Z-bbbbbb failure 7 "tap-shop exited with status 1")"
+	run -0 --separate-stderr pipe-state logs -n 9 -o jsonl -c "$HOMEDIR/pipelines/shop.yaml"
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 2 "$(compact shop 20260101T100000Z-aaaaaa success 1200)"
+}
+
+@test "logs -o json: a JSON array; -o text: for people" {
+	three_logs
+	run -0 --separate-stderr pipe-state logs -n 2 -o json shop
+	assert_output "[
+  $(compact shop 20260103T100000Z-cccccc success 1234567),
+  $(compact shop 20260102T100000Z-bbbbbb failure 7 "tap-shop exited with status 1")
+]"
+	run -0 jq -r '.[1].error' <<<"$output"
+	assert_output "tap-shop exited with status 1"
+	run -0 --separate-stderr pipe-state logs -n 2 --output text shop
+	assert_output "Run 20260103T100000Z-cccccc: success
+  started   2026-01-03T10:00:00Z
+  finished  2026-01-03T10:02:05Z
+  duration  2m05s
+  records   1,234,567
+    orders: 1,234,567
+    users: 0
+
+Run 20260102T100000Z-bbbbbb: failure
+  started   2026-01-02T10:00:00Z
+  finished  2026-01-02T10:02:05Z
+  duration  2m05s
+  records   7
+    orders: 7
+    users: 0
+  error     tap-shop exited with status 1"
+}
+
+@test "logs: none yet, a log that is not JSON, other files and a Python-style log" {
+	write_pipeline shop tap-shop
+	run -0 --separate-stderr pipe-state logs shop
+	assert_output ""
+	assert_equal "$stderr" ""
+	run -0 pipe-state logs -o json shop
+	assert_output "[]"
+	run -0 --separate-stderr pipe-state logs -o text shop
+	assert_output ""
+	assert_equal "$stderr" "pipeline 'shop' has no run logs in $(bucket_url)"
+	put_log shop 20260101T100000Z-aaaaaa success 5
+	echo '{"pipeline": "shop", "status": "succ' | bucket_put .dataspoc/logs/shop/20260102T100000Z-bbbbbb.json
+	echo '{}' | bucket_put .dataspoc/logs/shop/zz-notes.txt
+	echo '{}' | bucket_put .dataspoc/logs/shop/sub/20260109T100000Z-dddddd.json
+	echo '{}' | bucket_put .dataspoc/logs/shop-other/20260109T100000Z-dddddd.json
+	run -0 --separate-stderr pipe-state logs shop
+	assert_output "$(compact shop 20260101T100000Z-aaaaaa success 5)"
+	assert_equal "$stderr" "pipe-state: warning: skipping run log $(bucket_url)/.dataspoc/logs/shop/20260102T100000Z-bbbbbb.json: control character in string"
+	# the Python DataSpoc Pipe's logs: a timestamp name, no run_id, a float duration
+	write_pipeline legacy tap-shop
+	echo '{"pipeline":"legacy","started_at":"2026-02-01T00:00:00","finished_at":"2026-02-01T01:01:00","duration_seconds":3660.4,"status":"success","streams":{},"total_records":0,"error":null}' |
+		bucket_put .dataspoc/logs/legacy/2026-02-01T00-00-00.json
+	run -0 --separate-stderr pipe-state logs -o text legacy
+	assert_output "Run 2026-02-01T00:00:00: success
+  started   2026-02-01T00:00:00
+  finished  2026-02-01T01:01:00
+  duration  1h01m
+  records   0"
+}
+
+# --- status ---------------------------------------------------------------------
+
+@test "status: every pipeline of the home, a table and JSON" {
+	three_logs
+	write_pipeline fresh tap-shop
+	write_pipeline alpha tap-shop
+	put_log alpha 20260104T100000Z-eeeeee success 3
+	run -0 --separate-stderr pipe-state status
+	assert_equal "$stderr" ""
+	assert_output "PIPELINE  LAST RUN              STATUS   DURATION    RECORDS
+alpha     2026-01-04T10:00:00Z  success     2m05s          3
+fresh     never                 -               -          -
+shop      2026-01-03T10:00:00Z  success     2m05s  1,234,567"
+	run -0 --separate-stderr pipe-state status -o json
+	assert_output '[
+  {"name":"alpha","last_run":"2026-01-04T10:00:00Z","status":"success","duration":125,"records":3},
+  {"name":"fresh","last_run":null,"status":"never","duration":null,"records":null},
+  {"name":"shop","last_run":"2026-01-03T10:00:00Z","status":"success","duration":125,"records":1234567}
+]'
+	run -0 jq -e 'length == 3' <<<"$output"
+	run -0 pipe-state status -o json shop fresh
+	run -0 jq -c 'map(.name)' <<<"$output"
+	assert_output '["shop","fresh"]'
+}
+
+@test "status: unreadable pipelines are error rows and exit 1; odd file names are skipped" {
+	write_pipeline good tap-shop
+	echo 'source: [' >"$HOMEDIR/pipelines/broken.yaml"
+	echo 'x' >"$HOMEDIR/pipelines/.hidden.yaml"
+	echo 'x' >"$HOMEDIR/pipelines/notes.txt"
+	write_pipeline nobucket tap-shop
+	echo file >afile
+	sed -i "s|^  bucket: .*|  bucket: $BATS_TEST_TMPDIR/afile/x|" "$HOMEDIR/pipelines/nobucket.yaml"
+	run -1 --separate-stderr pipe-state status
+	assert_output "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS
+broken    -         error          -        -
+good      never     -              -        -
+nobucket  -         error          -        -"
+	assert_equal "$(err_line 0)" "pipe-state: warning: skipping '$HOMEDIR/pipelines/.hidden.yaml': not a valid pipeline name"
+	assert_regex "$(err_line 1)" "^pipe-state: $HOMEDIR/pipelines/broken.yaml:2:1: "
+	assert_regex "$(err_line 2)" "afile/x.*Not a directory\$"
+	run -1 --separate-stderr pipe-state status -o json broken
+	assert_output '[
+  {"name":"broken","last_run":null,"status":"error","duration":null,"records":null}
+]'
+	run -1 --separate-stderr pipe-state status ghost
+	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
+	rm -r "$HOMEDIR/pipelines"
+	run -0 pipe-state status -o json
+	assert_output "[]"
+}
+
+# --- manifest -------------------------------------------------------------------
+
+@test "manifest: as stored by NAME, -c FILE or -b BUCKET; -o table for people" {
+	write_pipeline shop tap-shop
+	put_manifest
+	bucket_cat .dataspoc/manifest.json >want.json
+	run -0 --separate-stderr pipe-state manifest shop
+	out_file got.json
+	diff -u want.json got.json
+	run -0 --separate-stderr pipe-state manifest -c "$HOMEDIR/pipelines/shop.yaml"
+	out_file got.json
+	diff -u want.json got.json
+	run -0 --separate-stderr pipe-state manifest -o json -b "$(bucket_url)"
+	out_file got.json
+	diff -u want.json got.json
+	run -0 --separate-stderr pipe-state manifest --output table -b "$(bucket_url)"
+	assert_equal "$stderr" ""
+	assert_output "TABLE             ROWS  EXTRACTIONS  LAST EXTRACTION       COLUMNS
+legacy/odd           -            -  -                           -
+shop/orders  1,235,767            3  2026-01-03T10:02:05Z        3
+shop/users          12            1  2026-01-01T10:02:05Z        1"
+}
+
+@test "manifest: none in the bucket, not JSON, not an object" {
+	write_pipeline shop tap-shop
+	run -1 --separate-stderr pipe-state manifest shop
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
+	echo '{"tables": {' | bucket_put .dataspoc/manifest.json
+	run -1 --separate-stderr pipe-state manifest -o table shop
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: $(bucket_url)/.dataspoc/manifest.json: byte 14: unexpected end of input"
+	echo '[1]' | bucket_put .dataspoc/manifest.json
+	run -1 --separate-stderr pipe-state manifest shop
+	assert_equal "$stderr" "pipe-state: $(bucket_url)/.dataspoc/manifest.json: not a JSON object"
+}
+
+# --- check ----------------------------------------------------------------------
+
+@test "check: a valid pipeline, and -p KEY prints one setting; the bucket is not touched" {
+	write_pipeline shop tap-shop true "compression: gzip"
+	printf 'schedule:\n  cron: "*/15 6-18 * jan-jun mon-fri"\n' >>"$HOMEDIR/pipelines/shop.yaml"
+	run -0 --separate-stderr pipe-state check shop
+	assert_output "pipeline 'shop': ok"
+	assert_equal "$stderr" ""
+	local k want
+	for k in cron bucket path compression incremental tap name file; do
+		case $k in
+		cron) want="*/15 6-18 * jan-jun mon-fri" ;;
+		bucket) want=$(bucket_url) ;;
+		path) want=raw ;;
+		compression) want=gzip ;;
+		incremental) want=true ;;
+		tap) want=tap-shop ;;
+		name) want=shop ;;
+		file) want=$HOMEDIR/pipelines/shop.yaml ;;
+		esac
+		run -0 --separate-stderr pipe-state check -p "$k" shop
+		assert_output "$want"
+		assert_equal "$stderr" ""
+	done
+	write_pipeline plain tap-shop false
+	run -0 --separate-stderr pipe-state check -p cron plain
+	assert_output ""
+	run -0 pipe-state check -p incremental -c "$HOMEDIR/pipelines/plain.yaml"
+	assert_output false
+	run -2 --separate-stderr pipe-state check -p secret shop
+	assert_equal "$stderr" "pipe-state: check -p: unknown key 'secret' (bucket, path, compression, incremental, cron, tap, name, file)"
+	bucket_untouched
+}
+
+@test "check: config errors exit 2 naming the file; invalid cron fields are named" {
+	write_pipeline shop tap-shop
+	printf 'schedule:\n  cron: "0 0 32 * *"\n' >>"$HOMEDIR/pipelines/shop.yaml"
+	run -2 --separate-stderr pipe-state check shop
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/shop.yaml:9:9: schedule.cron '0 0 32 * *': day of month 32 is out of range 1-31"
+	run -2 --separate-stderr pipe-state check -p cron shop
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/shop.yaml:9:9: schedule.cron '0 0 32 * *': day of month 32 is out of range 1-31"
+	write_pipeline shop tap-shop
+	printf 'schedule:\n  cron: "0 0 * * *; rm -rf /"\n' >>"$HOMEDIR/pipelines/shop.yaml"
+	run -2 --separate-stderr pipe-state check shop
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/shop.yaml:9:9: schedule.cron must be five crontab fields (as in \"0 */2 * * *\") or @hourly, @daily, ..., not '0 0 * * *; rm -rf /'"
+	run -2 --separate-stderr pipe-state check ghost
+	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
+	bucket_untouched
+}
+
+@test "check: the tap's config file must be a readable JSON object" {
+	write_pipeline shop tap-shop
+	sed -i '/^  tap: /a\  config: ../sources/shop.json' "$HOMEDIR/pipelines/shop.yaml"
+	run -2 --separate-stderr pipe-state check shop
+	assert_equal "$stderr" "pipe-state: cannot read the tap's config '$HOMEDIR/pipelines/../sources/shop.json': No such file or directory"
+	mkdir -p "$HOMEDIR/sources"
+	echo '{"host": ' >"$HOMEDIR/sources/shop.json"
+	run -2 --separate-stderr pipe-state check shop
+	assert_equal "$stderr" "pipe-state: the tap's config '$HOMEDIR/pipelines/../sources/shop.json' is not JSON: byte 11: unexpected end of input"
+	echo '["host"]' >"$HOMEDIR/sources/shop.json"
+	run -2 --separate-stderr pipe-state check shop
+	assert_equal "$stderr" "pipe-state: the tap's config '$HOMEDIR/pipelines/../sources/shop.json' is not a JSON object"
+	echo '{"host": "db"}' >"$HOMEDIR/sources/shop.json"
+	run -0 --separate-stderr pipe-state check shop
+	assert_output "pipeline 'shop': ok"
+	assert_equal "$stderr" ""
+}
+
+@test "check: warns when a file holding the tap's secrets is readable by others" {
+	mkdir -p "$HOMEDIR/sources"
+	local f=$HOMEDIR/sources/shop.json
+	printf '{"db": {"user": "u", "Password": "x"}, "api-key": "k", "accounts": [{"client_secret": "s"}], "keys": ["id"], "replication_key": "t", "token": ""}\n' >"$f"
+	chmod 604 "$f"
+	write_pipeline shop tap-shop
+	sed -i '/^  tap: /a\  config: ../sources/shop.json' "$HOMEDIR/pipelines/shop.yaml"
+	run -0 --separate-stderr pipe-state check shop
+	assert_output "pipeline 'shop': ok"
+	assert_equal "$stderr" "pipe-state: warning: '$(realpath "$f")' holds secrets (Password, api-key, client_secret) and is readable by other users (mode 0604): chmod 600 '$(realpath "$f")'"
+	chmod 600 "$f"
+	run -0 --separate-stderr pipe-state check shop
+	assert_equal "$stderr" ""
+	# an inline config: the pipeline file holds the secret
+	write_pipeline inline tap-shop
+	sed -i '/^  tap: /a\  config:\n    access_token: abc' "$HOMEDIR/pipelines/inline.yaml"
+	chmod 644 "$HOMEDIR/pipelines/inline.yaml"
+	run -0 --separate-stderr pipe-state check inline
+	assert_equal "$stderr" "pipe-state: warning: '$HOMEDIR/pipelines/inline.yaml' holds secrets (access_token) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inline.yaml'"
+	chmod 600 "$HOMEDIR/pipelines/inline.yaml"
+	run -0 --separate-stderr pipe-state check inline
+	assert_equal "$stderr" ""
+	# -p prints the setting alone
+	chmod 644 "$HOMEDIR/pipelines/inline.yaml"
+	run -0 --separate-stderr pipe-state check -p tap inline
+	assert_equal "$stderr" ""
+}
+
+# --- probe ----------------------------------------------------------------------
+
+@test "probe: write, read back, list, delete, conditional create; nothing left behind" {
+	write_pipeline shop tap-shop
+	echo keep | bucket_put .dataspoc/probe/keep
+	run -0 --separate-stderr pipe-state probe shop
+	assert_output "write, read back, list, delete: ok
+conditional create: honoured"
+	assert_equal "$stderr" ""
+	run -0 bucket_keys
+	assert_output ".dataspoc/probe/keep"
+	run -0 --separate-stderr pipe-state probe -b "$(bucket_url)"
+	assert_line --index 1 "conditional create: honoured"
+	run -0 bucket_keys
+	assert_output ".dataspoc/probe/keep"
+}
+
+@test "probe: a bucket that cannot be written fails with exit 1 (local)" {
+	echo file >afile
+	run -1 --separate-stderr pipe-state probe -b "$BATS_TEST_TMPDIR/afile/lake"
+	assert_output ""
+	assert_regex "$(err_line 0)" "^pipe-state: .*$BATS_TEST_TMPDIR/afile/lake.*: Not a directory\$"
+	mkdir lake
+	run -0 pipe-state probe -b "$BATS_TEST_TMPDIR/lake"
+	run -0 find lake -type f
+	assert_output ""
+}
+
+# --- list -b --------------------------------------------------------------------
+
+@test "list -b BUCKET: the pipelines with a saved state, without a pipeline file" {
+	echo '{}' | bucket_put .dataspoc/state/orders/state.json
+	echo '{}' | bucket_put .dataspoc/state/users/state.json
+	echo '{}' | bucket_put .dataspoc/state/users/lock
+	run -0 --separate-stderr pipe-state list -b "$(bucket_url)"
+	assert_output "orders
+users"
+	run -2 --separate-stderr pipe-state list -b "$(bucket_url)" -c x.yaml
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+}
