@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# Stream selection: source.streams, source.metadata, source.catalog,
+# source.catalog_flag, the cached catalog, and records of streams that were
+# not selected.
+
+load test_helper
+
+setup() {
+	pipe_setup
+}
+
+teardown() {
+	pipe_teardown
+}
+
+# pg_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]
+pg_pipeline() {
+	local name=$1 stream=$2 line
+	shift 2
+	{
+		printf 'source:\n  tap: seltap-pg\n  config: {host: localhost}\n'
+		printf '  streams: [%s]\n' "$stream"
+		for line; do
+			printf '  %s\n' "$line"
+		done
+		printf 'destination:\n'
+		bucket_yaml
+		printf 'incremental:\n  enabled: true\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
+}
+
+@test "tap-postgres gets --properties with the stream selected and the metadata applied" {
+	pg_pipeline pg appdb-public-customers \
+		'metadata:' '  "appdb-public-*": {replication-method: INCREMENTAL, replication-key: updated_at}'
+	run -0 --separate-stderr dataspoc-pipe run pg
+	assert_output "Running: pg
+Done! 20 records in 1 stream(s)
+  customers: 20"
+	# What the real tap was given in the recorded session, plus the legacy schema flag.
+	jq -S . "$PG_FIXTURES/properties.json" >want.json
+	jq -S '.streams[0].schema |= del(.selected)' "$FAKE_DIR/seltap-pg/properties.json" >got.json
+	diff -u want.json got.json
+	run -0 jq -c '.streams[0].schema.selected' "$FAKE_DIR/seltap-pg/properties.json"
+	assert_output true
+	grep -q -- '--properties' "$FAKE_DIR/seltap-pg/calls"
+	run -1 grep -q -- '--catalog' "$FAKE_DIR/seltap-pg/calls"
+}
+
+@test "without a replication method tap-postgres extracts nothing, as the real one does" {
+	pg_pipeline pg appdb-public-customers
+	run -0 --separate-stderr dataspoc-pipe run pg
+	assert_output "Running: pg
+Done! 0 records in 0 stream(s)"
+	[ -z "$(bucket_files)" ]
+}
+
+@test "the catalog is discovered once, cached beside the pipeline, refreshed on request" {
+	pg_pipeline pg customers \
+		'metadata:' '  appdb-public-customers: {replication-method: INCREMENTAL}'
+	run -0 --separate-stderr dataspoc-pipe run pg
+	[ -f "$DATASPOC_PIPE_HOME/pipelines/pg.catalog.json" ]
+	cmp "$PG_FIXTURES/discover-catalog.json" "$DATASPOC_PIPE_HOME/pipelines/pg.catalog.json"
+	run -0 --separate-stderr dataspoc-pipe run pg
+	assert_line --index 1 "  Incremental mode (using previous checkpoint)"
+	run -0 wc -l <"$FAKE_DIR/seltap-pg/discoveries"
+	assert_output 1
+	run -0 --separate-stderr dataspoc-pipe run --refresh-catalog pg
+	run -0 wc -l <"$FAKE_DIR/seltap-pg/discoveries"
+	assert_output 2
+}
+
+@test "a stream the tap does not offer stops the run before anything is written" {
+	pg_pipeline pg appdb-public-nope
+	run -2 --separate-stderr dataspoc-pipe run pg
+	assert_output ""
+	assert_equal "$stderr" "pipe-tap: stream 'appdb-public-nope' in source.streams is not offered by the tap (it offers: appdb-public-customers)"
+	bucket_untouched
+	run -1 grep -v -e '--discover' "$FAKE_DIR/seltap-pg/calls"
+}
+
+@test "a tap that ignores the catalog: records of other streams are dropped and counted" {
+	cat >"$DATASPOC_PIPE_HOME/pipelines/sdk.yaml" <<-YAML
+	source:
+	  tap: seltap-sdk
+	  streams: [a]
+	destination:
+	$(bucket_yaml)
+	  compression: none
+	YAML
+	# (bats 1.8 strips stderr's leading blanks: compare it as a file)
+	run -0 sh -c 'dataspoc-pipe run sdk 2>err'
+	assert_output "Running: sdk
+Done! 2 records in 1 stream(s)
+  a: 2"
+	printf '%s\n' "  a: 2 records..." \
+		"pipe-sink: warning: dropped 3 record(s) of stream 'b', which was not selected" >want.err
+	diff -u want.err err
+	# --about lists the catalog capability: --catalog it is.
+	run -0 cat "$FAKE_DIR/seltap-sdk/flag"
+	assert_output --catalog
+	run -0 jq -c '[.streams[] | [.tap_stream_id, .schema.selected, (.metadata[] | select(.breadcrumb == []) | .metadata.selected)]]' \
+		"$FAKE_DIR/seltap-sdk/catalog.json"
+	assert_output '[["a",true,true],["b",false,false]]'
+	# The schema's numbers reach the tap byte for byte.
+	grep -q '"maximum":9223372036854775807' "$FAKE_DIR/seltap-sdk/catalog.json"
+	run -0 bucket_files
+	assert_output --regexp '^raw/seltap-sdk/a/dt=[0-9-]+/a_[0-9TZ]+-[0-9a-f]+_0000\.jsonl$'
+	run -0 table_data raw/seltap-sdk/a
+	assert_output '{"id":1}
+{"id":2}'
+}
+
+@test "source.catalog_flag overrides what --about says" {
+	cat >"$DATASPOC_PIPE_HOME/pipelines/sdk.yaml" <<-YAML
+	source:
+	  tap: seltap-sdk
+	  streams: [b]
+	  catalog_flag: properties
+	destination:
+	$(bucket_yaml)
+	YAML
+	run -0 --separate-stderr dataspoc-pipe run sdk
+	run -0 cat "$FAKE_DIR/seltap-sdk/flag"
+	assert_output --properties
+	run -1 grep -q -- '--about' "$FAKE_DIR/seltap-sdk/calls"
+}
+
+@test "source.catalog is passed as given" {
+	printf '{"streams": [{"tap_stream_id": "a", "x": 12345678901234567891}]}\n' >mine.json
+	cat >"$DATASPOC_PIPE_HOME/pipelines/sdk.yaml" <<-YAML
+	source:
+	  tap: seltap-sdk
+	  catalog: $BATS_TEST_TMPDIR/mine.json
+	destination:
+	$(bucket_yaml)
+	YAML
+	run -0 --separate-stderr dataspoc-pipe run sdk
+	cmp mine.json "$FAKE_DIR/seltap-sdk/catalog.json"
+	run -1 grep -q -- '--discover' "$FAKE_DIR/seltap-sdk/calls"
+}
