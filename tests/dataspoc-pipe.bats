@@ -1,0 +1,259 @@
+#!/usr/bin/env bats
+# dataspoc-pipe: the driver, and whole runs on a local bucket.
+
+load test_helper
+load pipeline_scenarios
+
+setup() {
+	pipe_setup
+}
+
+teardown() {
+	pipe_teardown
+}
+
+# --- the driver itself ------------------------------------------------------------
+
+@test "-h, --help and help print the help on stdout" {
+	run -0 --separate-stderr dataspoc-pipe -h
+	assert_line --index 0 "usage: dataspoc-pipe COMMAND [options]"
+	assert_line "  run NAME          run pipelines/NAME.yaml (or -c FILE.yaml)"
+	assert_stderr ""
+	local help=$output
+	run -0 dataspoc-pipe --help
+	assert_equal "$output" "$help"
+	run -0 dataspoc-pipe help
+	assert_equal "$output" "$help"
+	run -0 --separate-stderr dataspoc-pipe help run
+	assert_line --index 0 "usage: dataspoc-pipe run [--full] [-v] NAME"
+	run -0 --separate-stderr dataspoc-pipe run -h
+	assert_line --index 0 "usage: dataspoc-pipe run [--full] [-v] NAME"
+	run -0 --separate-stderr dataspoc-pipe help init
+	assert_line --index 0 "usage: dataspoc-pipe init"
+}
+
+@test "bad usage prints the usage on stderr and exits 2" {
+	run -2 --separate-stderr dataspoc-pipe
+	assert_equal "$output" ""
+	assert_equal "${stderr_lines[0]}" "usage: dataspoc-pipe init"
+	[[ $stderr == *"dataspoc-pipe run [--full] [-v] NAME | -c FILE.yaml"* ]]
+	local usage=$stderr
+	assert_equal "${stderr_lines[-1]}" "       dataspoc-pipe help [COMMAND] | --version"
+	run -2 --separate-stderr dataspoc-pipe frobnicate
+	assert_equal "$output" ""
+	assert_stderr "dataspoc-pipe: unknown command 'frobnicate'
+$usage"
+	run -2 --separate-stderr dataspoc-pipe run --bogus shop
+	assert_stderr "dataspoc-pipe: run: unknown option '--bogus'
+$usage"
+	run -2 --separate-stderr dataspoc-pipe run
+	assert_stderr "$usage"
+	run -2 --separate-stderr dataspoc-pipe run one two
+	assert_stderr "$usage"
+	run -2 --separate-stderr dataspoc-pipe help nothing
+	assert_stderr "dataspoc-pipe: help: no command 'nothing'"
+	run -2 --separate-stderr dataspoc-pipe init extra
+	assert_stderr "$usage"
+	run -0 ls -A "$DATASPOC_PIPE_HOME"
+	assert_output "pipelines"
+}
+
+@test "--version prints the version" {
+	run -0 --separate-stderr dataspoc-pipe --version
+	assert_output --regexp '^dataspoc-pipe [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "init creates the home's layout; twice is harmless" {
+	export DATASPOC_PIPE_HOME=$BATS_TEST_TMPDIR/newhome
+	run -0 --separate-stderr dataspoc-pipe init
+	assert_equal "$output" "Created $DATASPOC_PIPE_HOME
+  pipelines/   one NAME.yaml per pipeline
+  sources/     tap configs (JSON)
+  transforms/  jq programs"
+	run -0 find "$DATASPOC_PIPE_HOME" -printf '%P %y\n'
+	run -0 sort <<<"$output"
+	assert_output " d
+config.yaml f
+pipelines d
+sources d
+transforms d"
+	# config.yaml is all comments: a pipeline loads with it
+	run -1 grep -v '^#' "$DATASPOC_PIPE_HOME/config.yaml"
+	assert_output ""
+
+	echo "# mine" >>"$DATASPOC_PIPE_HOME/config.yaml"
+	cp "$DATASPOC_PIPE_HOME/config.yaml" config.before
+	touch "$DATASPOC_PIPE_HOME/pipelines/keep.yaml"
+	run -0 --separate-stderr dataspoc-pipe init
+	assert_line --index 0 "$DATASPOC_PIPE_HOME is ready (already initialised)"
+	diff -u config.before "$DATASPOC_PIPE_HOME/config.yaml"
+	[ -e "$DATASPOC_PIPE_HOME/pipelines/keep.yaml" ]
+}
+
+@test "init without DATASPOC_PIPE_HOME uses ~/.dataspoc-pipe" {
+	unset DATASPOC_PIPE_HOME
+	rm -rf "$HOME/.dataspoc-pipe"
+	run -0 dataspoc-pipe init
+	assert_line --index 0 "Created $HOME/.dataspoc-pipe"
+	[ -d "$HOME/.dataspoc-pipe/transforms" ]
+}
+
+@test "a pipeline runs from -c FILE.yaml, into a plain-path bucket" {
+	use_tap tap-shop
+	shop_records
+	shop_stream "$FAKE_DIR/tap-shop/out"
+	mkdir conf
+	printf 'source:\n  tap: tap-shop\ndestination:\n  bucket: %s\n' "$BATS_TEST_TMPDIR/plain" >conf/mine.yaml
+	run -0 --separate-stderr dataspoc-pipe run -c conf/mine.yaml
+	assert_equal "$output" "Running: mine
+Done! 5 records in 2 stream(s)
+  orders: 3
+  users: 2"
+	run -0 find plain -name '*.zst' -path 'plain/raw/shop/orders/dt=*'
+	assert_output --regexp '^plain/raw/shop/orders/dt=[0-9-]{10}/orders_[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}_0000\.jsonl\.zst$'
+	zstd -qdc "$output" >got
+	diff -u orders.jsonl got
+	[ -e plain/.dataspoc/state/mine/state.json ]
+}
+
+@test "-v shows the tap's stderr as it runs" {
+	shop_pipeline
+	echo 'tap-shop: hello' >"$FAKE_DIR/tap-shop/stderr"
+	run -0 --separate-stderr dataspoc-pipe run -v shop
+	assert_stderr "tap-shop: hello
+  orders: 3 records...
+  users: 2 records..."
+	run -0 --separate-stderr dataspoc-pipe run shop
+	assert_stderr "  orders: 3 records...
+  users: 2 records..."
+}
+
+# --- whole runs (pipeline_scenarios.bash) -----------------------------------------------
+
+@test "full run: the summary, the layout, every record byte for byte" {
+	scenario_full_run
+}
+
+@test "gzip compression" {
+	scenario_compression gzip
+}
+
+@test "no compression" {
+	scenario_compression none
+}
+
+@test "files roll over at max_file_size: every record once, in order" {
+	scenario_rollover
+}
+
+@test "zstd files roll over too, each a whole frame" {
+	scenario_rollover_zstd
+}
+
+@test "state.json is the last STATE value, pretty-printed as jq does" {
+	scenario_state_pretty
+}
+
+@test "incremental: the next run gets --state and lands beside the first" {
+	scenario_incremental
+}
+
+@test "--full: no --state; the state is kept when it fails, replaced when it succeeds" {
+	scenario_full_flag
+}
+
+@test "incremental disabled: no --state; a run replaces the stream's snapshot" {
+	scenario_snapshot_pipeline
+}
+
+@test "the recorded tap-postgres output, run 1 then run 2 with its state" {
+	scenario_tap_postgres
+}
+
+@test "the manifest: tables, columns, key properties and stats" {
+	scenario_manifest
+}
+
+@test "a tap that exits 1 halfway changes nothing but the run log" {
+	scenario_tap_fails
+}
+
+@test "malformed line: bad JSON" {
+	scenario_malformed '{"type":"RECORD","stream":"orders","record":{"id":9}' \
+		'<stdin>:3:53: invalid JSON: unexpected end of input'
+}
+
+@test "malformed line: no type" {
+	scenario_malformed '{"stream":"orders","record":{"id":9}}' \
+		'<stdin>:3:1: message without "type"'
+}
+
+@test "malformed line: RECORD without stream" {
+	scenario_malformed '{"type":"RECORD","record":{"id":9}}' \
+		'<stdin>:3:1: RECORD without "stream"'
+}
+
+@test "malformed line: a truncated last line" {
+	scenario_malformed '{"type":"RECORD","stream":"orders","rec' \
+		'<stdin>:3:40: invalid JSON: unterminated string'
+}
+
+@test "stream names cannot leave their table folder" {
+	scenario_stream_names
+}
+
+@test "kill -9 pipe-tap: the next run finds the bucket as before" {
+	scenario_kill_pipe_tap
+}
+
+@test "kill -9 the tap: the next run finds the bucket as before" {
+	scenario_kill_tap
+}
+
+@test "kill -9 pipe-sink: the next run finds the bucket as before" {
+	scenario_kill_pipe_sink
+}
+
+@test "kill -9 the driver: the next run takes its lock over and cleans up" {
+	scenario_kill_driver
+}
+
+@test "kill -9 pipe-commit mid-commit: the next run finishes the commit" {
+	scenario_kill_pipe_commit
+}
+
+@test "a commit cut short by hand: the next run finishes it" {
+	scenario_partial_commit
+}
+
+@test "a lock left by a dead process on this host is taken over at once" {
+	scenario_lock_dead_holder
+}
+
+@test "a lock held by a live process refuses the run and changes nothing" {
+	scenario_lock_live_holder
+}
+
+@test "a lock from another host is taken over only once expired" {
+	scenario_lock_other_host
+}
+
+@test "two pipelines into one bucket at once: own states, one manifest" {
+	scenario_two_pipelines
+}
+
+@test "config error: missing tap" {
+	scenario_missing_tap
+}
+
+@test "config error: unknown key" {
+	scenario_unknown_key
+}
+
+@test "config error: wrong type" {
+	scenario_wrong_type
+}
+
+@test "config error: invalid pipeline name" {
+	scenario_invalid_name
+}

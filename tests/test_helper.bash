@@ -1,0 +1,269 @@
+# test_helper.bash: what the bats files of dataspoc-pipe share.
+#
+# Each test gets a sandbox: HOME, DATASPOC_PIPE_HOME and TMPDIR under
+# $BATS_TEST_TMPDIR, which is also the working directory; fake taps first on
+# PATH, then the programs under test ($PIPE_BIN, set by `make test`).
+#
+# The bucket is reached only through the bucket_* functions below, so that a
+# suite for another store (tests/s3*.bats) can load this file, override
+# them, and run the same scenarios (tests/pipeline_scenarios.bash):
+#
+#   bucket_setup          make this test's empty bucket, set BUCKET_URL
+#   bucket_url            the URL pipelines write to
+#   bucket_yaml           the destination lines naming it in a pipeline file
+#   bucket_keys [PREFIX]  every key (under PREFIX), sorted bytewise
+#   bucket_files          the visible data keys: every key outside .dataspoc/
+#   bucket_cat KEY        an object's bytes on stdout
+#   bucket_exists KEY     status 0 when the object exists
+#   bucket_put KEY        store stdin as an object
+#   bucket_rm KEY         delete an object
+#   bucket_snapshot       "sha256 key" for every key: diff two of them
+#   bucket_untouched      status 0 when nothing at all was written
+
+bats_require_minimum_version 1.5.0
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+PIPE_BIN=${PIPE_BIN:-$BATS_TEST_DIRNAME/../bin}
+TAPS=$BATS_TEST_DIRNAME/taps
+# The recorded output of the real tap-postgres.
+PG_FIXTURES=${PG_FIXTURES:-$BATS_TEST_DIRNAME/fixtures/tap-postgres}
+# A bound on every wait for a background process, so a bug hangs no one.
+WAIT_LIMIT=${WAIT_LIMIT:-120}
+
+pipe_setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	export HOME=$BATS_TEST_TMPDIR/home
+	export DATASPOC_PIPE_HOME=$HOME/.dataspoc-pipe
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	export FAKE_DIR=$BATS_TEST_TMPDIR/fake
+	export PG_FIXTURES
+	mkdir -p "$DATASPOC_PIPE_HOME/pipelines" "$TMPDIR" "$FAKE_DIR" "$BATS_TEST_TMPDIR/bin"
+	export PATH=$BATS_TEST_TMPDIR/bin:$TAPS:$PIPE_BIN:$PATH
+	unset DATASPOC_RUN_ID DATASPOC_PIPE_PID DATASPOC_PIPE_LOCK_TTL
+	BG_PIDS=
+	bucket_setup
+}
+
+# Release blocked taps and end what the test left running (only processes
+# this test started: they carry its FAKE_DIR in their environment).
+pipe_teardown() {
+	local d pid
+	for d in "$FAKE_DIR"/*/; do
+		[ -d "$d" ] && : >"$d/release"
+	done
+	for pid in $BG_PIDS $(pids_of_test); do
+		kill -9 "$pid" 2>/dev/null || true
+	done
+	for pid in $BG_PIDS; do
+		wait "$pid" 2>/dev/null || true
+	done
+}
+
+# --- the bucket: a local directory ------------------------------------------
+
+bucket_setup() {
+	BUCKET_DIR=$BATS_TEST_TMPDIR/bucket
+	BUCKET_URL=file://$BUCKET_DIR
+}
+
+bucket_url() {
+	printf '%s\n' "$BUCKET_URL"
+}
+
+bucket_yaml() {
+	printf '  bucket: %s\n' "$(bucket_url)"
+}
+
+bucket_keys() {
+	[ -d "$BUCKET_DIR" ] || return 0
+	(cd "$BUCKET_DIR" && find . -type f -printf '%P\n') | LC_ALL=C sort |
+		while IFS= read -r k; do
+			case $k in "${1:-}"*) printf '%s\n' "$k" ;; esac
+		done
+}
+
+bucket_files() {
+	bucket_keys | grep -v '^\.dataspoc/' || true
+}
+
+bucket_cat() {
+	cat -- "$BUCKET_DIR/$1"
+}
+
+bucket_exists() {
+	[ -f "$BUCKET_DIR/$1" ]
+}
+
+bucket_put() {
+	mkdir -p "$(dirname -- "$BUCKET_DIR/$1")" && cat >"$BUCKET_DIR/$1"
+}
+
+bucket_rm() {
+	rm -f -- "$BUCKET_DIR/$1"
+}
+
+bucket_snapshot() {
+	local k
+	bucket_keys | while IFS= read -r k; do
+		printf '%s %s\n' "$(sha256sum <"$BUCKET_DIR/$k" | cut -c1-64)" "$k"
+	done
+}
+
+bucket_untouched() {
+	[ ! -e "$BUCKET_DIR" ]
+}
+
+# assert_stderr EXPECTED: $stderr of `run --separate-stderr` is EXPECTED.
+# (bats 1.8 reads that file with `read`, which drops the leading blanks of
+# its first line: EXPECTED goes through the same read.  Where those blanks
+# matter, send stderr to a file and diff it.)
+assert_stderr() {
+	local want
+	IFS=$' \t\n' read -d '' -r want <<<"$1" || true
+	assert_equal "$stderr" "$want"
+}
+
+# expect_file FILE: FILE holds exactly what stdin holds.
+expect_file() {
+	cat >"$BATS_TEST_TMPDIR/.expected"
+	diff -u "$BATS_TEST_TMPDIR/.expected" "$1"
+}
+
+# expect_file_empty FILE: FILE exists and is empty.
+expect_file_empty() {
+	expect_file "$1" </dev/null
+}
+
+# --- reading what landed -----------------------------------------------------
+
+# The decompressed content of data object KEY, by its extension.
+bucket_data() {
+	local f=$BATS_TEST_TMPDIR/.object
+	bucket_cat "$1" >"$f" || return 1
+	case $1 in
+	*.zst) zstd -qdc -- "$f" ;;
+	*.gz) gzip -dc -- "$f" ;;
+	*) cat -- "$f" ;;
+	esac
+}
+
+# Every record landed for a table folder (PREFIX/, e.g. raw/shop/orders),
+# file after file in key order.
+table_data() {
+	local k
+	for k in $(bucket_files | grep -F "$1/"); do
+		bucket_data "$k" || return 1
+	done
+}
+
+# The run ids of a pipeline's runs, oldest first (from its run logs).
+run_ids() {
+	bucket_keys ".dataspoc/logs/$1/" | sed 's|.*/||; s|\.json$||'
+}
+
+# dt=YYYY-MM-DD of a run id.
+run_day() {
+	printf '%s-%s-%s\n' "$(echo "$1" | cut -c1-4)" "$(echo "$1" | cut -c5-6)" "$(echo "$1" | cut -c7-8)"
+}
+
+new_run_id() {
+	printf '%s-%s\n' "$(date -u +%Y%m%dT%H%M%SZ)" "$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+}
+
+# --- pipelines and fake taps -------------------------------------------------
+
+# use_tap NAME: the fake tap (tests/taps/tap-fake) runs as NAME; its folder
+# is $FAKE_DIR/NAME (see tap-fake for what goes there).
+use_tap() {
+	ln -sf "$TAPS/tap-fake" "$BATS_TEST_TMPDIR/bin/$1"
+	mkdir -p "$FAKE_DIR/$1"
+}
+
+# write_pipeline NAME TAP [INCREMENTAL [DESTINATION-LINE...]]
+write_pipeline() {
+	local name=$1 tap=$2 incremental=${3:-true} line
+	shift 2
+	[ $# -gt 0 ] && shift
+	{
+		printf 'source:\n  tap: %s\n' "$tap"
+		printf 'destination:\n'
+		bucket_yaml
+		printf '  path: raw\n'
+		for line; do
+			printf '  %s\n' "$line"
+		done
+		printf 'incremental:\n  enabled: %s\n' "$incremental"
+	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
+}
+
+# singer_records STREAM < RECORDS: one Singer RECORD line for each line of
+# RECORDS, its bytes untouched, so RECORDS is also what must land.
+singer_records() {
+	local line
+	while IFS= read -r line; do
+		printf '{"type":"RECORD","stream":"%s","record":%s}\n' "$1" "$line"
+	done
+}
+
+# --- background processes ------------------------------------------------------
+
+# wait_for FILE: until it exists (bounded, so a bug fails instead of hanging).
+wait_for() {
+	local i=0
+	while [ ! -e "$1" ]; do
+		i=$((i + 1))
+		if [ $i -gt $((WAIT_LIMIT * 20)) ]; then
+			echo "gave up waiting for $1" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# wait_until CMD...: until CMD succeeds (bounded).
+wait_until() {
+	local i=0
+	until "$@"; do
+		i=$((i + 1))
+		if [ $i -gt $((WAIT_LIMIT * 20)) ]; then
+			echo "gave up waiting for: $*" >&2
+			return 1
+		fi
+		sleep 0.05
+	done
+}
+
+# The processes of this test still running: they carry its FAKE_DIR.
+pids_of_test() {
+	local p
+	for p in /proc/[0-9]*; do
+		grep -qzx "FAKE_DIR=$FAKE_DIR" "$p/environ" 2>/dev/null && echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# pid_of COMM: the pid of this test's process named COMM.
+pid_of() {
+	local p
+	for p in $(pids_of_test); do
+		if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# no_process COMM: status 0 when none of this test's processes is COMM.
+no_process() {
+	! pid_of "$1" >/dev/null
+}
+
+alive() {
+	kill -0 "$1" 2>/dev/null
+}
+
+dead() {
+	! kill -0 "$1" 2>/dev/null
+}
