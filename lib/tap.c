@@ -398,10 +398,11 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		if (r == 0)
 			break;
 		if (write_all(out_fd, buf, (size_t)r) != 0) {
-			if (errno != EPIPE)
-				err_msg("cannot write the tap's output:");
+			if (errno == EPIPE)
+				got_signal = SIGPIPE;
+			else
+				error = xasprintf("cannot write the tap's output: %s", strerror(errno));
 			kill(pid, SIGTERM);
-			got_signal = errno == EPIPE ? SIGPIPE : got_signal;
 			break;
 		}
 		wrote = 1;
@@ -411,7 +412,9 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	pid = -1;
 	child_pid = 0;
 	status = wstatus;
-	if (status > 128)
+	if (error)
+		status = 1;	/* we stopped the tap: its status says nothing */
+	else if (status > 128)
 		error = xasprintf("%s was killed by signal %d (%s)", tap, status - 128, strsignal(status - 128));
 	else if (status != 0)
 		error = xasprintf("%s exited with status %d", tap, status);
