@@ -5,6 +5,7 @@
  * commands are for people and for the dataspoc-pipe driver: show, set,
  * clear, list, unlock; logs, status, manifest; check and probe (validate).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,7 @@ static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *
 	struct sb out = SB_INIT;
 	char *lock = util_lock_key(cfg->name);
 	char *what = xasprintf("pipeline '%s'", cfg->name);
-	int ret = CLI_FAILED, r = 1, locked = 0;
+	int ret = CLI_FAILED, r = 1, locked = 0, write_errno = 0;
 
 	if (run_id) {
 		r = lock_take(b, lock, what, run_id, cli_lock_pid(), lock_default_ttl(), 0);
@@ -104,6 +105,12 @@ static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *
 	}
 	sb_addc(&out, '\n');
 	fwrite(out.buf, 1, out.len, stdout);
+	/* Nobody got the state, so the run will not go on: keep no lock for
+	 * it.  main reports the write error, with its errno. */
+	if (fflush(stdout) != 0) {
+		write_errno = errno;
+		goto out;
+	}
 	ret = CLI_OK;
 	locked = 0;
 out:
@@ -112,6 +119,8 @@ out:
 	sb_free(&out);
 	free(lock);
 	free(what);
+	if (write_errno)
+		errno = write_errno;
 	return ret;
 }
 
