@@ -20,6 +20,7 @@ void err_init(const char *argv0)
 	err_prog = slash ? slash + 1 : argv0;
 }
 
+static void vmsg(const char *prefix, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	char buf[4096];
