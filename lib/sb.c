@@ -19,6 +19,8 @@ void sb_grow(struct sb *sb, size_t n)
 	while (sb->cap < want)
 		sb->cap *= 2;
 	sb->buf = xrealloc(sb->buf, sb->cap);
+	/* a string that only grew is still a string ("" after the first grow) */
+	sb->buf[sb->len] = '\0';
 }
 
 void sb_add(struct sb *sb, const void *data, size_t len)

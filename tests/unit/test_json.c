@@ -377,6 +377,10 @@ static void test_decode(void)
 	json_string_decode(&s, &out);
 	is_int(out.len, 0, "decode: empty string");
 	sb_free(&out);
+	/* into a new sb: still a C string (state_check compared it with strcmp) */
+	json_string_decode(&s, &out);
+	is_str(out.buf, "", "decode: empty string into a new sb is \"\"");
+	sb_free(&out);
 }
 
 static void test_equal(void)
