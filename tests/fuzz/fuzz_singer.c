@@ -1,0 +1,112 @@
+/*
+ * fuzz_singer: libFuzzer target for the Singer hot path.  The input is a
+ * Singer stream: it is read back through singer_reader (from a memfd, so the
+ * reader's buffering runs as it does on a pipe) and every line goes through
+ * singer_parse(); the spans it returns are then used as pipe-sink uses them
+ * (stream names decoded and made safe, schemas compacted, states
+ * pretty-printed), and what those produce must be valid JSON again.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "sb.h"
+#include "singer.h"
+#include "sink.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void must(int ok)
+{
+	if (!ok)
+		abort();
+}
+
+/* out must hold exactly one valid JSON value. */
+static void valid(const struct sb *out)
+{
+	struct json_span v;
+	size_t errpos;
+	const char *errmsg;
+
+	must(json_validate(out->buf ? out->buf : "", out->len, &v, &errpos, &errmsg) == 0);
+}
+
+static void use(const struct singer_msg *m)
+{
+	struct sb name = SB_INIT, out = SB_INIT, q = SB_INIT;
+	const char *why = NULL;
+	char *safe;
+
+	must(m->type_value.type == JSON_STRING);
+	if (m->stream.type == JSON_STRING) {
+		json_string_decode(&m->stream, &name);
+		safe = sink_safe_name(name.buf ? name.buf : "", name.len, &why);
+		if (safe) {
+			/* a safe name never leaves its folder */
+			must(strchr(safe, '/') == NULL && safe[0] != '.');
+			must(strlen(safe) == name.len);
+			free(safe);
+		} else {
+			must(why != NULL);
+		}
+		json_quote(&q, name.buf ? name.buf : "", name.len);
+		valid(&q);
+	}
+	if (m->type == SINGER_RECORD)
+		must(m->record.type == JSON_OBJECT);
+	if (m->type == SINGER_SCHEMA) {
+		must(m->schema.type == JSON_OBJECT);
+		json_compact(&m->schema, &out);
+		valid(&out);
+	}
+	if (m->type == SINGER_STATE && m->value.type != JSON_NONE) {
+		sb_reset(&out);
+		json_pretty(&m->value, &out);
+		valid(&out);
+	}
+	sb_free(&name);
+	sb_free(&out);
+	sb_free(&q);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct singer_reader *r;
+	const char *line;
+	size_t len, errcol, seen = 0;
+	const char *errmsg;
+	int fd, got;
+
+	fd = memfd_create("fuzz_singer", MFD_CLOEXEC);
+	if (fd < 0)
+		abort();
+	if (size && write(fd, data, size) != (ssize_t)size)
+		abort();
+	lseek(fd, 0, SEEK_SET);
+	r = singer_reader_new(fd);
+	while ((got = singer_reader_next(r, &line, &len)) == 1) {
+		struct singer_msg m;
+
+		/* the lines put together are the input, newlines aside */
+		must(seen + len <= size && memcmp(line, data + seen, len) == 0);
+		seen += len + 1;
+		memset(&m, 0, sizeof(m));
+		errmsg = NULL;
+		if (singer_parse(line, len, &m, &errcol, &errmsg) == 0) {
+			use(&m);
+		} else {
+			must(errmsg != NULL && *errmsg != '\0');
+			must(errcol >= 1 && errcol <= len + 1);
+		}
+	}
+	must(got == 0);
+	must(seen == size || seen == size + 1);
+	must((seen == size + 1) == (size > 0 && data[size - 1] != '\n'));
+	singer_reader_free(r);
+	close(fd);
+	return 0;
+}
