@@ -1,5 +1,5 @@
 # dataspoc-pipe — see README.md.  Targets: all test check install uninstall
-# clean bench demo.
+# clean bench demo fuzz fuzz-smoke fuzz-merge.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -16,8 +16,14 @@ DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
 	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) -lm -lpthread
 ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(EXTRA_CFLAGS)
 
-# Sanitizer build for `make check`, in its own tree.
-ifdef SAN
+# Sanitizer build for `make check`, in its own tree; FUZZ: the same with
+# libFuzzer's coverage, for the fuzz targets (clang only).
+ifdef FUZZ
+O ?= build/fuzz
+CC = $(FUZZ_CC)
+SAN_FLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_LDFLAGS = -fsanitize=fuzzer,address,undefined
+else ifdef SAN
 O ?= build/san
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SAN_LDFLAGS = -fsanitize=address,undefined
@@ -91,5 +97,40 @@ uninstall:
 clean:
 	rm -rf build bin
 
-.PHONY: all unit test check bench demo install uninstall clean
+# libFuzzer targets (tests/fuzz/fuzz_*.c), each run FUZZ_SECONDS on its
+# kept corpus tests/fuzz/corpus/NAME/; what they find that is new goes to
+# tests/fuzz/out/NAME/ (fuzz-merge minimises it into the corpus), a crash
+# to tests/fuzz/out/crash-NAME-*.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_FLAGS ?=
+FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_RUN = $(MAKE) FUZZ=1 fuzz-bins && for t in $(FUZZ_TARGETS); do \
+	mkdir -p tests/fuzz/out/$$t tests/fuzz/corpus/$$t && \
+	echo "# $$t: $(1) s" && \
+	build/fuzz/fuzz/$$t -max_total_time=$(1) -close_fd_mask=3 -timeout=20 -rss_limit_mb=2048 \
+		-artifact_prefix=tests/fuzz/out/crash-$$t- \
+		$$(test -f tests/fuzz/$$t.dict && echo -dict=tests/fuzz/$$t.dict) $(FUZZ_FLAGS) \
+		tests/fuzz/out/$$t tests/fuzz/corpus/$$t || exit 1; done
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(O)/fuzz/%)
+
+$(O)/fuzz/%: tests/fuzz/%.c $(O)/libpipe.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
+
+fuzz:
+	$(call FUZZ_RUN,$(FUZZ_SECONDS))
+
+fuzz-smoke:
+	$(call FUZZ_RUN,30)
+
+# Fold what fuzzing found into the kept corpus, minimised.
+fuzz-merge:
+	$(MAKE) FUZZ=1 fuzz-bins
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p tests/fuzz/out/$$t tests/fuzz/corpus/$$t && \
+		build/fuzz/fuzz/$$t -merge=1 -close_fd_mask=3 tests/fuzz/corpus/$$t tests/fuzz/out/$$t || exit 1; done
+
+.PHONY: all unit test check bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke fuzz-merge
 .SECONDARY:
