@@ -235,8 +235,7 @@ static int close_file(struct sink *s, struct stream *st)
 
 	if (st->zw == NULL)
 		return 0;
-	bytes = zwriter_out_bytes(st->zw);
-	if (zwriter_close(st->zw) != 0) {
+	if (zwriter_close_size(st->zw, &bytes) != 0) {
 		st->zw = NULL;
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;

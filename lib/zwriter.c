@@ -280,6 +280,11 @@ uint64_t zwriter_out_bytes(const struct zwriter *z)
 
 int zwriter_close(struct zwriter *z)
 {
+	return zwriter_close_size(z, NULL);
+}
+
+int zwriter_close_size(struct zwriter *z, uint64_t *bytes)
+{
 	int r;
 
 	if (z == NULL)
@@ -288,6 +293,8 @@ int zwriter_close(struct zwriter *z)
 		zwriter_abort(z);
 		return -1;
 	}
+	if (bytes)
+		*bytes = z->out_bytes;
 	r = bucket_writer_close(z->w);
 	zfree(z);
 	return r;

@@ -31,6 +31,9 @@ uint64_t zwriter_out_bytes(const struct zwriter *z);
 /* Finish the frame and close the underlying writer; frees z.  0 or -1. */
 int zwriter_close(struct zwriter *z);
 
+/* The same, and *bytes (when not NULL) gets the whole object's size. */
+int zwriter_close_size(struct zwriter *z, uint64_t *bytes);
+
 /* Drop everything (the partial object is removed); frees z. */
 void zwriter_abort(struct zwriter *z);
 
