@@ -1,0 +1,1293 @@
+/*
+ * parquet: columns from a JSON Schema, values from a record's raw bytes,
+ * pages, row groups and the footer (parquet-format's parquet.thrift).
+ */
+#include "parquet.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include "err.h"
+
+#ifndef PIPE_VERSION
+#define PIPE_VERSION "0.1.0"
+#endif
+#define PQ_CREATED_BY "dataspoc-pipe version " PIPE_VERSION
+
+/* parquet.thrift's enums. */
+enum { TY_BOOLEAN = 0, TY_INT32 = 1, TY_INT64 = 2, TY_DOUBLE = 5, TY_BYTE_ARRAY = 6, TY_FLBA = 7 };
+enum { CV_UTF8 = 0, CV_DECIMAL = 5, CV_DATE = 6, CV_TIMESTAMP_MICROS = 10, CV_JSON = 19 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3 };
+enum { CODEC_UNCOMPRESSED = 0, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
+enum { REP_OPTIONAL = 1 };
+enum { PAGE_DATA = 0 };
+
+#define DEFAULT_PAGE_SIZE (1024 * 1024)
+#define PAGE_ROWS_MAX (1u << 20)
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
+	return h;
+}
+
+/* ---- schema ---- */
+
+const char *pq_kind_name(enum pq_kind k)
+{
+	switch (k) {
+	case PQ_INT64: return "INT64";
+	case PQ_DECIMAL: return "DECIMAL(38,0)";
+	case PQ_DIGITS: return "STRING";
+	case PQ_DOUBLE: return "DOUBLE";
+	case PQ_BOOL: return "BOOLEAN";
+	case PQ_STRING: return "STRING";
+	case PQ_TIMESTAMP: return "TIMESTAMP(MICROS,UTC)";
+	case PQ_DATE: return "DATE";
+	case PQ_JSON: return "JSON";
+	}
+	return "?";
+}
+
+enum {
+	TB_NULL = 1, TB_INT = 2, TB_NUM = 4, TB_BOOL = 8, TB_STR = 16, TB_OBJ = 32,
+	TB_ARR = 64, TB_OTHER = 128
+};
+
+static unsigned type_bit(const struct json_span *t)
+{
+	static const struct { const char *name; unsigned bit; } names[] = {
+		{ "null", TB_NULL }, { "integer", TB_INT }, { "number", TB_NUM },
+		{ "boolean", TB_BOOL }, { "string", TB_STR }, { "object", TB_OBJ },
+		{ "array", TB_ARR }
+	};
+	size_t i;
+
+	if (t->type != JSON_STRING)
+		return TB_OTHER;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (json_string_equal(t, names[i].name, 0))
+			return names[i].bit;
+	}
+	return TB_OTHER;
+}
+
+/*
+ * The kind of a property's schema.  *only_null: it allows nothing but null
+ * (an anyOf alternative that only makes the others nullable).
+ */
+static enum pq_kind kind_of(const struct json_span *v, enum json_type *want, int *only_null, int depth)
+{
+	struct json_span t, el;
+	unsigned mask = 0;
+	size_t pos = 0;
+
+	*want = JSON_NONE;
+	*only_null = 0;
+	if (v->type != JSON_OBJECT || depth > 8)
+		return PQ_JSON;
+	if (json_object_get(v, "type", &t) == 1) {
+		if (t.type == JSON_ARRAY) {
+			while (json_array_next(&t, &pos, &el))
+				mask |= type_bit(&el);
+		} else {
+			mask = type_bit(&t);
+		}
+	} else if (json_object_get(v, "anyOf", &t) == 1 || json_object_get(v, "oneOf", &t) == 1) {
+		/* One kind among the alternatives that are not just null, or JSON. */
+		enum pq_kind k = PQ_JSON, one;
+		enum json_type w = JSON_NONE, onew;
+		int n = 0, alt_null;
+
+		if (t.type != JSON_ARRAY)
+			return PQ_JSON;
+		while (json_array_next(&t, &pos, &el)) {
+			one = kind_of(&el, &onew, &alt_null, depth + 1);
+			if (alt_null)
+				continue;
+			if (n++ > 0 && (one != k || onew != w))
+				return PQ_JSON;
+			k = one;
+			w = onew;
+		}
+		*want = w;
+		*only_null = n == 0;
+		return k;
+	} else {
+		return PQ_JSON;
+	}
+	if (mask == TB_NULL)
+		*only_null = 1;
+	mask &= ~(unsigned)TB_NULL;
+	switch (mask) {
+	case TB_INT:
+		return PQ_INT64;
+	case TB_NUM:
+	case TB_NUM | TB_INT:
+		return PQ_DOUBLE;
+	case TB_BOOL:
+		return PQ_BOOL;
+	case TB_STR:
+		if (json_object_get(v, "format", &t) == 1 && t.type == JSON_STRING) {
+			if (json_string_equal(&t, "date-time", 0))
+				return PQ_TIMESTAMP;
+			if (json_string_equal(&t, "date", 0))
+				return PQ_DATE;
+		}
+		return PQ_STRING;
+	case TB_OBJ:
+		*want = JSON_OBJECT;
+		return PQ_JSON;
+	case TB_ARR:
+		*want = JSON_ARRAY;
+		return PQ_JSON;
+	default:
+		return PQ_JSON;
+	}
+}
+
+static size_t schema_find(const struct pq_schema *s, const char *name, size_t len)
+{
+	size_t j;
+
+	if (s->nslots == 0)
+		return SIZE_MAX;
+	j = hash_bytes(name, len) & (s->nslots - 1);
+	while (s->slots[j]) {
+		const struct pq_column *c = &s->cols[s->slots[j] - 1];
+
+		if (c->name_len == len && memcmp(c->name, name, len) == 0)
+			return s->slots[j] - 1;
+		j = (j + 1) & (s->nslots - 1);
+	}
+	return SIZE_MAX;
+}
+
+static void schema_index(struct pq_schema *s, size_t i)
+{
+	size_t j;
+
+	if ((s->n + 1) * 2 > s->nslots) {
+		size_t k, nslots = s->nslots ? s->nslots * 2 : 16;
+
+		free(s->slots);
+		s->slots = xcalloc(nslots, sizeof(*s->slots));
+		s->nslots = nslots;
+		for (k = 0; k < i; k++)
+			schema_index(s, k);
+	}
+	j = hash_bytes(s->cols[i].name, s->cols[i].name_len) & (s->nslots - 1);
+	while (s->slots[j])
+		j = (j + 1) & (s->nslots - 1);
+	s->slots[j] = i + 1;
+}
+
+static void add_column(struct pq_schema *s, char *name, size_t len, enum pq_kind k, enum json_type want)
+{
+	struct pq_column *c;
+	struct sb q = SB_INIT;
+
+	s->cols = xrealloc(s->cols, (s->n + 1) * sizeof(*s->cols));
+	c = &s->cols[s->n];
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->name_len = len;
+	json_quote(&q, name, len);
+	c->qname_len = q.len;
+	c->qname = sb_detach(&q);
+	c->kind = k;
+	c->want = want;
+	s->n++;
+}
+
+struct pq_schema *pq_schema_new(const char *schema, size_t len)
+{
+	struct pq_schema *s = xcalloc(1, sizeof(*s));
+	struct json_span obj, props, key, val;
+	size_t errpos, pos = 0;
+	const char *errmsg;
+	struct sb name = SB_INIT;
+	char *extra;
+	size_t extra_len;
+
+	if (json_validate(schema, len, &obj, &errpos, &errmsg) == 0 &&
+	    json_object_get(&obj, "properties", &props) == 1 && props.type == JSON_OBJECT) {
+		while (json_object_next(&props, &pos, &key, &val)) {
+			enum json_type want;
+			enum pq_kind k;
+			int only_null;
+
+			sb_reset(&name);
+			json_string_decode(&key, &name);
+			if (schema_find(s, name.buf ? name.buf : "", name.len) != SIZE_MAX)
+				continue;
+			k = kind_of(&val, &want, &only_null, 0);
+			add_column(s, xstrndup(name.buf ? name.buf : "", name.len), name.len, k, want);
+			schema_index(s, s->n - 1);
+		}
+	}
+	sb_free(&name);
+	/* The extra column: not in the name index, so no member lands in it by name. */
+	extra = xstrdup("_extra");
+	extra_len = strlen(extra);
+	while (schema_find(s, extra, extra_len) != SIZE_MAX) {
+		char *longer = xasprintf("_%s", extra);
+
+		free(extra);
+		extra = longer;
+		extra_len++;
+	}
+	add_column(s, extra, extra_len, PQ_JSON, JSON_OBJECT);
+	s->cols[s->n - 1].extra = 1;
+	return s;
+}
+
+void pq_schema_free(struct pq_schema *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < s->n; i++) {
+		free(s->cols[i].name);
+		free(s->cols[i].qname);
+	}
+	free(s->cols);
+	free(s->slots);
+	free(s);
+}
+
+void pq_schema_types_json(const struct pq_schema *s, struct sb *out)
+{
+	size_t i;
+
+	sb_addc(out, '{');
+	for (i = 0; i < s->n; i++) {
+		if (i)
+			sb_addc(out, ',');
+		sb_add(out, s->cols[i].qname, s->cols[i].qname_len);
+		sb_addf(out, ":\"%s\"", pq_kind_name(s->cols[i].kind));
+	}
+	sb_addc(out, '}');
+}
+
+void pq_schema_widen(struct pq_schema *s, const struct pq_fail *f)
+{
+	if (f->column < s->n && f->need > s->cols[f->column].kind)
+		s->cols[f->column].kind = f->need;
+}
+
+/* ---- values ---- */
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* 1 when a JSON number's text is a plain integer (no fraction, no exponent). */
+static int integer_syntax(const char *p, size_t n)
+{
+	return memchr(p, '.', n) == NULL && memchr(p, 'e', n) == NULL && memchr(p, 'E', n) == NULL;
+}
+
+/* Digits of a plain JSON integer, sign and leading zeros aside. */
+static size_t integer_digits(const char *p, size_t n)
+{
+	size_t i = (n > 0 && p[0] == '-');
+
+	while (i + 1 < n && p[i] == '0')
+		i++;
+	return n - i;
+}
+
+/* A plain JSON integer into int64: 0, or -1 when it is out of range. */
+static int parse_int64(const char *p, size_t n, int64_t *out)
+{
+	int neg = p[0] == '-';
+	size_t i = (size_t)neg;
+	uint64_t u = 0;
+
+	if (integer_digits(p, n) > 19)
+		return -1;
+	for (; i < n; i++)
+		u = u * 10 + (uint64_t)(p[i] - '0');	/* 19 digits: no wrap */
+	if (neg) {
+		if (u > (uint64_t)INT64_MAX + 1)
+			return -1;
+		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+	} else {
+		if (u > (uint64_t)INT64_MAX)
+			return -1;
+		*out = (int64_t)u;
+	}
+	return 0;
+}
+
+/* A plain JSON integer of at most 38 digits into 16 big-endian two's complement bytes. */
+static void parse_decimal(const char *p, size_t n, unsigned char out[16])
+{
+	uint32_t limb[4] = { 0, 0, 0, 0 };	/* little-endian limbs */
+	int neg = p[0] == '-', k;
+	size_t i;
+
+	for (i = (size_t)neg; i < n; i++) {
+		uint64_t carry = (uint64_t)(p[i] - '0');
+
+		for (k = 0; k < 4; k++) {
+			uint64_t x = (uint64_t)limb[k] * 10 + carry;
+
+			limb[k] = (uint32_t)x;
+			carry = x >> 32;
+		}
+	}
+	if (neg) {
+		uint64_t carry = 1;
+
+		for (k = 0; k < 4; k++) {
+			uint64_t x = (uint64_t)(uint32_t)~limb[k] + carry;
+
+			limb[k] = (uint32_t)x;
+			carry = x >> 32;
+		}
+	}
+	for (k = 0; k < 16; k++)
+		out[k] = (unsigned char)(limb[3 - k / 4] >> (8 * (3 - k % 4)));
+}
+
+static const double pow10_exact[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+};
+
+/*
+ * A JSON number into a double, correctly rounded: Clinger's fast path when
+ * the digits and the power of ten are both exact doubles, else strtod().
+ * -1 when it is beyond the range of a double.
+ */
+static int parse_double(const char *p, size_t n, double *out)
+{
+	const char *q = p, *end = p + n;
+	int neg = 0, digits = 0, exp_neg = 0;
+	uint64_t m = 0;
+	long e10 = 0, ex = 0;
+	char buf[128];
+	char *copy = buf;
+	double d;
+
+	if (q < end && *q == '-') {
+		neg = 1;
+		q++;
+	}
+	for (; q < end && is_digit(*q); q++) {
+		if (m == 0 && *q == '0')
+			continue;
+		if (++digits > 19)
+			goto slow;
+		m = m * 10 + (uint64_t)(*q - '0');
+	}
+	if (q < end && *q == '.') {
+		for (q++; q < end && is_digit(*q); q++) {
+			if (m == 0 && *q == '0') {
+				e10--;
+				continue;
+			}
+			if (++digits > 19)
+				goto slow;
+			m = m * 10 + (uint64_t)(*q - '0');
+			e10--;
+		}
+	}
+	if (q < end && (*q == 'e' || *q == 'E')) {
+		q++;
+		if (q < end && (*q == '+' || *q == '-'))
+			exp_neg = *q++ == '-';
+		for (; q < end && is_digit(*q); q++) {
+			if (ex < 100000)
+				ex = ex * 10 + (*q - '0');
+		}
+	}
+	e10 += exp_neg ? -ex : ex;
+	if (m == 0) {
+		*out = neg ? -0.0 : 0.0;
+		return 0;
+	}
+	if (m <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+		d = (double)m;
+		d = e10 < 0 ? d / pow10_exact[-e10] : d * pow10_exact[e10];
+		*out = neg ? -d : d;
+		return 0;
+	}
+slow:
+	if (n >= sizeof(buf))
+		copy = xmalloc(n + 1);
+	memcpy(copy, p, n);
+	copy[n] = '\0';
+	d = strtod(copy, NULL);
+	if (copy != buf)
+		free(copy);
+	if (isinf(d))
+		return -1;
+	*out = d;
+	return 0;
+}
+
+static int num2(const char *p)
+{
+	return is_digit(p[0]) && is_digit(p[1]) ? (p[0] - '0') * 10 + (p[1] - '0') : -1;
+}
+
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+	static const int dm[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : dm[m - 1];
+}
+
+/* YYYY-MM-DD at p (10 bytes available): days since 1970-01-01, or -1 when malformed. */
+static int parse_ymd(const char *p, int64_t *days)
+{
+	int hi = num2(p), lo = num2(p + 2), m = num2(p + 5), d = num2(p + 8), y;
+
+	if (hi < 0 || lo < 0 || p[4] != '-' || p[7] != '-' || m < 1 || m > 12 || d < 1)
+		return -1;
+	y = hi * 100 + lo;
+	if (d > days_in_month(y, m))
+		return -1;
+	*days = days_from_civil(y, m, d);
+	return 0;
+}
+
+int pq_parse_date(const char *p, size_t n, int32_t *days)
+{
+	int64_t d;
+
+	if (n != 10 || parse_ymd(p, &d) != 0)
+		return -1;
+	*days = (int32_t)d;
+	return 0;
+}
+
+int pq_parse_timestamp(const char *p, size_t n, int64_t *us)
+{
+	int64_t days, secs, frac = 0;
+	int h, mi, s, scale = 1000000, off = 0;
+	size_t i;
+
+	if (n < 20 || parse_ymd(p, &days) != 0 || (p[10] != 'T' && p[10] != 't' && p[10] != ' '))
+		return -1;
+	h = num2(p + 11);
+	mi = num2(p + 14);
+	s = num2(p + 17);
+	if (h < 0 || h > 23 || p[13] != ':' || mi < 0 || mi > 59 || p[16] != ':' || s < 0 || s > 60)
+		return -1;
+	i = 19;
+	if (p[i] == '.') {
+		size_t start = ++i;
+
+		for (; i < n && is_digit(p[i]); i++) {
+			if (scale > 1) {
+				scale /= 10;
+				frac += (int64_t)(p[i] - '0') * scale;
+			} else if (p[i] != '0') {
+				return -1;	/* finer than a microsecond: it would be rounded */
+			}
+		}
+		if (i == start)
+			return -1;
+	}
+	if (i + 1 == n && (p[i] == 'Z' || p[i] == 'z')) {
+		off = 0;
+	} else if (i + 6 == n && (p[i] == '+' || p[i] == '-') && p[i + 3] == ':') {
+		int oh = num2(p + i + 1), om = num2(p + i + 4);
+
+		if (oh < 0 || oh > 23 || om < 0 || om > 59)
+			return -1;
+		off = (oh * 60 + om) * 60 * (p[i] == '-' ? -1 : 1);
+	} else {
+		return -1;
+	}
+	secs = days * 86400 + h * 3600 + mi * 60 + s - off;
+	*us = secs * 1000000 + frac;
+	return 0;
+}
+
+/* ---- codec ---- */
+
+struct pq_codec {
+	enum compression c;
+	int level;
+	ZSTD_CCtx *zc;
+	z_stream zs;
+	int zs_ready;
+	struct sb out;
+};
+
+struct pq_codec *pq_codec_new(enum compression c, int level)
+{
+	struct pq_codec *k = xcalloc(1, sizeof(*k));
+
+	k->c = c;
+	k->level = level ? level : c == COMPRESSION_GZIP ? 6 : 3;
+	if (c == COMPRESSION_ZSTD) {
+		k->zc = ZSTD_createCCtx();
+		if (k->zc == NULL) {
+			err_msg("cannot start zstd: out of memory");
+			free(k);
+			return NULL;
+		}
+	} else if (c == COMPRESSION_GZIP) {
+		int r = deflateInit2(&k->zs, k->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+
+		if (r != Z_OK) {
+			err_msg("cannot start gzip: %s", zError(r));
+			free(k);
+			return NULL;
+		}
+		k->zs_ready = 1;
+	}
+	return k;
+}
+
+void pq_codec_free(struct pq_codec *k)
+{
+	if (k == NULL)
+		return;
+	ZSTD_freeCCtx(k->zc);
+	if (k->zs_ready)
+		deflateEnd(&k->zs);
+	sb_free(&k->out);
+	free(k);
+}
+
+static int codec_id(const struct pq_codec *k)
+{
+	return k->c == COMPRESSION_ZSTD ? CODEC_ZSTD : k->c == COMPRESSION_GZIP ? CODEC_GZIP :
+	       CODEC_UNCOMPRESSED;
+}
+
+/* Compress src into k->out (or point at src when uncompressed).  0 or -1. */
+static int compress_page(struct pq_codec *k, const char *src, size_t n, const char **dst, size_t *dlen)
+{
+	if (k->c == COMPRESSION_NONE) {
+		*dst = src;
+		*dlen = n;
+		return 0;
+	}
+	sb_reset(&k->out);
+	if (k->c == COMPRESSION_ZSTD) {
+		size_t cap = ZSTD_compressBound(n), r;
+
+		sb_grow(&k->out, cap);
+		r = ZSTD_compressCCtx(k->zc, k->out.buf, cap, src, n, k->level);
+		if (ZSTD_isError(r)) {
+			err_msg("cannot compress a Parquet page: %s", ZSTD_getErrorName(r));
+			return -1;
+		}
+		k->out.len = r;
+	} else {
+		uLong cap = deflateBound(&k->zs, (uLong)n);
+		int r;
+
+		sb_grow(&k->out, cap);
+		deflateReset(&k->zs);
+		k->zs.next_in = (Bytef *)(uintptr_t)src;
+		k->zs.avail_in = (uInt)n;
+		k->zs.next_out = (Bytef *)k->out.buf;
+		k->zs.avail_out = (uInt)cap;
+		r = deflate(&k->zs, Z_FINISH);
+		if (r != Z_STREAM_END) {
+			err_msg("cannot compress a Parquet page: %s", k->zs.msg ? k->zs.msg : zError(r));
+			return -1;
+		}
+		k->out.len = cap - k->zs.avail_out;
+	}
+	*dst = k->out.buf;
+	*dlen = k->out.len;
+	return 0;
+}
+
+/* ---- the writer ---- */
+
+/* One value of the row being added. */
+struct pq_cell {
+	uint32_t gen;		/* the writer's gen: set in this row */
+	int null;
+	int64_t i;		/* INT64, TIMESTAMP, DATE, BOOL */
+	double d;
+	unsigned char dec[16];
+	const char *p;		/* STRING, DIGITS, JSON bytes; NULL: in scratch at off */
+	size_t off, len;
+};
+
+/* A column's open page and its row group's chunk. */
+struct pq_colw {
+	struct sb vals;		/* PLAIN values of the page */
+	struct sb levels;	/* definition levels of the page */
+	struct pq_rle rle;
+	uint32_t page_rows;	/* values in the page, nulls included */
+	unsigned bits, nbits;	/* BOOLEAN: the byte being packed */
+	struct sb chunk;	/* page headers and bodies of the row group */
+	uint64_t chunk_raw;	/* the chunk, uncompressed */
+	uint64_t values, nulls;	/* in the row group */
+	int has_minmax;
+	int64_t imin, imax;
+	double dmin, dmax;
+};
+
+struct pq_writer {
+	struct bucket_writer *w;
+	const struct pq_schema *s;
+	struct pq_options o;
+	size_t n;		/* columns */
+	struct pq_colw *cols;
+	struct pq_cell *cells;
+	uint32_t gen;
+	struct sb scratch;	/* decoded strings of the row */
+	struct sb extra;	/* the row's extra object */
+	struct sb key;		/* a decoded key */
+	struct sb page;		/* a page's body */
+	struct sb header;	/* a page's header */
+	struct sb rowgroups;	/* RowGroup structs so far */
+	size_t nrowgroups;
+	uint64_t offset;	/* bytes written */
+	uint64_t rows, rg_rows, rg_bytes, pending;
+	int failed;
+};
+
+static int out(struct pq_writer *pw, const void *p, size_t n)
+{
+	if (pw->failed)
+		return -1;
+	if (n && bucket_writer_write(pw->w, p, n) < 0) {
+		pw->failed = 1;
+		return -1;
+	}
+	pw->offset += n;
+	return 0;
+}
+
+static void colw_reset_page(struct pq_colw *c)
+{
+	sb_reset(&c->vals);
+	sb_reset(&c->levels);
+	pq_rle_init(&c->rle, &c->levels, 1);
+	c->page_rows = 0;
+	c->bits = c->nbits = 0;
+}
+
+struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema *s,
+				 const struct pq_options *o)
+{
+	struct pq_writer *pw = xcalloc(1, sizeof(*pw));
+	size_t i;
+
+	pw->w = w;
+	pw->s = s;
+	pw->o = *o;
+	if (pw->o.page_size == 0)
+		pw->o.page_size = DEFAULT_PAGE_SIZE;
+	if (pw->o.row_group_rows == 0)
+		pw->o.row_group_rows = 1;
+	pw->n = s->n;
+	pw->cols = xcalloc(pw->n, sizeof(*pw->cols));
+	pw->cells = xcalloc(pw->n, sizeof(*pw->cells));
+	for (i = 0; i < pw->n; i++)
+		colw_reset_page(&pw->cols[i]);
+	if (out(pw, "PAR1", 4) != 0) {
+		pq_writer_abort(pw);
+		return NULL;
+	}
+	return pw;
+}
+
+static void put_le(struct sb *b, uint64_t v, int n)
+{
+	char x[8];
+	int i;
+
+	for (i = 0; i < n; i++)
+		x[i] = (char)(v >> (8 * i));
+	sb_add(b, x, (size_t)n);
+}
+
+static uint64_t double_bits(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+static void page_header(struct sb *h, size_t raw, size_t comp, uint32_t values)
+{
+	struct pq_thrift t;
+
+	pq_thrift_init(&t, h);
+	pq_thrift_i32(&t, 1, PAGE_DATA);
+	pq_thrift_i32(&t, 2, (int32_t)raw);
+	pq_thrift_i32(&t, 3, (int32_t)comp);
+	pq_thrift_struct(&t, 5);
+	pq_thrift_i32(&t, 1, (int32_t)values);
+	pq_thrift_i32(&t, 2, ENC_PLAIN);
+	pq_thrift_i32(&t, 3, ENC_RLE);
+	pq_thrift_i32(&t, 4, ENC_RLE);
+	pq_thrift_end(&t);
+	pq_thrift_end(&t);
+}
+
+static int flush_page(struct pq_writer *pw, size_t ci)
+{
+	struct pq_colw *c = &pw->cols[ci];
+	const char *body;
+	size_t blen;
+
+	if (c->page_rows == 0)
+		return 0;
+	if (c->nbits) {
+		sb_addc(&c->vals, (char)c->bits);
+		c->bits = c->nbits = 0;
+	}
+	pq_rle_finish(&c->rle);
+	sb_reset(&pw->page);
+	put_le(&pw->page, c->levels.len, 4);
+	sb_add(&pw->page, c->levels.buf, c->levels.len);
+	sb_add(&pw->page, c->vals.buf, c->vals.len);
+	if (compress_page(pw->o.codec, pw->page.buf, pw->page.len, &body, &blen) != 0) {
+		pw->failed = 1;
+		return -1;
+	}
+	sb_reset(&pw->header);
+	page_header(&pw->header, pw->page.len, blen, c->page_rows);
+	sb_add(&c->chunk, pw->header.buf, pw->header.len);
+	sb_add(&c->chunk, body, blen);
+	c->chunk_raw += pw->header.len + pw->page.len;
+	pw->pending += pw->header.len + blen;
+	colw_reset_page(c);
+	return 0;
+}
+
+/* Parquet's physical type of a kind. */
+static int physical(enum pq_kind k)
+{
+	switch (k) {
+	case PQ_INT64:
+	case PQ_TIMESTAMP:
+		return TY_INT64;
+	case PQ_DATE:
+		return TY_INT32;
+	case PQ_DOUBLE:
+		return TY_DOUBLE;
+	case PQ_BOOL:
+		return TY_BOOLEAN;
+	case PQ_DECIMAL:
+		return TY_FLBA;
+	default:
+		return TY_BYTE_ARRAY;
+	}
+}
+
+static void statistics(struct pq_thrift *t, const struct pq_colw *c, enum pq_kind k)
+{
+	struct sb v = SB_INIT;
+
+	pq_thrift_struct(t, 12);
+	pq_thrift_i64(t, 3, (int64_t)c->nulls);
+	if (c->has_minmax) {
+		size_t half;
+
+		if (k == PQ_DOUBLE) {
+			/* parquet-format: a zero min is written -0.0, a zero max +0.0. */
+			put_le(&v, double_bits(c->dmax == 0 ? 0.0 : c->dmax), 8);
+			put_le(&v, double_bits(c->dmin == 0 ? -0.0 : c->dmin), 8);
+		} else {
+			int n = k == PQ_DATE ? 4 : k == PQ_BOOL ? 1 : 8;
+
+			put_le(&v, (uint64_t)c->imax, n);
+			put_le(&v, (uint64_t)c->imin, n);
+		}
+		half = v.len / 2;
+		pq_thrift_binary(t, 5, v.buf, half);
+		pq_thrift_binary(t, 6, v.buf + half, half);
+	}
+	pq_thrift_end(t);
+	sb_free(&v);
+}
+
+static int flush_row_group(struct pq_writer *pw)
+{
+	struct pq_thrift t;
+	uint64_t start = pw->offset, raw = 0, comp = 0;
+	size_t i;
+
+	if (pw->rg_rows == 0)
+		return 0;
+	for (i = 0; i < pw->n; i++) {
+		if (flush_page(pw, i) != 0)
+			return -1;
+	}
+	pq_thrift_init(&t, &pw->rowgroups);
+	pq_thrift_elem_struct(&t);
+	pq_thrift_list(&t, 1, PQ_T_STRUCT, pw->n);
+	for (i = 0; i < pw->n; i++) {
+		struct pq_colw *c = &pw->cols[i];
+		const struct pq_column *col = &pw->s->cols[i];
+		uint64_t at = pw->offset;
+
+		if (out(pw, c->chunk.buf, c->chunk.len) != 0)
+			return -1;
+		pq_thrift_elem_struct(&t);		/* ColumnChunk */
+		pq_thrift_i64(&t, 2, (int64_t)at);
+		pq_thrift_struct(&t, 3);		/* ColumnMetaData */
+		pq_thrift_i32(&t, 1, physical(col->kind));
+		pq_thrift_list(&t, 2, PQ_T_I32, 2);
+		pq_thrift_elem_i32(&t, ENC_PLAIN);
+		pq_thrift_elem_i32(&t, ENC_RLE);
+		pq_thrift_list(&t, 3, PQ_T_BINARY, 1);
+		pq_thrift_elem_binary(&t, col->name, col->name_len);
+		pq_thrift_i32(&t, 4, codec_id(pw->o.codec));
+		pq_thrift_i64(&t, 5, (int64_t)c->values);
+		pq_thrift_i64(&t, 6, (int64_t)c->chunk_raw);
+		pq_thrift_i64(&t, 7, (int64_t)c->chunk.len);
+		pq_thrift_i64(&t, 9, (int64_t)at);
+		statistics(&t, c, col->kind);
+		pq_thrift_end(&t);
+		pq_thrift_end(&t);
+		raw += c->chunk_raw;
+		comp += c->chunk.len;
+		sb_reset(&c->chunk);
+		c->chunk_raw = c->values = c->nulls = 0;
+		c->has_minmax = 0;
+	}
+	pq_thrift_i64(&t, 2, (int64_t)raw);
+	pq_thrift_i64(&t, 3, (int64_t)pw->rg_rows);
+	pq_thrift_i64(&t, 5, (int64_t)start);
+	pq_thrift_i64(&t, 6, (int64_t)comp);
+	pq_thrift_end(&t);
+	pw->nrowgroups++;
+	pw->rg_rows = pw->rg_bytes = pw->pending = 0;
+	return 0;
+}
+
+static void schema_element(struct pq_thrift *t, const struct pq_column *col)
+{
+	pq_thrift_elem_struct(t);
+	pq_thrift_i32(t, 1, physical(col->kind));
+	if (col->kind == PQ_DECIMAL)
+		pq_thrift_i32(t, 2, 16);
+	pq_thrift_i32(t, 3, REP_OPTIONAL);
+	pq_thrift_binary(t, 4, col->name, col->name_len);
+	switch (col->kind) {
+	case PQ_DECIMAL:
+		pq_thrift_i32(t, 6, CV_DECIMAL);
+		pq_thrift_i32(t, 7, 0);
+		pq_thrift_i32(t, 8, 38);
+		pq_thrift_struct(t, 10);
+		pq_thrift_struct(t, 5);
+		pq_thrift_i32(t, 1, 0);
+		pq_thrift_i32(t, 2, 38);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		break;
+	case PQ_DIGITS:
+	case PQ_STRING:
+		pq_thrift_i32(t, 6, CV_UTF8);
+		pq_thrift_struct(t, 10);
+		pq_thrift_struct(t, 1);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		break;
+	case PQ_TIMESTAMP:
+		pq_thrift_i32(t, 6, CV_TIMESTAMP_MICROS);
+		pq_thrift_struct(t, 10);
+		pq_thrift_struct(t, 8);
+		pq_thrift_bool(t, 1, 1);
+		pq_thrift_struct(t, 2);
+		pq_thrift_struct(t, 2);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		break;
+	case PQ_DATE:
+		pq_thrift_i32(t, 6, CV_DATE);
+		pq_thrift_struct(t, 10);
+		pq_thrift_struct(t, 6);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		break;
+	case PQ_JSON:
+		pq_thrift_i32(t, 6, CV_JSON);
+		pq_thrift_struct(t, 10);
+		pq_thrift_struct(t, 12);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		break;
+	default:
+		break;
+	}
+	pq_thrift_end(t);
+}
+
+static int write_footer(struct pq_writer *pw)
+{
+	struct sb f = SB_INIT;
+	struct pq_thrift t;
+	size_t i;
+	int r;
+
+	pq_thrift_init(&t, &f);
+	pq_thrift_i32(&t, 1, 1);
+	pq_thrift_list(&t, 2, PQ_T_STRUCT, pw->n + 1);
+	pq_thrift_elem_struct(&t);
+	pq_thrift_binary(&t, 4, "schema", 6);
+	pq_thrift_i32(&t, 5, (int32_t)pw->n);
+	pq_thrift_end(&t);
+	for (i = 0; i < pw->n; i++)
+		schema_element(&t, &pw->s->cols[i]);
+	pq_thrift_i64(&t, 3, (int64_t)pw->rows);
+	pq_thrift_list(&t, 4, PQ_T_STRUCT, pw->nrowgroups);
+	sb_add(&f, pw->rowgroups.buf, pw->rowgroups.len);
+	pq_thrift_binary(&t, 6, PQ_CREATED_BY, strlen(PQ_CREATED_BY));
+	pq_thrift_list(&t, 7, PQ_T_STRUCT, pw->n);
+	for (i = 0; i < pw->n; i++) {
+		pq_thrift_elem_struct(&t);	/* ColumnOrder */
+		pq_thrift_struct(&t, 1);	/* TYPE_ORDER */
+		pq_thrift_end(&t);
+		pq_thrift_end(&t);
+	}
+	pq_thrift_end(&t);
+	put_le(&f, f.len, 4);
+	sb_add(&f, "PAR1", 4);
+	r = out(pw, f.buf, f.len);
+	sb_free(&f);
+	return r;
+}
+
+static void free_writer(struct pq_writer *pw)
+{
+	size_t i;
+
+	for (i = 0; i < pw->n; i++) {
+		sb_free(&pw->cols[i].vals);
+		sb_free(&pw->cols[i].levels);
+		sb_free(&pw->cols[i].chunk);
+	}
+	free(pw->cols);
+	free(pw->cells);
+	sb_free(&pw->scratch);
+	sb_free(&pw->extra);
+	sb_free(&pw->key);
+	sb_free(&pw->page);
+	sb_free(&pw->header);
+	sb_free(&pw->rowgroups);
+	free(pw);
+}
+
+int pq_writer_close(struct pq_writer *pw)
+{
+	int r;
+
+	if (pw == NULL)
+		return 0;
+	if (flush_row_group(pw) != 0 || write_footer(pw) != 0) {
+		pq_writer_abort(pw);
+		return -1;
+	}
+	r = bucket_writer_close(pw->w);
+	pw->w = NULL;
+	free_writer(pw);
+	return r < 0 ? -1 : 0;
+}
+
+void pq_writer_abort(struct pq_writer *pw)
+{
+	if (pw == NULL)
+		return;
+	if (pw->w)
+		bucket_writer_abort(pw->w);
+	free_writer(pw);
+}
+
+uint64_t pq_writer_rows(const struct pq_writer *pw)
+{
+	return pw->rows;
+}
+
+uint64_t pq_writer_bytes(const struct pq_writer *pw)
+{
+	return pw->offset + pw->pending;
+}
+
+/* ---- adding a record ---- */
+
+static int bad(struct pq_fail *f, const char *why)
+{
+	f->why = why;
+	return -1;
+}
+
+/* The bytes of a JSON string span's contents: in place, or decoded into scratch. */
+static void string_bytes(struct pq_writer *pw, const struct json_span *v, struct pq_cell *cell)
+{
+	if (memchr(v->p + 1, '\\', v->len - 2) == NULL) {
+		cell->p = v->p + 1;
+		cell->len = v->len - 2;
+		return;
+	}
+	cell->p = NULL;
+	cell->off = pw->scratch.len;
+	json_string_decode(v, &pw->scratch);
+	cell->len = pw->scratch.len - cell->off;
+}
+
+/* Check and convert one value into its cell.  0, -1 (bad) or PQ_WIDEN. */
+static int parse_value(struct pq_writer *pw, const struct pq_column *col, const struct json_span *v,
+		       struct pq_cell *cell, struct pq_fail *f)
+{
+	cell->null = v->type == JSON_NULL;
+	if (cell->null)
+		return 0;
+	switch (col->kind) {
+	case PQ_INT64:
+	case PQ_DECIMAL:
+	case PQ_DIGITS:
+		if (v->type != JSON_NUMBER || !integer_syntax(v->p, v->len))
+			return bad(f, "is not an integer");
+		if (col->kind == PQ_INT64 && parse_int64(v->p, v->len, &cell->i) == 0)
+			return 0;
+		if (integer_digits(v->p, v->len) > 38) {
+			if (col->kind == PQ_DIGITS) {
+				cell->p = v->p;
+				cell->len = v->len;
+				return 0;
+			}
+			f->need = PQ_DIGITS;
+			return PQ_WIDEN;
+		}
+		if (col->kind == PQ_INT64) {
+			f->need = PQ_DECIMAL;
+			return PQ_WIDEN;
+		}
+		if (col->kind == PQ_DIGITS) {
+			cell->p = v->p;
+			cell->len = v->len;
+			return 0;
+		}
+		parse_decimal(v->p, v->len, cell->dec);
+		return 0;
+	case PQ_DOUBLE:
+		if (v->type != JSON_NUMBER)
+			return bad(f, "is not a number");
+		if (parse_double(v->p, v->len, &cell->d) != 0)
+			return bad(f, "is beyond the range of a DOUBLE");
+		return 0;
+	case PQ_BOOL:
+		if (v->type != JSON_TRUE && v->type != JSON_FALSE)
+			return bad(f, "is not a boolean");
+		cell->i = v->type == JSON_TRUE;
+		return 0;
+	case PQ_STRING:
+		if (v->type != JSON_STRING)
+			return bad(f, "is not a string");
+		string_bytes(pw, v, cell);
+		return 0;
+	case PQ_TIMESTAMP:
+	case PQ_DATE: {
+		const char *p;
+		int r;
+
+		if (v->type != JSON_STRING)
+			return bad(f, col->kind == PQ_DATE ? "is not a date (YYYY-MM-DD)" :
+				   "is not an RFC 3339 date-time");
+		string_bytes(pw, v, cell);
+		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
+		if (col->kind == PQ_DATE) {
+			int32_t d = 0;
+
+			r = pq_parse_date(p, cell->len, &d);
+			cell->i = d;
+		} else {
+			r = pq_parse_timestamp(p, cell->len, &cell->i);
+		}
+		if (col->kind == PQ_DATE && r != 0)
+			return bad(f, "is not a date (YYYY-MM-DD)");
+		if (r != 0)
+			return bad(f, "is not an RFC 3339 date-time with a time zone offset, "
+				   "to the microsecond at most");
+		return 0;
+	}
+	case PQ_JSON:
+		if (col->want == JSON_OBJECT && v->type != JSON_OBJECT)
+			return bad(f, "is not an object");
+		if (col->want == JSON_ARRAY && v->type != JSON_ARRAY)
+			return bad(f, "is not an array");
+		cell->p = v->p;
+		cell->len = v->len;
+		return 0;
+	}
+	return 0;
+}
+
+/* Append the cell to its column's page. */
+static void put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell)
+{
+	struct pq_colw *c = &pw->cols[ci];
+	enum pq_kind k = pw->s->cols[ci].kind;
+	size_t before = c->vals.len;
+	const char *p;
+
+	c->page_rows++;
+	c->values++;
+	if (cell == NULL || cell->null) {
+		pq_rle_put(&c->rle, 0);
+		c->nulls++;
+		return;
+	}
+	pq_rle_put(&c->rle, 1);
+	switch (k) {
+	case PQ_INT64:
+	case PQ_TIMESTAMP:
+	case PQ_DATE:
+	case PQ_BOOL:
+		if (k == PQ_BOOL) {
+			c->bits |= (unsigned)cell->i << c->nbits;
+			if (++c->nbits == 8) {
+				sb_addc(&c->vals, (char)c->bits);
+				c->bits = c->nbits = 0;
+			}
+		} else {
+			put_le(&c->vals, (uint64_t)cell->i, k == PQ_DATE ? 4 : 8);
+		}
+		if (!c->has_minmax) {
+			c->imin = c->imax = cell->i;
+			c->has_minmax = 1;
+		} else if (cell->i < c->imin) {
+			c->imin = cell->i;
+		} else if (cell->i > c->imax) {
+			c->imax = cell->i;
+		}
+		break;
+	case PQ_DOUBLE:
+		put_le(&c->vals, double_bits(cell->d), 8);
+		if (!c->has_minmax) {
+			c->dmin = c->dmax = cell->d;
+			c->has_minmax = 1;
+		} else if (cell->d < c->dmin) {
+			c->dmin = cell->d;
+		} else if (cell->d > c->dmax) {
+			c->dmax = cell->d;
+		}
+		break;
+	case PQ_DECIMAL:
+		sb_add(&c->vals, cell->dec, 16);
+		break;
+	default:
+		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
+		put_le(&c->vals, cell->len, 4);
+		sb_add(&c->vals, p, cell->len);
+		break;
+	}
+	pw->rg_bytes += c->vals.len - before + (k == PQ_BOOL);
+}
+
+/* The column of a record member, or SIZE_MAX; *next: where the next one probably is. */
+static size_t match(struct pq_writer *pw, const struct json_span *key, size_t *next)
+{
+	const struct pq_schema *s = pw->s;
+	size_t i = *next;
+
+	/* Records usually name their members as the schema does, in its order. */
+	if (i + 1 < s->n && s->cols[i].qname_len == key->len &&
+	    memcmp(s->cols[i].qname, key->p, key->len) == 0) {
+		*next = i + 1;
+		return i;
+	}
+	if (memchr(key->p, '\\', key->len) == NULL) {
+		i = schema_find(s, key->p + 1, key->len - 2);
+	} else {
+		sb_reset(&pw->key);
+		json_string_decode(key, &pw->key);
+		i = schema_find(s, pw->key.buf ? pw->key.buf : "", pw->key.len);
+	}
+	if (i != SIZE_MAX)
+		*next = i + 1;
+	return i;
+}
+
+int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f)
+{
+	struct json_span key, val;
+	size_t pos = 0, next = 0, i, xi = pw->n - 1;
+	int r;
+
+	if (pw->failed)
+		return -2;
+	if (++pw->gen == 0) {
+		for (i = 0; i < pw->n; i++)
+			pw->cells[i].gen = 0;
+		pw->gen = 1;
+	}
+	sb_reset(&pw->scratch);
+	sb_reset(&pw->extra);
+	while (json_object_next(rec, &pos, &key, &val)) {
+		i = match(pw, &key, &next);
+		if (i == SIZE_MAX || pw->cells[i].gen == pw->gen) {
+			sb_addc(&pw->extra, pw->extra.len ? ',' : '{');
+			sb_add(&pw->extra, key.p, key.len);
+			sb_addc(&pw->extra, ':');
+			sb_add(&pw->extra, val.p, val.len);
+			continue;
+		}
+		pw->cells[i].gen = pw->gen;
+		r = parse_value(pw, &pw->s->cols[i], &val, &pw->cells[i], f);
+		if (r != 0) {
+			f->column = i;
+			f->value = val;
+			return r;
+		}
+	}
+	if (pw->extra.len) {
+		sb_addc(&pw->extra, '}');
+		pw->cells[xi].gen = pw->gen;
+		pw->cells[xi].null = 0;
+		pw->cells[xi].p = pw->extra.buf;
+		pw->cells[xi].len = pw->extra.len;
+	}
+	for (i = 0; i < pw->n; i++) {
+		const struct pq_cell *cell = pw->cells[i].gen == pw->gen ? &pw->cells[i] : NULL;
+
+		put_value(pw, i, cell);
+		if ((pw->cols[i].vals.len >= pw->o.page_size || pw->cols[i].page_rows >= PAGE_ROWS_MAX) &&
+		    flush_page(pw, i) != 0)
+			return -2;
+	}
+	pw->rows++;
+	pw->rg_rows++;
+	if ((pw->rg_rows >= pw->o.row_group_rows || pw->rg_bytes >= pw->o.row_group_size) &&
+	    flush_row_group(pw) != 0)
+		return -2;
+	return 0;
+}

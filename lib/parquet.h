@@ -1,0 +1,215 @@
+/*
+ * parquet: a small streaming Parquet writer for Singer records.
+ *
+ * A file is "PAR1", row groups, the footer (FileMetaData in the Thrift
+ * compact protocol), its length and "PAR1".  Each row group holds one column
+ * chunk per column; a chunk is data pages v1, PLAIN encoded, every column
+ * OPTIONAL (definition levels in the RLE/bit-packed hybrid, bit width 1),
+ * each page compressed alone with ZSTD, GZIP or not at all.  Memory is one
+ * row group per writer: pages are compressed as they fill, and a row group is
+ * written out when it reaches row_group_rows rows or row_group_size bytes of
+ * uncompressed values.
+ *
+ * Columns come from a SCHEMA message's JSON Schema (pq_schema_new()), plus a
+ * last column holding, as a JSON object, the members a record has that the
+ * schema does not declare ("_extra").  Records are read from their raw bytes
+ * (lib/json.h): integers are parsed exactly, objects and arrays keep their
+ * bytes.
+ */
+#ifndef PIPE_PARQUET_H
+#define PIPE_PARQUET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bucket.h"
+#include "config.h"
+#include "json.h"
+#include "sb.h"
+
+/* ---- encoders (exported for the unit tests) ---- */
+
+/* Unsigned LEB128 varint of v, appended to out. */
+void pq_varint(struct sb *out, uint64_t v);
+
+/* Zigzag mapping of a signed integer: 0,-1,1,-2,... -> 0,1,2,3,... */
+uint64_t pq_zigzag(int64_t v);
+
+/* Thrift compact protocol type ids (the low nibble of a field header). */
+enum {
+	PQ_T_STOP = 0, PQ_T_TRUE = 1, PQ_T_FALSE = 2, PQ_T_BYTE = 3, PQ_T_I16 = 4,
+	PQ_T_I32 = 5, PQ_T_I64 = 6, PQ_T_DOUBLE = 7, PQ_T_BINARY = 8,
+	PQ_T_LIST = 9, PQ_T_SET = 10, PQ_T_MAP = 11, PQ_T_STRUCT = 12
+};
+
+#define PQ_THRIFT_DEPTH 16
+
+/*
+ * A Thrift compact protocol writer appending to out.  It is at the top level
+ * of a struct after init: write fields with increasing ids, and end every
+ * struct (the outer one included) with pq_thrift_end().
+ */
+struct pq_thrift {
+	struct sb *out;
+	int16_t last[PQ_THRIFT_DEPTH];	/* the last field id of each open struct */
+	int depth;
+};
+
+void pq_thrift_init(struct pq_thrift *t, struct sb *out);
+/* A field header: 1-byte delta form when the id is 1..15 above the last. */
+void pq_thrift_field(struct pq_thrift *t, int16_t id, int type);
+void pq_thrift_i32(struct pq_thrift *t, int16_t id, int32_t v);
+void pq_thrift_i64(struct pq_thrift *t, int16_t id, int64_t v);
+/* Booleans are carried in the field header's type (1 true, 2 false). */
+void pq_thrift_bool(struct pq_thrift *t, int16_t id, int v);
+void pq_thrift_binary(struct pq_thrift *t, int16_t id, const void *p, size_t len);
+/* A struct field: its header, then its own fields; end it with pq_thrift_end(). */
+void pq_thrift_struct(struct pq_thrift *t, int16_t id);
+/* A list field's header and size; then n elements of elem_type. */
+void pq_thrift_list(struct pq_thrift *t, int16_t id, int elem_type, size_t n);
+/* List elements. */
+void pq_thrift_elem_i32(struct pq_thrift *t, int32_t v);
+void pq_thrift_elem_binary(struct pq_thrift *t, const void *p, size_t len);
+/* A struct element of a list: its fields follow; end it with pq_thrift_end(). */
+void pq_thrift_elem_struct(struct pq_thrift *t);
+/* The stop byte of the innermost open struct. */
+void pq_thrift_end(struct pq_thrift *t);
+
+/*
+ * The RLE/bit-packed hybrid encoder (Parquet's "RLE" encoding), streaming:
+ * runs of 8 or more equal values become RLE runs, others bit-packed groups of
+ * 8 (at most 63 groups to a run, so that a run's header is one byte).
+ * Values must fit in bit_width bits (0..32).
+ */
+struct pq_rle {
+	struct sb *out;
+	int bit_width;
+	uint32_t buf[8];	/* values not yet flushed */
+	int nbuf;
+	uint32_t cur;		/* the value of the current run */
+	size_t repeat;		/* how often it came in a row */
+	size_t literal;		/* values in the open bit-packed run */
+	size_t header;		/* offset of that run's header byte in out, or SIZE_MAX */
+};
+
+void pq_rle_init(struct pq_rle *e, struct sb *out, int bit_width);
+void pq_rle_put(struct pq_rle *e, uint32_t v);
+/* Flush what is buffered (a last bit-packed group is padded with zeros). */
+void pq_rle_finish(struct pq_rle *e);
+
+/* ---- columns ---- */
+
+/* A column's type. */
+enum pq_kind {
+	PQ_INT64,	/* JSON Schema integer */
+	PQ_DECIMAL,	/* integer beyond int64: DECIMAL(38,0), 16-byte FIXED_LEN_BYTE_ARRAY */
+	PQ_DIGITS,	/* integer beyond 38 digits: its digits, a STRING */
+	PQ_DOUBLE,	/* number */
+	PQ_BOOL,	/* boolean */
+	PQ_STRING,	/* string */
+	PQ_TIMESTAMP,	/* string, format date-time: INT64 TIMESTAMP(MICROS, UTC) */
+	PQ_DATE,	/* string, format date: INT32 DATE */
+	PQ_JSON		/* object, array, several types or none: the value's JSON text */
+};
+
+struct pq_column {
+	char *name;		/* decoded UTF-8 (may hold NUL bytes) */
+	size_t name_len;
+	char *qname;		/* name as a JSON string literal, as records usually spell it */
+	size_t qname_len;
+	enum pq_kind kind;
+	enum json_type want;	/* PQ_JSON: JSON_OBJECT, JSON_ARRAY, or JSON_NONE for any value */
+	int extra;		/* the column of undeclared members */
+};
+
+struct pq_schema {
+	struct pq_column *cols;	/* the declared properties in schema order, then the extra column */
+	size_t n;
+	size_t *slots;		/* name hash: index + 1, 0 empty */
+	size_t nslots;
+};
+
+/*
+ * Columns from a JSON Schema (the text of a SCHEMA message's "schema"): one
+ * per member of "properties", in order (a repeated name counts once), then
+ * the extra column, named "_extra" (with more leading '_' while a property
+ * has that name).  Types: see enum pq_kind; "null" among a property's types
+ * (or anyOf/oneOf alternatives) only makes it nullable, and every column is
+ * written OPTIONAL.  Never fails on a JSON object.
+ */
+struct pq_schema *pq_schema_new(const char *schema, size_t len);
+void pq_schema_free(struct pq_schema *s);
+
+/* The column's Parquet type for people: "INT64", "TIMESTAMP(MICROS,UTC)", ... */
+const char *pq_kind_name(enum pq_kind k);
+
+/* {"column":"PARQUET TYPE",...} in column order, the extra column last. */
+void pq_schema_types_json(const struct pq_schema *s, struct sb *out);
+
+/* ---- the writer ---- */
+
+/* The page compressor, shared by every writer of a sink (one thread). */
+struct pq_codec;
+/* c: the codec (COMPRESSION_NONE: UNCOMPRESSED); level 0: the default. */
+struct pq_codec *pq_codec_new(enum compression c, int level);
+void pq_codec_free(struct pq_codec *c);
+
+struct pq_options {
+	struct pq_codec *codec;
+	uint64_t row_group_rows;	/* rows to a row group (at least 1) */
+	uint64_t row_group_size;	/* uncompressed value bytes to a row group */
+	size_t page_size;		/* uncompressed value bytes to a page; 0: 1 MiB */
+};
+
+/* Why a record did not fit (pq_writer_add()). */
+struct pq_fail {
+	size_t column;		/* index into the schema's columns */
+	enum pq_kind need;	/* PQ_WIDEN: the kind the column needs */
+	const char *why;	/* -1: static text, "is not an integer", ... */
+	struct json_span value;	/* -1: the value, inside the record */
+};
+
+#define PQ_WIDEN 1
+
+struct pq_writer;
+
+/*
+ * Start a Parquet file on w (the writer owns w from now on, and aborts it on
+ * failure).  s must outlive the writer and not change while the writer holds
+ * rows (pq_schema_widen() is fine while pq_writer_rows() is 0).  NULL on
+ * error.
+ */
+struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema *s,
+				 const struct pq_options *o);
+
+/*
+ * Add one record (a validated JSON object span).  Members are matched to
+ * columns by name; a null or absent member is a null; undeclared members,
+ * and repeats of a declared one, go into the extra column as a JSON object
+ * of their original bytes.  Returns 0; -1 when a value does not fit its
+ * column (f filled, nothing added); PQ_WIDEN when an integer is beyond its
+ * column's range (f->column, f->need; nothing added): the caller widens the
+ * schema and adds the record to a new file (or to this one while it holds
+ * no rows); -2 on a write error (reported).
+ */
+int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f);
+
+/* Rows added so far. */
+uint64_t pq_writer_rows(const struct pq_writer *pw);
+/* Bytes of the file so far: written, plus the compressed pages of the open row group. */
+uint64_t pq_writer_bytes(const struct pq_writer *pw);
+
+/* Write the last row group and the footer, close the file; frees pw.  0 or -1. */
+int pq_writer_close(struct pq_writer *pw);
+/* Drop the file; frees pw. */
+void pq_writer_abort(struct pq_writer *pw);
+
+/* Widen f->column of s to f->need (after PQ_WIDEN). */
+void pq_schema_widen(struct pq_schema *s, const struct pq_fail *f);
+
+/* Exposed for tests: microseconds since the epoch of an RFC 3339 date-time, 0 or -1. */
+int pq_parse_timestamp(const char *p, size_t n, int64_t *us);
+/* Days since the epoch of YYYY-MM-DD, 0 or -1. */
+int pq_parse_date(const char *p, size_t n, int32_t *days);
+
+#endif

@@ -1,0 +1,413 @@
+/*
+ * Unit tests of the Parquet writer's encoders against bytes computed by hand
+ * from the specifications (thrift-compact-protocol.md, parquet-format's
+ * Encodings.md), its value parsers, its schema mapping, and the layout of a
+ * small file.
+ */
+#include "bucket.h"
+#include "err.h"
+#include "parquet.h"
+#include "sb.h"
+#include "tap.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* "0a 1b ..." -> bytes; compare with sb. */
+static int bytes_are(const struct sb *got, const char *hex)
+{
+	unsigned char want[4096];
+	size_t n = 0, i;
+	unsigned v;
+	int k;
+
+	while (*hex) {
+		if (*hex == ' ') {
+			hex++;
+			continue;
+		}
+		if (sscanf(hex, "%2x%n", &v, &k) != 1)
+			return 0;
+		want[n++] = (unsigned char)v;
+		hex += k;
+	}
+	if (got->len == n && (n == 0 || memcmp(got->buf, want, n) == 0))
+		return 1;
+	printf("#   got ");
+	for (i = 0; i < got->len; i++)
+		printf("%02x ", (unsigned char)got->buf[i]);
+	printf("\n");
+	return 0;
+}
+
+static void test_varint(void)
+{
+	static const struct { uint64_t v; const char *hex; } cases[] = {
+		{ 0, "00" }, { 1, "01" }, { 127, "7f" }, { 128, "80 01" }, { 300, "ac 02" },
+		{ 16383, "ff 7f" }, { 16384, "80 80 01" },
+		{ UINT64_MAX, "ff ff ff ff ff ff ff ff ff 01" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sb b = SB_INIT;
+
+		pq_varint(&b, cases[i].v);
+		ok(bytes_are(&b, cases[i].hex), "varint %llu is %s", (unsigned long long)cases[i].v, cases[i].hex);
+		sb_free(&b);
+	}
+}
+
+static void test_zigzag(void)
+{
+	is_int(pq_zigzag(0), 0, "zigzag 0");
+	is_int(pq_zigzag(-1), 1, "zigzag -1");
+	is_int(pq_zigzag(1), 2, "zigzag 1");
+	is_int(pq_zigzag(-2), 3, "zigzag -2");
+	is_int(pq_zigzag(2147483647), 4294967294LL, "zigzag INT32_MAX");
+	is_int(pq_zigzag(-2147483647 - 1), 4294967295LL, "zigzag INT32_MIN");
+	ok(pq_zigzag(INT64_MAX) == UINT64_MAX - 1, "zigzag INT64_MAX");
+	ok(pq_zigzag(INT64_MIN) == UINT64_MAX, "zigzag INT64_MIN");
+}
+
+static void test_thrift_fields(void)
+{
+	struct sb b = SB_INIT;
+	struct pq_thrift t;
+
+	pq_thrift_init(&t, &b);
+	pq_thrift_i32(&t, 1, 1);		/* delta 1, i32: 15; zigzag(1) = 2 */
+	pq_thrift_i32(&t, 3, -1);		/* delta 2: 25; zigzag(-1) = 1 */
+	pq_thrift_i64(&t, 20, 300);		/* delta 17 > 15: 06, zigzag(20) = 40 = 28; 600 = d8 04 */
+	pq_thrift_bool(&t, 21, 1);		/* delta 1, true: 11 */
+	pq_thrift_bool(&t, 22, 0);		/* delta 1, false: 12 */
+	pq_thrift_binary(&t, 23, "ab", 2);	/* 18, length 02, 61 62 */
+	pq_thrift_struct(&t, 24);		/* 1c; inner ids start again from 0 */
+	pq_thrift_i32(&t, 1, 5);		/* 15 0a */
+	pq_thrift_end(&t);			/* 00 */
+	pq_thrift_i32(&t, 25, 0);		/* delta 1 from 24: 15 00 */
+	pq_thrift_i32(&t, 2, 2);		/* lower id: long form 05, zigzag(2) = 04; 04 */
+	pq_thrift_end(&t);
+	ok(bytes_are(&b, "15 02 25 01 06 28 d8 04 11 12 18 02 61 62 1c 15 0a 00 15 00 05 04 04 00"),
+	   "fields: deltas, long form, bools in the header, binary, nested struct");
+	sb_free(&b);
+}
+
+static void test_thrift_lists(void)
+{
+	struct sb b = SB_INIT;
+	struct pq_thrift t;
+	int i;
+
+	pq_thrift_init(&t, &b);
+	pq_thrift_list(&t, 1, PQ_T_I32, 3);	/* 19, size 3 of i32: 35 */
+	pq_thrift_elem_i32(&t, 1);
+	pq_thrift_elem_i32(&t, 2);
+	pq_thrift_elem_i32(&t, -3);		/* 02 04 05 */
+	pq_thrift_list(&t, 2, PQ_T_STRUCT, 2);	/* 19 2c */
+	for (i = 0; i < 2; i++) {
+		pq_thrift_elem_struct(&t);
+		pq_thrift_i32(&t, 1, 7);	/* 15 0e */
+		pq_thrift_end(&t);		/* 00 */
+	}
+	pq_thrift_i32(&t, 3, 0);		/* after the list: delta 1 from 2: 15 00 */
+	pq_thrift_end(&t);
+	ok(bytes_are(&b, "19 35 02 04 05 19 2c 15 0e 00 15 0e 00 15 00 00"),
+	   "short lists of i32 and of structs");
+
+	sb_reset(&b);
+	pq_thrift_init(&t, &b);
+	pq_thrift_list(&t, 4, PQ_T_BINARY, 15);	/* 49; 15 elements: f8 then varint 0f */
+	for (i = 0; i < 15; i++)
+		pq_thrift_elem_binary(&t, "x", 1);
+	pq_thrift_end(&t);
+	ok(bytes_are(&b, "49 f8 0f 01 78 01 78 01 78 01 78 01 78 01 78 01 78 01 78 01 78 01 78 "
+		     "01 78 01 78 01 78 01 78 01 78 00"), "a list of 15 uses the long size form");
+	sb_free(&b);
+}
+
+/* A data page header as the writer writes one: the spec's PageHeader. */
+static void test_thrift_page_header(void)
+{
+	struct sb b = SB_INIT;
+	struct pq_thrift t;
+
+	pq_thrift_init(&t, &b);
+	pq_thrift_i32(&t, 1, 0);		/* type DATA_PAGE: 15 00 */
+	pq_thrift_i32(&t, 2, 100);		/* 15 c8 01 */
+	pq_thrift_i32(&t, 3, 50);		/* 15 64 */
+	pq_thrift_struct(&t, 5);		/* delta 2: 2c */
+	pq_thrift_i32(&t, 1, 10);		/* num_values: 15 14 */
+	pq_thrift_i32(&t, 2, 0);		/* PLAIN: 15 00 */
+	pq_thrift_i32(&t, 3, 3);		/* RLE: 15 06 */
+	pq_thrift_i32(&t, 4, 3);		/* 15 06 */
+	pq_thrift_end(&t);
+	pq_thrift_end(&t);
+	ok(bytes_are(&b, "15 00 15 c8 01 15 64 2c 15 14 15 00 15 06 15 06 00 00"), "a PageHeader");
+	sb_free(&b);
+}
+
+static void rle(struct sb *b, int bw, const uint32_t *v, size_t n)
+{
+	struct pq_rle e;
+	size_t i;
+
+	sb_reset(b);
+	pq_rle_init(&e, b, bw);
+	for (i = 0; i < n; i++)
+		pq_rle_put(&e, v[i]);
+	pq_rle_finish(&e);
+}
+
+static void test_rle(void)
+{
+	struct sb b = SB_INIT;
+	uint32_t v[600];
+	size_t i;
+
+	memset(v, 0, sizeof(v));
+	rle(&b, 1, v, 16);
+	ok(bytes_are(&b, "20 00"), "16 zeros: one RLE run, header 16<<1, value in one byte");
+
+	{
+		static const uint32_t lit[] = { 1, 0, 1, 1, 0, 0, 0, 1 };
+
+		rle(&b, 1, lit, 8);
+		ok(bytes_are(&b, "03 8d"), "8 mixed bits: one bit-packed group, LSB first");
+	}
+	for (i = 0; i < 8; i++)
+		v[i] = (uint32_t)i;
+	rle(&b, 3, v, 8);
+	ok(bytes_are(&b, "03 88 c6 fa"), "0..7 at bit width 3: the spec's example");
+
+	for (i = 0; i < 8; i++)
+		v[i] = 1;
+	for (; i < 11; i++)
+		v[i] = 0;
+	rle(&b, 1, v, 11);
+	ok(bytes_are(&b, "10 01 06 00"), "8 ones then 3 zeros: two RLE runs");
+
+	v[0] = 1;
+	for (i = 1; i < 12; i++)
+		v[i] = 0;
+	rle(&b, 1, v, 12);
+	ok(bytes_are(&b, "05 01 00"), "1 then 11 zeros: 2 bit-packed groups, the last padded");
+
+	for (i = 0; i < 512; i++)
+		v[i] = (uint32_t)(i & 1);
+	rle(&b, 1, v, 512);
+	{
+		struct sb want = SB_INIT;
+		int good;
+
+		sb_addc(&want, 0x7f);
+		for (i = 0; i < 63; i++)
+			sb_addc(&want, (char)0xaa);
+		sb_addc(&want, 0x03);
+		sb_addc(&want, (char)0xaa);
+		good = b.len == want.len && memcmp(b.buf, want.buf, b.len) == 0;
+		ok(good, "512 alternating bits: a run of 63 groups (header 7f), then one of 1");
+		sb_free(&want);
+	}
+
+	for (i = 0; i < 10; i++)
+		v[i] = 300;
+	rle(&b, 9, v, 10);
+	ok(bytes_are(&b, "14 2c 01"), "300 x10 at bit width 9: value in 2 little-endian bytes");
+
+	for (i = 0; i < 8; i++)
+		v[i] = 0xdeadbeef;
+	rle(&b, 32, v, 8);
+	ok(bytes_are(&b, "10 ef be ad de"), "bit width 32");
+
+	rle(&b, 1, v, 0);
+	ok(bytes_are(&b, ""), "no values: nothing");
+
+	for (i = 0; i < 300; i++)
+		v[i] = 1;
+	rle(&b, 1, v, 300);
+	ok(bytes_are(&b, "d8 04 01"), "300 ones: varint run length 600");
+	sb_free(&b);
+}
+
+static void test_timestamps(void)
+{
+	static const struct { const char *s; long long us; } good[] = {
+		{ "1970-01-01T00:00:00Z", 0 },
+		{ "1970-01-01T00:00:00.000001Z", 1 },
+		{ "1969-12-31T23:59:59.999999Z", -1 },
+		{ "2000-01-01T00:00:00-05:00", 946702800000000LL },
+		{ "2000-01-01t05:00:00z", 946702800000000LL },
+		{ "2000-01-01 05:00:00+00:00", 946702800000000LL },
+		{ "2024-02-29T12:34:56.789+02:00", 1709202896789000LL },
+		{ "2024-02-29T12:34:56.789000000+02:00", 1709202896789000LL },
+		{ "9999-12-31T23:59:59.999999Z", 253402300799999999LL },
+		{ "0001-01-01T00:00:00Z", -62135596800000000LL },
+	};
+	static const char *bad[] = {
+		"2023-02-29T00:00:00Z", "2024-01-01T00:00:00", "2024-01-01", "2024-01-01T24:00:00Z",
+		"2024-01-01T00:00:00.1234567Z", "2024-01-01T00:00:00.Z", "2024-13-01T00:00:00Z",
+		"2024-01-01T00:00:00+2:00", "2024-01-01T00:00:00+02:00x", "2024-01-01T00:00:00+0200",
+		"x024-01-01T00:00:00Z",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int64_t us = 42;
+		int r = pq_parse_timestamp(good[i].s, strlen(good[i].s), &us);
+
+		ok(r == 0 && us == good[i].us, "timestamp %s", good[i].s);
+		if (r != 0 || us != good[i].us)
+			printf("#   got %d %lld\n", r, (long long)us);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t us;
+
+		is_int(pq_parse_timestamp(bad[i], strlen(bad[i]), &us), -1, "not a timestamp: %s", bad[i]);
+	}
+}
+
+static void test_dates(void)
+{
+	int32_t d = 0;
+
+	ok(pq_parse_date("2024-03-01", 10, &d) == 0 && d == 19783, "2024-03-01 is day 19783");
+	ok(pq_parse_date("1969-12-31", 10, &d) == 0 && d == -1, "1969-12-31 is day -1");
+	ok(pq_parse_date("2000-02-29", 10, &d) == 0 && d == 11016, "2000-02-29 is day 11016");
+	is_int(pq_parse_date("1900-02-29", 10, &d), -1, "1900 is no leap year");
+	is_int(pq_parse_date("2024-03-01T00:00:00Z", 20, &d), -1, "a date-time is no date");
+	is_int(pq_parse_date("2024-3-01", 9, &d), -1, "two-digit months");
+}
+
+static void test_schema(void)
+{
+	static const char schema[] =
+		"{\"type\":\"object\",\"properties\":{"
+		"\"i\":{\"type\":\"integer\"},"
+		"\"n\":{\"type\":[\"null\",\"number\"]},"
+		"\"in\":{\"type\":[\"integer\",\"number\"]},"
+		"\"b\":{\"type\":[\"boolean\",\"null\"]},"
+		"\"s\":{\"type\":\"string\"},"
+		"\"ts\":{\"type\":[\"null\",\"string\"],\"format\":\"date-time\"},"
+		"\"d\":{\"type\":\"string\",\"format\":\"date\"},"
+		"\"o\":{\"type\":\"object\",\"properties\":{}},"
+		"\"a\":{\"type\":\"array\"},"
+		"\"any\":{},"
+		"\"mixed\":{\"type\":[\"string\",\"integer\"]},"
+		"\"sdk\":{\"anyOf\":[{\"type\":\"string\",\"format\":\"date-time\"},{\"type\":\"null\"}]},"
+		"\"_extra\":{\"type\":\"string\"},"
+		"\"i\":{\"type\":\"string\"},"
+		"\"caf\\u00e9\":{\"type\":\"boolean\"}}}";
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema));
+	struct sb b = SB_INIT;
+
+	pq_schema_types_json(s, &b);
+	is_str(b.buf, "{\"i\":\"INT64\",\"n\":\"DOUBLE\",\"in\":\"DOUBLE\",\"b\":\"BOOLEAN\","
+	       "\"s\":\"STRING\",\"ts\":\"TIMESTAMP(MICROS,UTC)\",\"d\":\"DATE\",\"o\":\"JSON\","
+	       "\"a\":\"JSON\",\"any\":\"JSON\",\"mixed\":\"JSON\",\"sdk\":\"TIMESTAMP(MICROS,UTC)\","
+	       "\"_extra\":\"STRING\",\"caf\xc3\xa9\":\"BOOLEAN\",\"__extra\":\"JSON\"}",
+	       "JSON Schema types to Parquet columns; a repeated name counts once; the extra column last");
+	ok(s->cols[7].want == JSON_OBJECT && s->cols[8].want == JSON_ARRAY && s->cols[9].want == JSON_NONE,
+	   "object and array columns take only objects and arrays");
+	pq_schema_free(s);
+
+	s = pq_schema_new("{}", 2);
+	sb_reset(&b);
+	pq_schema_types_json(s, &b);
+	is_str(b.buf, "{\"_extra\":\"JSON\"}", "no properties: only the extra column");
+	pq_schema_free(s);
+	sb_free(&b);
+}
+
+/* Write a file with the writer into a local bucket and check its frame. */
+static void test_file(void)
+{
+	char dir[] = "/tmp/test_parquet.XXXXXX";
+	static const char schema[] = "{\"properties\":{\"id\":{\"type\":\"integer\"},"
+				     "\"name\":{\"type\":[\"null\",\"string\"]}}}";
+	static const char *recs[] = {
+		"{\"id\":1,\"name\":\"a\"}", "{\"id\":-9223372036854775808,\"name\":null}",
+		"{\"name\":\"\\u00e9\",\"id\":9223372036854775807,\"x\":[1, 2]}",
+	};
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema));
+	struct pq_codec *codec = pq_codec_new(COMPRESSION_ZSTD, 0);
+	struct pq_options o = { codec, 2, 1 << 20, 0 };
+	struct bucket *b;
+	struct pq_writer *pw;
+	struct pq_fail f;
+	struct sb data = SB_INIT;
+	size_t i;
+	uint32_t flen;
+	int r;
+
+	if (mkdtemp(dir) == NULL) {
+		ok(0, "mkdtemp");
+		return;
+	}
+	b = bucket_open(dir);
+	pw = pq_writer_open(bucket_writer_open(b, "t.parquet"), s, &o);
+	ok(pw != NULL, "writer opens");
+	for (i = 0; i < 3; i++) {
+		struct json_span rec = { recs[i], strlen(recs[i]), JSON_OBJECT };
+
+		is_int(pq_writer_add(pw, &rec, &f), 0, "record %zu fits", i + 1);
+	}
+	{
+		static const char big[] = "{\"id\":9223372036854775808}";
+		static const char str[] = "{\"id\":\"1\"}";
+		static const char frac[] = "{\"id\":1.0}";
+		struct json_span rec = { big, strlen(big), JSON_OBJECT };
+
+		is_int(pq_writer_add(pw, &rec, &f), PQ_WIDEN, "2^63 needs a wider column");
+		ok(f.column == 0 && f.need == PQ_DECIMAL, "... DECIMAL(38,0)");
+		rec.p = str;
+		rec.len = strlen(str);
+		is_int(pq_writer_add(pw, &rec, &f), -1, "a string in an integer column does not fit");
+		is_str(f.why, "is not an integer", "... and says why");
+		ok(f.value.len == 3 && memcmp(f.value.p, "\"1\"", 3) == 0, "... and which value");
+		rec.p = frac;
+		rec.len = strlen(frac);
+		is_int(pq_writer_add(pw, &rec, &f), -1, "1.0 in an integer column does not fit");
+	}
+	is_int(pq_writer_rows(pw), 3, "3 rows");
+	is_int(pq_writer_close(pw), 0, "writer closes");
+	bucket_get(b, "t.parquet", &data);
+	r = data.len > 12 && memcmp(data.buf, "PAR1", 4) == 0 && memcmp(data.buf + data.len - 4, "PAR1", 4) == 0;
+	ok(r, "PAR1 at both ends");
+	if (r) {
+		memcpy(&flen, data.buf + data.len - 8, 4);	/* little-endian hosts */
+		ok(flen > 0 && flen < data.len - 12, "the footer length fits the file");
+		/* FileMetaData starts with version 1 and 4 schema elements (root + 3). */
+		ok((unsigned char)data.buf[data.len - 8 - flen] == 0x15 &&
+		   data.buf[data.len - 8 - flen + 1] == 0x02 &&
+		   (unsigned char)data.buf[data.len - 8 - flen + 2] == 0x19 &&
+		   (unsigned char)data.buf[data.len - 8 - flen + 3] == 0x4c,
+		   "the footer begins: version 1, a list of 4 SchemaElement structs");
+	}
+	sb_free(&data);
+	bucket_delete(b, "t.parquet");
+	bucket_free(b);
+	rmdir(dir);
+	pq_codec_free(codec);
+	pq_schema_free(s);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	err_init(argv[0]);
+	test_varint();
+	test_zigzag();
+	test_thrift_fields();
+	test_thrift_lists();
+	test_thrift_page_header();
+	test_rle();
+	test_timestamps();
+	test_dates();
+	test_schema();
+	test_file();
+	return tap_done();
+}
