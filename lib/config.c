@@ -22,6 +22,8 @@
 #define FILE_MAX (1024 * 1024)
 #define DEPTH_MAX 64
 #define DEFAULT_MAX_FILE_SIZE (128ULL * 1024 * 1024)
+#define DEFAULT_ROW_GROUP_ROWS 1000000ULL
+#define DEFAULT_ROW_GROUP_SIZE (64ULL * 1024 * 1024)
 
 /* One YAML file being read. */
 struct yctx {
@@ -34,7 +36,7 @@ struct yctx {
 /* Destination keys, as read from one file, before defaults are merged. */
 enum {
 	D_BUCKET, D_PATH, D_COMPRESSION, D_LEVEL, D_MAXSIZE, D_ENDPOINT,
-	D_FORMAT, D_PARTITION, D_NKEYS
+	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_PARTITION, D_NKEYS
 };
 
 struct dest {
@@ -45,6 +47,8 @@ struct dest {
 	long level;
 	const char *level_text;	/* inside the document: valid while it is loaded */
 	uint64_t max_file_size;
+	int parquet;		/* format: parquet */
+	uint64_t rg_rows, rg_size;
 };
 
 /* Keys allowed in one mapping; the first `shown` are listed in hints. */
@@ -71,7 +75,7 @@ enum { S_TAP, S_CONFIG, S_STREAMS, S_CATALOG, S_METADATA, S_CATALOG_FLAG, S_NKEY
 
 static const char *const dest_names[] = {
 	"bucket", "path", "compression", "compression_level", "max_file_size",
-	"endpoint_url", "format", "partition_by"
+	"endpoint_url", "format", "row_group_rows", "row_group_size", "partition_by"
 };
 static const struct keys dest_keys = { "destination", dest_names, D_NKEYS, D_NKEYS - 1 };
 
@@ -1270,8 +1274,29 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 	if (k == D_FORMAT) {
 		if (get_str(c, v, "destination.format", "a string", &s) < 0)
 			return -1;
-		if (strcmp(s, "jsonl") != 0)
-			return yerr(c, v->start_mark, "destination.format must be jsonl (the only format so far), not '%s'", s);
+		if (strcmp(s, "jsonl") != 0 && strcmp(s, "parquet") != 0)
+			return yerr(c, v->start_mark, "destination.format must be jsonl or parquet, not '%s'", s);
+		d->parquet = strcmp(s, "parquet") == 0;
+		return 0;
+	}
+	if (k == D_RG_ROWS) {
+		if (get_str(c, v, "destination.row_group_rows", "an integer", &s) < 0)
+			return -1;
+		errno = 0;
+		if (!all_digits(s, strlen(s), 10) || (d->rg_rows = strtoull(s, NULL, 10)) < 1 ||
+		    d->rg_rows > INT32_MAX || errno == ERANGE)
+			return yerr(c, v->start_mark, "destination.row_group_rows must be an integer "
+				    "from 1 to 2147483647, not '%s'", s);
+		return 0;
+	}
+	if (k == D_RG_SIZE) {
+		if (get_str(c, v, "destination.row_group_size", "a size", &s) < 0)
+			return -1;
+		if (config_parse_size(s, &d->rg_size) < 0)
+			return yerr(c, v->start_mark, "destination.row_group_size must be a size such as "
+				    "67108864, 64MiB or 1G, not '%s'", s);
+		if (d->rg_size < 1024)
+			return yerr(c, v->start_mark, "destination.row_group_size must be at least 1 KiB, not '%s'", s);
 		return 0;
 	}
 	/* D_PARTITION: the Python tool wrote it into every pipeline. */
@@ -1537,7 +1562,18 @@ static int parse_pipeline(struct yctx *c, struct dest *def, struct pipe_config *
 	else
 		cfg->compression_level = comp == COMPRESSION_ZSTD ? 3 :
 					 comp == COMPRESSION_GZIP ? 6 : 0;
-	cfg->format = xstrdup("jsonl");
+	cfg->parquet = d.set[D_FORMAT] ? d.parquet : def->set[D_FORMAT] ? def->parquet : 0;
+	cfg->format = xstrdup(cfg->parquet ? "parquet" : "jsonl");
+	if (!cfg->parquet && (d.set[D_RG_ROWS] || d.set[D_RG_SIZE])) {
+		yerr(c, d.at[d.set[D_RG_ROWS] ? D_RG_ROWS : D_RG_SIZE],
+		     "destination.%s applies only to format: parquet",
+		     d.set[D_RG_ROWS] ? "row_group_rows" : "row_group_size");
+		goto out;
+	}
+	cfg->row_group_rows = d.set[D_RG_ROWS] ? d.rg_rows :
+			      def->set[D_RG_ROWS] ? def->rg_rows : DEFAULT_ROW_GROUP_ROWS;
+	cfg->row_group_size = d.set[D_RG_SIZE] ? d.rg_size :
+			      def->set[D_RG_SIZE] ? def->rg_size : DEFAULT_ROW_GROUP_SIZE;
 	rc = 0;
 out:
 	dest_free(&d);

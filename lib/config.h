@@ -35,7 +35,14 @@
  *     max_file_size:  bytes, or a size for config_parse_size(); at least
  *                     1 KiB; default 128 MiB
  *     endpoint_url:   http:// or https:// URL of an S3-compatible store
- *     format:         jsonl (the only one so far)
+ *     format:         jsonl (default) or parquet (lib/parquet.h)
+ *     row_group_rows: parquet only: rows to a row group, 1..2^31-1,
+ *                     default 1000000
+ *     row_group_size: parquet only: a size (config_parse_size()), at least
+ *                     1 KiB, default 64 MiB: uncompressed value bytes to a
+ *                     row group, and about the memory each open file holds.
+ *                     Either key in a pipeline whose format is not parquet is
+ *                     an error (config.yaml's defaults may set them for all)
  *     partition_by:   accepted only as "_extraction_date", the value the
  *                     Python DataSpoc Pipe writes into every pipeline
  *   incremental:
@@ -102,7 +109,10 @@ struct pipe_config {
 	int compression_level;	/* default: 3 for zstd, 6 for gzip */
 	uint64_t max_file_size;	/* roll-over size of a data file, compressed bytes; default 128 MiB */
 	char *endpoint_url;	/* destination.endpoint_url (S3-compatible store), or NULL */
-	char *format;		/* destination.format: "jsonl" */
+	char *format;		/* destination.format: "jsonl" or "parquet" */
+	int parquet;		/* format is parquet */
+	uint64_t row_group_rows;	/* parquet: rows to a row group, default 1,000,000 */
+	uint64_t row_group_size;	/* parquet: uncompressed bytes to a row group, default 64 MiB */
 
 	/* incremental: */
 	int incremental;	/* incremental.enabled, default 0 */

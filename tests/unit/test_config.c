@@ -449,7 +449,8 @@ static void test_destination(void)
 
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compresion: zstd\n",
 		":5:3: unknown key 'compresion' in destination (expected one of: bucket, path, "
-		"compression, compression_level, max_file_size, endpoint_url, format)",
+		"compression, compression_level, max_file_size, endpoint_url, format, row_group_rows, "
+		"row_group_size)",
 		"misspelt destination key");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: lz4\n",
 		":5:16: destination.compression must be one of zstd, gzip, none, not 'lz4'",
@@ -495,9 +496,30 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  endpoint_url: 127.0.0.1:9000\n",
 		":5:17: destination.endpoint_url must be an http:// or https:// URL, not '127.0.0.1:9000'",
 		"endpoint_url without a scheme");
-	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n",
-		":5:11: destination.format must be jsonl (the only format so far), not 'parquet'",
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: csv\n",
+		":5:11: destination.format must be jsonl or parquet, not 'csv'",
 		"unsupported format");
+	loads(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n", "format parquet");
+	is_str(cfg.format, "parquet", "parquet");
+	ok(cfg.parquet, "parquet flag");
+	is_int(cfg.row_group_rows, 1000000, "row_group_rows defaults to 1,000,000");
+	is_int(cfg.row_group_size, 64 * 1024 * 1024, "row_group_size defaults to 64 MiB");
+	loads(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  row_group_rows: 5000\n"
+	      "  row_group_size: 8MiB\n", "row group bounds");
+	is_int(cfg.row_group_rows, 5000, "row_group_rows");
+	is_int(cfg.row_group_size, 8 * 1024 * 1024, "row_group_size with a suffix");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  row_group_rows: 0\n",
+		":6:19: destination.row_group_rows must be an integer from 1 to 2147483647, not '0'",
+		"row_group_rows 0");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  row_group_rows: 1e6\n",
+		":6:19: destination.row_group_rows must be an integer from 1 to 2147483647, not '1e6'",
+		"row_group_rows not an integer");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  row_group_size: 1000\n",
+		":6:19: destination.row_group_size must be at least 1 KiB, not '1000'",
+		"row_group_size too small");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  row_group_rows: 10\n",
+		":5:19: destination.row_group_rows applies only to format: parquet",
+		"row_group_rows without parquet");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  partition_by: day\n",
 		":5:17: destination.partition_by must be _extraction_date (files are partitioned "
 		"by extraction date), not 'day'", "partition_by other than _extraction_date");
@@ -642,7 +664,8 @@ static void test_home_config(void)
 	write_file(conf, "destination:\n  bucket: /l\n  compresion: gzip\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
 	refused_in(conf, ":3:3: unknown key 'compresion' in destination (expected one of: bucket, "
-		   "path, compression, compression_level, max_file_size, endpoint_url, format)",
+		   "path, compression, compression_level, max_file_size, endpoint_url, format, "
+		   "row_group_rows, row_group_size)",
 		   "config.yaml unknown key message");
 	write_file(conf, "bucket: /l\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a top-level bucket");
