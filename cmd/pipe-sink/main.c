@@ -38,7 +38,9 @@ static const char help_text[] =
 	"Options:\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -f           record in the plan that the run ignored the saved state\n"
-	"  -j THREADS   zstd worker threads (default 0: compress in this thread)\n"
+	"  -j THREADS   zstd worker threads; 0 compresses in this thread (default 1,\n"
+	"               or $DATASPOC_PIPE_THREADS: one worker compressing 1 MiB jobs\n"
+	"               costs less CPU than compressing in this thread)\n"
 	"  -n           check the config and the transform; read nothing\n"
 	"  -q           no progress on stderr\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else a new one)\n"
@@ -46,6 +48,21 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0 the plan ends in success, 1 it ends in failure, 2 bad\n"
 	"usage or config.\n";
+
+/* $DATASPOC_PIPE_THREADS, else one worker (see -j in the help). */
+static int default_threads(void)
+{
+	const char *s = getenv("DATASPOC_PIPE_THREADS");
+	char *end;
+	long v;
+
+	if (s && *s) {
+		v = strtol(s, &end, 10);
+		if (*end == '\0' && v >= 0 && v <= 256)
+			return (int)v;
+	}
+	return 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -68,6 +85,7 @@ int main(int argc, char **argv)
 	memset(&plan, 0, sizeof(plan));
 	opt.progress = 1;
 	opt.max_open = 64;
+	opt.threads = default_threads();
 	while ((c = getopt_long(argc, argv, "c:fhj:nqr:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
