@@ -107,7 +107,7 @@ FUZZ_FLAGS ?=
 FUZZ_TARGETS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_RUN = $(MAKE) FUZZ=1 fuzz-bins && for t in $(FUZZ_TARGETS); do \
 	mkdir -p tests/fuzz/out/$$t tests/fuzz/corpus/$$t && \
-	echo "# $$t: $(1) s" && \
+	echo "$$t: $(1) s" && \
 	build/fuzz/fuzz/$$t -max_total_time=$(1) -close_fd_mask=3 -timeout=20 -rss_limit_mb=2048 \
 		-artifact_prefix=tests/fuzz/out/crash-$$t- \
 		$$(test -f tests/fuzz/$$t.dict && echo -dict=tests/fuzz/$$t.dict) $(FUZZ_FLAGS) \
