@@ -769,9 +769,12 @@ static void serve(int fd)
 		if (next_reply < nreplies)
 			rep = replies[next_reply++];
 		pthread_mutex_unlock(&mu);
-		sb_addf(&out, "HTTP/1.1 %d X\r\n%sContent-Length: %zu\r\n\r\n", rep.status, rep.headers,
-			strcmp(r.method, "HEAD") == 0 && rep.body && *rep.body == 'L' ? (size_t)5 :
-			rep.body ? strlen(rep.body) : 0);
+		if (strstr(rep.headers, "Content-Length:"))
+			sb_addf(&out, "HTTP/1.1 %d X\r\n%s\r\n", rep.status, rep.headers);
+		else
+			sb_addf(&out, "HTTP/1.1 %d X\r\n%sContent-Length: %zu\r\n\r\n", rep.status,
+				rep.headers, strcmp(r.method, "HEAD") == 0 && rep.body && *rep.body == 'L' ?
+				(size_t)5 : rep.body ? strlen(rep.body) : 0);
 		if (strcmp(r.method, "HEAD") != 0 && rep.body)
 			sb_adds(&out, rep.body);
 		if (write_all(fd, out.buf, out.len) < 0) {
@@ -1273,6 +1276,46 @@ static void test_requests(void)
 		is_int(nreqs, 3, "  without another request");
 		free(data);
 	}
+	bucket_free(b);
+
+	/* publishing an object above the copy part size: UploadPartCopy */
+	setenv("DATASPOC_PIPE_S3_COPY_PART_SIZE", "5MiB", 1);
+	b = bucket_open_opts("s3://bkt/base/", ep);
+	unsetenv("DATASPOC_PIPE_S3_COPY_PART_SIZE");
+	reset_server();
+	expect_reply(200, "Content-Length: 12582912\r\n", "");
+	expect_reply(200, "", "<InitiateMultipartUploadResult><UploadId>C1</UploadId></InitiateMultipartUploadResult>");
+	expect_reply(200, "", "<CopyPartResult><ETag>&quot;p1&quot;</ETag></CopyPartResult>");
+	expect_reply(200, "", "<CopyPartResult><ETag>\"p2\"</ETag></CopyPartResult>");
+	expect_reply(200, "", "<CopyPartResult><ETag>\"p3\"</ETag></CopyPartResult>");
+	expect_reply(200, "", "<CompleteMultipartUploadResult><ETag>\"m-3\"</ETag></CompleteMultipartUploadResult>");
+	expect_reply(204, "", "");
+	is_int(b ? bucket_move(b, "staging/big=1", "dt=1/big") : -2, 0, "move of 12 MiB in 5 MiB copy parts");
+	is_int(nreqs, 7, "  HEAD, create, three part copies, complete, delete");
+	check_req(1, "POST", "/bkt/base/dt%3D1/big?uploads=", "multipart copy: CreateMultipartUpload");
+	check_req(2, "PUT", "/bkt/base/dt%3D1/big?partNumber=1&uploadId=C1", "UploadPartCopy 1");
+	check_req(4, "PUT", "/bkt/base/dt%3D1/big?partNumber=3&uploadId=C1", "UploadPartCopy 3");
+	if (nreqs == 7) {
+		is_str(header_of(&reqs[2].head, "x-amz-copy-source"), "/bkt/base/staging/big=1", "  copy source");
+		is_str(header_of(&reqs[2].head, "x-amz-copy-source-range"), "bytes=0-5242879", "  first range");
+		is_str(header_of(&reqs[3].head, "x-amz-copy-source-range"), "bytes=5242880-10485759", "  second range");
+		is_str(header_of(&reqs[4].head, "x-amz-copy-source-range"), "bytes=10485760-12582911", "  last range");
+		ok(signed_header(&reqs[2], "x-amz-copy-source-range"), "  range signed");
+		ok(strstr(reqs[5].body, "<Part><PartNumber>1</PartNumber><ETag>&quot;p1&quot;</ETag></Part>") &&
+		   strstr(reqs[5].body, "<Part><PartNumber>3</PartNumber><ETag>&quot;p3&quot;</ETag></Part>"),
+		   "  the copied parts completed");
+	}
+	check_req(6, "DELETE", "/bkt/base/staging/big%3D1", "multipart copy: source deleted");
+	reset_server();
+	expect_reply(200, "Content-Length: 12582912\r\n", "");
+	expect_reply(200, "", "<InitiateMultipartUploadResult><UploadId>C2</UploadId></InitiateMultipartUploadResult>");
+	expect_reply(200, "", "<Error><Code>AccessDenied</Code><Message>no</Message></Error>");
+	expect_reply(204, "", "");
+	capture_begin();
+	is_int(b ? bucket_move(b, "a", "b") : -2, -1, "multipart copy: a part refused");
+	ok(strstr(capture_end(), "UploadPartCopy: HTTP 200 AccessDenied: no") != NULL, "  message");
+	check_req(3, "DELETE", "/bkt/base/b?uploadId=C2", "  the copy aborted, the source kept");
+	is_int(nreqs, 4, "  nothing more");
 	bucket_free(b);
 
 	/* a store that is not there */
