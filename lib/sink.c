@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,9 +168,12 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 		return NULL;
 	}
 	for (i = 0; i < s->n && !dropped; i++) {
-		if (!s->streams[i].dropped && strcmp(s->streams[i].safe, safe) == 0) {
-			fail(s, "<stdin>:%llu: streams '%s' and '%s' would share the folder '%s'",
-			     s->lineno, s->streams[i].name, name, safe);
+		/* Orders/ and orders/ are one folder in a copy of the bucket on
+		 * a Mac or Windows, and one table to case-blind catalogs. */
+		if (!s->streams[i].dropped && strcasecmp(s->streams[i].safe, safe) == 0) {
+			fail(s, "<stdin>:%llu: streams '%s' and '%.*s' would share the folder '%s'%s",
+			     s->lineno, s->streams[i].name, (int)len, name, safe,
+			     strcmp(s->streams[i].safe, safe) ? " where case is ignored" : "");
 			free(safe);
 			return NULL;
 		}
