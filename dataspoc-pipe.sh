@@ -159,9 +159,9 @@ run_pipeline() {
 	job=
 	signal=
 	trap 'rm -rf "$tmp"' EXIT
-	trap 'signal=INT; [ -n "$job" ] && kill -INT -- "-$job" 2>/dev/null' INT
-	trap 'signal=TERM; [ -n "$job" ] && kill -TERM -- "-$job" 2>/dev/null' TERM
-	trap 'signal=HUP; [ -n "$job" ] && kill -HUP -- "-$job" 2>/dev/null' HUP
+	trap 'signal=INT; [ -n "$job" ] && kill -s INT -- "-$job" 2>/dev/null' INT
+	trap 'signal=TERM; [ -n "$job" ] && kill -s TERM -- "-$job" 2>/dev/null' TERM
+	trap 'signal=HUP; [ -n "$job" ] && kill -s HUP -- "-$job" 2>/dev/null' HUP
 
 	say "Running: $label"
 	if [ "$full" = 1 ]; then
@@ -699,7 +699,7 @@ run_all() {
 	mkfifo "$tmp/done" || exit 1
 	# Read and write: never an end of file, and no open(2) blocks.
 	exec 3<>"$tmp/done"
-	running=0 ok=0 failed=0 failed_names= signal=
+	running=0 ok=0 failed=0 failed_names= signal= unstarted=
 	# Background jobs of a script ignore SIGINT, so pass signals on as TERM.
 	trap 'signal=INT; stop_all' INT
 	trap 'signal=TERM; stop_all' TERM
@@ -708,7 +708,10 @@ run_all() {
 		while [ "$running" -ge "$jobs" ]; do
 			collect_one
 		done
-		[ -z "$signal" ] || break
+		if [ -n "$signal" ]; then
+			unstarted="$unstarted $name"
+			continue
+		fi
 		(
 			sh "$self" run "$@" "$name" >"$tmp/$name.out" 2>"$tmp/$name.err" 3>&- &
 			echo $! >"$tmp/$name.pid"
@@ -723,6 +726,7 @@ run_all() {
 	exec 3>&-
 	say "Summary: $ok success, $failed failure(s)"
 	[ -z "$failed_names" ] || err "run --all: failed:$failed_names"
+	[ -z "$unstarted" ] || err "run --all: interrupted by SIG$signal, not started:$unstarted"
 	case $signal in
 	INT) exit 130 ;;
 	TERM) exit 143 ;;
@@ -737,7 +741,7 @@ stop_all() {
 		[ -f "$p" ] || continue
 		n=${p##*/}
 		n=${n%.pid}
-		[ -e "$tmp/$n.done" ] || kill -TERM "$(cat "$p")" 2>/dev/null
+		[ -e "$tmp/$n.done" ] || kill -s TERM "$(cat "$p")" 2>/dev/null
 	done
 }
 

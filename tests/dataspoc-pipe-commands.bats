@@ -314,6 +314,53 @@ Summary: 2 success, 1 failure(s)"
 	assert_line --index -1 "Summary: 2 success, 0 failure(s)"
 }
 
+@test "run --all: SIGTERM stops starting pipelines and ends the running ones cleanly" {
+	use_tap tap-a
+	use_tap tap-b
+	local t
+	for t in tap-a tap-b; do
+		echo '{"type":"RECORD","stream":"s","record":{"i":1}}' >"$FAKE_DIR/$t/out"
+		: >"$FAKE_DIR/$t/block"
+	done
+	write_pipeline a tap-a
+	write_pipeline b tap-b
+	write_pipeline c cmdtap-ok
+	dataspoc-pipe run --all -j 2 >out 2>err &
+	local pid=$!
+	BG_PIDS=$pid
+	wait_for "$FAKE_DIR/tap-a/ready"
+	wait_for "$FAKE_DIR/tap-b/ready"
+	kill -s TERM "$pid"
+	wait_until dead "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	assert_equal "$rc" 143
+	run -0 tail -n 1 out
+	assert_output "Summary: 0 success, 2 failure(s)"
+	run -0 sort out
+	assert_output "Running: a
+Running: b
+Summary: 0 success, 2 failure(s)"
+	run -0 tail -n 2 err
+	assert_output "dataspoc-pipe: run --all: failed: a b
+dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
+	run -0 grep -c "^dataspoc-pipe: run '[ab]' failed: interrupted by SIGTERM\$" err
+	assert_output 2
+	# both aborted cleanly: a failure log each, no data, no lock; c never ran
+	run -0 bucket_cat ".dataspoc/logs/a/$(run_ids a).json"
+	run -0 jq -r '.status + " " + .error' <<<"$output"
+	assert_output "failure interrupted by SIGTERM"
+	run -0 run_ids b
+	assert_equal "${#lines[@]}" 1
+	run -0 run_ids c
+	assert_output ""
+	run -0 bucket_files
+	assert_output ""
+	run -1 bucket_exists .dataspoc/state/a/lock
+	wait_until no_process tap-a
+	wait_until no_process tap-b
+}
+
 @test "run --all: no pipelines, and usage errors" {
 	run -0 --separate-stderr dataspoc-pipe run --all
 	assert_output "Summary: 0 success, 0 failure(s)"
