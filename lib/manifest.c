@@ -15,12 +15,18 @@
 /* The Python DataSpoc Pipe's manifest version. */
 #define MANIFEST_VERSION "1.0"
 
-/* Columns from a SCHEMA, in the schema's order: [{"name","type","nullable"[,"format"]}]. */
-static void columns_json(const char *schema, struct sb *out)
+/*
+ * Columns from a SCHEMA, in the schema's order: [{"name","type","nullable"
+ * [,"format"][,"parquet_type"]}].  types: the plan's parquet_types, or NULL;
+ * its columns that are no property (the extra column) come last.
+ */
+static void columns_json(const char *schema, const char *types, struct sb *out)
 {
-	struct json_span obj, props, key, val, t;
+	struct json_span obj, props, key, val, t, tobj;
 	size_t errpos, pos = 0, n = 0;
 	const char *errmsg;
+	int have_types = types && json_validate(types, strlen(types), &tobj, &errpos, &errmsg) == 0 &&
+			 tobj.type == JSON_OBJECT;
 
 	sb_addc(out, '[');
 	if (json_validate(schema, strlen(schema), &obj, &errpos, &errmsg) != 0 ||
@@ -65,8 +71,35 @@ static void columns_json(const char *schema, struct sb *out)
 			sb_adds(out, ",\"format\":");
 			json_compact(&t, out);
 		}
+		if (have_types) {
+			struct sb name = SB_INIT;
+
+			json_string_decode(&key, &name);
+			if (json_object_get(&tobj, name.buf ? name.buf : "", &t) == 1 && t.type == JSON_STRING) {
+				sb_adds(out, ",\"parquet_type\":");
+				json_compact(&t, out);
+			}
+			sb_free(&name);
+		}
 		sb_addc(out, '}');
 		sb_free(&type);
+	}
+	if (have_types) {
+		/* The extra column of undeclared members. */
+		pos = 0;
+		while (json_object_next(&tobj, &pos, &key, &t)) {
+			struct sb name = SB_INIT;
+
+			json_string_decode(&key, &name);
+			if (json_object_get(&props, name.buf ? name.buf : "", &val) != 1) {
+				sb_adds(out, n++ ? ",{\"name\":" : "{\"name\":");
+				json_compact(&key, out);
+				sb_adds(out, ",\"type\":\"object\",\"nullable\":true,\"parquet_type\":");
+				json_compact(&t, out);
+				sb_addc(out, '}');
+			}
+			sb_free(&name);
+		}
 	}
 done:
 	sb_addc(out, ']');
@@ -106,7 +139,7 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	if (s->schema) {
 		struct sb cols = SB_INIT;
 
-		columns_json(s->schema, &cols);
+		columns_json(s->schema, s->parquet_types, &cols);
 		t = jv_object_set(t, jv_string("columns"), jv_parse(cols.buf));
 		sb_free(&cols);
 	} else if (!jv_object_has(jv_copy(t), jv_string("columns"))) {

@@ -1006,7 +1006,7 @@ static void free_writer(struct pq_writer *pw)
 	free(pw);
 }
 
-int pq_writer_close(struct pq_writer *pw)
+int pq_writer_close(struct pq_writer *pw, uint64_t *size)
 {
 	int r;
 
@@ -1016,6 +1016,8 @@ int pq_writer_close(struct pq_writer *pw)
 		pq_writer_abort(pw);
 		return -1;
 	}
+	if (size)
+		*size = pw->offset;
 	r = bucket_writer_close(pw->w);
 	pw->w = NULL;
 	free_writer(pw);

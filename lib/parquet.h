@@ -199,8 +199,11 @@ uint64_t pq_writer_rows(const struct pq_writer *pw);
 /* Bytes of the file so far: written, plus the compressed pages of the open row group. */
 uint64_t pq_writer_bytes(const struct pq_writer *pw);
 
-/* Write the last row group and the footer, close the file; frees pw.  0 or -1. */
-int pq_writer_close(struct pq_writer *pw);
+/*
+ * Write the last row group and the footer, close the file; frees pw.  The
+ * file's size goes into *size when size is not NULL.  0 or -1.
+ */
+int pq_writer_close(struct pq_writer *pw, uint64_t *size);
 /* Drop the file; frees pw. */
 void pq_writer_abort(struct pq_writer *pw);
 

@@ -118,6 +118,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			s.records = get_count(&obj, "records");
 			s.schema = get_raw(&obj, "schema", JSON_OBJECT);
 			s.key_properties = get_raw(&obj, "key_properties", JSON_ARRAY);
+			s.parquet_types = get_raw(&obj, "parquet_types", JSON_OBJECT);
 			p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
 			p->streams[p->nstreams++] = s;
 			if (!s.name || !s.dir) {
@@ -174,6 +175,7 @@ void plan_free(struct plan *p)
 		free(p->streams[i].dir);
 		free(p->streams[i].schema);
 		free(p->streams[i].key_properties);
+		free(p->streams[i].parquet_types);
 	}
 	free(p->files);
 	free(p->streams);
@@ -225,9 +227,12 @@ void plan_format(const struct plan *p, struct sb *out)
 		sb_adds(out, "{\"type\":\"stream\"");
 		add_str(out, "stream", s->name);
 		add_str(out, "dir", s->dir);
-		sb_addf(out, ",\"records\":%llu,\"schema\":%s,\"key_properties\":%s}\n", s->records,
+		sb_addf(out, ",\"records\":%llu,\"schema\":%s,\"key_properties\":%s", s->records,
 			s->schema ? s->schema : "null",
 			s->key_properties ? s->key_properties : "null");
+		if (s->parquet_types)
+			sb_addf(out, ",\"parquet_types\":%s", s->parquet_types);
+		sb_adds(out, "}\n");
 	}
 	if (p->state)
 		sb_addf(out, "{\"type\":\"state\",\"value\":%s}\n", p->state);

@@ -3,9 +3,10 @@
  * saved as pending.json while a commit is in flight.  JSON lines:
  *
  *   {"type":"run","pipeline":P,"run_id":R,"started_at":T,"source":S,
- *    "format":"jsonl","compression":C,"incremental":B,"replace":B,"full":B}
+ *    "format":"jsonl"|"parquet","compression":C,"incremental":B,"replace":B,"full":B}
  *   {"type":"file","stream":N,"staged":KEY,"final":KEY,"records":n,"bytes":n}   (any number)
- *   {"type":"stream","stream":N,"dir":KEY,"records":n,"schema":{..}|null,"key_properties":[..]|null}
+ *   {"type":"stream","stream":N,"dir":KEY,"records":n,"schema":{..}|null,"key_properties":[..]|null
+ *    [,"parquet_types":{"column":"INT64",...}]}            (parquet_types: format parquet) 
  *   {"type":"state","value":{...}}          (only when the tap sent a STATE)
  *   {"type":"end","status":"success"|"failure","records":n,"error":"..."}
  *
@@ -32,6 +33,7 @@ struct plan_stream {
 	unsigned long long records;
 	char *schema;		/* raw JSON object, or NULL */
 	char *key_properties;	/* raw JSON array, or NULL */
+	char *parquet_types;	/* format parquet: raw JSON object {"column":"TYPE",...}, or NULL */
 };
 
 struct plan {

@@ -13,6 +13,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "parquet.h"
 #include "singer.h"
 #include "tap.h"
 #include "transform.h"
@@ -24,7 +25,9 @@ struct stream {
 	size_t name_len;
 	char *dir;		/* <path>/<source>/<safe> */
 	char *safe;
-	struct zwriter *zw;	/* open file, or NULL */
+	struct zwriter *zw;	/* open jsonl file, or NULL */
+	struct pq_writer *pw;	/* open Parquet file, or NULL */
+	struct pq_schema *pqs;	/* parquet: the columns of its last SCHEMA, or NULL */
 	char *staged;		/* its staged key */
 	char *final;		/* its final key */
 	unsigned long long file_records;
@@ -46,6 +49,9 @@ struct sink {
 	char *source;
 	char date[16];
 	const char *ext;
+	int parquet;		/* destination.format: parquet */
+	struct pq_codec *codec;	/* parquet: the page compressor all files share */
+	struct pq_options pqo;
 
 	struct stream *streams;
 	size_t n, cap;
@@ -237,15 +243,17 @@ static int close_file(struct sink *s, struct stream *st)
 	struct plan_file f;
 	uint64_t bytes;
 
-	if (st->zw == NULL)
+	if (st->zw == NULL && st->pw == NULL)
 		return 0;
-	if (zwriter_close_size(st->zw, &bytes) != 0) {
+	if (st->pw ? pq_writer_close(st->pw, &bytes) != 0 : zwriter_close_size(st->zw, &bytes) != 0) {
 		st->zw = NULL;
+		st->pw = NULL;
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
 	}
 	st->zw = NULL;
+	st->pw = NULL;
 	s->open--;
 	f.stream = xstrdup(st->name);
 	f.staged = st->staged;
@@ -269,22 +277,25 @@ static int open_file(struct sink *s, struct stream *st)
 		size_t i;
 
 		for (i = 0; i < s->n; i++) {
-			if (s->streams[i].zw && (idle == NULL || s->streams[i].last_used < idle->last_used))
+			if ((s->streams[i].zw || s->streams[i].pw) &&
+			    (idle == NULL || s->streams[i].last_used < idle->last_used))
 				idle = &s->streams[i];
 		}
 		if (idle && close_file(s, idle) != 0)
 			return -1;
 	}
 	staging = util_staging_prefix(s->cfg->name, s->opt->run_id);
-	st->final = xasprintf("%s/dt=%s/%s_%s_%04u.jsonl%s", st->dir, s->date, st->safe,
-			      s->opt->run_id, st->file_index++, s->ext);
+	st->final = xasprintf("%s/dt=%s/%s_%s_%04u%s%s", st->dir, s->date, st->safe,
+			      s->opt->run_id, st->file_index++, s->parquet ? "" : ".jsonl", s->ext);
 	st->staged = xasprintf("%s%s", staging, st->final);
 	free(staging);
 	st->file_records = 0;
 	w = bucket_writer_open(s->b, st->staged);
-	if (w != NULL)
+	if (w != NULL && s->parquet)
+		st->pw = pq_writer_open(w, st->pqs, &s->pqo);
+	else if (w != NULL)
 		st->zw = zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
-	if (st->zw == NULL) {
+	if (st->zw == NULL && st->pw == NULL) {
 		fail(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		free(st->staged);
@@ -346,6 +357,105 @@ static void maybe_progress(struct sink *s)
 	progress(s, 0);
 }
 
+/* A value for a message: its first bytes, cut at a character boundary. */
+static void quote_value(struct sb *out, const struct json_span *v)
+{
+	size_t n = v->len;
+
+	if (n > 200) {
+		n = 200;
+		while (n > 0 && ((unsigned char)v->p[n] & 0xc0) == 0x80)
+			n--;
+	}
+	sb_add(out, v->p, n);
+	if (n < v->len)
+		sb_adds(out, "...");
+}
+
+/* One record (a JSON object) into the stream's Parquet file. */
+static int parquet_add(struct sink *s, struct stream *st, const struct json_span *rec)
+{
+	struct pq_fail f;
+	int r;
+
+	for (;;) {
+		if (st->pw == NULL && open_file(s, st) != 0)
+			return -1;
+		r = pq_writer_add(st->pw, rec, &f);
+		if (r != PQ_WIDEN)
+			break;
+		/*
+		 * An integer beyond its column's type: the file so far keeps
+		 * the narrower type, the stream goes on in a new file whose
+		 * column is exact (a file with no rows yet just changes it).
+		 */
+		if (pq_writer_rows(st->pw) > 0 && close_file(s, st) != 0)
+			return -1;
+		pq_schema_widen(st->pqs, &f);
+	}
+	if (r == -1) {
+		const struct pq_column *col = &st->pqs->cols[f.column];
+		struct sb v = SB_INIT;
+
+		quote_value(&v, &f.value);
+		fail(s, "<stdin>:%llu: record %llu of stream '%s' does not fit its Parquet columns: "
+		     "field '%s' (%s): %s %s", s->lineno, st->records + st->failed_in + 1, st->name,
+		     col->name, pq_kind_name(col->kind), v.buf, f.why);
+		sb_free(&v);
+		return -1;
+	}
+	if (r != 0) {
+		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
+		return -1;
+	}
+	st->records++;
+	st->file_records++;
+	if (pq_writer_bytes(st->pw) >= s->cfg->max_file_size && close_file(s, st) != 0)
+		return -1;
+	if ((st->records & 4095) == 0)
+		maybe_progress(s);
+	return 0;
+}
+
+/*
+ * A record's bytes (count of them, one per line, after a transform) into
+ * Parquet rows.
+ */
+static int parquet_records(struct sink *s, struct stream *st, const char *bytes, size_t len,
+			   unsigned long long count)
+{
+	const char *p = bytes, *end = bytes + len;
+
+	if (st->pqs == NULL) {
+		fail(s, "<stdin>:%llu: stream '%s' sent a RECORD before its SCHEMA: Parquet files need "
+		     "the stream's columns (format: jsonl lands such streams)", s->lineno, st->name);
+		return -1;
+	}
+	if (s->opt->transform == NULL) {
+		struct json_span rec = { bytes, len, JSON_OBJECT };
+
+		return parquet_add(s, st, &rec);
+	}
+	while (count-- > 0 && p <= end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p), errpos;
+		struct json_span rec;
+		const char *errmsg;
+
+		if (json_validate(p, n, &rec, &errpos, &errmsg) != 0 || rec.type != JSON_OBJECT) {
+			fail(s, "<stdin>:%llu: the transform's output for record %llu of stream '%s' is not "
+			     "a JSON object: a Parquet row needs one", s->lineno,
+			     st->records + st->failed_in + 1, st->name);
+			return -1;
+		}
+		if (parquet_add(s, st, &rec) != 0)
+			return -1;
+		p += n + 1;
+	}
+	return 0;
+}
+
 static int on_record(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
@@ -381,6 +491,8 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 		bytes = s->transformed.buf;
 		len = s->transformed.len - 1;	/* its last newline is added below */
 	}
+	if (s->parquet)
+		return parquet_records(s, st, bytes, len, count);
 	if (st->zw == NULL && open_file(s, st) != 0)
 		return -1;
 	/* The record's bytes and its newline, as the tap printed them. */
@@ -414,14 +526,25 @@ static char *compact(const struct json_span *v)
 static int on_schema(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
+	char *schema;
 
 	if (st == NULL)
 		return -1;
 	if (st->dropped)
 		return 0;
+	schema = compact(&m->schema);
+	if (s->parquet && (st->schema == NULL || strcmp(st->schema, schema) != 0)) {
+		/* New columns: a new file. */
+		if (close_file(s, st) != 0) {
+			free(schema);
+			return -1;
+		}
+		pq_schema_free(st->pqs);
+		st->pqs = pq_schema_new(schema, strlen(schema));
+	}
 	free(st->schema);
 	free(st->key_properties);
-	st->schema = compact(&m->schema);
+	st->schema = schema;
 	st->key_properties = m->key_properties.type == JSON_ARRAY ? compact(&m->key_properties) : NULL;
 	return 0;
 }
@@ -498,6 +621,10 @@ static void cleanup_files(struct sink *s)
 			zwriter_abort(st->zw);
 			st->zw = NULL;
 		}
+		if (st->pw) {
+			pq_writer_abort(st->pw);
+			st->pw = NULL;
+		}
 	}
 	for (i = 0; i < s->plan->nfiles; i++) {
 		struct plan_file *f = &s->plan->files[i];
@@ -524,7 +651,7 @@ static void fill_plan(struct sink *s, const struct sink_options *opt)
 	p->run_id = xstrdup(opt->run_id);
 	p->started_at = xstrdup(started);
 	p->source = xstrdup(s->source);
-	p->format = xstrdup("jsonl");
+	p->format = xstrdup(s->parquet ? "parquet" : "jsonl");
 	p->compression = xstrdup(s->cfg->compression == COMPRESSION_ZSTD ? "zstd" :
 				 s->cfg->compression == COMPRESSION_GZIP ? "gzip" : "none");
 	p->incremental = s->cfg->incremental;
@@ -544,6 +671,12 @@ static void fill_plan(struct sink *s, const struct sink_options *opt)
 		ps->records = st->records;
 		ps->schema = st->schema;
 		ps->key_properties = st->key_properties;
+		if (st->pqs) {
+			struct sb types = SB_INIT;
+
+			pq_schema_types_json(st->pqs, &types);
+			ps->parquet_types = sb_detach(&types);
+		}
 		st->name = st->dir = st->schema = st->key_properties = NULL;
 		p->records += st->records;
 	}
@@ -568,6 +701,18 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	s.plan = plan;
 	s.source = config_source_name(cfg);
 	s.ext = config_compression_ext(cfg->compression);
+	if (cfg->parquet) {
+		s.parquet = 1;
+		s.ext = ".parquet";	/* the pages are compressed, not the file */
+		s.codec = pq_codec_new(cfg->compression, cfg->compression_level);
+		s.pqo.codec = s.codec;
+		s.pqo.row_group_rows = cfg->row_group_rows;
+		s.pqo.row_group_size = cfg->row_group_size;
+		if (s.codec == NULL) {
+			s.reported = 1;
+			fail(&s, "cannot start the Parquet page compressor");
+		}
+	}
 	s.tty = isatty(STDERR_FILENO);
 	s.next_progress = util_now() + (s.tty ? 0.2 : 10.0);
 	if (t == -1)
@@ -575,6 +720,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	gmtime_r(&t, &tm);
 	strftime(s.date, sizeof(s.date), "%Y-%m-%d", &tm);
 
+	if (s.parquet && s.codec == NULL)
+		goto out;
 	while ((got = singer_reader_next(r, &line, &len)) == 1) {
 		struct singer_msg m;
 		size_t errcol;
@@ -660,7 +807,9 @@ out:
 		free(st->final);
 		free(st->schema);
 		free(st->key_properties);
+		pq_schema_free(st->pqs);
 	}
+	pq_codec_free(s.codec);
 	for (i = 0; i < s.nselected; i++)
 		free(s.selected[i]);
 	free(s.selected);

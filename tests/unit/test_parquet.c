@@ -373,8 +373,13 @@ static void test_file(void)
 		is_int(pq_writer_add(pw, &rec, &f), -1, "1.0 in an integer column does not fit");
 	}
 	is_int(pq_writer_rows(pw), 3, "3 rows");
-	is_int(pq_writer_close(pw), 0, "writer closes");
-	bucket_get(b, "t.parquet", &data);
+	{
+		uint64_t size = 0;
+
+		is_int(pq_writer_close(pw, &size), 0, "writer closes");
+		bucket_get(b, "t.parquet", &data);
+		is_int(size, data.len, "the size it reports is the file's");
+	}
 	r = data.len > 12 && memcmp(data.buf, "PAR1", 4) == 0 && memcmp(data.buf + data.len - 4, "PAR1", 4) == 0;
 	ok(r, "PAR1 at both ends");
 	if (r) {
