@@ -37,16 +37,7 @@ const char *cli_run_id(const char *arg, int *bad)
 
 long cli_lock_pid(void)
 {
-	const char *s = getenv("DATASPOC_PIPE_PID");
-	char *end;
-	long v;
-
-	if (s && *s) {
-		v = strtol(s, &end, 10);
-		if (*end == '\0' && v > 0)
-			return v;
-	}
-	return (long)getppid();
+	return util_env_long("DATASPOC_PIPE_PID", 1, 0x7fffffffL, (long)getppid());
 }
 
 int cli_close_stdout(void)

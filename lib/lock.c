@@ -57,16 +57,7 @@ static int parse_holder(const struct sb *text, struct holder *h)
 
 long lock_default_ttl(void)
 {
-	const char *s = getenv("DATASPOC_PIPE_LOCK_TTL");
-	char *end;
-	long v;
-
-	if (s && *s) {
-		v = strtol(s, &end, 10);
-		if (*end == '\0' && v > 0)
-			return v;
-	}
-	return 6 * 3600;
+	return util_env_long("DATASPOC_PIPE_LOCK_TTL", 1, 100L * 365 * 86400, 6 * 3600);
 }
 
 int lock_take(struct bucket *b, const char *key, const char *what,

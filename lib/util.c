@@ -143,6 +143,21 @@ int util_read_fd(int fd, struct sb *out)
 	return 0;
 }
 
+long util_env_long(const char *name, long min, long max, long def)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (s == NULL || *s == '\0')
+		return def;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return def;
+	return v;
+}
+
 void util_sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

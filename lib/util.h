@@ -34,6 +34,12 @@ int util_pid_alive(long pid);
 /* Read all of fd into out (appended).  0, or -1 with errno set. */
 int util_read_fd(int fd, struct sb *out);
 
+/*
+ * The integer in environment variable name when it is set and within
+ * [min, max], else def.
+ */
+long util_env_long(const char *name, long min, long max, long def);
+
 /* Sleep for ms milliseconds. */
 void util_sleep_ms(long ms);
 

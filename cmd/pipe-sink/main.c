@@ -49,21 +49,6 @@ static const char help_text[] =
 	"Exit status: 0 the plan ends in success, 1 it ends in failure, 2 bad\n"
 	"usage or config.\n";
 
-/* $DATASPOC_PIPE_THREADS, else one worker (see -j in the help). */
-static int default_threads(void)
-{
-	const char *s = getenv("DATASPOC_PIPE_THREADS");
-	char *end;
-	long v;
-
-	if (s && *s) {
-		v = strtol(s, &end, 10);
-		if (*end == '\0' && v >= 0 && v <= 256)
-			return (int)v;
-	}
-	return 1;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -85,7 +70,8 @@ int main(int argc, char **argv)
 	memset(&plan, 0, sizeof(plan));
 	opt.progress = 1;
 	opt.max_open = 64;
-	opt.threads = default_threads();
+	/* one worker: see -j in the help */
+	opt.threads = (int)util_env_long("DATASPOC_PIPE_THREADS", 0, 256, 1);
 	while ((c = getopt_long(argc, argv, "c:fhj:nqr:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
