@@ -1,0 +1,361 @@
+#!/usr/bin/env bats
+# pipe-sink: a Singer stream (ended by pipe-tap's end line) in, staged
+# compressed files and a commit plan out.
+
+load test_helper
+
+RID=20260102T030405Z-abc123
+STAGE=.dataspoc/staging/shop/$RID/
+END_OK='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'
+USAGE='usage: pipe-sink [-fhnq] [-j THREADS] [-r RUN_ID] NAME | -c FILE.yaml'
+
+setup() {
+	pipe_setup
+	use_tap tap-shop
+	write_pipeline shop tap-shop
+	cat >orders.jsonl <<-'EOF'
+	{"id":1,"big":12345678901234567891,"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \u0000"}
+	{"id":2,"utf8":"日本語","nested":{"a":[1,2.50,{"b":null}]}}
+	{ "id" : 3 }
+	EOF
+	{
+		echo '{"type":"SCHEMA","stream":"orders","schema":{"type":"object","properties":{"id":{"type":"integer","maximum":12345678901234567891}}},"key_properties":["id"]}'
+		sed -n 1p orders.jsonl | singer_records orders
+		echo '{"type":"RECORD","stream":"users","record":{"id":"u1"}}'
+		echo '{"type":"STATE","value":{"first":1}}'
+		sed -n 2,3p orders.jsonl | singer_records orders
+		echo '{"type":"STATE","value":{"b":12345678901234567891, "s" : "\u00e9"}}'
+		echo "$END_OK"
+	} >dump.jsonl
+}
+
+teardown() {
+	pipe_teardown
+}
+
+# The plan's lines as jq -c prints them, one kind at a time.
+plan_lines() {	# TYPE [PLAN]
+	jq -c "select(.type == \"$1\")" "${2:-plan.jsonl}"
+}
+
+expect_staging_empty() {
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+}
+
+@test "-h prints the help on stdout" {
+	run -0 --separate-stderr pipe-sink -h
+	assert_line --index 0 "usage: pipe-sink [-fhnq] [-j THREADS] [-r RUN_ID] NAME"
+	assert_stderr ""
+}
+
+@test "bad usage prints the usage on stderr and exits 2" {
+	run -2 --separate-stderr pipe-sink -x shop <dump.jsonl
+	assert_equal "$output" ""
+	assert_stderr "pipe-sink: invalid option -- 'x'
+$USAGE"
+	run -2 --separate-stderr pipe-sink shop extra <dump.jsonl
+	assert_stderr "$USAGE"
+	run -2 --separate-stderr pipe-sink -j many shop <dump.jsonl
+	assert_stderr "pipe-sink: -j wants a number of threads from 0 to 256, not 'many'"
+	run -2 --separate-stderr pipe-sink -r 2026-01-02 shop <dump.jsonl
+	assert_stderr "pipe-sink: invalid run id '2026-01-02' (expected the shape 20261130T004809Z-3fa9c1)"
+	run -2 --separate-stderr pipe-sink nosuch <dump.jsonl
+	assert_stderr "pipe-sink: no pipeline 'nosuch' (looked for $DATASPOC_PIPE_HOME/pipelines/nosuch.yaml)"
+	bucket_untouched
+}
+
+@test "a dump becomes staged files and a plan; nothing is visible yet" {
+	run -0 --separate-stderr pipe-sink -r "$RID" shop <dump.jsonl
+	assert_stderr "  orders: 3 records...
+  users: 1 records..."
+	printf '%s\n' "$output" >plan.jsonl
+	local ofile="raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.zst"
+	local ufile="raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.zst"
+	jq -c .type plan.jsonl >types
+	expect_file types <<-'EOF'
+	"run"
+	"file"
+	"file"
+	"stream"
+	"stream"
+	"state"
+	"end"
+	EOF
+	plan_lines run >got
+	expect_file got <<-EOF
+	{"type":"run","pipeline":"shop","run_id":"$RID","started_at":"2026-01-02T03:04:05Z","source":"shop","format":"jsonl","compression":"zstd","incremental":true,"replace":false,"full":false}
+	EOF
+	plan_lines file | jq -c 'del(.bytes)' >got
+	expect_file got <<-EOF
+	{"type":"file","stream":"orders","staged":"$STAGE$ofile","final":"$ofile","records":3}
+	{"type":"file","stream":"users","staged":"$STAGE$ufile","final":"$ufile","records":1}
+	EOF
+	plan_lines stream | jq -c 'del(.schema)' >got
+	expect_file got <<-'EOF'
+	{"type":"stream","stream":"orders","dir":"raw/shop/orders","records":3,"key_properties":["id"]}
+	{"type":"stream","stream":"users","dir":"raw/shop/users","records":1,"key_properties":null}
+	EOF
+	# schema and state are carried byte for byte (no jq here: it would
+	# round 12345678901234567891)
+	run -0 grep -c -F '"schema":{"type":"object","properties":{"id":{"type":"integer","maximum":12345678901234567891}}}' plan.jsonl
+	assert_output 1
+	run -0 grep -c -F '"schema":null' plan.jsonl
+	assert_output 1
+	run -0 grep -x -F '{"type":"state","value":{"b":12345678901234567891,"s":"\u00e9"}}' plan.jsonl
+	plan_lines end >got
+	echo '{"type":"end","status":"success","records":4}' | expect_file got
+
+	bucket_keys >keys
+	expect_file keys <<-EOF
+	$STAGE$ofile
+	$STAGE$ufile
+	EOF
+	bucket_data "$STAGE$ofile" >got
+	diff -u orders.jsonl got
+	echo '{"id":"u1"}' >want
+	bucket_data "$STAGE$ufile" >got
+	diff -u want got
+	# bytes: each staged object's size
+	local k
+	for k in "$ofile" "$ufile"; do
+		bucket_cat "$STAGE$k" >obj
+		run -0 jq -r --arg f "$k" 'select(.final == $f) | .bytes' plan.jsonl
+		assert_output "$(wc -c <obj)"
+	done
+}
+
+@test "the run id comes from DATASPOC_RUN_ID, else a new one" {
+	DATASPOC_RUN_ID=$RID pipe-sink -q shop <dump.jsonl >plan.jsonl
+	run -0 jq -r 'select(.type == "run") | .run_id' plan.jsonl
+	assert_output "$RID"
+	pipe-sink -q shop <dump.jsonl >plan2.jsonl
+	run -0 jq -r 'select(.type == "run") | .run_id' plan2.jsonl
+	assert_output --regexp '^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$'
+	refute_output "$RID"
+}
+
+@test "-q: no progress; -f: the plan says the saved state was ignored" {
+	run -0 --separate-stderr pipe-sink -q -f -r "$RID" shop <dump.jsonl
+	assert_stderr ""
+	printf '%s\n' "$output" >plan.jsonl
+	run -0 jq -c 'select(.type == "run") | .full' plan.jsonl
+	assert_output true
+}
+
+@test "-j 2: zstd with worker threads lands the same bytes" {
+	pipe-sink -q -j 2 -r "$RID" shop <dump.jsonl >plan.jsonl
+	bucket_data "${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.zst" >got
+	diff -u orders.jsonl got
+}
+
+@test "input without pipe-tap's end line: failure, staging emptied" {
+	head -n 6 dump.jsonl >cut.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <cut.jsonl
+	assert_stderr "pipe-sink: input ended without pipe-tap's end line: the tap or pipe-tap did not finish"
+	printf '%s\n' "$output" >plan.jsonl
+	plan_lines end >got
+	echo '{"type":"end","status":"failure","records":4,"error":"input ended without pipe-tap'"'"'s end line: the tap or pipe-tap did not finish"}' |
+		expect_file got
+	run -0 plan_lines file
+	assert_output ""
+	expect_staging_empty
+}
+
+@test "empty input: failure" {
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop </dev/null
+	assert_stderr "pipe-sink: input ended without pipe-tap's end line: the tap or pipe-tap did not finish"
+	assert_line --index 0 --partial '{"type":"run",'
+	assert_line --index 1 '{"type":"end","status":"failure","records":0,"error":"input ended without pipe-tap'"'"'s end line: the tap or pipe-tap did not finish"}'
+	expect_staging_empty
+}
+
+@test "a failure end line from pipe-tap: failure with the tap's error" {
+	head -n 6 dump.jsonl >failed.jsonl
+	echo '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":3,"error":"tap-shop exited with status 3"}' >>failed.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <failed.jsonl
+	assert_stderr "pipe-sink: tap-shop exited with status 3"
+	printf '%s\n' "$output" >plan.jsonl
+	plan_lines end >got
+	echo '{"type":"end","status":"failure","records":4,"error":"tap-shop exited with status 3"}' | expect_file got
+	run -0 plan_lines file
+	assert_output ""
+	expect_staging_empty
+}
+
+@test "input going on after the end line: failure" {
+	{ cat dump.jsonl; echo '{"type":"RECORD","stream":"orders","record":{}}'; } >more.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <more.jsonl
+	assert_stderr "pipe-sink: <stdin>:9: input goes on after pipe-tap's end line"
+	expect_staging_empty
+}
+
+# bad_line LINE ERROR: LINE as the 3rd line of the stream fails with ERROR.
+bad_line() {
+	{ sed -n 1,2p dump.jsonl; printf '%s\n' "$1"; echo "$END_OK"; } >bad.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <bad.jsonl
+	assert_stderr "pipe-sink: $2"
+	printf '%s\n' "$output" >plan.jsonl
+	expect_staging_empty
+	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' plan.jsonl
+	assert_output "failure: $2"
+}
+
+@test "malformed lines: the error names the line and the column" {
+	bad_line '{"type":"RECORD","stream":"orders","record":{"id":9}' '<stdin>:3:53: invalid JSON: unexpected end of input'
+	bad_line '{"type":"RECORD","stream":"orders","record":{"id":9}} x' '<stdin>:3:55: invalid JSON: unexpected character'
+	bad_line '{"stream":"orders","record":{"id":9}}' '<stdin>:3:1: message without "type"'
+	bad_line '{"type":7,"stream":"orders"}' '<stdin>:3:9: "type" is not a string'
+	bad_line '[1,2]' '<stdin>:3:1: not a JSON object'
+	bad_line '{"type":"RECORD","record":{"id":9}}' '<stdin>:3:1: RECORD without "stream"'
+	bad_line '{"type":"RECORD","stream":5,"record":{}}' '<stdin>:3:27: RECORD "stream" is not a string'
+	bad_line '{"type":"RECORD","stream":"orders"}' '<stdin>:3:1: RECORD without "record"'
+	bad_line '{"type":"RECORD","stream":"orders","record":[1]}' '<stdin>:3:45: RECORD "record" is not an object'
+	bad_line '{"type":"STATE"}' '<stdin>:3:1: STATE without "value"'
+	bad_line '{"type":"STATE","value":[1]}' '<stdin>:3: STATE value is not a JSON object'
+	bad_line '{"type":"SCHEMA","stream":"x"}' '<stdin>:3:1: SCHEMA without "schema"'
+	bad_line '{"type":"SCHEMA","stream":"x","schema":{},"key_properties":"id"}' '<stdin>:3:60: SCHEMA "key_properties" is not an array'
+}
+
+@test "a line cut short at the end of the input: failure" {
+	{ sed -n 1,2p dump.jsonl; printf '%s' '{"type":"RECORD","stream":"orders","rec'; } >cut.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <cut.jsonl
+	assert_stderr "pipe-sink: <stdin>:3: input ends in the middle of a line: the tap's output was cut short"
+	expect_staging_empty
+}
+
+@test "Singer: any case of types, RECORD before SCHEMA, ACTIVATE_VERSION and unknown types passed over" {
+	cat >dump.jsonl <<-EOF
+	{"type":"record","stream":"s","record":{"n":1},"version":5}
+
+	{"type":"ACTIVATE_VERSION","stream":"s","version":5}
+	{"type":"Schema","stream":"s","schema":{"properties":{"n":{"type":"integer"}}},"key_properties":[]}
+	{"type":"METRIC","value":{"x":1}}
+	{"type":"BATCH","stream":"s","filepath":"/etc/passwd"}
+	{"type":"RECORD","stream":"s","record":{"n":2}}CR
+	{"type":"state","value":{"n":2}}
+	{"type":"SCHEMA","stream":"s","schema":{"properties":{"m":{"type":"string"}}},"key_properties":["m"]}
+	$END_OK
+	EOF
+	sed -i 's/CR$/\r/' dump.jsonl
+	run -0 --separate-stderr pipe-sink -q -r "$RID" shop <dump.jsonl
+	printf '%s\n' "$output" >plan.jsonl
+	plan_lines stream >got
+	expect_file got <<-'EOF'
+	{"type":"stream","stream":"s","dir":"raw/shop/s","records":2,"schema":{"properties":{"m":{"type":"string"}}},"key_properties":["m"]}
+	EOF
+	plan_lines state >got
+	echo '{"type":"state","value":{"n":2}}' | expect_file got
+	printf '%s\n' '{"n":1}' '{"n":2}' >want
+	bucket_data "${STAGE}raw/shop/s/dt=2026-01-02/s_${RID}_0000.jsonl.zst" >got
+	diff -u want got
+}
+
+@test "no STATE: the plan carries none" {
+	grep -v STATE dump.jsonl >nostate.jsonl
+	pipe-sink -q -r "$RID" shop <nostate.jsonl >plan.jsonl
+	run -0 plan_lines state
+	assert_output ""
+}
+
+@test "stream names are made safe, or refused" {
+	{
+		echo '{"type":"RECORD","stream":"../../etc","record":{}}'
+		echo '{"type":"RECORD","stream":"a/b\\c","record":{}}'
+		echo '{"type":"RECORD","stream":".x","record":{}}'
+		echo "$END_OK"
+	} >names.jsonl
+	pipe-sink -q -r "$RID" shop <names.jsonl >plan.jsonl
+	run -0 jq -r 'select(.type == "stream") | "\(.stream) \(.dir)"' plan.jsonl
+	assert_output '../../etc raw/shop/_._.._etc
+a/b\c raw/shop/a_b_c
+.x raw/shop/_x'
+	bucket_keys >keys
+	expect_file keys <<-EOF
+	${STAGE}raw/shop/_._.._etc/dt=2026-01-02/_._.._etc_${RID}_0000.jsonl.zst
+	${STAGE}raw/shop/_x/dt=2026-01-02/_x_${RID}_0000.jsonl.zst
+	${STAGE}raw/shop/a_b_c/dt=2026-01-02/a_b_c_${RID}_0000.jsonl.zst
+	EOF
+	rm -rf "$BUCKET_DIR"
+
+	refused() {	# stream-json error
+		printf '{"type":"RECORD","stream":%s,"record":{}}\n%s\n' "$1" "$END_OK" >bad.jsonl
+		run -1 --separate-stderr pipe-sink -q -r "$RID" shop <bad.jsonl
+		assert_stderr "pipe-sink: $2"
+		expect_staging_empty
+	}
+	refused '""' '<stdin>:1: stream name cannot be used: the name is empty'
+	refused '"a\u0001b"' '<stdin>:1: stream name cannot be used: the name holds control characters'
+	refused '"a\u0000b"' '<stdin>:1: stream name cannot be used: the name holds control characters'
+	printf '%s\n' '{"type":"RECORD","stream":"a/b","record":{}}' '{"type":"RECORD","stream":"a_b","record":{}}' "$END_OK" >bad.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <bad.jsonl
+	assert_stderr "pipe-sink: <stdin>:2: streams 'a/b' and 'a_b' would share the folder 'a_b'"
+	expect_staging_empty
+}
+
+@test "more streams than open files: files roll, every record lands in order" {
+	local i r
+	for r in 1 2 3; do
+		for i in $(seq 1 70); do
+			printf '{"type":"RECORD","stream":"s%02d","record":{"r":%d}}\n' "$i" "$r"
+		done
+	done >many.jsonl
+	echo "$END_OK" >>many.jsonl
+	pipe-sink -q -r "$RID" shop <many.jsonl >plan.jsonl
+	run -0 jq -s -c '[.[] | select(.type == "file")] | length > 70' plan.jsonl
+	assert_output true
+	printf '%s\n' '{"r":1}' '{"r":2}' '{"r":3}' >want
+	for i in 01 35 70; do
+		run -0 jq -r --arg s "s$i" 'select(.type == "file" and .stream == $s) | .staged' plan.jsonl
+		local k
+		for k in "${lines[@]}"; do
+			bucket_data "$k"
+		done >got
+		diff -u want got
+	done
+}
+
+@test "a record of a megabyte lands byte for byte" {
+	{ head -c 600000 /dev/urandom | od -An -tx1 -v | tr -d ' \n'; echo; } | sed 's/.*/{"blob":"&"}/' >big.jsonl
+	{ singer_records big <big.jsonl; echo "$END_OK"; } >dump.jsonl
+	pipe-sink -q -r "$RID" shop <dump.jsonl >plan.jsonl
+	bucket_data "${STAGE}raw/shop/big/dt=2026-01-02/big_${RID}_0000.jsonl.zst" >got
+	cmp big.jsonl got
+}
+
+@test "gzip and none: the extension follows" {
+	write_pipeline shop tap-shop true "compression: gzip"
+	pipe-sink -q -r "$RID" shop <dump.jsonl >plan.jsonl
+	run -0 jq -r 'select(.type == "file") | .final' plan.jsonl
+	assert_output "raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.gz
+raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.gz"
+	bucket_cat "${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.gz" >o.gz
+	gzip -dc o.gz >got
+	diff -u orders.jsonl got
+	rm -rf "$BUCKET_DIR"
+	write_pipeline shop tap-shop true "compression: none"
+	pipe-sink -q -r "$RID" shop <dump.jsonl >plan.jsonl
+	bucket_cat "${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl" >got
+	diff -u orders.jsonl got
+}
+
+@test "incremental disabled: the plan replaces the streams' files" {
+	write_pipeline shop tap-shop false
+	pipe-sink -q -r "$RID" shop <dump.jsonl >plan.jsonl
+	run -0 jq -c 'select(.type == "run") | [.incremental, .replace]' plan.jsonl
+	assert_output '[false,true]'
+}
+
+@test "a bucket that cannot be written: failure, the plan says why" {
+	mkdir -p "$BUCKET_DIR/.dataspoc"
+	: >"$BUCKET_DIR/.dataspoc/staging"
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <dump.jsonl
+	assert_stderr "pipe-sink: cannot create directory '$BUCKET_DIR/.dataspoc/staging/shop': Not a directory"
+	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' <<<"$output"
+	assert_output "failure: cannot create '${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.zst' in $BUCKET_URL"
+}
+
+@test "stdout on a full device: exit 1, write error" {
+	run -1 --separate-stderr sh -c 'pipe-sink -q -r "$1" shop <dump.jsonl >/dev/full' sh "$RID"
+	assert_stderr "pipe-sink: write error: No space left on device"
+}

@@ -1,0 +1,251 @@
+#!/usr/bin/env bats
+# pipe-tap: runs a pipeline's tap, copies its stream, ends it with one line
+# saying how the tap ended, and exits with the tap's status.
+
+load test_helper
+
+setup() {
+	pipe_setup
+	use_tap tap-one
+	write_pipeline one tap-one
+	T=$FAKE_DIR/tap-one
+	printf '%s\n' '{"type":"SCHEMA","stream":"s","schema":{"properties":{}},"key_properties":[]}' \
+		'{"type":"RECORD","stream":"s","record":{"big":12345678901234567891,"u":"\u00e9"}}' \
+		'{"type":"STATE","value":{"bookmarks":{"s":1}}}' >"$T/out"
+}
+
+teardown() {
+	pipe_teardown
+}
+
+END_OK='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'
+USAGE='usage: pipe-tap [-hn] [-l FILE] NAME | -c FILE.yaml'
+
+# pipe-tap's output: the tap's, then the end line given.
+expect_dump() {	# dump-file end-line
+	{ cat "$T/out"; printf '%s\n' "$2"; } >want
+	diff -u want "$1"
+}
+
+@test "-h prints the help on stdout" {
+	run -0 --separate-stderr pipe-tap -h
+	assert_line --index 0 "usage: pipe-tap [-hn] [-l FILE] NAME"
+	assert_line "  {\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}"
+	assert_stderr ""
+	local help=$output
+	run -0 pipe-tap --help
+	assert_equal "$output" "$help"
+}
+
+@test "bad usage prints the usage on stderr and exits 2" {
+	run -2 --separate-stderr pipe-tap -x one
+	assert_equal "$output" ""
+	assert_stderr "pipe-tap: invalid option -- 'x'
+$USAGE"
+	run -2 --separate-stderr pipe-tap one two
+	assert_equal "$output" ""
+	assert_stderr "$USAGE"
+	run -2 --separate-stderr pipe-tap
+	assert_stderr "pipe-tap: no pipeline: give a NAME or -c FILE"
+	run -2 --separate-stderr pipe-tap -c "$DATASPOC_PIPE_HOME/pipelines/one.yaml" one
+	assert_stderr "pipe-tap: give either a pipeline NAME or -c FILE, not both"
+	[ ! -e "$T/runs" ]
+}
+
+@test "the tap's stream, byte for byte, then the success end line" {
+	pipe-tap one </dev/null >dump
+	expect_dump dump "$END_OK"
+	expect_file_empty "$T/argv"
+	bucket_untouched
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "-c FILE.yaml instead of a name" {
+	pipe-tap -c "$DATASPOC_PIPE_HOME/pipelines/one.yaml" </dev/null >dump
+	expect_dump dump "$END_OK"
+}
+
+@test "a tap's exit status is passed on, and named in the end line" {
+	echo 3 >"$T/exit"
+	run -3 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "pipe-tap: tap-one exited with status 3"
+	printf '%s\n' "$output" >dump
+	expect_dump dump '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":3,"error":"tap-one exited with status 3"}'
+}
+
+@test "a tap killed by signal n: 128+n" {
+	echo TERM >"$T/signal"
+	run -143 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "pipe-tap: tap-one was killed by signal 15 (Terminated)"
+	printf '%s\n' "$output" >dump
+	expect_dump dump '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"tap-one was killed by signal 15 (Terminated)"}'
+	echo KILL >"$T/signal"
+	run -137 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "pipe-tap: tap-one was killed by signal 9 (Killed)"
+}
+
+@test "a tap not found: 127, with a hint" {
+	write_pipeline one tap-nowhere
+	run -127 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
+	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":127,"error":"tap-nowhere not found on PATH — install it or set source.tap"}'
+	write_pipeline one /no/such/tap-x
+	run -127 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "pipe-tap: /no/such/tap-x not found — install it or set source.tap"
+}
+
+@test "a tap that cannot be run: 126" {
+	printf '#!/bin/sh\necho no\n' >"$BATS_TEST_TMPDIR/bin/tap-noexec"
+	chmod 644 "$BATS_TEST_TMPDIR/bin/tap-noexec"
+	write_pipeline one tap-noexec
+	run -126 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "pipe-tap: tap-noexec cannot be run: Permission denied"
+	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":126,"error":"tap-noexec cannot be run: Permission denied"}'
+}
+
+@test "-n checks the config and the tap, and runs nothing" {
+	run -0 --separate-stderr pipe-tap -n one </dev/null
+	assert_output ""
+	assert_stderr ""
+	[ ! -e "$T/runs" ]
+	write_pipeline one tap-nowhere
+	run -127 --separate-stderr pipe-tap -n one </dev/null
+	assert_output ""
+	assert_stderr "pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
+}
+
+@test "an inline config goes to a 0600 file in a 0700 folder, removed afterwards" {
+	cat >"$DATASPOC_PIPE_HOME/pipelines/one.yaml" <<-EOF
+	source:
+	  tap: tap-one
+	  config:
+	    host: db.example
+	    port: 5432
+	    ssl: true
+	    password: "s3cret"
+	    tags: [a, "b c"]
+	destination:
+	$(bucket_yaml)
+	EOF
+	run -0 --separate-stderr pipe-tap one </dev/null
+	assert_stderr ""
+	refute_output --partial s3cret
+	run -0 sed -n 1p "$T/argv"
+	assert_output "--config"
+	run -0 sed -n 2p "$T/argv"
+	assert_output --regexp "^$TMPDIR/dataspoc-pipe\.[^/]+/config\.json\$"
+	[ ! -e "$output" ]
+	printf '%s' '{"host":"db.example","port":5432,"ssl":true,"password":"s3cret","tags":["a","b c"]}' >want
+	diff -u want "$T/config-in"
+	run -0 cat "$T/config-mode"
+	assert_output "600 700"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "a config file is passed as it is" {
+	mkdir -p "$DATASPOC_PIPE_HOME/sources"
+	echo '{"host": "db"}' >"$DATASPOC_PIPE_HOME/sources/one.json"
+	cat >"$DATASPOC_PIPE_HOME/pipelines/one.yaml" <<-EOF
+	source:
+	  tap: tap-one
+	  config: $DATASPOC_PIPE_HOME/sources/one.json
+	destination:
+	$(bucket_yaml)
+	EOF
+	pipe-tap one </dev/null >dump
+	printf '%s\n' --config "$DATASPOC_PIPE_HOME/sources/one.json" >want
+	diff -u want "$T/argv"
+	diff -u "$DATASPOC_PIPE_HOME/sources/one.json" "$T/config-in"
+}
+
+@test "--state only for a non-empty object, with the state's bytes" {
+	pipe-tap one <<<'{}' >dump
+	expect_file_empty "$T/argv"
+	expect_dump dump "$END_OK"
+	pipe-tap one </dev/null >dump
+	expect_file_empty "$T/argv"
+	printf '' | pipe-tap one >dump
+	expect_file_empty "$T/argv"
+
+	printf '%s\n' '{"bookmarks":{"s":{"id":12345678901234567891,"u":"\u00e9"}}}' >state.json
+	pipe-tap one <state.json >dump
+	expect_dump dump "$END_OK"
+	run -0 sed -n 1p "$T/argv"
+	assert_output "--state"
+	run -0 sed -n 2p "$T/argv"
+	assert_output --regexp "^$TMPDIR/dataspoc-pipe\.[^/]+/state\.json\$"
+	diff -u state.json "$T/state-in"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "a state that is not a JSON object: exit 2, the tap does not run" {
+	run -2 --separate-stderr pipe-tap one <<<'[1, 2]'
+	assert_stderr "pipe-tap: <stdin>: the state is not a JSON object"
+	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":2,"error":"invalid state on stdin"}'
+	run -2 --separate-stderr pipe-tap one <<<'{"a":'
+	assert_stderr "pipe-tap: <stdin>:1:6: the state is not JSON: unexpected end of input"
+	[ ! -e "$T/runs" ]
+}
+
+@test "a last line without its newline gets one before the end line" {
+	printf '{"type":"RECORD","stream":"s","record":{}}' >"$T/out"
+	pipe-tap one </dev/null >dump
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{}}' "$END_OK" >want
+	diff -u want dump
+}
+
+@test "the tap's stderr: shown, or appended to the file of -l" {
+	echo 'INFO hello' >"$T/stderr"
+	run -0 --separate-stderr pipe-tap one </dev/null
+	assert_stderr "INFO hello"
+	echo 'earlier' >tap.log
+	run -0 --separate-stderr pipe-tap -l tap.log one </dev/null
+	assert_stderr ""
+	printf '%s\n' earlier 'INFO hello' >want
+	diff -u want tap.log
+}
+
+@test "a tap given as words with arguments, or as a YAML list" {
+	write_pipeline one "tap-one --flag 'two words' \"x y\""
+	pipe-tap one </dev/null >dump
+	printf '%s\n' --flag 'two words' 'x y' >want
+	diff -u want "$T/argv"
+	write_pipeline one '[tap-one, "$HOME", "a  b", "*"]'
+	pipe-tap one </dev/null >dump
+	printf '%s\n' '$HOME' 'a  b' '*' >want
+	diff -u want "$T/argv"
+}
+
+@test "SIGTERM to pipe-tap reaches the tap; the private folder still goes" {
+	cat >"$DATASPOC_PIPE_HOME/pipelines/one.yaml" <<-EOF
+	source:
+	  tap: tap-one
+	  config: {secret: 1}
+	destination:
+	$(bucket_yaml)
+	EOF
+	: >"$T/block"
+	pipe-tap one </dev/null >dump 2>err &
+	local pt=$! st=0
+	BG_PIDS="$BG_PIDS $pt"
+	wait_for "$T/ready"
+	local tap ppid
+	read -r tap ppid <"$T/pid"
+	assert_equal "$ppid" "$pt"
+	kill -TERM "$pt"
+	wait "$pt" || st=$?
+	assert_equal "$st" 143
+	wait_until dead "$tap"
+	expect_dump dump '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"tap-one was killed by signal 15 (Terminated)"}'
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "stdout on a full device: exit 1, the tap stopped, the error named" {
+	run -1 --separate-stderr sh -c 'pipe-tap one </dev/null >/dev/full'
+	assert_stderr "pipe-tap: cannot write the tap's output: No space left on device
+pipe-tap: cannot write the end line: No space left on device"
+}
