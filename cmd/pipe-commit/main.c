@@ -151,9 +151,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	parsed = plan_parse(in.buf ? in.buf : "", in.len, "<stdin>", &plan) == 0;
-	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
-	if (b == NULL)
-		goto out;
+	/* Judge the plan before the bucket is opened (and, locally, made). */
 	if (abort_run) {
 		if (run_id == NULL)
 			run_id = parsed ? plan.run_id : NULL;
@@ -162,24 +160,29 @@ int main(int argc, char **argv)
 			ret = CLI_USAGE;
 			goto out;
 		}
+	} else {
+		if (!parsed)
+			goto out;
+		if (!plan.ended) {
+			err_msg("the plan ends without its end line: pipe-sink did not finish; nothing published");
+			goto out;
+		}
+		if (!plan.success) {
+			err_msg("the plan ends in failure (%s); nothing published", plan.error ? plan.error : "no reason given");
+			goto out;
+		}
+		if (run_id && strcmp(run_id, plan.run_id) != 0) {
+			err_msg("the plan is of run %s, not %s; nothing published", plan.run_id, run_id);
+			goto out;
+		}
+	}
+	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+	if (b == NULL)
+		goto out;
+	if (abort_run)
 		ret = do_abort(b, &cfg, run_id, parsed ? &plan : NULL, message);
-		goto out;
-	}
-	if (!parsed)
-		goto out;
-	if (!plan.ended) {
-		err_msg("the plan ends without its end line: pipe-sink did not finish; nothing published");
-		goto out;
-	}
-	if (!plan.success) {
-		err_msg("the plan ends in failure (%s); nothing published", plan.error ? plan.error : "no reason given");
-		goto out;
-	}
-	if (run_id && strcmp(run_id, plan.run_id) != 0) {
-		err_msg("the plan is of run %s, not %s; nothing published", plan.run_id, run_id);
-		goto out;
-	}
-	ret = do_commit(b, &cfg, &plan);
+	else
+		ret = do_commit(b, &cfg, &plan);
 out:
 	plan_free(&plan);
 	sb_free(&in);
