@@ -608,11 +608,13 @@ static int compress_page(struct pq_codec *k, const char *src, size_t n, const ch
 		}
 		k->out.len = r;
 	} else {
-		uLong cap = deflateBound(&k->zs, (uLong)n);
+		uLong cap;
 		int r;
 
-		sb_grow(&k->out, cap);
+		/* Reset first: a finished stream's bound forgets the gzip trailer. */
 		deflateReset(&k->zs);
+		cap = deflateBound(&k->zs, (uLong)n);
+		sb_grow(&k->out, cap);
 		k->zs.next_in = (Bytef *)(uintptr_t)src;
 		k->zs.avail_in = (uInt)n;
 		k->zs.next_out = (Bytef *)k->out.buf;
