@@ -95,7 +95,8 @@ aws_() {
 bucket_setup() {
 	S3_BUCKET=t$BATS_TEST_NUMBER-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 	BUCKET_URL=s3://$S3_BUCKET
-	S3_MIRROR=$BATS_TEST_TMPDIR/.mirror
+	# outside the test's folder, which some scenarios compare before and after
+	S3_MIRROR=$BATS_FILE_TMPDIR/mirror-$BATS_TEST_NUMBER
 	aws_ s3 mb "$BUCKET_URL" >/dev/null
 }
 
