@@ -463,6 +463,7 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	cmd = argv[1];
+	argv[1] = argv[0];	/* getopt's messages name the program, not the command */
 	argv++;
 	argc--;
 	if (!is(cmd, commands)) {
