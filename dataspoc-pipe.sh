@@ -170,14 +170,16 @@ run_pipeline() {
 		pipe-state get "$@" >"$tmp/state"
 	fi
 	rc=$?
-	if [ $rc -ne 0 ]; then
+	if [ $rc -ne 0 ] && [ -z "$signal" ]; then
 		[ $rc -eq 2 ] && exit 2
 		# Nothing ran and pipe-state let go of the lock: nothing to undo or
 		# log (a run refused by another's lock leaves the bucket as it was).
 		err "run '$label' failed: pipe-state get exited with status $rc"
 		exit 1
 	fi
-	if [ "$(cat "$tmp/state")" != "{}" ]; then
+	if [ -n "$signal" ]; then
+		:	# it came while pipe-state ran: no stage starts (below)
+	elif [ "$(cat "$tmp/state")" != "{}" ]; then
 		say "  Incremental mode (using previous checkpoint)"
 	elif [ "$full" = 1 ]; then
 		say "  Full extraction (saved state ignored)"
@@ -187,19 +189,25 @@ run_pipeline() {
 	[ "$verbose" = 1 ] && taplog=/dev/stderr
 	sinkflags=
 	[ "$full" = 1 ] && sinkflags=-f
-	# Its own session, so a signal reaches every stage and the tap.
-	setsid sh -c '
-		d=$1 log=$2 sf=$3
-		shift 3
-		{ pipe-tap -l "$log" "$@" <"$d/state"; echo $? >"$d/tap.rc"; } |
-		{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
-	' sh "$tmp" "$taplog" "$sinkflags" "$@" &
-	job=$!
-	while :; do
-		wait "$job"
-		kill -0 "$job" 2>/dev/null || break
-	done
-	job=
+	: >"$tmp/plan"
+	# Its own session, so a signal reaches every stage and the tap.  Once a
+	# signal came, nothing starts: the extraction would run to its end.
+	if [ -z "$signal" ]; then
+		setsid sh -c '
+			d=$1 log=$2 sf=$3
+			shift 3
+			{ pipe-tap -l "$log" "$@" <"$d/state"; echo $? >"$d/tap.rc"; } |
+			{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
+		' sh "$tmp" "$taplog" "$sinkflags" "$@" &
+		job=$!
+		# (one that came before job was set found nothing to stop)
+		[ -z "$signal" ] || kill -s "$signal" -- "-$job" "$job" 2>/dev/null
+		while :; do
+			wait "$job"
+			kill -0 "$job" 2>/dev/null || break
+		done
+		job=
+	fi
 
 	tap_rc=$(cat "$tmp/tap.rc" 2>/dev/null || echo 255)
 	sink_rc=$(cat "$tmp/sink.rc" 2>/dev/null || echo 255)
