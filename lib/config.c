@@ -36,7 +36,7 @@ struct yctx {
 /* Destination keys, as read from one file, before defaults are merged. */
 enum {
 	D_BUCKET, D_PATH, D_COMPRESSION, D_LEVEL, D_MAXSIZE, D_ENDPOINT,
-	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_PARTITION, D_NKEYS
+	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_PARTITION, D_NKEYS
 };
 
 struct dest {
@@ -49,6 +49,7 @@ struct dest {
 	uint64_t max_file_size;
 	int parquet;		/* format: parquet */
 	uint64_t rg_rows, rg_size;
+	char **strcols;		/* string_columns: stream, column, stream, ... NULL */
 };
 
 /* Keys allowed in one mapping; the first `shown` are listed in hints. */
@@ -75,7 +76,8 @@ enum { S_TAP, S_CONFIG, S_STREAMS, S_CATALOG, S_METADATA, S_CATALOG_FLAG, S_NKEY
 
 static const char *const dest_names[] = {
 	"bucket", "path", "compression", "compression_level", "max_file_size",
-	"endpoint_url", "format", "row_group_rows", "row_group_size", "partition_by"
+	"endpoint_url", "format", "row_group_rows", "row_group_size", "string_columns",
+	"partition_by"
 };
 static const struct keys dest_keys = { "destination", dest_names, D_NKEYS, D_NKEYS - 1 };
 
@@ -257,6 +259,7 @@ void config_free(struct pipe_config *cfg)
 	free(cfg->tap_config_file);
 	free(cfg->tap_config_json);
 	free_argv(cfg->streams);
+	free_argv(cfg->string_columns);
 	free(cfg->catalog_file);
 	free(cfg->metadata_json);
 	free(cfg->catalog_flag);
@@ -1130,6 +1133,7 @@ static void dest_free(struct dest *d)
 	free(d->bucket);
 	free(d->path);
 	free(d->endpoint_url);
+	free_argv(d->strcols);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -1205,6 +1209,57 @@ static int valid_level(struct yctx *c, const struct dest *d, enum compression co
 		return yerr(c, d->at[D_LEVEL], "destination.compression_level must be from 1 to %ld for %s, not %s",
 			    max, comp == COMPRESSION_ZSTD ? "zstd" : "gzip", d->level_text);
 	return 0;
+}
+
+/*
+ * destination.string_columns: {STREAM-PATTERN: [COLUMN-PATTERN, ...], ...},
+ * into d->strcols as pairs.
+ */
+static int parse_strcols(struct yctx *c, yaml_node_t *v, struct dest *d)
+{
+	static const char what[] = "a mapping of stream names to lists of column names";
+	yaml_node_pair_t *pair;
+	char **pairs = NULL;
+	size_t n = 0;
+
+	if (v->type != YAML_MAPPING_NODE)
+		return yerr(c, v->start_mark, "destination.string_columns must be %s", what);
+	FOR_PAIRS(v, pair) {
+		yaml_node_t *key = node(c, pair->key), *list = node(c, pair->value);
+		yaml_node_item_t *it;
+		const char *stream, *col;
+
+		if (get_str(c, key, "destination.string_columns", what, &stream) < 0)
+			goto fail;
+		if (*stream == '\0') {
+			yerr(c, key->start_mark, "destination.string_columns: a stream name is empty");
+			goto fail;
+		}
+		if (list->type != YAML_SEQUENCE_NODE ||
+		    list->data.sequence.items.start == list->data.sequence.items.top) {
+			yerr(c, list->start_mark, "destination.string_columns.%s must be a list of column names",
+			     stream);
+			goto fail;
+		}
+		for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+			yaml_node_t *e = node(c, *it);
+
+			if (get_str(c, e, "destination.string_columns", "a list of column names", &col) < 0)
+				goto fail;
+			if (*col == '\0') {
+				yerr(c, e->start_mark, "destination.string_columns.%s: a column name is empty", stream);
+				goto fail;
+			}
+			push(&pairs, &n, xstrdup(stream));
+			push(&pairs, &n, xstrdup(col));
+		}
+	}
+	free_argv(d->strcols);
+	d->strcols = pairs;
+	return 0;
+fail:
+	free_argv(pairs);
+	return -1;
 }
 
 static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *d)
@@ -1289,6 +1344,8 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 				    "from 1 to 2147483647, not '%s'", s);
 		return 0;
 	}
+	if (k == D_STRCOLS)
+		return parse_strcols(c, v, d);
 	if (k == D_RG_SIZE) {
 		if (get_str(c, v, "destination.row_group_size", "a size", &s) < 0)
 			return -1;
@@ -1477,6 +1534,24 @@ out:
 	return rc;
 }
 
+static char **take_argv(char ***p)
+{
+	char **v = *p;
+
+	*p = NULL;
+	return v;
+}
+
+static char **copy_argv(char *const *v)
+{
+	char **out = NULL;
+	size_t n = 0;
+
+	while (*v)
+		push(&out, &n, xstrdup(*v++));
+	return out;
+}
+
 static char *take(char **p)
 {
 	char *s = *p;
@@ -1564,12 +1639,16 @@ static int parse_pipeline(struct yctx *c, struct dest *def, struct pipe_config *
 					 comp == COMPRESSION_GZIP ? 6 : 0;
 	cfg->parquet = d.set[D_FORMAT] ? d.parquet : def->set[D_FORMAT] ? def->parquet : 0;
 	cfg->format = xstrdup(cfg->parquet ? "parquet" : "jsonl");
-	if (!cfg->parquet && (d.set[D_RG_ROWS] || d.set[D_RG_SIZE])) {
-		yerr(c, d.at[d.set[D_RG_ROWS] ? D_RG_ROWS : D_RG_SIZE],
-		     "destination.%s applies only to format: parquet",
-		     d.set[D_RG_ROWS] ? "row_group_rows" : "row_group_size");
+	if (!cfg->parquet && (d.set[D_RG_ROWS] || d.set[D_RG_SIZE] || d.set[D_STRCOLS])) {
+		int k = d.set[D_RG_ROWS] ? D_RG_ROWS : d.set[D_RG_SIZE] ? D_RG_SIZE : D_STRCOLS;
+
+		yerr(c, d.at[k], "destination.%s applies only to format: parquet", dest_names[k]);
 		goto out;
 	}
+	if (d.strcols)
+		cfg->string_columns = take_argv(&d.strcols);
+	else if (def->strcols)
+		cfg->string_columns = copy_argv(def->strcols);
 	cfg->row_group_rows = d.set[D_RG_ROWS] ? d.rg_rows :
 			      def->set[D_RG_ROWS] ? def->rg_rows : DEFAULT_ROW_GROUP_ROWS;
 	cfg->row_group_size = d.set[D_RG_SIZE] ? d.rg_size :

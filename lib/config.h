@@ -41,8 +41,13 @@
  *     row_group_size: parquet only: a size (config_parse_size()), at least
  *                     1 KiB, default 64 MiB: uncompressed value bytes to a
  *                     row group, and about the memory each open file holds.
- *                     Either key in a pipeline whose format is not parquet is
- *                     an error (config.yaml's defaults may set them for all)
+ *     string_columns: parquet only: {stream: [column, ...], ...}, both
+ *                     fnmatch(3) patterns: those columns are STRING whatever
+ *                     their schema says, each value its JSON text (a string's
+ *                     decoded contents)
+ *                     These three keys in a pipeline whose format is not
+ *                     parquet are an error (config.yaml's defaults may set
+ *                     them for all)
  *     partition_by:   accepted only as "_extraction_date", the value the
  *                     Python DataSpoc Pipe writes into every pipeline
  *   incremental:
@@ -113,6 +118,8 @@ struct pipe_config {
 	int parquet;		/* format is parquet */
 	uint64_t row_group_rows;	/* parquet: rows to a row group, default 1,000,000 */
 	uint64_t row_group_size;	/* parquet: uncompressed bytes to a row group, default 64 MiB */
+	char **string_columns;	/* parquet: fnmatch(3) patterns in pairs, stream then column,
+				 * NULL-terminated, or NULL: the columns written as strings */
 
 	/* incremental: */
 	int incremental;	/* incremental.enabled, default 0 */

@@ -5,6 +5,7 @@
 #include "parquet.h"
 
 #include <float.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@ const char *pq_kind_name(enum pq_kind k)
 	case PQ_TIMESTAMP: return "TIMESTAMP(MICROS,UTC)";
 	case PQ_DATE: return "DATE";
 	case PQ_JSON: return "JSON";
+	case PQ_TEXT: return "STRING";
 	}
 	return "?";
 }
@@ -210,7 +212,16 @@ static void add_column(struct pq_schema *s, char *name, size_t len, enum pq_kind
 	s->n++;
 }
 
-struct pq_schema *pq_schema_new(const char *schema, size_t len)
+static int chosen_text(const char *name, char *const *text)
+{
+	for (; text && *text; text++) {
+		if (fnmatch(*text, name, 0) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+struct pq_schema *pq_schema_new(const char *schema, size_t len, char *const *text)
 {
 	struct pq_schema *s = xcalloc(1, sizeof(*s));
 	struct json_span obj, props, key, val;
@@ -232,6 +243,10 @@ struct pq_schema *pq_schema_new(const char *schema, size_t len)
 			if (schema_find(s, name.buf ? name.buf : "", name.len) != SIZE_MAX)
 				continue;
 			k = kind_of(&val, &want, &only_null, 0);
+			if (chosen_text(name.buf ? name.buf : "", text)) {
+				k = PQ_TEXT;
+				want = JSON_NONE;
+			}
 			add_column(s, xstrndup(name.buf ? name.buf : "", name.len), name.len, k, want);
 			schema_index(s, s->n - 1);
 		}
@@ -283,7 +298,7 @@ void pq_schema_types_json(const struct pq_schema *s, struct sb *out)
 
 void pq_schema_widen(struct pq_schema *s, const struct pq_fail *f)
 {
-	if (f->column < s->n && f->need > s->cols[f->column].kind)
+	if (f->column < s->n && f->need > s->cols[f->column].kind && s->cols[f->column].kind <= PQ_DIGITS)
 		s->cols[f->column].kind = f->need;
 }
 
@@ -915,6 +930,7 @@ static void schema_element(struct pq_thrift *t, const struct pq_column *col)
 		break;
 	case PQ_DIGITS:
 	case PQ_STRING:
+	case PQ_TEXT:
 		pq_thrift_i32(t, 6, CV_UTF8);
 		pq_thrift_struct(t, 10);
 		pq_thrift_struct(t, 1);
@@ -1143,6 +1159,14 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 				   "to the microsecond at most");
 		return 0;
 	}
+	case PQ_TEXT:
+		if (v->type == JSON_STRING) {
+			string_bytes(pw, v, cell);
+		} else {
+			cell->p = v->p;
+			cell->len = v->len;
+		}
+		return 0;
 	case PQ_JSON:
 		if (col->want == JSON_OBJECT && v->type != JSON_OBJECT)
 			return bad(f, "is not an object");

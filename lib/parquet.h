@@ -109,7 +109,8 @@ enum pq_kind {
 	PQ_STRING,	/* string */
 	PQ_TIMESTAMP,	/* string, format date-time: INT64 TIMESTAMP(MICROS, UTC) */
 	PQ_DATE,	/* string, format date: INT32 DATE */
-	PQ_JSON		/* object, array, several types or none: the value's JSON text */
+	PQ_JSON,	/* object, array, several types or none: the value's JSON text */
+	PQ_TEXT		/* chosen to be a string: a string's contents, any other value's JSON text */
 };
 
 struct pq_column {
@@ -135,9 +136,11 @@ struct pq_schema {
  * the extra column, named "_extra" (with more leading '_' while a property
  * has that name).  Types: see enum pq_kind; "null" among a property's types
  * (or anyOf/oneOf alternatives) only makes it nullable, and every column is
- * written OPTIONAL.  Never fails on a JSON object.
+ * written OPTIONAL.  Properties whose name matches one of the fnmatch(3)
+ * patterns of text (NULL-terminated, or NULL) are PQ_TEXT.  Never fails on
+ * a JSON object.
  */
-struct pq_schema *pq_schema_new(const char *schema, size_t len);
+struct pq_schema *pq_schema_new(const char *schema, size_t len, char *const *text);
 void pq_schema_free(struct pq_schema *s);
 
 /* The column's Parquet type for people: "INT64", "TIMESTAMP(MICROS,UTC)", ... */

@@ -2,6 +2,7 @@
 #include "sink.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -523,6 +524,27 @@ static char *compact(const struct json_span *v)
 	return sb_detach(&out);
 }
 
+/* The Parquet columns of a stream's schema, string_columns applied. */
+static struct pq_schema *stream_columns(struct sink *s, const struct stream *st, const char *schema)
+{
+	char *const *sc = s->cfg->string_columns;
+	const char **text = NULL;
+	struct pq_schema *pqs;
+	size_t n = 0;
+
+	for (; sc && sc[0] && sc[1]; sc += 2) {
+		if (fnmatch(sc[0], st->name, 0) == 0) {
+			text = xrealloc(text, (n + 2) * sizeof(*text));
+			text[n++] = sc[1];
+			text[n] = NULL;
+		}
+	}
+	/* pq_schema_new() only reads the patterns. */
+	pqs = pq_schema_new(schema, strlen(schema), (char *const *)(uintptr_t)text);
+	free(text);
+	return pqs;
+}
+
 static int on_schema(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
@@ -540,7 +562,7 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 			return -1;
 		}
 		pq_schema_free(st->pqs);
-		st->pqs = pq_schema_new(schema, strlen(schema));
+		st->pqs = stream_columns(s, st, schema);
 	}
 	free(st->schema);
 	free(st->key_properties);

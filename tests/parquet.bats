@@ -367,6 +367,29 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	EOF
 }
 
+@test "string_columns: chosen columns are STRING, each value its text, so such values do not fail" {
+	pq_pipeline text "string_columns:" "  'o*': [amount, 'legacy_*']" "  other: [id]"
+	{
+		echo '{"type":"SCHEMA","stream":"orders","schema":{"properties":{"id":{"type":"integer"},"amount":{"type":"number"},"legacy_id":{"type":"integer"},"at":{"type":"string","format":"date-time"}}}}'
+		singer_records orders <<-'EOF'
+		{"id":1,"amount":12.50,"legacy_id":12345678901234567891234567890123456789012,"at":"2024-01-01T00:00:00Z"}
+		{"id":2,"amount":"n/a","legacy_id":"L-7","at":null}
+		{"id":3,"amount":{"v":1},"legacy_id":true}
+		{"id":4,"amount":"caf\u00e9"}
+		EOF
+	} >"$FAKE_DIR/tap-text/out"
+	run -0 --separate-stderr dataspoc-pipe run text
+	pq_table_rows raw/text/orders >got
+	expect_file got <<-'EOF'
+	{"id":"1","amount":"12.50","legacy_id":"12345678901234567891234567890123456789012","at":"1704067200000000","_extra":null}
+	{"id":"2","amount":"n/a","legacy_id":"L-7","at":null,"_extra":null}
+	{"id":"3","amount":"{\"v\":1}","legacy_id":"true","at":null,"_extra":null}
+	{"id":"4","amount":"café","legacy_id":null,"at":null,"_extra":null}
+	EOF
+	bucket_cat .dataspoc/manifest.json | jq -c '[.tables["text/orders"].columns[].parquet_type]' >m
+	expect_file m <<<'["INT64","STRING","STRING","TIMESTAMP(MICROS,UTC)","JSON"]'
+}
+
 @test "a RECORD before its stream's SCHEMA fails the run: Parquet needs the columns" {
 	pq_pipeline noschema
 	echo '{"type":"RECORD","stream":"x","record":{"id":1}}' >"$FAKE_DIR/tap-noschema/out"

@@ -450,7 +450,7 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compresion: zstd\n",
 		":5:3: unknown key 'compresion' in destination (expected one of: bucket, path, "
 		"compression, compression_level, max_file_size, endpoint_url, format, row_group_rows, "
-		"row_group_size)",
+		"row_group_size, string_columns)",
 		"misspelt destination key");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: lz4\n",
 		":5:16: destination.compression must be one of zstd, gzip, none, not 'lz4'",
@@ -517,6 +517,25 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  row_group_size: 1000\n",
 		":6:19: destination.row_group_size must be at least 1 KiB, not '1000'",
 		"row_group_size too small");
+	loads(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  string_columns:\n"
+	      "    orders: [amount, 'legacy_*']\n    '*': [note]\n", "string_columns");
+	ok(cfg.string_columns && cfg.string_columns[6] == NULL, "three pairs");
+	if (cfg.string_columns && cfg.string_columns[6] == NULL) {
+		is_str(cfg.string_columns[0], "orders", "stream pattern");
+		is_str(cfg.string_columns[1], "amount", "column");
+		is_str(cfg.string_columns[3], "legacy_*", "column pattern");
+		is_str(cfg.string_columns[4], "*", "any stream");
+		is_str(cfg.string_columns[5], "note", "its column");
+	}
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  string_columns: [a]\n",
+		":6:19: destination.string_columns must be a mapping of stream names to lists of column names",
+		"string_columns not a mapping");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  string_columns:\n    s: x\n",
+		":7:8: destination.string_columns.s must be a list of column names", "string_columns value not a list");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  string_columns:\n    s: ['']\n",
+		":7:9: destination.string_columns.s: a column name is empty", "empty column name");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  string_columns:\n    s: [c]\n",
+		":6:5: destination.string_columns applies only to format: parquet", "string_columns without parquet");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  row_group_rows: 10\n",
 		":5:19: destination.row_group_rows applies only to format: parquet",
 		"row_group_rows without parquet");
@@ -665,7 +684,7 @@ static void test_home_config(void)
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
 	refused_in(conf, ":3:3: unknown key 'compresion' in destination (expected one of: bucket, "
 		   "path, compression, compression_level, max_file_size, endpoint_url, format, "
-		   "row_group_rows, row_group_size)",
+		   "row_group_rows, row_group_size, string_columns)",
 		   "config.yaml unknown key message");
 	write_file(conf, "bucket: /l\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a top-level bucket");

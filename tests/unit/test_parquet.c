@@ -301,7 +301,7 @@ static void test_schema(void)
 		"\"_extra\":{\"type\":\"string\"},"
 		"\"i\":{\"type\":\"string\"},"
 		"\"caf\\u00e9\":{\"type\":\"boolean\"}}}";
-	struct pq_schema *s = pq_schema_new(schema, strlen(schema));
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
 	struct sb b = SB_INIT;
 
 	pq_schema_types_json(s, &b);
@@ -314,7 +314,7 @@ static void test_schema(void)
 	   "object and array columns take only objects and arrays");
 	pq_schema_free(s);
 
-	s = pq_schema_new("{}", 2);
+	s = pq_schema_new("{}", 2, NULL);
 	sb_reset(&b);
 	pq_schema_types_json(s, &b);
 	is_str(b.buf, "{\"_extra\":\"JSON\"}", "no properties: only the extra column");
@@ -332,7 +332,7 @@ static void test_file(void)
 		"{\"id\":1,\"name\":\"a\"}", "{\"id\":-9223372036854775808,\"name\":null}",
 		"{\"name\":\"\\u00e9\",\"id\":9223372036854775807,\"x\":[1, 2]}",
 	};
-	struct pq_schema *s = pq_schema_new(schema, strlen(schema));
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
 	struct pq_codec *codec = pq_codec_new(COMPRESSION_ZSTD, 0);
 	struct pq_options o = { codec, 2, 1 << 20, 0 };
 	struct bucket *b;
