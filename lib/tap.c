@@ -358,6 +358,13 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		status = 0;
 		goto out;
 	}
+	/* A signal while the catalog was made: the tap does not start at all. */
+	if (got_signal) {
+		status = 128 + got_signal;
+		error = xasprintf("interrupted by signal %d", got_signal);
+		err_msg("%s", error);
+		goto out;
+	}
 
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		err_msg("cannot make a pipe:");
@@ -374,6 +381,9 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		goto out;
 	}
 	child_pid = pid;
+	/* one that came while the tap was being started did not reach it */
+	if (got_signal)
+		kill(pid, got_signal);
 	if (selected.len) {
 		struct sb line = SB_INIT;
 
