@@ -125,12 +125,15 @@ fuzz:
 fuzz-smoke:
 	$(call FUZZ_RUN,30)
 
-# Fold what fuzzing found into the kept corpus, minimised.
+# Fold what fuzzing found into the kept corpus, minimised: the smallest set
+# of inputs of the kept corpus and tests/fuzz/out/ that covers what they all do.
 fuzz-merge:
 	$(MAKE) FUZZ=1 fuzz-bins
 	for t in $(FUZZ_TARGETS); do \
-		mkdir -p tests/fuzz/out/$$t tests/fuzz/corpus/$$t && \
-		build/fuzz/fuzz/$$t -merge=1 -close_fd_mask=3 tests/fuzz/corpus/$$t tests/fuzz/out/$$t || exit 1; done
+		rm -rf tests/fuzz/corpus/$$t.new && mkdir -p tests/fuzz/out/$$t tests/fuzz/corpus/$$t.new && \
+		build/fuzz/fuzz/$$t -merge=1 -close_fd_mask=3 tests/fuzz/corpus/$$t.new \
+			tests/fuzz/corpus/$$t tests/fuzz/out/$$t && \
+		rm -rf tests/fuzz/corpus/$$t && mv tests/fuzz/corpus/$$t.new tests/fuzz/corpus/$$t || exit 1; done
 
 .PHONY: all unit test check bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke fuzz-merge
 .SECONDARY:
