@@ -25,13 +25,15 @@
 /* parquet.thrift's enums. */
 enum { TY_BOOLEAN = 0, TY_INT32 = 1, TY_INT64 = 2, TY_DOUBLE = 5, TY_BYTE_ARRAY = 6, TY_FLBA = 7 };
 enum { CV_UTF8 = 0, CV_DECIMAL = 5, CV_DATE = 6, CV_TIMESTAMP_MICROS = 10, CV_JSON = 19 };
-enum { ENC_PLAIN = 0, ENC_RLE = 3 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
 enum { CODEC_UNCOMPRESSED = 0, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
 enum { REP_OPTIONAL = 1 };
-enum { PAGE_DATA = 0 };
+enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 
 #define DEFAULT_PAGE_SIZE (1024 * 1024)
 #define PAGE_ROWS_MAX (1u << 20)
+/* A STRING column's dictionary, per row group; past this it falls back to PLAIN. */
+#define DICT_MAX_BYTES (1024 * 1024)
 
 static uint64_t hash_bytes(const char *p, size_t n)
 {
@@ -672,6 +674,22 @@ struct pq_colw {
 	int has_minmax;
 	int64_t imin, imax;
 	double dmin, dmax;
+
+	/*
+	 * STRING columns start each row group dictionary-encoded: the
+	 * distinct values (PLAIN) go into one dictionary page, written
+	 * before the chunk's data pages, and pages hold their indices.  A
+	 * dictionary past DICT_MAX_BYTES ends that: the rest of the row
+	 * group's pages are PLAIN.
+	 */
+	int dict;		/* the open page is dictionary-encoded */
+	struct sb dvals;	/* the dictionary's entries, PLAIN */
+	uint32_t *doff, *dlen;	/* entry i's bytes: dvals.buf + doff[i], dlen[i] of them */
+	uint32_t ndict, dcap;
+	uint32_t *dslots;	/* hash of the entries: index + 1, 0 empty */
+	uint32_t nslots;
+	uint32_t *idx;		/* the open page's indices */
+	uint32_t nidx, idxcap;
 };
 
 struct pq_writer {
@@ -708,6 +726,7 @@ static int out(struct pq_writer *pw, const void *p, size_t n)
 
 static void colw_reset_page(struct pq_colw *c)
 {
+	c->nidx = 0;
 	sb_reset(&c->vals);
 	sb_reset(&c->levels);
 	pq_rle_init(&c->rle, &c->levels, 1);
@@ -731,8 +750,10 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
 	pw->n = s->n;
 	pw->cols = xcalloc(pw->n, sizeof(*pw->cols));
 	pw->cells = xcalloc(pw->n, sizeof(*pw->cells));
-	for (i = 0; i < pw->n; i++)
+	for (i = 0; i < pw->n; i++) {
 		colw_reset_page(&pw->cols[i]);
+		pw->cols[i].dict = s->cols[i].kind == PQ_STRING;
+	}
 	if (out(pw, "PAR1", 4) != 0) {
 		pq_writer_abort(pw);
 		return NULL;
@@ -758,21 +779,40 @@ static uint64_t double_bits(double d)
 	return u;
 }
 
-static void page_header(struct sb *h, size_t raw, size_t comp, uint32_t values)
+/* A data page's header; dict_entries > 0: a dictionary page's instead. */
+static void page_header(struct sb *h, size_t raw, size_t comp, uint32_t values, int encoding,
+			uint32_t dict_entries)
 {
 	struct pq_thrift t;
 
 	pq_thrift_init(&t, h);
-	pq_thrift_i32(&t, 1, PAGE_DATA);
+	pq_thrift_i32(&t, 1, dict_entries ? PAGE_DICTIONARY : PAGE_DATA);
 	pq_thrift_i32(&t, 2, (int32_t)raw);
 	pq_thrift_i32(&t, 3, (int32_t)comp);
-	pq_thrift_struct(&t, 5);
-	pq_thrift_i32(&t, 1, (int32_t)values);
-	pq_thrift_i32(&t, 2, ENC_PLAIN);
-	pq_thrift_i32(&t, 3, ENC_RLE);
-	pq_thrift_i32(&t, 4, ENC_RLE);
+	if (dict_entries) {
+		pq_thrift_struct(&t, 7);
+		pq_thrift_i32(&t, 1, (int32_t)dict_entries);
+		pq_thrift_i32(&t, 2, ENC_PLAIN);
+		pq_thrift_end(&t);
+	} else {
+		pq_thrift_struct(&t, 5);
+		pq_thrift_i32(&t, 1, (int32_t)values);
+		pq_thrift_i32(&t, 2, encoding);
+		pq_thrift_i32(&t, 3, ENC_RLE);
+		pq_thrift_i32(&t, 4, ENC_RLE);
+		pq_thrift_end(&t);
+	}
 	pq_thrift_end(&t);
-	pq_thrift_end(&t);
+}
+
+/* Bits for the indices of n dictionary entries (at least 1). */
+static int index_bits(uint32_t n)
+{
+	int b = 1;
+
+	while (b < 32 && (n - 1) >> b)
+		b++;
+	return b;
 }
 
 static int flush_page(struct pq_writer *pw, size_t ci)
@@ -780,6 +820,7 @@ static int flush_page(struct pq_writer *pw, size_t ci)
 	struct pq_colw *c = &pw->cols[ci];
 	const char *body;
 	size_t blen;
+	int encoding;
 
 	if (c->page_rows == 0)
 		return 0;
@@ -791,13 +832,27 @@ static int flush_page(struct pq_writer *pw, size_t ci)
 	sb_reset(&pw->page);
 	put_le(&pw->page, c->levels.len, 4);
 	sb_add(&pw->page, c->levels.buf, c->levels.len);
-	sb_add(&pw->page, c->vals.buf, c->vals.len);
+	encoding = ENC_PLAIN;
+	if (c->nidx > 0) {
+		struct pq_rle e;
+		int bw = index_bits(c->ndict);
+		uint32_t i;
+
+		encoding = ENC_RLE_DICTIONARY;
+		sb_addc(&pw->page, (char)bw);
+		pq_rle_init(&e, &pw->page, bw);
+		for (i = 0; i < c->nidx; i++)
+			pq_rle_put(&e, c->idx[i]);
+		pq_rle_finish(&e);
+	} else {
+		sb_add(&pw->page, c->vals.buf, c->vals.len);
+	}
 	if (compress_page(pw->o.codec, pw->page.buf, pw->page.len, &body, &blen) != 0) {
 		pw->failed = 1;
 		return -1;
 	}
 	sb_reset(&pw->header);
-	page_header(&pw->header, pw->page.len, blen, c->page_rows);
+	page_header(&pw->header, pw->page.len, blen, c->page_rows, encoding, 0);
 	sb_add(&c->chunk, pw->header.buf, pw->header.len);
 	sb_add(&c->chunk, body, blen);
 	c->chunk_raw += pw->header.len + pw->page.len;
@@ -871,32 +926,57 @@ static int flush_row_group(struct pq_writer *pw)
 	for (i = 0; i < pw->n; i++) {
 		struct pq_colw *c = &pw->cols[i];
 		const struct pq_column *col = &pw->s->cols[i];
-		uint64_t at = pw->offset;
+		uint64_t at = pw->offset, dict_comp = 0, dict_raw = 0;
 
+		if (c->ndict > 0) {
+			const char *body;
+			size_t blen;
+
+			if (compress_page(pw->o.codec, c->dvals.buf, c->dvals.len, &body, &blen) != 0) {
+				pw->failed = 1;
+				return -1;
+			}
+			sb_reset(&pw->header);
+			page_header(&pw->header, c->dvals.len, blen, 0, ENC_PLAIN, c->ndict);
+			if (out(pw, pw->header.buf, pw->header.len) != 0 || out(pw, body, blen) != 0)
+				return -1;
+			dict_comp = pw->header.len + blen;
+			dict_raw = pw->header.len + c->dvals.len;
+		}
 		if (out(pw, c->chunk.buf, c->chunk.len) != 0)
 			return -1;
 		pq_thrift_elem_struct(&t);		/* ColumnChunk */
 		pq_thrift_i64(&t, 2, (int64_t)at);
 		pq_thrift_struct(&t, 3);		/* ColumnMetaData */
 		pq_thrift_i32(&t, 1, physical(col->kind));
-		pq_thrift_list(&t, 2, PQ_T_I32, 2);
+		pq_thrift_list(&t, 2, PQ_T_I32, c->ndict ? 3 : 2);
 		pq_thrift_elem_i32(&t, ENC_PLAIN);
 		pq_thrift_elem_i32(&t, ENC_RLE);
+		if (c->ndict)
+			pq_thrift_elem_i32(&t, ENC_RLE_DICTIONARY);
 		pq_thrift_list(&t, 3, PQ_T_BINARY, 1);
 		pq_thrift_elem_binary(&t, col->name, col->name_len);
 		pq_thrift_i32(&t, 4, codec_id(pw->o.codec));
 		pq_thrift_i64(&t, 5, (int64_t)c->values);
-		pq_thrift_i64(&t, 6, (int64_t)c->chunk_raw);
-		pq_thrift_i64(&t, 7, (int64_t)c->chunk.len);
-		pq_thrift_i64(&t, 9, (int64_t)at);
+		pq_thrift_i64(&t, 6, (int64_t)(c->chunk_raw + dict_raw));
+		pq_thrift_i64(&t, 7, (int64_t)(c->chunk.len + dict_comp));
+		pq_thrift_i64(&t, 9, (int64_t)(at + dict_comp));
+		if (c->ndict)
+			pq_thrift_i64(&t, 11, (int64_t)at);
 		statistics(&t, c, col->kind);
 		pq_thrift_end(&t);
 		pq_thrift_end(&t);
-		raw += c->chunk_raw;
-		comp += c->chunk.len;
+		raw += c->chunk_raw + dict_raw;
+		comp += c->chunk.len + dict_comp;
 		sb_reset(&c->chunk);
 		c->chunk_raw = c->values = c->nulls = 0;
 		c->has_minmax = 0;
+		/* The next row group starts its own dictionary. */
+		sb_reset(&c->dvals);
+		if (c->nslots)
+			memset(c->dslots, 0, c->nslots * sizeof(*c->dslots));
+		c->ndict = 0;
+		c->dict = col->kind == PQ_STRING;
 	}
 	pq_thrift_i64(&t, 2, (int64_t)raw);
 	pq_thrift_i64(&t, 3, (int64_t)pw->rg_rows);
@@ -1012,6 +1092,11 @@ static void free_writer(struct pq_writer *pw)
 		sb_free(&pw->cols[i].vals);
 		sb_free(&pw->cols[i].levels);
 		sb_free(&pw->cols[i].chunk);
+		sb_free(&pw->cols[i].dvals);
+		free(pw->cols[i].doff);
+		free(pw->cols[i].dlen);
+		free(pw->cols[i].dslots);
+		free(pw->cols[i].idx);
 	}
 	free(pw->cols);
 	free(pw->cells);
@@ -1179,20 +1264,81 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 	return 0;
 }
 
-/* Append the cell to its column's page. */
-static void put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell)
+static void dict_insert(struct pq_colw *c, uint32_t e)
+{
+	uint32_t j = (uint32_t)hash_bytes(c->dvals.buf + c->doff[e], c->dlen[e]) & (c->nslots - 1);
+
+	while (c->dslots[j])
+		j = (j + 1) & (c->nslots - 1);
+	c->dslots[j] = e + 1;
+}
+
+/* The dictionary index of a value, added when new.  0, or -1 when the dictionary is full. */
+static int dict_index(struct pq_colw *c, const char *p, size_t len, uint32_t *index)
+{
+	uint32_t j, e;
+
+	if (c->nslots) {
+		j = (uint32_t)hash_bytes(p, len) & (c->nslots - 1);
+		for (; c->dslots[j]; j = (j + 1) & (c->nslots - 1)) {
+			e = c->dslots[j] - 1;
+			if (c->dlen[e] == len && memcmp(c->dvals.buf + c->doff[e], p, len) == 0) {
+				*index = e;
+				return 0;
+			}
+		}
+	}
+	if (c->dvals.len + 4 + len > DICT_MAX_BYTES)
+		return -1;
+	if (c->ndict == c->dcap) {
+		c->dcap = c->dcap ? c->dcap * 2 : 256;
+		c->doff = xrealloc(c->doff, c->dcap * sizeof(*c->doff));
+		c->dlen = xrealloc(c->dlen, c->dcap * sizeof(*c->dlen));
+	}
+	put_le(&c->dvals, len, 4);
+	c->doff[c->ndict] = (uint32_t)c->dvals.len;
+	c->dlen[c->ndict] = (uint32_t)len;
+	sb_add(&c->dvals, p, len);
+	e = c->ndict++;
+	if (c->ndict * 2 > c->nslots) {
+		uint32_t i;
+
+		c->nslots = c->nslots ? c->nslots * 2 : 1024;
+		free(c->dslots);
+		c->dslots = xcalloc(c->nslots, sizeof(*c->dslots));
+		for (i = 0; i < c->ndict; i++)
+			dict_insert(c, i);
+	} else {
+		dict_insert(c, e);
+	}
+	*index = e;
+	return 0;
+}
+
+/* Append the cell to its column's page.  0, or -1 on a write error. */
+static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell)
 {
 	struct pq_colw *c = &pw->cols[ci];
 	enum pq_kind k = pw->s->cols[ci].kind;
 	size_t before = c->vals.len;
 	const char *p;
+	uint32_t index = 0;
 
+	if (c->dict && cell && !cell->null) {
+		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
+		if (dict_index(c, p, cell->len, &index) != 0) {
+			/* Too many distinct values: PLAIN from the next page on. */
+			if (flush_page(pw, ci) != 0)
+				return -1;
+			c->dict = 0;
+		}
+	}
 	c->page_rows++;
 	c->values++;
 	if (cell == NULL || cell->null) {
 		pq_rle_put(&c->rle, 0);
 		c->nulls++;
-		return;
+		return 0;
 	}
 	pq_rle_put(&c->rle, 1);
 	switch (k) {
@@ -1233,12 +1379,22 @@ static void put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cel
 		sb_add(&c->vals, cell->dec, 16);
 		break;
 	default:
+		if (c->dict) {
+			if (c->nidx == c->idxcap) {
+				c->idxcap = c->idxcap ? c->idxcap * 2 : 1024;
+				c->idx = xrealloc(c->idx, c->idxcap * sizeof(*c->idx));
+			}
+			c->idx[c->nidx++] = index;
+			pw->rg_bytes += 4 + cell->len;
+			return 0;
+		}
 		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
 		put_le(&c->vals, cell->len, 4);
 		sb_add(&c->vals, p, cell->len);
 		break;
 	}
 	pw->rg_bytes += c->vals.len - before + (k == PQ_BOOL);
+	return 0;
 }
 
 /* The column of a record member, or SIZE_MAX; *next: where the next one probably is. */
@@ -1307,8 +1463,11 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 	for (i = 0; i < pw->n; i++) {
 		const struct pq_cell *cell = pw->cells[i].gen == pw->gen ? &pw->cells[i] : NULL;
 
-		put_value(pw, i, cell);
-		if ((pw->cols[i].vals.len >= pw->o.page_size || pw->cols[i].page_rows >= PAGE_ROWS_MAX) &&
+		struct pq_colw *c = &pw->cols[i];
+
+		if (put_value(pw, i, cell) != 0)
+			return -2;
+		if ((c->vals.len + 4 * (size_t)c->nidx >= pw->o.page_size || c->page_rows >= PAGE_ROWS_MAX) &&
 		    flush_page(pw, i) != 0)
 			return -2;
 	}

@@ -260,6 +260,33 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	assert_line --regexp '^row_groups [1-9][0-9] rows '
 }
 
+@test "string columns are dictionary-encoded, and fall back to PLAIN past 1 MiB of distinct values" {
+	node -e '
+	const out = [], exp = [];
+	out.push(JSON.stringify({type: "SCHEMA", stream: "d", schema: {properties: {u: {type: "string"}, c: {type: ["null", "string"]}}}}));
+	for (let i = 0; i < 40000; i++) {
+		const u = "unique-" + i + "-" + "x".repeat(i % 37), c = i % 5 === 0 ? null : ["red", "green", "blue"][i % 3];
+		out.push(JSON.stringify({type: "RECORD", stream: "d", record: {u, c}}));
+		exp.push(JSON.stringify({u, c, _extra: null}));
+	}
+	require("fs").writeFileSync("out", out.join("\n") + "\n");
+	require("fs").writeFileSync("expected.jsonl", exp.join("\n") + "\n");'
+	pq_pipeline dict "row_group_rows: 30000"
+	cp out "$FAKE_DIR/tap-dict/out"
+	run -0 --separate-stderr dataspoc-pipe run dict
+	pq_table_rows raw/dict/d >got
+	diff -u expected.jsonl got
+	node "$PQ/duckdb-rows.mjs" --encodings "$(pq_files raw/dict/d)" >enc
+	expect_file enc <<-'EOF'
+	0 u PLAIN, RLE, RLE_DICTIONARY
+	0 c PLAIN, RLE, RLE_DICTIONARY
+	0 _extra PLAIN, RLE
+	1 u PLAIN, RLE, RLE_DICTIONARY
+	1 c PLAIN, RLE, RLE_DICTIONARY
+	1 _extra PLAIN, RLE
+	EOF
+}
+
 @test "gzip and uncompressed pages" {
 	node "$PQ/gen.mjs" 500 11 expected.jsonl | grep -v DATASPOC_TAP_END >out
 	for c in gzip none; do

@@ -7,12 +7,12 @@
 //   TIMESTAMP -> "microseconds since the epoch"    DATE -> days since the epoch
 //   null -> null
 // --schema: instead, one line per column: "name TYPE" as DuckDB maps it,
-// then "row_groups N rows R,R,...".
+// then "row_groups N rows R,R,...".  --encodings: "ROW_GROUP COLUMN ENCODINGS" lines.
 import { duckdb, line } from './deps.mjs';
 
 const args = process.argv.slice(2);
-const schemaOnly = args[0] === '--schema';
-const files = schemaOnly ? args.slice(1) : args;
+const schemaOnly = args[0] === '--schema', encodings = args[0] === '--encodings';
+const files = schemaOnly || encodings ? args.slice(1) : args;
 const { DuckDBInstance } = duckdb();
 const inst = await DuckDBInstance.create(':memory:', { threads: '1' });
 const con = await inst.connect();
@@ -24,6 +24,13 @@ async function rows(sql) {
 }
 
 for (const f of files) {
+	if (encodings) {
+		const e = await rows(`SELECT row_group_id, path_in_schema, encodings FROM parquet_metadata(${lit(f)}) ` +
+			`ORDER BY row_group_id, column_id`);
+		for (const r of e)
+			console.log(`${r.row_group_id} ${r.path_in_schema} ${r.encodings}`);
+		continue;
+	}
 	const src = `read_parquet(${lit(f)}, hive_partitioning = false, file_row_number = true)`;
 	const cols = (await rows(`DESCRIBE SELECT * FROM ${src}`))
 		.filter(c => c.column_name !== 'file_row_number');
