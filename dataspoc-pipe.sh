@@ -733,7 +733,8 @@ run_all() {
 	done
 	exec 3>&-
 	say "Summary: $ok success, $failed failure(s)"
-	[ -z "$failed_names" ] || err "run --all: failed:$failed_names"
+	[ -z "$failed_names" ] ||
+		err "run --all: failed: $(printf '%s\n' $failed_names | LC_ALL=C sort | paste -sd ' ' -)"
 	[ -z "$unstarted" ] || err "run --all: interrupted by SIG$signal, not started:$unstarted"
 	case $signal in
 	INT) exit 130 ;;
