@@ -1,0 +1,263 @@
+#!/usr/bin/env bats
+# security.bats: what a run must never leave or show.
+#
+#   - an inline tap config goes to a 0600 file in a 0700 folder, removed on
+#     every way out: success, failure, a tap that dies, a reader that goes
+#     away, SIGTERM, SIGINT and SIGHUP to pipe-tap and to the driver, a
+#     signal while the tap's catalog is made;
+#   - a tap password and AWS_SECRET_ACCESS_KEY appear nowhere: not on
+#     stdout or stderr, not in the bucket (run logs, manifest, state, data),
+#     not in any process's argv while a run is held open.
+
+load test_helper
+
+PASSWORD=hunter2-Zq8sPassw0rd
+AWS_SECRET=wJalrXUtnFEMIK7MDENGbPxRfiCYSECRETKEY
+
+setup() {
+	pipe_setup
+	use_tap tap-sec
+	T=$FAKE_DIR/tap-sec
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	export AWS_SECRET_ACCESS_KEY=$AWS_SECRET AWS_ACCESS_KEY_ID=AKIAEXAMPLEKEYID
+	sec_pipeline sec
+}
+
+teardown() {
+	pipe_teardown
+}
+
+# sec_pipeline NAME [EXTRA-SOURCE-LINE...]: a pipeline with an inline config
+# holding the password.
+sec_pipeline() {
+	local name=$1 line
+	shift
+	{
+		printf 'source:\n  tap: tap-sec\n  config:\n    host: db.example\n    user: etl\n    password: "%s"\n' "$PASSWORD"
+		for line; do
+			printf '  %s\n' "$line"
+		done
+		printf 'destination:\n'
+		bucket_yaml
+		printf 'incremental:\n  enabled: true\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
+}
+
+# The private folder pipe-tap made, from the tap's argv (--config PATH).
+config_path() {
+	sed -n '/^--config$/{n;p;}' "$T/argv"
+}
+
+# The tap got the password in a 0600 file, in a 0700 folder of TMPDIR that
+# is gone now, as is everything else in TMPDIR.
+expect_private_gone() {
+	local path
+	path=$(config_path)
+	[[ $path == "$TMPDIR"/dataspoc-pipe.*/config.json ]] || { echo "config at '$path'" >&2; return 1; }
+	run -0 cat "$T/config-mode"
+	assert_output "600 700"
+	grep -qF "\"password\":\"$PASSWORD\"" "$T/config-in"
+	[ ! -e "$path" ] && [ ! -e "${path%/*}" ]
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+# No secret in FILE... (or on stdin); the files that hold one are named.
+no_secret() {
+	if [ $# -eq 0 ]; then
+		! grep -qaF -e "$PASSWORD" -e "$AWS_SECRET"
+	else
+		! grep -rlaF -e "$PASSWORD" -e "$AWS_SECRET" "$@"
+	fi
+}
+
+# Start `dataspoc-pipe run sec` with the tap held open after its first
+# lines; DRIVER is its pid.
+start_blocked() {
+	: >"$T/block"
+	rm -f "$T/ready" "$T/release"
+	# (a script's background jobs ignore SIGINT unless told otherwise)
+	env --default-signal=INT dataspoc-pipe run sec >run.out 2>run.err &
+	DRIVER=$!
+	BG_PIDS="$BG_PIDS $DRIVER"
+	wait_for "$T/ready"
+}
+
+# --- the private config folder goes, whatever the way out ------------------------------
+
+@test "inline config: success: 0600 in 0700, then gone" {
+	run -0 --separate-stderr dataspoc-pipe run sec
+	expect_private_gone
+}
+
+@test "inline config: a tap that fails: gone" {
+	echo 3 >"$T/exit"
+	run -1 --separate-stderr dataspoc-pipe run sec
+	expect_private_gone
+}
+
+@test "inline config: a tap killed by a signal: gone" {
+	echo KILL >"$T/signal"
+	run -1 --separate-stderr dataspoc-pipe run sec
+	assert_equal "${stderr##*$'\n'}" "dataspoc-pipe: run 'sec' failed: pipe-tap exited with status 137 (signal 9)"
+	expect_private_gone
+}
+
+@test "inline config: the reader of pipe-tap goes away (EPIPE): gone, the tap stopped" {
+	: >"$T/block"
+	local st=0
+	# head reads the first line and exits: pipe-tap's next write fails
+	pipe-tap sec </dev/null 2>err | head -n 1 >first &
+	wait_for "$T/ready"
+	: >"$T/release"
+	wait $! || st=$?
+	wait_until no_process pipe-tap
+	expect_private_gone
+}
+
+# pipe-tap alone, signalled while its tap runs: 128+n, the tap stopped, the
+# folder gone, and the end line says how the tap ended.
+pipe_tap_signal() {	# SIGNAL N
+	local pt st=0 tap
+	: >"$T/block"
+	env --default-signal=INT pipe-tap sec </dev/null >dump 2>err &
+	pt=$!
+	BG_PIDS="$BG_PIDS $pt"
+	wait_for "$T/ready"
+	read -r tap _ <"$T/pid"
+	kill -s "$1" "$pt"
+	wait "$pt" || st=$?
+	assert_equal "$st" $((128 + $2))
+	wait_until dead "$tap"
+	tail -n 1 dump | jq -r '"\(.status) \(.exit_status)"' >end.got
+	echo "failure $((128 + $2))" | expect_file end.got
+	expect_private_gone
+}
+
+@test "inline config: SIGTERM to pipe-tap: 143, gone" {
+	pipe_tap_signal TERM 15
+}
+
+@test "inline config: SIGINT to pipe-tap: 130, gone" {
+	pipe_tap_signal INT 2
+}
+
+@test "inline config: SIGHUP to pipe-tap: 129, gone" {
+	pipe_tap_signal HUP 1
+}
+
+# The driver, signalled while the tap runs: 128+n, the lock released, a
+# failure log naming the signal, nothing staged, every temporary file gone
+# (its own and pipe-tap's).
+driver_signal() {	# SIGNAL N
+	local st=0 rid tap
+	start_blocked
+	read -r tap _ <"$T/pid"
+	rid=$(bucket_cat .dataspoc/state/sec/lock | jq -r .run_id)
+	[ -n "$rid" ]
+	kill -s "$1" "$DRIVER"
+	wait "$DRIVER" || st=$?
+	assert_equal "$st" $((128 + $2))
+	wait_until dead "$tap"
+	wait_until no_process pipe-tap
+	run -1 bucket_exists .dataspoc/state/sec/lock
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+	run -1 bucket_exists .dataspoc/state/sec/state.json
+	bucket_cat ".dataspoc/logs/sec/$rid.json" | jq -r '.status + ": " + .error' >log.got
+	grep -qxE "failure: (interrupted by SIG$1|tap-sec was killed by signal $2 .*)" log.got ||
+		{ cat log.got >&2; return 1; }
+	tail -n 1 run.err >last
+	echo "dataspoc-pipe: run 'sec' failed: interrupted by SIG$1" | expect_file last
+	expect_private_gone
+}
+
+@test "inline config: SIGTERM to the driver: 143, lock released, failure logged, gone" {
+	driver_signal TERM 15
+}
+
+@test "inline config: SIGINT to the driver: 130, lock released, failure logged, gone" {
+	driver_signal INT 2
+}
+
+@test "inline config: SIGHUP to the driver: 129, lock released, failure logged, gone" {
+	driver_signal HUP 1
+}
+
+# A signal while the tap's catalog is made (discovery may take minutes): the
+# tap's extraction never starts, the folder goes.
+@test "a signal to pipe-tap during discovery: the extraction never starts" {
+	local pt st=0
+	sec_pipeline sec "streams: [s]" "catalog_flag: properties"
+	echo '{"streams":[{"tap_stream_id":"s","stream":"s","schema":{"type":"object","properties":{}},"metadata":[{"breadcrumb":[],"metadata":{}}]}]}' >"$T/out"
+	: >"$T/block"
+	env --default-signal=INT pipe-tap sec </dev/null >dump 2>err &
+	pt=$!
+	BG_PIDS="$BG_PIDS $pt"
+	wait_for "$T/ready"
+	grep -qx -- --discover "$T/argv"
+	kill -TERM "$pt"
+	: >"$T/release"
+	wait "$pt" || st=$?
+	assert_equal "$st" 143
+	# the tap ran once: the discovery, never the extraction
+	run -0 cat "$T/runs"
+	assert_output "run"
+	run -0 tail -n 1 dump
+	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"interrupted by signal 15"}'
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+# --- secrets stay secret -------------------------------------------------------------------
+
+@test "secrets: not in stdout, stderr, the run log, the manifest, the state or the data" {
+	run -0 --separate-stderr dataspoc-pipe run -v sec
+	printf '%s\n%s\n' "$output" "$stderr" | no_secret
+	# a failed run says more: the tap's last words, the error, the failure log
+	echo 'tap-sec: connecting to db.example as etl' >"$T/stderr"
+	echo 1 >"$T/exit"
+	run -1 --separate-stderr dataspoc-pipe run sec
+	grep -q "tap-sec: connecting" <<<"$stderr"
+	printf '%s\n%s\n' "$output" "$stderr" | no_secret
+	run -0 dataspoc-pipe logs -n 5 sec
+	no_secret <<<"$output"
+	run -0 dataspoc-pipe status --output json sec
+	no_secret <<<"$output"
+	[ "$(bucket_keys | wc -l)" -ge 5 ]
+	no_secret "$BUCKET_DIR"
+	# the secret is really where no_secret looks (it can fail)
+	run -1 no_secret "$T/config-in"
+}
+
+@test "secrets: in no process's argv while a run is held open" {
+	local p found=
+	start_blocked
+	pid_of tap-sec >/dev/null
+	pid_of pipe-sink >/dev/null
+	for p in $(pids_of_test); do
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -e "$PASSWORD" -e "$AWS_SECRET"; then
+			found="$found $p:$(cat "/proc/$p/comm")"
+		fi
+	done
+	[ -z "$found" ] || { echo "secrets in the argv of$found" >&2; return 1; }
+	# and the scan sees argv (it can fail)
+	sh -c 'sleep 30' "$PASSWORD" &
+	BG_PIDS="$BG_PIDS $!"
+	tr '\0' ' ' <"/proc/$!/cmdline" | grep -qF "$PASSWORD"
+	: >"$T/release"
+	wait "$DRIVER"
+	no_secret run.out run.err
+}
+
+@test "secrets: an S3 error names the store, never the secret key" {
+	{
+		printf 'source:\n  tap: tap-sec\ndestination:\n'
+		printf '  bucket: s3://no-such-bucket/p\n  endpoint_url: http://127.0.0.1:9\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/s3sec.yaml"
+	run -1 --separate-stderr dataspoc-pipe run s3sec
+	[ -n "$stderr" ]
+	printf '%s\n%s\n' "$output" "$stderr" | no_secret
+	run -1 --separate-stderr pipe-state show s3sec
+	printf '%s\n%s\n' "$output" "$stderr" | no_secret
+}
