@@ -1,5 +1,5 @@
 # dataspoc-pipe — see README.md.  Targets: all test check install uninstall
-# clean bench demo fuzz fuzz-smoke fuzz-merge.
+# clean bench demo fuzz fuzz-smoke fuzz-merge test-faults test-faults-long.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -97,6 +97,25 @@ uninstall:
 clean:
 	rm -rf build bin
 
+# Crash consistency (tests/faults/): FAULT_KILLS signals at random moments
+# on the local bucket (SIGKILL to a random stage, SIGTERM and SIGINT to the
+# driver), then the full-disk and read-only bucket tests (root only).
+# test-faults-long: 50 SIGKILLs and 20 of each other signal, locally and on
+# the S3 server of the tests.  FAULT_SEED=N replays (see tests/faults/run).
+FAULT_KILLS ?= 20
+FAULT_RUN = PIPE_BIN=$(CURDIR)/$(O)/bin tests/faults/run
+test-faults: all
+	$(FAULT_RUN) -k $(FAULT_KILLS) -m mixed
+	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/faults/
+
+test-faults-long: all
+	$(FAULT_RUN) -k 50 -m kill
+	$(FAULT_RUN) -k 20 -m term
+	$(FAULT_RUN) -k 20 -m int
+	$(FAULT_RUN) -k 50 -m kill -b s3
+	$(FAULT_RUN) -k 20 -m mixed -b s3
+	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/faults/
+
 # libFuzzer targets (tests/fuzz/fuzz_*.c), each run FUZZ_SECONDS on its
 # kept corpus tests/fuzz/corpus/NAME/; what they find that is new goes to
 # tests/fuzz/out/NAME/ (fuzz-merge minimises it into the corpus), a crash
@@ -135,5 +154,6 @@ fuzz-merge:
 			tests/fuzz/corpus/$$t tests/fuzz/out/$$t && \
 		rm -rf tests/fuzz/corpus/$$t && mv tests/fuzz/corpus/$$t.new tests/fuzz/corpus/$$t || exit 1; done
 
-.PHONY: all unit test check bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke fuzz-merge
+.PHONY: all unit test check bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke fuzz-merge \
+	test-faults test-faults-long
 .SECONDARY:
