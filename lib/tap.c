@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,59 @@ static void on_signal(int sig)
 	got_signal = sig;
 	if (child_pid > 0)
 		kill(child_pid, sig);
+}
+
+/* What pipe-tap may put in its private folder. */
+static const char *const private_files[] = { "config.json", "state.json", "catalog.json" };
+
+/*
+ * SIGKILL cannot be caught: a process forked here removes the private
+ * folder (and the tap's password in it) when pipe-tap ends, however it
+ * ends.  It waits for the end of a pipe whose write end only pipe-tap holds
+ * (close-on-exec: the tap does not get it) and keeps nothing else of
+ * pipe-tap open, so the stream's reader still sees its end.  Returns that
+ * write end, or -1 (no janitor: the folder goes as before, signals aside).
+ */
+static int start_janitor(const char *dir)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		long fd, max = sysconf(_SC_OPEN_MAX);
+		char c, path[4200];
+		size_t i;
+
+		/* pipe-tap handles these, then ends: this one stays to see it */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		prctl(PR_SET_NAME, "tap-janitor", 0, 0, 0);
+		if (max <= 0 || max > 65536)
+			max = 65536;
+		for (fd = 0; fd < max; fd++) {
+			if (fd != p[0])
+				close((int)fd);
+		}
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		for (i = 0; i < sizeof(private_files) / sizeof(*private_files); i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, private_files[i]);
+			unlink(path);
+		}
+		rmdir(dir);
+		_exit(0);
+	}
+	close(p[0]);
+	return p[1];
 }
 
 char *tap_find_command(const char *name)
@@ -271,7 +325,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	char *error = NULL;
 	char **argv = NULL;
 	size_t argc = 0, i;
-	int fds[2] = { -1, -1 };
+	int fds[2] = { -1, -1 }, janitor = -1;
 	int status = 1, want_state, wstatus, last_nl = 1, wrote = 0, exec_errno;
 	struct sb selected = SB_INIT;
 	char *catalog_path = NULL, *cache = NULL, *conf = NULL;
@@ -308,6 +362,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		goto out;
 	}
 	dir = xstrdup(tmpl);
+	janitor = start_janitor(dir);
 
 	for (i = 0; cfg->tap_argv[i]; i++)
 		;
@@ -455,6 +510,8 @@ out:
 		unlink(state_path);
 	if (dir)
 		rmdir(dir);
+	if (janitor >= 0)
+		close(janitor);
 	free(config_path);
 	free(state_path);
 	free(dir);

@@ -146,6 +146,26 @@ pipe_tap_signal() {	# SIGNAL N
 	pipe_tap_signal HUP 1
 }
 
+# SIGKILL cannot be caught: pipe-tap's janitor, a process that waits for its
+# end, removes the folder.
+@test "inline config: SIGKILL to pipe-tap: the folder still goes" {
+	local pt path
+	: >"$T/block"
+	pipe-tap sec </dev/null >dump 2>err &
+	pt=$!
+	BG_PIDS="$BG_PIDS $pt"
+	wait_for "$T/ready"
+	path=$(config_path)
+	[ -f "$path" ]
+	kill -KILL "$pt"
+	wait_until dead "$pt"
+	dir_gone() { [ ! -e "${path%/*}" ]; }
+	wait_until dir_gone
+	: >"$T/release"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
 # The driver, signalled while the tap runs: 128+n, the lock released, a
 # failure log naming the signal, nothing staged, every temporary file gone
 # (its own and pipe-tap's).
