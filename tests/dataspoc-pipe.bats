@@ -218,6 +218,10 @@ Done! 5 records in 2 stream(s)
 	scenario_kill_driver
 }
 
+@test "SIGTERM to the driver stops every stage and changes nothing but the log" {
+	scenario_sigterm
+}
+
 @test "kill -9 pipe-commit mid-commit: the next run finishes the commit" {
 	scenario_kill_pipe_commit
 }

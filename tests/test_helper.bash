@@ -208,26 +208,18 @@ singer_records() {
 
 # --- background processes ------------------------------------------------------
 
-# wait_for FILE: until it exists (bounded, so a bug fails instead of hanging).
+# wait_for FILE: until it exists (bounded in time, so a bug fails the test
+# instead of hanging it).
 wait_for() {
-	local i=0
-	while [ ! -e "$1" ]; do
-		i=$((i + 1))
-		if [ $i -gt $((WAIT_LIMIT * 20)) ]; then
-			echo "gave up waiting for $1" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
+	wait_until test -e "$1"
 }
 
-# wait_until CMD...: until CMD succeeds (bounded).
+# wait_until CMD...: until CMD succeeds (bounded in time).
 wait_until() {
-	local i=0
+	local end=$((SECONDS + WAIT_LIMIT))
 	until "$@"; do
-		i=$((i + 1))
-		if [ $i -gt $((WAIT_LIMIT * 20)) ]; then
-			echo "gave up waiting for: $*" >&2
+		if [ "$SECONDS" -ge "$end" ]; then
+			echo "gave up after $WAIT_LIMIT s waiting for: $*" >&2
 			return 1
 		fi
 		sleep 0.05
@@ -243,14 +235,16 @@ pids_of_test() {
 	return 0
 }
 
-# pid_of COMM: the pid of this test's process named COMM.
+# pid_of COMM: the pid of this test's process named COMM (cheap: a grep
+# only for the processes of that name).
 pid_of() {
-	local p
-	for p in $(pids_of_test); do
-		if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ]; then
-			echo "$p"
-			return 0
-		fi
+	local p comm
+	for p in /proc/[0-9]*; do
+		read -r comm 2>/dev/null <"$p/comm" || continue
+		[ "$comm" = "$1" ] || continue
+		grep -qzx "FAKE_DIR=$FAKE_DIR" "$p/environ" 2>/dev/null || continue
+		echo "${p#/proc/}"
+		return 0
 	done
 	return 1
 }
