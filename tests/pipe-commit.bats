@@ -90,6 +90,14 @@ $USAGE"
 shop/users"
 }
 
+@test "-c FILE.yaml instead of a name" {
+	make_plan
+	cp "$DATASPOC_PIPE_HOME/pipelines/shop.yaml" shop.yaml
+	run -0 --separate-stderr pipe-commit -c shop.yaml <plan.jsonl
+	assert_equal "${lines[0]}" "Done! 3 records in 2 stream(s)"
+	expect_published
+}
+
 @test "publishing the same plan twice changes nothing more" {
 	make_plan
 	pipe-commit shop <plan.jsonl >/dev/null

@@ -125,6 +125,14 @@ $USAGE"
 	done
 }
 
+@test "-c FILE.yaml instead of a name: the same plan" {
+	pipe-sink -q -r "$RID" shop <dump.jsonl >by-name.jsonl
+	rm -rf "$BUCKET_DIR"
+	cp "$DATASPOC_PIPE_HOME/pipelines/shop.yaml" shop.yaml
+	pipe-sink -q -r "$RID" -c shop.yaml <dump.jsonl >by-file.jsonl
+	diff -u by-name.jsonl by-file.jsonl
+}
+
 @test "the run id comes from DATASPOC_RUN_ID, else a new one" {
 	DATASPOC_RUN_ID=$RID pipe-sink -q shop <dump.jsonl >plan.jsonl
 	run -0 jq -r 'select(.type == "run") | .run_id' plan.jsonl
