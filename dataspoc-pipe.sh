@@ -127,9 +127,16 @@ YAML
 	say "  transforms/  jq programs"
 }
 
+# A run id: UTC time to the second, then a suffix that starts with the
+# milliseconds (so two runs within one second still sort in the order they
+# started) and ends with random hex (so hosts never collide).
 new_run_id() {
-	printf '%s-%s\n' "$(date -u +%Y%m%dT%H%M%SZ)" \
-		"$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+	stamp=$(date -u +%Y%m%dT%H%M%SZ-%3N)
+	case $stamp in
+	*Z-[0-9][0-9][0-9]) ;;
+	*) stamp=$(date -u +%Y%m%dT%H%M%SZ-000) ;;
+	esac
+	printf '%s%s\n' "$stamp" "$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
 # run_pipeline FULL VERBOSE ARGS...: ARGS is NAME or -c FILE.

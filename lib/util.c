@@ -42,13 +42,17 @@ char *util_new_run_id(void)
 {
 	unsigned char r[3];
 	char stamp[32];
-	time_t now = time(NULL);
+	struct timespec now;
 	struct tm tm;
 
-	gmtime_r(&now, &tm);
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	random_bytes(r, sizeof(r));
-	return xasprintf("%s-%02x%02x%02x", stamp, r[0], r[1], r[2]);
+	/* The suffix starts with the milliseconds: runs within one second
+	 * still sort in the order they started. */
+	return xasprintf("%s-%03ld%02x%02x%02x", stamp, now.tv_nsec / 1000000L,
+			 r[0], r[1], r[2]);
 }
 
 int util_run_id_ok(const char *s)

@@ -8,8 +8,8 @@
 #include "sb.h"
 
 /*
- * A new run id: sortable UTC time plus a random suffix,
- * "20261130T004809Z-3fa9c1".  Newly allocated.
+ * A new run id: sortable UTC time plus a suffix of the milliseconds and
+ * random hex, "20261130T004809Z-4173fa9c1".  Newly allocated.
  */
 char *util_new_run_id(void);
 

@@ -168,7 +168,7 @@ run_day() {
 }
 
 new_run_id() {
-	printf '%s-%s\n' "$(date -u +%Y%m%dT%H%M%SZ)" "$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+	printf '%s%s\n' "$(date -u +%Y%m%dT%H%M%SZ-%3N)" "$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
 # --- pipelines and fake taps -------------------------------------------------

@@ -1,0 +1,43 @@
+/* Unit tests of the run ids of util.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tap.h"
+#include "util.h"
+
+int main(void)
+{
+	char *prev = util_new_run_id();
+	struct timespec two_ms = { 0, 2000000L };
+	int i, sorted = 1, valid = util_run_id_ok(prev);
+
+	ok(valid, "a new run id has the run id's shape: %s", prev);
+	ok(strlen(prev) == strlen("20261130T004809Z-4173fa9c1"), "and its length");
+	ok(util_run_id_time(prev) != (time_t)-1, "its time parses");
+	/* Ids made a few milliseconds apart, within one second or across
+	 * one, sort in the order they were made. */
+	for (i = 0; i < 20; i++) {
+		char *next;
+
+		nanosleep(&two_ms, NULL);
+		next = util_new_run_id();
+		if (strcmp(prev, next) >= 0) {
+			printf("# '%s' does not sort before '%s'\n", prev, next);
+			sorted = 0;
+		}
+		valid &= util_run_id_ok(next);
+		free(prev);
+		prev = next;
+	}
+	ok(sorted, "run ids sort in the order they were made, even within one second");
+	ok(valid, "all of them valid");
+	free(prev);
+
+	ok(util_run_id_ok("20261130T004809Z-3fa9c1"), "the older six-digit suffix is still a run id");
+	ok(!util_run_id_ok("20261130T004809Z-"), "an empty suffix is not");
+	ok(!util_run_id_ok("20261130T004809Z-3FA9C1"), "nor upper case");
+	ok(!util_run_id_ok("2026-11-30"), "nor a date");
+	return tap_done();
+}
