@@ -19,7 +19,9 @@ struct bucket_writer;
 /*
  * Open the bucket named by url: "file:///abs/dir", "/abs/dir", "rel/dir"
  * (relative to the working directory), or "s3://name[/prefix]".  A local
- * bucket's directory is created when missing.  Returns NULL on error.
+ * bucket's missing directory is created by the first write, never by a
+ * read: reading a bucket that does not exist finds nothing.  Returns NULL
+ * on error.
  */
 struct bucket *bucket_open(const char *url);
 

@@ -24,8 +24,9 @@
 
 struct local_bucket {
 	struct bucket base;
-	int fd;		/* the root directory */
+	int fd;		/* the root directory; -1 until it exists */
 	char *root;	/* for messages: the directory as given, no trailing '/' */
+	char *make;	/* while fd is -1: the directory to create, absolute */
 };
 
 struct local_writer {
@@ -47,6 +48,7 @@ static char *path_of(const struct local_bucket *l, const char *key)
 {
 	return xasprintf("%s/%s", l->root, key);
 }
+
 
 /* The directory part of key ("." when none), newly allocated. */
 static char *dir_of(const char *key)
@@ -179,6 +181,32 @@ static void prune_parents(struct local_bucket *l, const char *key)
 	free(dir);
 }
 
+static int mkdir_p(const char *dir);
+
+/*
+ * Open the bucket's directory if it was missing when the bucket was
+ * opened: readers see an empty bucket and leave no directory behind; the
+ * first writer (create != 0) makes it.  1 open, 0 still missing (readers
+ * only), -1 error (reported).
+ */
+static int have_root(struct local_bucket *l, int create)
+{
+	if (l->fd >= 0)
+		return 1;
+	l->fd = open_dir(AT_FDCWD, l->make);
+	if (l->fd < 0 && errno == ENOENT && create) {
+		if (mkdir_p(l->make) < 0)
+			return -1;
+		l->fd = open_dir(AT_FDCWD, l->make);
+	}
+	if (l->fd >= 0)
+		return 1;
+	if (errno == ENOENT && !create)
+		return 0;
+	err_msg("cannot open bucket directory '%s':", l->root);
+	return -1;
+}
+
 static int local_get(struct bucket *b, const char *key, struct sb *out)
 {
 	struct local_bucket *l = lb(b);
@@ -186,6 +214,10 @@ static int local_get(struct bucket *b, const char *key, struct sb *out)
 	char *path = NULL;
 	size_t keep = out->len;
 	int fd, r = -1;
+	int have = have_root(l, 0);
+
+	if (have <= 0)
+		return have < 0 ? -1 : 1;
 
 	fd = openat(l->fd, key, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -314,6 +346,9 @@ static int local_put(struct bucket *b, const char *key, const void *data, size_t
 	char *tmp, *path = NULL;
 	int dfd, r = -1;
 
+	if (have_root(l, 1) < 0)
+		return -1;
+
 	tmp = write_temp(l, key, data, len, &dfd);
 	if (tmp == NULL)
 		return -1;
@@ -341,6 +376,9 @@ static int local_put_new(struct bucket *b, const char *key, const void *data, si
 	struct local_bucket *l = lb(b);
 	char *tmp, *path = NULL;
 	int dfd, r = -1, e;
+
+	if (have_root(l, 1) < 0)
+		return -1;
 
 	tmp = write_temp(l, key, data, len, &dfd);
 	if (tmp == NULL)
@@ -380,6 +418,10 @@ static int local_delete(struct bucket *b, const char *key)
 {
 	struct local_bucket *l = lb(b);
 	char *path;
+	int have = have_root(l, 0);
+
+	if (have <= 0)
+		return have;
 
 	if (unlinkat(l->fd, key, 0) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -401,6 +443,10 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 	struct stat st;
 	char *pf, *pt;
 	int tries;
+	int have = have_root(l, 0);
+
+	if (have <= 0)
+		return have < 0 ? -1 : 1;
 
 	if (strcmp(from, to) == 0) {
 		if (fstatat(l->fd, from, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -454,6 +500,10 @@ static int local_exists(struct bucket *b, const char *key)
 	struct local_bucket *l = lb(b);
 	struct stat st;
 	char *path;
+	int have = have_root(l, 0);
+
+	if (have <= 0)
+		return have;
 
 	if (fstatat(l->fd, key, &st, 0) == 0)
 		return S_ISDIR(st.st_mode) ? 0 : 1;
@@ -568,7 +618,9 @@ static int local_list(struct bucket *b, const char *prefix, struct bucket_keys *
 		sb_add(&rel, prefix, (size_t)(slash - prefix) + 1);
 	else
 		sb_adds(&rel, "");
-	r = walk(lb(b), &rel, prefix, strlen(prefix), out);
+	r = have_root(lb(b), 0);
+	if (r > 0)
+		r = walk(lb(b), &rel, prefix, strlen(prefix), out);
 	sb_free(&rel);
 	return r;
 }
@@ -579,6 +631,9 @@ static struct bucket_writer *local_writer_open(struct bucket *b, const char *key
 	struct local_writer *w;
 	char *path;
 	int fd = -1, tries;
+
+	if (have_root(l, 1) < 0)
+		return NULL;
 
 	for (tries = 0; tries < MKDIR_TRIES; tries++) {
 		if (mkdir_parents(l, key) < 0)
@@ -664,6 +719,7 @@ static void local_free(struct bucket *b)
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l->root);
+	free(l->make);
 	free(l);
 }
 
@@ -721,13 +777,9 @@ struct bucket *local_bucket_open(const char *dir)
 		err_msg("no bucket directory given");
 		return NULL;
 	}
+	/* A missing directory is made by the first write (have_root()). */
 	fd = open_dir(AT_FDCWD, dir);
-	if (fd < 0 && errno == ENOENT) {
-		if (mkdir_p(dir) < 0)
-			return NULL;
-		fd = open_dir(AT_FDCWD, dir);
-	}
-	if (fd < 0) {
+	if (fd < 0 && errno != ENOENT) {
 		if (errno == ENOTDIR && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 			err_msg("bucket '%s' is not a directory", dir);
 		else
@@ -741,5 +793,19 @@ struct bucket *local_bucket_open(const char *dir)
 		len--;
 	/* "/" itself: keys print as "/key". */
 	l->root = xstrndup(dir, len);
+	if (fd < 0) {
+		/* Created later, where dir is now, whatever the working
+		 * directory is then. */
+		char *cwd = dir[0] == '/' ? NULL : getcwd(NULL, 0);
+
+		if (dir[0] != '/' && cwd == NULL) {
+			err_msg("cannot open bucket directory '%s': cannot tell the working directory:", dir);
+			free(l->root);
+			free(l);
+			return NULL;
+		}
+		l->make = cwd ? xasprintf("%s/%s", cwd, l->root) : xstrdup(dir);
+		free(cwd);
+	}
 	return &l->base;
 }

@@ -477,7 +477,7 @@ broken    -         error          -        -"
 	assert_output "[]"
 	run -1 dataspoc-pipe run fails
 	run -0 dataspoc-pipe logs fails
-	assert_line --index 0 --regexp '^Run [0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}: failure$'
+	assert_line --index 0 --regexp '^Run [0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}: failure$'
 	assert_line --index -1 "  error     cmdtap-fail exited with status 1"
 	run -2 --separate-stderr dataspoc-pipe logs ghost
 	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"

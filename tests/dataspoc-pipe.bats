@@ -110,7 +110,7 @@ Done! 5 records in 2 stream(s)
   orders: 3
   users: 2"
 	run -0 find plain -name '*.zst' -path 'plain/raw/shop/orders/dt=*'
-	assert_output --regexp '^plain/raw/shop/orders/dt=[0-9-]{10}/orders_[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}_0000\.jsonl\.zst$'
+	assert_output --regexp '^plain/raw/shop/orders/dt=[0-9-]{10}/orders_[0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}_0000\.jsonl\.zst$'
 	zstd -qdc "$output" >got
 	diff -u orders.jsonl got
 	[ -e plain/.dataspoc/state/mine/state.json ]

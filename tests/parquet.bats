@@ -32,7 +32,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	} >"$FAKE_DIR/tap-types/out"
 	run -0 --separate-stderr dataspoc-pipe run types
 	run -0 bucket_files
-	assert_output --regexp '^raw/types/t/dt=[0-9-]{10}/t_[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}_0000\.parquet$'
+	assert_output --regexp '^raw/types/t/dt=[0-9-]{10}/t_[0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}_0000\.parquet$'
 	pq_table_rows raw/types/t >got
 	expect_file got <<-'EOF'
 	{"id":"1","n":1.5,"b":true,"s":"plain","ts":"1704096000000000","d":19783,"o":"{\"k\":\"v\"}","a":"[1,2]","any":"\"text\"","_extra":null}

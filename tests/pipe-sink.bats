@@ -139,7 +139,7 @@ $USAGE"
 	assert_output "$RID"
 	pipe-sink -q shop <dump.jsonl >plan2.jsonl
 	run -0 jq -r 'select(.type == "run") | .run_id' plan2.jsonl
-	assert_output --regexp '^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$'
+	assert_output --regexp '^[0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}$'
 	refute_output "$RID"
 }
 

@@ -422,3 +422,23 @@ users"
 	run -2 --separate-stderr pipe-state list -b "$(bucket_url)" -c x.yaml
 	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 }
+
+@test "reading a local bucket that does not exist finds nothing and creates nothing" {
+	local gone=$BATS_TEST_TMPDIR/no/such/bucket
+	printf 'source:\n  tap: tap-shop\ndestination:\n  bucket: %s\n  path: raw\nincremental:\n  enabled: true\n' \
+		"$gone" >"$HOMEDIR/pipelines/ghost.yaml"
+	run -0 --separate-stderr pipe-state list -b "$gone"
+	assert_output ""
+	run -0 --separate-stderr pipe-state get ghost
+	assert_output "{}"
+	run -0 --separate-stderr pipe-state logs ghost
+	assert_output ""
+	run -1 --separate-stderr pipe-state manifest -b "$gone"
+	run -0 --separate-stderr pipe-state status ghost
+	assert_output --partial "ghost"
+	[ ! -e "$BATS_TEST_TMPDIR/no" ]
+	# the first write makes it
+	echo '{"a": 1}' | pipe-state set ghost
+	run -0 pipe-state get ghost
+	assert_output '{"a":1}'
+}

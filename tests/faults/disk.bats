@@ -61,7 +61,7 @@ expect_as_before() {
 expect_next_run_works() {
 	rm -f "$BUCKET_DIR/filler"
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":3}}' '{"type":"STATE","value":{"n":3}}' >"$FAKE_DIR/tap-disk/out"
-	run -0 --separate-stderr dataspoc-pipe run disk
+	run -0 --separate-stderr dataspoc-pipe run disk || { echo "$stderr" >&2; return 1; }
 	bucket_cat .dataspoc/state/disk/state.json | jq -c . >state.got
 	echo '{"n":3}' | expect_file state.got
 	run -0 bucket_keys .dataspoc/staging/

@@ -156,8 +156,25 @@ static void test_open(void)
 
 	dir = xasprintf("%s/made/by/open", tmpdir);
 	b = bucket_open(dir);
-	ok(b != NULL, "a missing local directory is created");
-	ok(path_exists(tmpdir, "made/by/open"), "the directory exists");
+	ok(b != NULL, "a missing local directory opens");
+	ok(!path_exists(tmpdir, "made"), "... and is not created by opening");
+	if (b) {
+		struct sb got = SB_INIT;
+		char **keys = NULL;
+		size_t nkeys = 9;
+
+		is_int(bucket_get(b, "k", &got), 1, "a read finds nothing");
+		is_int(bucket_exists(b, "k"), 0, "exists: no");
+		is_int(bucket_list(b, "", &keys, &nkeys), 0, "list: ok");
+		is_int((int)nkeys, 0, "... and empty");
+		is_int(bucket_delete(b, "k"), 0, "delete of nothing: ok");
+		is_int(bucket_move(b, "k", "l"), 1, "move: source missing");
+		ok(!path_exists(tmpdir, "made"), "none of them created the directory");
+		is_int(bucket_put(b, "k", "v", 1), 0, "the first write...");
+		ok(path_exists(tmpdir, "made/by/open/k"), "... creates it");
+		bucket_list_free(keys);
+		sb_free(&got);
+	}
 	bucket_free(b);
 	free(dir);
 
