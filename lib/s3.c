@@ -46,6 +46,7 @@ struct s3_bucket {
 	uint64_t copy_part;	/* objects above this are copied in parts of this size */
 	int no_conditional;	/* the store refused If-None-Match (501) */
 	long settle_ms;		/* put_new: wait before the second read-back */
+	long timeout;		/* seconds without a byte moved: the attempt failed */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -72,6 +73,8 @@ struct call {
 	CURLcode rc;
 	int attempts;
 	size_t sent;
+	int headers_ended;	/* the blank line after the last answer's headers came */
+	int sends;		/* times the request went out, curl's own resends included */
 };
 
 struct s3_writer {
@@ -83,6 +86,7 @@ struct s3_writer {
 	char *upload_id;
 	struct sb parts;	/* <Part> elements so far */
 	int nparts;
+	uint64_t total;		/* bytes in the parts sent */
 	int failed;
 };
 
@@ -173,6 +177,10 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	size_t len = size * n, nlen, vlen;
 	const char *colon = memchr(data, ':', len), *v;
 
+	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
+		c->headers_ended = 0;	/* a status line: an answer begins (after a 100 too) */
+	else if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
+		c->headers_ended = 1;
 	if (colon == NULL)
 		return len;
 	nlen = (size_t)(colon - data);
@@ -215,6 +223,21 @@ static size_t on_read(char *dst, size_t size, size_t n, void *arg)
 	c->sent += want;
 	return want;
 }
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+/* Called each time the request goes out, curl's own resends included. */
+static int on_prereq(void *arg, char *remote_ip, char *local_ip, int remote_port, int local_port)
+{
+	struct call *c = arg;
+
+	(void)remote_ip;
+	(void)local_ip;
+	(void)remote_port;
+	(void)local_port;
+	c->sends++;
+	return CURL_PREREQFUNC_OK;
+}
+#endif
 
 static int on_seek(void *arg, curl_off_t offset, int origin)
 {
@@ -324,6 +347,7 @@ static void attempt(struct s3_bucket *s, struct call *c, const char *hash)
 	c->length = 0;
 	c->sent = 0;
 	c->failed200 = 0;
+	c->headers_ended = 0;
 	c->rc = CURLE_OK;
 	s->errbuf[0] = '\0';
 
@@ -347,10 +371,13 @@ static void attempt(struct s3_bucket *s, struct call *c, const char *hash)
 	curl_easy_setopt(s->h, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->errbuf);
-	curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT, 10L);
-	/* a stalled transfer counts as a timeout, and is retried */
+	curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT, s->timeout < 10 ? s->timeout : 10L);
+	/*
+	 * A stalled transfer (nothing sent or received for that long, waiting
+	 * for the answer included) counts as a timeout, and is retried.
+	 */
 	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_TIME, s->timeout);
 	curl_easy_setopt(s->h, CURLOPT_USERNAME, s->creds.id);
 	curl_easy_setopt(s->h, CURLOPT_PASSWORD, s->creds.secret);
 	curl_easy_setopt(s->h, CURLOPT_AWS_SIGV4, s->sigv4);
@@ -359,6 +386,15 @@ static void attempt(struct s3_bucket *s, struct call *c, const char *hash)
 	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(s->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(s->h, CURLOPT_HEADERDATA, c);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	/*
+	 * curl sends a request again by itself when a reused connection
+	 * closes without a byte of answer, though the server may have done
+	 * the work: counted, for the calls that must know (sent_twice).
+	 */
+	curl_easy_setopt(s->h, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(s->h, CURLOPT_PREREQDATA, c);
+#endif
 	if (strcmp(c->method, "HEAD") == 0) {
 		curl_easy_setopt(s->h, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(c->method, "PUT") == 0) {
@@ -378,6 +414,17 @@ static void attempt(struct s3_bucket *s, struct call *c, const char *hash)
 
 	rc = curl_easy_perform(s->h);
 	c->attempts++;
+#if LIBCURL_VERSION_NUM < 0x075000
+	c->sends = c->attempts;
+#endif
+	if (rc == CURLE_OK && !c->headers_ended) {
+		/*
+		 * curl 7.88 takes a connection closed inside the headers for the
+		 * whole answer: an ETag or a length may be missing.  A cut answer.
+		 */
+		rc = CURLE_PARTIAL_FILE;
+		snprintf(s->errbuf, sizeof(s->errbuf), "the connection closed inside the answer's headers");
+	}
 	if (rc != CURLE_OK) {
 		c->status = -1;
 		c->rc = rc;
@@ -424,6 +471,12 @@ static long perform(struct s3_bucket *s, struct call *c)
 		backoff(n);
 	}
 	return c->status;
+}
+
+/* Did c go out more than once, so that an answer was lost after the work was done? */
+static int sent_twice(const struct call *c)
+{
+	return c->sends > 1 || c->attempts > 1;
 }
 
 static void call_init(struct call *c, const char *verb, const char *api,
@@ -570,6 +623,14 @@ static int s3_put_new(struct bucket *b, const char *key, const void *data, size_
 		/* NotImplemented: this store cannot; rely on the reads alone */
 		s->no_conditional = 1;
 		r = put_object(s, "create", key, data, len, NULL, NULL);
+	} else if (r == 1) {
+		/*
+		 * Refused, though absent a moment ago: a rival's, or our own
+		 * write sent twice (a retry, by us or by curl on a reused
+		 * connection), the answer to the first lost.  The reads below
+		 * tell: ours is ours byte for byte.
+		 */
+		r = 0;
 	}
 	if (r != 0)
 		return r;
@@ -650,6 +711,9 @@ static char *copy_source(const struct s3_bucket *s, const char *key)
 	return sb_detach(&out);
 }
 
+static void abort_upload(struct s3_bucket *s, const char *key, const char *upload_id);
+static void abort_strays(struct s3_bucket *s, const char *key, const char *keep);
+
 static char *create_upload(struct s3_bucket *s, const char *verb, const char *key)
 {
 	struct call c;
@@ -666,6 +730,9 @@ static char *create_upload(struct s3_bucket *s, const char *verb, const char *ke
 	perform(s, &c);
 	if (ok(&c) && s3_xml_next(c.resp.buf, c.resp.len, "UploadId", &pos, &id) && id.len) {
 		ret = sb_detach(&id);
+		/* an earlier attempt may have started an upload whose answer was lost */
+		if (sent_twice(&c))
+			abort_strays(s, key, ret);
 	} else {
 		if (ok(&c))
 			snprintf(c.why, sizeof(c.why), "no UploadId in the answer"), c.status = -1;
@@ -703,8 +770,83 @@ static void abort_upload(struct s3_bucket *s, const char *key, const char *uploa
 	call_free(&c);
 }
 
+/*
+ * Abort the multipart uploads of key but keep (ListMultipartUploads): a
+ * CreateMultipartUpload whose answer was lost started one that nobody
+ * would complete.  The key is this run's alone (a staged file, or a final
+ * name carrying the run id), so every other upload of it is such a one.
+ */
+static void abort_strays(struct s3_bucket *s, const char *key, const char *keep)
+{
+	char *full = xasprintf("%s%s", s->t.prefix, key);
+	struct s3_param q[2] = { { "prefix", full }, { "uploads", NULL } };
+	struct sb query = SB_INIT, k = SB_INIT, id = SB_INIT;
+	struct call c;
+	size_t pos = 0;
+
+	s3_query(&query, q, 2);
+	call_init(&c, "look for uploads of", "ListMultipartUploads", "GET", NULL);
+	c.query = query.buf;
+	perform(s, &c);
+	if (!ok(&c)) {
+		char *subj = subject(s, key);
+
+		if (c.status < 0)
+			err_warn("cannot look for uploads of '%s' that a retried %s may have left: %s: %s",
+				 subj, "CreateMultipartUpload", c.api, c.why);
+		else
+			err_warn("cannot look for uploads of '%s' that a retried %s may have left: %s: HTTP %ld%s%s",
+				 subj, "CreateMultipartUpload", c.api, c.status, c.code.len ? " " : "",
+				 c.code.len ? c.code.buf : "");
+		free(subj);
+		goto out;
+	}
+	while (s3_xml_next(c.resp.buf, c.resp.len, "Key", &pos, &k) &&
+	       s3_xml_next(c.resp.buf, c.resp.len, "UploadId", &pos, &id)) {
+		if (strcmp(k.buf, full) == 0 && strcmp(id.buf, keep) != 0)
+			abort_upload(s, key, id.buf);
+	}
+out:
+	sb_free(&query);
+	sb_free(&k);
+	sb_free(&id);
+	call_free(&c);
+	free(full);
+}
+
+/*
+ * After a CompleteMultipartUpload that failed once sent again (or with
+ * NoSuchUpload): did an earlier send complete it, its answer lost?  The
+ * store then says NoSuchUpload (S3) or fails otherwise (s3rver: 500), and
+ * the object is there: size bytes, and, when its ETag has the multipart
+ * form "...-N", N parts.  1 yes, 0 no.
+ */
+static int completed_before(struct s3_bucket *s, const char *key, uint64_t size, int nparts)
+{
+	struct call c;
+	int r = 0;
+
+	call_init(&c, "look at", "HeadObject", "HEAD", key);
+	perform(s, &c);
+	if (ok(&c) && c.length == size) {
+		const char *dash = strrchr(c.etag, '-');
+		char *end;
+		long n;
+
+		r = 1;
+		if (dash) {
+			n = strtol(dash + 1, &end, 10);
+			if (end != dash + 1 && (*end == '"' || *end == '\0') && n != nparts)
+				r = 0;
+		}
+	}
+	call_free(&c);
+	return r;
+}
+
+/* Complete the upload of nparts parts, size bytes in all. */
 static int complete_upload(struct s3_bucket *s, const char *verb, const char *key,
-			   const char *upload_id, const struct sb *parts)
+			   const char *upload_id, const struct sb *parts, uint64_t size, int nparts)
 {
 	struct s3_param q = { "uploadId", upload_id };
 	struct sb query = SB_INIT, body = SB_INIT;
@@ -722,7 +864,8 @@ static int complete_upload(struct s3_bucket *s, const char *verb, const char *ke
 	c.content_type = "application/xml";
 	c.error_in_200 = 1;
 	perform(s, &c);
-	if (ok(&c))
+	if (ok(&c) || ((sent_twice(&c) || code_is(&c, "NoSuchUpload")) &&
+			completed_before(s, key, size, nparts)))
 		r = 0;
 	else
 		report(s, &c, NULL);
@@ -779,7 +922,7 @@ static int copy_in_parts(struct s3_bucket *s, const char *from, const char *to, 
 		add_part(&parts, n, etag.buf);
 		call_free(&c);
 	}
-	if (complete_upload(s, "move", to, id, &parts) < 0) {
+	if (complete_upload(s, "move", to, id, &parts, size, n) < 0) {
 		abort_upload(s, to, id);
 		goto out;
 	}
@@ -940,6 +1083,7 @@ static int flush_part(struct s3_writer *w)
 	perform(s, &c);
 	if (ok(&c) && c.etag[0]) {
 		add_part(&w->parts, ++w->nparts, c.etag);
+		w->total += w->len;
 		w->len = 0;
 		/* keep within 10,000 parts however big the object grows */
 		if (w->nparts % 1000 == 0 && w->part * 2 <= MAX_PART)
@@ -1023,7 +1167,7 @@ static int s3_writer_close(struct bucket_writer *bw)
 		writer_fail(w);
 		goto out;
 	}
-	if (complete_upload(w->s, "write", w->key, w->upload_id, &w->parts) < 0) {
+	if (complete_upload(w->s, "write", w->key, w->upload_id, &w->parts, w->total, w->nparts) < 0) {
 		writer_fail(w);
 		goto out;
 	}
@@ -1140,6 +1284,18 @@ struct bucket *s3_bucket_open(const char *url, const char *endpoint)
 			goto fail;
 		}
 		s->settle_ms = n;
+	}
+	s->timeout = 60;
+	v = getenv("DATASPOC_PIPE_S3_TIMEOUT");
+	if (v && *v) {
+		char *end;
+		long n = strtol(v, &end, 10);
+
+		if (*end || n < 1 || n > 3600) {
+			err_msg("DATASPOC_PIPE_S3_TIMEOUT must be a number of seconds from 1 to 3600, not '%s'", v);
+			goto fail;
+		}
+		s->timeout = n;
 	}
 	if (bad)
 		goto fail;

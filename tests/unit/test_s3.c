@@ -10,6 +10,7 @@
 #include "s3.h"
 #include "sb.h"
 #include "tap.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -23,6 +24,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <openssl/hmac.h>
@@ -630,6 +632,13 @@ struct reply {
 	char *body;
 };
 
+/* Replies that are not answers: */
+enum {
+	CLOSE = -1,		/* read the request, close the connection */
+	CUT_HEADERS = -2,	/* "HTTP/1.1 200", half of the headers, close */
+	STALL = -3		/* read the request, wait for the client to hang up */
+};
+
 #define MAXQ 64
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct req reqs[MAXQ];
@@ -769,6 +778,25 @@ static void serve(int fd)
 		if (next_reply < nreplies)
 			rep = replies[next_reply++];
 		pthread_mutex_unlock(&mu);
+		if (rep.status == CLOSE) {
+			/* the work done, the answer lost */
+			goto done;
+		}
+		if (rep.status == CUT_HEADERS) {
+			sb_addf(&out, "HTTP/1.1 200 X\r\n%s", rep.headers);
+			write_all(fd, out.buf, out.len / 2);
+			sb_free(&out);
+			goto done;
+		}
+		if (rep.status == STALL) {
+			/* no answer until the client gives up (at most 20 s) */
+			struct timeval tv = { 20, 0 };
+
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			while (read(fd, buf, sizeof(buf)) > 0)
+				;
+			goto done;
+		}
 		if (strstr(rep.headers, "Content-Length:"))
 			sb_addf(&out, "HTTP/1.1 %d X\r\n%s\r\n", rep.status, rep.headers);
 		else
@@ -1086,14 +1114,16 @@ static void test_requests(void)
 	reset_server();
 	expect_reply(404, "", "");
 	expect_reply(412, "", "<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>");
+	expect_reply(200, "", "rival");
 	is_int(bucket_put_new(b, "lock", "me", 2), 1, "put_new: 412 means taken");
-	if (nreqs == 2) {
+	if (nreqs == 3) {
 		is_str(reqs[1].method, "PUT", "put_new: PUT after HEAD");
 		is_str(header_of(&reqs[1].head, "If-None-Match"), "*", "put_new: If-None-Match: *");
 		ok(signed_header(&reqs[1], "if-none-match"), "put_new: If-None-Match is signed");
 		check_req(1, "PUT", "/bkt/base/lock", "conditional PutObject");
+		check_req(2, "GET", "/bkt/base/lock", "412: read back (our own write sent twice?)");
 	} else {
-		ok(0, "put_new: two requests, got %d", nreqs);
+		ok(0, "put_new: three requests, got %d", nreqs);
 	}
 	reset_server();
 	expect_reply(200, "", "");
@@ -1366,6 +1396,151 @@ static void test_requests(void)
 	reset_server();
 }
 
+/*
+ * Answers lost after the work was done, cut short, or never coming: the
+ * faults of tests/s3-faults.bats, one at a time.
+ */
+static void test_lost_answers(void)
+{
+	struct bucket *b;
+	struct sb out = SB_INIT;
+	char ep[64];
+	const char *msg;
+	char *data = xcalloc(1, 6 << 20);
+	struct bucket_writer *w;
+	double t0;
+	int i;
+
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", server_port);
+	setenv("DATASPOC_PIPE_S3_RETRIES", "2", 1);
+	setenv("DATASPOC_PIPE_S3_PART_SIZE", "5MiB", 1);
+	b = bucket_open_opts("s3://bkt/base/", ep);
+	if (!ok(b != NULL, "open s3://bkt/base/ again"))
+		return;
+
+	/* curl 7.88 takes a header block cut short for a whole answer */
+	reset_server();
+	expect_reply(CUT_HEADERS, "Content-Type: application/xml\r\nContent-Length: 0\r\nETag: \"e\"\r\n", "");
+	expect_reply(404, "", "");
+	is_int(bucket_exists(b, "k"), 0, "headers cut short: not taken for a 200, asked again");
+	is_int(nreqs, 2, "  two requests");
+	reset_server();
+	for (i = 0; i < 3; i++)
+		expect_reply(CUT_HEADERS, "Content-Type: application/xml\r\nContent-Length: 0\r\nETag: \"e\"\r\n", "");
+	capture_begin();
+	is_int(bucket_put(b, "k", "x", 1), -1, "headers cut short every time: an error");
+	is_str(capture_end(), "test_s3: cannot write 's3://bkt/base/k': PutObject: the connection closed "
+	       "inside the answer's headers (gave up after 3 attempts)", "  message");
+
+	/* the run lock written, the answer lost: a retry meets 412 and reads back its own */
+	reset_server();
+	expect_reply(404, "", "");
+	expect_reply(CLOSE, "", "");
+	expect_reply(412, "", "<Error><Code>PreconditionFailed</Code><Message>no</Message></Error>");
+	expect_reply(200, "", "me");
+	expect_reply(200, "", "me");
+	is_int(bucket_put_new(b, "lock", "me", 2), 0, "put_new: written, answer lost, 412 on the retry: ours");
+	is_int(nreqs, 5, "  HEAD, PUT, PUT, GET, GET");
+	if (nreqs == 5)
+		ok(strcmp(reqs[1].method, "PUT") == 0 && strcmp(reqs[2].method, "PUT") == 0 &&
+		   strcmp(reqs[3].method, "GET") == 0, "  the PUT sent twice, then read back");
+	reset_server();
+	expect_reply(404, "", "");
+	expect_reply(CLOSE, "", "");
+	expect_reply(412, "", "<Error><Code>PreconditionFailed</Code><Message>no</Message></Error>");
+	expect_reply(200, "", "rival");
+	is_int(bucket_put_new(b, "lock", "me", 2), 1, "put_new: 412 on the retry and a rival's bytes: taken");
+
+	/* CompleteMultipartUpload done, its answer lost */
+	reset_server();
+	w = bucket_writer_open(b, "s/done");
+	expect_reply(200, "", "<InitiateMultipartUploadResult><UploadId>U4</UploadId></InitiateMultipartUploadResult>");
+	expect_reply(200, "ETag: \"e1\"\r\n", "");
+	expect_reply(200, "ETag: \"e2\"\r\n", "");
+	expect_reply(CLOSE, "", "");
+	expect_reply(404, "", "<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>");
+	expect_reply(200, "Content-Length: 6291457\r\nETag: \"m-2\"\r\n", "");
+	ok(w && bucket_writer_write(w, data, 6 << 20) == 0 && bucket_writer_write(w, "x", 1) == 0,
+	   "complete lost: 6 MiB and a byte written");
+	capture_begin();
+	is_int(bucket_writer_close(w), 0, "complete lost: NoSuchUpload on the retry, the object there: done");
+	is_str(capture_end(), "", "  nothing said");
+	is_int(nreqs, 6, "  create, 2 parts, complete twice, HEAD");
+	check_req(5, "HEAD", "/bkt/base/s/done", "  the object looked at");
+
+	reset_server();
+	w = bucket_writer_open(b, "s/notdone");
+	expect_reply(200, "", "<InitiateMultipartUploadResult><UploadId>U5</UploadId></InitiateMultipartUploadResult>");
+	expect_reply(200, "ETag: \"e1\"\r\n", "");
+	expect_reply(200, "ETag: \"e2\"\r\n", "");
+	expect_reply(CLOSE, "", "");
+	expect_reply(404, "", "<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>");
+	expect_reply(200, "Content-Length: 6291457\r\nETag: \"m-3\"\r\n", "");
+	expect_reply(204, "", "");
+	ok(w && bucket_writer_write(w, data, 6 << 20) == 0 && bucket_writer_write(w, "x", 1) == 0,
+	   "complete lost, another object there: written");
+	capture_begin();
+	is_int(bucket_writer_close(w), -1, "  an object of 3 parts is not ours: an error");
+	ok(strstr(capture_end(), "CompleteMultipartUpload: HTTP 404 NoSuchUpload") != NULL, "  NoSuchUpload named");
+	check_req(6, "DELETE", "/bkt/base/s/notdone?uploadId=U5", "  the upload aborted");
+
+	/* CreateMultipartUpload done, its answer lost: the stray upload aborted */
+	reset_server();
+	w = bucket_writer_open(b, "s/c");
+	expect_reply(CLOSE, "", "");
+	expect_reply(200, "", "<InitiateMultipartUploadResult><UploadId>U7</UploadId></InitiateMultipartUploadResult>");
+	expect_reply(200, "", "<ListMultipartUploadsResult><Bucket>bkt</Bucket><KeyMarker></KeyMarker>"
+		     "<Upload><Key>base/s/c</Key><UploadId>U6</UploadId></Upload>"
+		     "<Upload><Key>base/s/c</Key><UploadId>U7</UploadId></Upload>"
+		     "<Upload><Key>base/s/cc</Key><UploadId>U8</UploadId></Upload>"
+		     "<IsTruncated>false</IsTruncated></ListMultipartUploadsResult>");
+	expect_reply(204, "", "");
+	expect_reply(200, "ETag: \"e1\"\r\n", "");
+	expect_reply(204, "", "");
+	is_int(w ? bucket_writer_write(w, data, 6 << 20) : -2, 0, "create lost: 6 MiB written");
+	is_int(nreqs, 5, "  create twice, list, abort, part 1");
+	check_req(2, "GET", "/bkt?prefix=base%2Fs%2Fc&uploads=", "  ListMultipartUploads of the key");
+	check_req(3, "DELETE", "/bkt/base/s/c?uploadId=U6", "  the stray upload aborted");
+	check_req(4, "PUT", "/bkt/base/s/c?partNumber=1&uploadId=U7", "  the parts go to the other");
+	bucket_writer_abort(w);
+	check_req(5, "DELETE", "/bkt/base/s/c?uploadId=U7", "  which the writer's abort aborts");
+	is_int(nreqs, 6, "  the other key's upload left alone");
+	bucket_free(b);
+
+	/* a stalled answer: a timeout after DATASPOC_PIPE_S3_TIMEOUT seconds, retried */
+	setenv("DATASPOC_PIPE_S3_TIMEOUT", "1", 1);
+	setenv("DATASPOC_PIPE_S3_RETRIES", "1", 1);
+	b = bucket_open_opts("s3://bkt/base/", ep);
+	reset_server();
+	expect_reply(STALL, "", "");
+	expect_reply(200, "", "data");
+	sb_reset(&out);
+	t0 = util_now();
+	is_int(b ? bucket_get(b, "k", &out) : -2, 0, "stall: timed out, then read");
+	is_str(out.buf, "data", "  the second answer");
+	ok(util_now() - t0 >= 0.9 && util_now() - t0 < 10, "  after about a second (%.1f s)", util_now() - t0);
+	reset_server();
+	expect_reply(STALL, "", "");
+	expect_reply(STALL, "", "");
+	capture_begin();
+	is_int(b ? bucket_get(b, "k", &out) : -2, -1, "stall every time: an error");
+	msg = capture_end();
+	ok(strstr(msg, "test_s3: cannot read 's3://bkt/base/k': GetObject: Operation too slow") == msg &&
+	   strstr(msg, "(gave up after 2 attempts)"), "  message: %s", msg);
+	bucket_free(b);
+	setenv("DATASPOC_PIPE_S3_TIMEOUT", "0", 1);
+	capture_begin();
+	ok(bucket_open("s3://bkt") == NULL, "DATASPOC_PIPE_S3_TIMEOUT=0 refused");
+	is_str(capture_end(), "test_s3: DATASPOC_PIPE_S3_TIMEOUT must be a number of seconds from 1 to 3600, not '0'",
+	       "  message");
+	unsetenv("DATASPOC_PIPE_S3_TIMEOUT");
+	unsetenv("DATASPOC_PIPE_S3_RETRIES");
+	unsetenv("DATASPOC_PIPE_S3_PART_SIZE");
+	sb_free(&out);
+	free(data);
+	reset_server();
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1382,6 +1557,7 @@ int main(int argc, char **argv)
 	test_xml();
 	test_profiles();
 	test_requests();
+	test_lost_answers();
 	{
 		char *cmd = xasprintf("rm -rf '%s'", tmpdir);
 
