@@ -1,5 +1,6 @@
 # dataspoc-pipe — see README.md.  Targets: all test check install uninstall
-# clean bench demo fuzz fuzz-smoke fuzz-merge test-faults test-faults-long.
+# clean bench demo fuzz fuzz-smoke fuzz-merge test-faults test-faults-long
+# test-load.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -116,6 +117,12 @@ test-faults-long: all
 	$(FAULT_RUN) -k 20 -m mixed -b s3
 	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/faults/
 
+# Load (tests/load/, issue #6): 20 pipelines by run --all -j 8 into one
+# bucket, one stream of 10 million records, one run of 1,000 streams; the
+# LOAD_* variables of tests/load/load_helper.bash scale it down.
+test-load: all
+	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/load/
+
 # libFuzzer targets (tests/fuzz/fuzz_*.c), each run FUZZ_SECONDS on its
 # kept corpus tests/fuzz/corpus/NAME/; what they find that is new goes to
 # tests/fuzz/out/NAME/ (fuzz-merge minimises it into the corpus), a crash
@@ -155,5 +162,5 @@ fuzz-merge:
 		rm -rf tests/fuzz/corpus/$$t && mv tests/fuzz/corpus/$$t.new tests/fuzz/corpus/$$t || exit 1; done
 
 .PHONY: all unit test check bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke fuzz-merge \
-	test-faults test-faults-long
+	test-faults test-faults-long test-load
 .SECONDARY:

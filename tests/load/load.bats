@@ -1,0 +1,79 @@
+#!/usr/bin/env bats
+# load.bats: the load suite of issue #6 on a local bucket — 20 pipelines
+# at once into one bucket, one stream of ten million records, one run of
+# 1,000 streams.  Run by `make test-load`; the scale knobs are in
+# load_helper.bash.  Figures go to the output (and $LOAD_REPORT).
+
+load load_helper
+
+setup_file() {
+	load_build
+}
+
+setup() {
+	load_setup
+}
+
+teardown() {
+	pipe_teardown
+}
+
+@test "run --all -j 8: 20 pipelines into one bucket, twice, every state and table right" {
+	scenario_concurrent "${LOAD_PIPE_RECORDS:-2000}"
+}
+
+@test "one stream of 10,000,000 records: every record once, memory and files bounded" {
+	local n=$LOAD_RECORDS files first last
+	load_pipeline big "{\"pipeline\":\"big\",\"streams\":1,\"records\":$n,\"block\":$n,\"state_every\":1000000,\"prefix\":\"big\"}" \
+		"max_file_size: 16MiB"
+	watched dataspoc-pipe run big
+	[ "$status" -eq 0 ] || { cat err >&2; false; }
+	assert_equal "$(sed -n 2p out)" "Done! $(thousands "$n") records in 1 stream(s)"
+	run -0 bucket_cat .dataspoc/state/big/state.json
+	assert_equal "$(jq -c . <<<"$output")" "{\"pipeline\":\"big\",\"seq\":$n}"
+	# every record once, in order; and by lines, the first and the last
+	files=$(tables_check 1 "$n" raw/load/big0000 | cut -d' ' -f2)
+	assert_equal "$(cd "$BUCKET_DIR/raw/load/big0000" && find . -type f | LC_ALL=C sort | xargs zstd -qdc | wc -l)" "$n"
+	first=$("$LOAD_GEN" -n 1 -p big -r 1 | jq -c 'select(.type == "RECORD") | .record')
+	last=$("$LOAD_GEN" -n 1 -p big -r 1 -f $((n - 1)) | jq -c 'select(.type == "RECORD") | .record')
+	assert_equal "$(cd "$BUCKET_DIR/raw/load/big0000" && find . -type f | LC_ALL=C sort | head -n 1 | xargs zstd -qdc | head -n 1)" "$first"
+	assert_equal "$(cd "$BUCKET_DIR/raw/load/big0000" && find . -type f | LC_ALL=C sort | tail -n 1 | xargs zstd -qdc | tail -n 1)" "$last"
+	assert_equal "$(bucket_cat .dataspoc/manifest.json | jq '.tables["load/big0000"].stats.total_rows')" "$n"
+	bucket_clean
+	# bounded: one file open at a time, memory independent of the volume
+	[ "$samples" -gt 0 ]
+	[ "$max_files" -eq 1 ] || { echo "pipe-sink had $max_files data files open" >&2; false; }
+	[ "$max_fds" -le $((1 + load_fd_slack)) ] || { echo "pipe-sink had $max_fds descriptors open" >&2; false; }
+	[ "$max_rss_mib" -le "$LOAD_RSS_MAX_MIB" ] || { echo "pipe-sink peaked at $max_rss_mib MiB" >&2; false; }
+	figure "$n records: ${elapsed} s, $files files (max_file_size 16MiB), pipe-sink peak RSS ${max_rss_mib} MiB, most fds $max_fds ($max_files data files)"
+}
+
+@test "one run of 1,000 interleaved streams: files of idle streams closed and rolled, fds bounded" {
+	local w=$LOAD_WIDE turns=$LOAD_WIDE_TURNS block=25 per s
+	per=$((turns * block))
+	load_pipeline wide "{\"pipeline\":\"wide\",\"streams\":$w,\"records\":$per,\"block\":$block,\"state_every\":10000}"
+	watched dataspoc-pipe run wide
+	[ "$status" -eq 0 ] || { cat err >&2; false; }
+	assert_equal "$(sed -n 2p out)" "Done! $(thousands $((w * per))) records in $w stream(s)"
+	run -0 bucket_cat .dataspoc/state/wide/state.json
+	assert_equal "$(jq -c . <<<"$output")" "{\"pipeline\":\"wide\",\"seq\":$per}"
+	# each stream: its records once, in order, in one file per turn when
+	# there are more streams than open files (the idle ones were closed)
+	for s in $(seq 0 $((w - 1))); do
+		printf 'raw/load/wide-s%04d\n' "$s"
+	done >tables
+	tables_check 1 "$per" $(cat tables) >files
+	if [ "$w" -gt "$SINK_MAX_OPEN" ]; then
+		awk -v n="$turns" '$2 != n { print $1 ": " $2 " files, expected " n; bad = 1 } END { exit bad }' files >&2
+	fi
+	bucket_cat .dataspoc/manifest.json >manifest.json
+	assert_equal "$(jq '.tables | length' manifest.json)" "$w"
+	assert_equal "$(jq "[.tables[] | select(.stats.total_rows == $per)] | length" manifest.json)" "$w"
+	bucket_clean
+	[ "$samples" -gt 0 ]
+	[ "$max_files" -ge 1 ]	# the sampling sees the files
+	[ "$max_files" -le "$SINK_MAX_OPEN" ] || { echo "pipe-sink had $max_files data files open" >&2; false; }
+	[ "$max_fds" -le $((SINK_MAX_OPEN + load_fd_slack)) ] || { echo "pipe-sink had $max_fds descriptors open" >&2; false; }
+	[ "$max_rss_mib" -le "$LOAD_RSS_MAX_MIB" ] || { echo "pipe-sink peaked at $max_rss_mib MiB" >&2; false; }
+	figure "$w streams x $per records, $turns turns: ${elapsed} s, $((w * turns)) files, pipe-sink peak RSS ${max_rss_mib} MiB, most fds $max_fds ($max_files data files)"
+}
