@@ -11,6 +11,9 @@
 #include "err.h"
 #include "util.h"
 
+/* Seconds a lock may read as garbage before it is reported. */
+#define LOCK_UNREADABLE_GRACE 2.0
+
 struct holder {
 	char run_id[64];
 	char host[256];
@@ -66,7 +69,7 @@ int lock_take(struct bucket *b, const char *key, const char *what,
 	struct sb content = SB_INIT, seen = SB_INIT, again = SB_INIT;
 	char started[32], expires[32];
 	time_t now = time(NULL);
-	double deadline = util_now() + (double)wait_ms / 1000.0;
+	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
 	int ret = -1, r, tries;
 
 	util_iso_time(now, started, sizeof(started));
@@ -96,10 +99,22 @@ int lock_take(struct bucket *b, const char *key, const char *what,
 		if (r == 1)
 			continue;	/* released meanwhile */
 		if (parse_holder(&seen, &h) != 0) {
+			/*
+			 * Stores whose writes are not atomic (s3rver, some
+			 * FUSE mounts) show a lock being written empty or cut
+			 * short: only one that stays unreadable is an error.
+			 */
+			if (unreadable_since == 0)
+				unreadable_since = util_now();
+			if (util_now() - unreadable_since < LOCK_UNREADABLE_GRACE) {
+				util_sleep_ms(20 + (tries % 5) * 10);
+				continue;
+			}
 			err_msg("%s: the lock '%s' in %s is unreadable; if no run is going on, remove it with 'pipe-state unlock'",
 				what, key, bucket_url(b));
 			goto out;
 		}
+		unreadable_since = 0;
 		if (strcmp(h.run_id, run_id) == 0) {
 			ret = 0;
 			goto out;

@@ -1,8 +1,10 @@
 /* Unit tests of the bucket interface on a local directory. */
 #include "bucket.h"
 #include "err.h"
+#include "lock.h"
 #include "sb.h"
 #include "tap.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/test_bucket.XXXXXX";
@@ -586,6 +589,44 @@ static void test_readonly(void)
 	free(dir);
 }
 
+/*
+ * A lock that reads as garbage for a moment (a store whose writes are not
+ * atomic, as s3rver, shows a lock being written empty or cut short) is
+ * waited for; one that stays garbage is an error.
+ */
+static void test_lock_unreadable(struct bucket *b)
+{
+	const char *err;
+	double t0;
+	pid_t pid;
+	int r, st;
+
+	ok(bucket_put(b, "locks/a", "{\"run_id\": \"2026", 16) == 0, "lock: a half-written lock");
+	pid = fork();
+	if (pid == 0) {
+		usleep(300 * 1000);
+		_exit(bucket_delete(b, "locks/a") == 0 ? 0 : 1);
+	}
+	capture_begin();
+	r = lock_take(b, "locks/a", "test", "run-1", (long)getpid(), 60, 0);
+	err = capture_end();
+	waitpid(pid, &st, 0);
+	is_int(r, 0, "lock: taken once the half-written lock is gone");
+	is_str(err, "", "lock: no message about it");
+	is_int(lock_held_by(b, "locks/a", "run-1"), 1, "lock: held by the run");
+	ok(lock_release(b, "locks/a", "run-1") == 0, "lock: released");
+
+	ok(bucket_put(b, "locks/a", "not json", 8) == 0, "lock: a garbage lock");
+	t0 = util_now();
+	capture_begin();
+	r = lock_take(b, "locks/a", "test", "run-1", (long)getpid(), 60, 0);
+	err = capture_end();
+	is_int(r, -1, "lock: a lock that stays garbage is an error");
+	ok(util_now() - t0 >= 1.9, "lock: after a grace of 2 s (%.2f s)", util_now() - t0);
+	ok(strstr(err, "the lock 'locks/a' in ") && strstr(err, " is unreadable; "), "lock: the message: %s", err);
+	bucket_delete(b, "locks/a");
+}
+
 int main(int argc, char **argv)
 {
 	struct bucket *b;
@@ -609,6 +650,7 @@ int main(int argc, char **argv)
 		test_list(b, root);
 		test_writer(b, root);
 		test_write_errors(b, root);
+		test_lock_unreadable(b);
 	}
 	bucket_free(b);
 	bucket_free(NULL);
