@@ -2,6 +2,7 @@
 #include "sink.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -40,6 +41,19 @@ struct stream {
 	char *key_properties;
 	int dropped;		/* not selected: its records are dropped */
 	unsigned long long failed_in;	/* records a transform dropped */
+
+	/*
+	 * A cold stream: its records wait, in order, for a file of its own
+	 * (see "Spill" below): spilled chunks first, then the tail in memory.
+	 */
+	struct sb cold;
+	struct spill_chunk *chunks;
+	size_t nchunks, chunks_cap;
+	uint64_t waiting;	/* bytes waiting: chunks and tail */
+};
+
+struct spill_chunk {
+	uint64_t off, len;
 };
 
 struct sink {
@@ -71,6 +85,10 @@ struct sink {
 	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
 	size_t nselected;
 	struct sb transformed;	/* scratch for a transform's output */
+
+	int spill_fd;		/* the spill file, unlinked; -1 until needed */
+	uint64_t spill_end;	/* its size */
+	uint64_t waiting;	/* bytes of records waiting, all streams */
 };
 
 static uint64_t hash_bytes(const char *p, size_t n)
@@ -457,11 +475,195 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 	return 0;
 }
 
+/*
+ * Spill.  At most max_open files are open at once (each holds a compressor
+ * and, on S3, a part buffer).  A stream that has a record while every slot
+ * is taken does not close another stream's file: it goes cold, and its
+ * records wait, in order, in memory and then in chunks of one spill file
+ * (unlinked, in TMPDIR).  When the records waiting, all streams, pass
+ * spill_max, the stream with the most waiting takes the slot of the stream
+ * idle the longest (whose file is rolled) and lands them; at the end every
+ * cold stream lands what waits.  So a tap interleaving more streams than
+ * there are slots gets a few files per stream, not one per record, while
+ * memory, descriptors and disk stay bounded.
+ */
+enum { COLD_CHUNK = 8 * 1024 };
+
+struct spill_head {
+	uint64_t len;		/* bytes of the record(s) that follow */
+	unsigned long long count;	/* records in them */
+	unsigned long long lineno;	/* the input line, for messages */
+	unsigned long long failed_in;	/* the stream's failed_in then */
+};
+
+static int land(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		unsigned long long count);
+
+static int spill_open(struct sink *s)
+{
+	const char *dir = getenv("TMPDIR");
+	char *path;
+
+	if (dir == NULL || *dir == '\0')
+		dir = "/tmp";
+#ifdef O_TMPFILE
+	s->spill_fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (s->spill_fd >= 0)
+		return 0;
+#endif
+	path = xasprintf("%s/pipe-sink-spill.XXXXXX", dir);
+	s->spill_fd = mkstemp(path);
+	if (s->spill_fd >= 0) {
+		unlink(path);
+		fcntl(s->spill_fd, F_SETFD, FD_CLOEXEC);
+	} else {
+		fail(s, "cannot create a spill file in '%s' for the streams beyond %zu open files: %s",
+		     dir, s->opt->max_open, strerror(errno));
+	}
+	free(path);
+	return s->spill_fd >= 0 ? 0 : -1;
+}
+
+/* The stream's tail in memory, appended to the spill file as one chunk. */
+static int spill_chunk(struct sink *s, struct stream *st)
+{
+	const char *p = st->cold.buf;
+	size_t left = st->cold.len;
+	uint64_t off = s->spill_end;
+
+	if (s->spill_fd < 0 && spill_open(s) != 0)
+		return -1;
+	while (left > 0) {
+		ssize_t n = pwrite(s->spill_fd, p, left, (off_t)s->spill_end);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fail(s, "cannot write the spill file of stream '%s': %s", st->name,
+			     n < 0 ? strerror(errno) : "no progress");
+			return -1;
+		}
+		p += n;
+		left -= (size_t)n;
+		s->spill_end += (uint64_t)n;
+	}
+	if (st->nchunks == st->chunks_cap) {
+		st->chunks_cap = st->chunks_cap ? st->chunks_cap * 2 : 8;
+		st->chunks = xrealloc(st->chunks, st->chunks_cap * sizeof(*st->chunks));
+	}
+	st->chunks[st->nchunks].off = off;
+	st->chunks[st->nchunks++].len = st->cold.len;
+	sb_reset(&st->cold);
+	return 0;
+}
+
+/* Land every entry of buf[0..len) (spill_head + bytes, back to back). */
+static int land_entries(struct sink *s, struct stream *st, const char *buf, size_t len)
+{
+	size_t pos = 0;
+
+	while (pos < len) {
+		struct spill_head h;
+
+		memcpy(&h, buf + pos, sizeof(h));
+		pos += sizeof(h);
+		/* Messages name the line and record the entry came from. */
+		s->lineno = h.lineno;
+		st->failed_in = h.failed_in;
+		if (land(s, st, buf + pos, (size_t)h.len, h.count) != 0)
+			return -1;
+		pos += (size_t)h.len;
+	}
+	return 0;
+}
+
+/* A cold stream lands every record waiting, and is cold no more. */
+static int drain(struct sink *s, struct stream *st)
+{
+	unsigned long long lineno = s->lineno, failed_in = st->failed_in;
+	struct sb chunk = SB_INIT;
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < st->nchunks && r == 0; i++) {
+		size_t want = (size_t)st->chunks[i].len, got = 0;
+
+		sb_reset(&chunk);
+		sb_grow(&chunk, want);
+		while (got < want) {
+			ssize_t n = pread(s->spill_fd, chunk.buf + got, want - got,
+					  (off_t)(st->chunks[i].off + got));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				fail(s, "cannot read the spill file of stream '%s': %s", st->name,
+				     n < 0 ? strerror(errno) : "it is shorter than written");
+				r = -1;
+				break;
+			}
+			got += (size_t)n;
+		}
+		if (r == 0)
+			r = land_entries(s, st, chunk.buf, want);
+	}
+	if (r == 0)
+		r = land_entries(s, st, st->cold.buf, st->cold.len);
+	sb_free(&chunk);
+	s->lineno = lineno;
+	st->failed_in = failed_in;
+	s->waiting -= st->waiting;
+	st->waiting = 0;
+	st->nchunks = 0;
+	sb_free(&st->cold);
+	/* Nothing waits any more: the spill file starts again from empty. */
+	if (r == 0 && s->waiting == 0 && s->spill_end > 0) {
+		if (ftruncate(s->spill_fd, 0) != 0) {
+			/* It is only disk: the file is gone at exit. */
+		} else {
+			s->spill_end = 0;
+		}
+	}
+	return r;
+}
+
+/* A record goes to its file, or waits (see "Spill"). */
+static int route(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		 unsigned long long count)
+{
+	struct spill_head h;
+
+	if (st->waiting > 0 && s->open < s->opt->max_open && drain(s, st) != 0)
+		return -1;
+	if (st->waiting == 0 && (st->zw || st->pw || s->open < s->opt->max_open))
+		return land(s, st, bytes, len, count);
+	memset(&h, 0, sizeof(h));
+	h.len = len;
+	h.count = count;
+	h.lineno = s->lineno;
+	h.failed_in = st->failed_in;
+	sb_add(&st->cold, (const char *)&h, sizeof(h));
+	sb_add(&st->cold, bytes, len);
+	st->waiting += sizeof(h) + len;
+	s->waiting += sizeof(h) + len;
+	if (st->cold.len >= COLD_CHUNK && spill_chunk(s, st) != 0)
+		return -1;
+	if (s->waiting > s->opt->spill_max) {
+		struct stream *most = st;
+		size_t i;
+
+		for (i = 0; i < s->n; i++) {
+			if (s->streams[i].waiting > most->waiting)
+				most = &s->streams[i];
+		}
+		return drain(s, most);
+	}
+	return 0;
+}
+
 static int on_record(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
-	uint64_t size;
-
 	const char *bytes = m->record.p;
 	size_t len = m->record.len;
 	unsigned long long count = 1;
@@ -492,6 +694,15 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 		bytes = s->transformed.buf;
 		len = s->transformed.len - 1;	/* its last newline is added below */
 	}
+	return route(s, st, bytes, len, count);
+}
+
+/* A record's bytes (count records, one per line) into the stream's file. */
+static int land(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		unsigned long long count)
+{
+	uint64_t size;
+
 	if (s->parquet)
 		return parquet_records(s, st, bytes, len, count);
 	if (st->zw == NULL && open_file(s, st) != 0)
@@ -556,8 +767,9 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 		return 0;
 	schema = compact(&m->schema);
 	if (s->parquet && (st->schema == NULL || strcmp(st->schema, schema) != 0)) {
-		/* New columns: a new file. */
-		if (close_file(s, st) != 0) {
+		/* New columns: a new file, once the records of the old ones
+		 * that wait have landed. */
+		if ((st->waiting > 0 && drain(s, st) != 0) || close_file(s, st) != 0) {
 			free(schema);
 			return -1;
 		}
@@ -723,6 +935,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	s.plan = plan;
 	s.source = config_source_name(cfg);
 	s.ext = config_compression_ext(cfg->compression);
+	s.spill_fd = -1;
 	if (cfg->parquet) {
 		s.parquet = 1;
 		s.ext = ".parquet";	/* the pages are compressed, not the file */
@@ -799,6 +1012,10 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 		goto out;
 	}
 	for (i = 0; i < s.n; i++) {
+		if (s.streams[i].waiting > 0 && drain(&s, &s.streams[i]) != 0)
+			goto out;
+	}
+	for (i = 0; i < s.n; i++) {
 		if (close_file(&s, &s.streams[i]) != 0)
 			goto out;
 	}
@@ -830,7 +1047,11 @@ out:
 		free(st->schema);
 		free(st->key_properties);
 		pq_schema_free(st->pqs);
+		sb_free(&st->cold);
+		free(st->chunks);
 	}
+	if (s.spill_fd >= 0)
+		close(s.spill_fd);
 	pq_codec_free(s.codec);
 	for (i = 0; i < s.nselected; i++)
 		free(s.selected[i]);

@@ -19,7 +19,8 @@ struct sink_options {
 	int full;		/* the run ignores the saved state (for the plan) */
 	int progress;		/* print progress on stderr */
 	int threads;		/* zstd worker threads, 0: none */
-	size_t max_open;	/* most files open at once; idle streams' files are rolled */
+	size_t max_open;	/* most files open at once; more streams wait in a spill file */
+	uint64_t spill_max;	/* bytes that may wait before a stream takes a file's slot */
 	struct transform *transform;	/* applied to every record, or NULL */
 };
 

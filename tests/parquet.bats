@@ -453,3 +453,50 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	[[ $stderr == *"destination.row_group_size applies only to format: parquet"* ]]
 	bucket_untouched
 }
+
+@test "a stream waiting for an open file: its SCHEMA change still starts a new file; errors name the right line" {
+	pq_pipeline cold
+	{
+		echo '{"type":"SCHEMA","stream":"a","schema":{"properties":{"id":{"type":"integer"}}}}'
+		echo '{"type":"SCHEMA","stream":"b","schema":{"properties":{"id":{"type":"integer"}}}}'
+		echo '{"type":"RECORD","stream":"a","record":{"id":1}}'
+		echo '{"type":"RECORD","stream":"b","record":{"id":1}}'
+		echo '{"type":"RECORD","stream":"b","record":{"id":2}}'
+		echo '{"type":"SCHEMA","stream":"b","schema":{"properties":{"id":{"type":"integer"},"x":{"type":"string"}}}}'
+		echo '{"type":"RECORD","stream":"b","record":{"id":3,"x":"y"}}'
+		echo '{"type":"RECORD","stream":"a","record":{"id":2}}'
+	} >"$FAKE_DIR/tap-cold/out"
+	# one open file: b waits while a holds it
+	DATASPOC_PIPE_MAX_OPEN=1 run -0 --separate-stderr dataspoc-pipe run cold
+	local files
+	files=($(pq_files raw/cold/b))
+	[ "${#files[@]}" -eq 2 ]
+	pq_rows "${files[0]}" >got0
+	expect_file got0 <<-'EOF'
+	{"id":"1","_extra":null}
+	{"id":"2","_extra":null}
+	EOF
+	pq_rows "${files[1]}" >got1
+	expect_file got1 <<-'EOF'
+	{"id":"3","x":"y","_extra":null}
+	EOF
+	pq_table_rows raw/cold/a >gota
+	expect_file gota <<-'EOF'
+	{"id":"1","_extra":null}
+	{"id":"2","_extra":null}
+	EOF
+	# a value that does not fit, in a record that waited: its own line and number
+	bucket_snapshot >before.snap
+	{
+		echo '{"type":"SCHEMA","stream":"a","schema":{"properties":{"id":{"type":"integer"}}}}'
+		echo '{"type":"SCHEMA","stream":"b","schema":{"properties":{"id":{"type":"integer"}}}}'
+		echo '{"type":"RECORD","stream":"a","record":{"id":1}}'
+		echo '{"type":"RECORD","stream":"b","record":{"id":1}}'
+		echo '{"type":"RECORD","stream":"b","record":{"id":"two"}}'
+		echo '{"type":"RECORD","stream":"a","record":{"id":2}}'
+	} >"$FAKE_DIR/tap-cold/out"
+	DATASPOC_PIPE_MAX_OPEN=1 run -1 --separate-stderr dataspoc-pipe run cold
+	[[ $stderr == *"pipe-sink: <stdin>:5: record 2 of stream 'b' does not fit its Parquet columns: field 'id' (INT64): \"two\" is not an integer"* ]]
+	bucket_snapshot >after.snap
+	diff <(grep -v ' .dataspoc/logs/' before.snap) <(grep -v ' .dataspoc/logs/' after.snap)
+}

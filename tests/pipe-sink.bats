@@ -301,26 +301,59 @@ a/b\c raw/shop/a_b_c
 	expect_staging_empty
 }
 
-@test "more streams than open files: files roll, every record lands in order" {
-	local i r
-	for r in 1 2 3; do
-		for i in $(seq 1 70); do
-			printf '{"type":"RECORD","stream":"s%02d","record":{"r":%d}}\n' "$i" "$r"
-		done
-	done >many.jsonl
-	echo "$END_OK" >>many.jsonl
-	pipe-sink -q -r "$RID" shop <many.jsonl >plan.jsonl
-	run -0 jq -s -c '[.[] | select(.type == "file")] | length > 70' plan.jsonl
-	assert_output true
-	printf '%s\n' '{"r":1}' '{"r":2}' '{"r":3}' >want
-	for i in 01 35 70; do
-		run -0 jq -r --arg s "s$i" 'select(.type == "file" and .stream == $s) | .staged' plan.jsonl
-		local k
+# ROUNDS rounds of one record to each of STREAMS streams, round robin.
+round_robin() {	# STREAMS ROUNDS
+	awk -v n="$1" -v r="$2" 'BEGIN {
+		for (j = 1; j <= r; j++)
+			for (i = 1; i <= n; i++)
+				printf "{\"type\":\"RECORD\",\"stream\":\"s%02d\",\"record\":{\"r\":%d,\"pad\":\"%0200d\"}}\n", i, j, 0
+	}'
+	echo "$END_OK"
+}
+
+# Every stream's files, in plan order, hold its rounds 1..ROUNDS in order.
+expect_rounds() {	# STREAMS ROUNDS [STREAM...]
+	local n=$1 rounds=$2 s k
+	shift 2
+	seq 1 "$rounds" >want
+	for s in "$@"; do
+		run -0 jq -r --arg s "$s" 'select(.type == "file" and .stream == $s) | .staged' plan.jsonl
 		for k in "${lines[@]}"; do
 			bucket_data "$k"
-		done >got
+		done | jq .r >got
 		diff -u want got
 	done
+	run -0 jq -s '[.[] | select(.type == "stream") | .records] | add' plan.jsonl
+	assert_output "$((n * rounds))"
+}
+
+@test "more streams than open files: the others wait in a spill file; one file per stream" {
+	round_robin 70 30 >many.jsonl
+	DATASPOC_PIPE_MAX_OPEN=8 pipe-sink -q -r "$RID" shop <many.jsonl >plan.jsonl
+	run -0 jq -s -c '[.[] | select(.type == "file")] | length' plan.jsonl
+	assert_output 70
+	expect_rounds 70 30 s01 s08 s09 s35 s70
+	# the spill file was never a name in TMPDIR, or is gone
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "more waiting than the spill may hold: the stream with the most takes a slot; files roll" {
+	# 40 streams, 4 open: about 1.3 MB waits in all, the limit is 1 MB
+	round_robin 40 150 >many.jsonl
+	DATASPOC_PIPE_MAX_OPEN=4 DATASPOC_PIPE_SPILL_MB=1 pipe-sink -q -r "$RID" shop <many.jsonl >plan.jsonl
+	run -0 jq -s -c '[.[] | select(.type == "file")] | length > 40' plan.jsonl
+	assert_output true
+	expect_rounds 40 150 s01 s04 s05 s23 s40
+}
+
+@test "a failure while streams wait: nothing staged, nothing left in TMPDIR" {
+	{ round_robin 30 20 | sed '$d'; echo '{"type":"RECORD","stream":"s29","record":{"r":'; } >bad.jsonl
+	run -1 --separate-stderr env DATASPOC_PIPE_MAX_OPEN=2 pipe-sink -q -r "$RID" shop <bad.jsonl
+	assert_stderr "pipe-sink: <stdin>:601:47: invalid JSON: unexpected end of input"
+	expect_staging_empty
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
 }
 
 @test "a record of a megabyte lands byte for byte" {

@@ -5,6 +5,7 @@
  * for pipe-commit on stdout.  Nothing becomes visible until pipe-commit runs.
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,11 @@ static const char help_text[] =
 	"of streams pipe-tap did not select are dropped, and counted on stderr.\n"
 	"On bad input, a failed tap or a bucket error, the staged files are removed\n"
 	"and the plan ends in failure.\n"
+	"\n"
+	"At most $DATASPOC_PIPE_MAX_OPEN files (default 64) are open at once.  The\n"
+	"records of further streams wait in a spill file in $TMPDIR; once more than\n"
+	"$DATASPOC_PIPE_SPILL_MB megabytes (default 256) wait, the stream with the\n"
+	"most takes the slot of the stream idle the longest, whose file is rolled.\n"
 	"\n"
 	"Options:\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
@@ -69,7 +75,8 @@ int main(int argc, char **argv)
 	memset(&opt, 0, sizeof(opt));
 	memset(&plan, 0, sizeof(plan));
 	opt.progress = 1;
-	opt.max_open = 64;
+	opt.max_open = (size_t)util_env_long("DATASPOC_PIPE_MAX_OPEN", 1, 4096, 64);
+	opt.spill_max = (uint64_t)util_env_long("DATASPOC_PIPE_SPILL_MB", 1, 1L << 20, 256) << 20;
 	/* one worker: see -j in the help */
 	opt.threads = (int)util_env_long("DATASPOC_PIPE_THREADS", 0, 256, 1);
 	while ((c = getopt_long(argc, argv, "c:fhj:nqr:", longopts, NULL)) != -1) {
