@@ -112,35 +112,42 @@ landed_dir() {
 # order, hold the records of its own stream (loadgen's "s") with ids
 # FIRST..LAST, each once, in order.  A record twice, one missing, out of
 # order or in another stream's folder is named.  Prints "TABLE FILES" for
-# each table.  (One zstd per table and one awk in all: a thousand tables
-# are checked in seconds.)
+# each table.  (One zstd and one awk in all, through a decompressed copy:
+# a thousand tables are checked in seconds.)
 tables_check() {
-	local first=$1 last=$2 dir t f LC_ALL=C
+	local first=$1 last=$2 dir copy=$BATS_TEST_TMPDIR/landed
 	shift 2
 	dir=$(landed_dir) || return 1
-	for t; do
-		f=("$dir/$t"/*/*)
-		[ -f "${f[0]}" ] || { echo "$t: no files" >&2; return 1; }
-		printf '#%s %d\n' "$t" "${#f[@]}"
-		zstd -qdc -- "${f[@]}" || return 1
-	done | LC_ALL=C awk -v first="$first" -v last="$last" '
-		function done_table() {
-			if (t != "" && want != last + 1) { print t ": ids " first ".." want - 1 ", expected up to " last > "/dev/stderr"; bad = 1 }
-		}
-		/^#/ {
-			done_table()
-			t = substr($1, 2); s = t; sub(/.*\//, "", s); want = first
-			print t, $2
-			next
-		}
+	rm -rf "$copy"
+	mkdir -p "$copy"
+	(cd "$dir" && zstd -qdr --output-dir-mirror "$copy" -- "$@") || return 1
+	printf '%s\n' "$@" >"$copy.tables"
+	(cd "$copy" && find . -type f | LC_ALL=C sort) >"$copy.files"
+	LC_ALL=C awk -v first="$first" -v last="$last" -v copy="$copy" '
+		FNR == NR { want[$0] = first; files[$0] = 0; order[++n] = $0; next }
 		{
-			if (!match($0, /^\{"id":[0-9]+,"s":"[^"]*",/)) { print t ": not a record: " $0 > "/dev/stderr"; bad = 1; exit }
-			id = substr($0, 7) + 0
-			if (index($0, ",\"s\":\"" s "\",") == 0) { print t ": a record of another stream: " $0 > "/dev/stderr"; bad = 1; exit }
-			if (id != want) { print t ": id " id " where " want " was expected" > "/dev/stderr"; bad = 1; exit }
-			want++
+			f = substr($0, 3); t = f; sub(/\/dt=[^\/]*\/[^\/]*$/, "", t)
+			if (!(t in want)) { print f ": a file outside the tables checked" > "/dev/stderr"; bad = 1; exit }
+			files[t]++; s = t; sub(/.*\//, "", s)
+			while ((r = getline line < (copy "/" f)) > 0) {
+				if (!match(line, /^\{"id":[0-9]+,"s":"[^"]*",/)) { print f ": not a record: " line > "/dev/stderr"; bad = 1; exit }
+				if (index(line, ",\"s\":\"" s "\",") == 0) { print f ": a record of another stream: " line > "/dev/stderr"; bad = 1; exit }
+				id = substr(line, 7) + 0
+				if (id != want[t]) { print f ": id " id " where " want[t] " was expected" > "/dev/stderr"; bad = 1; exit }
+				want[t]++
+			}
+			close(copy "/" f)
+			if (r < 0) { print f ": cannot read" > "/dev/stderr"; bad = 1; exit }
 		}
-		END { if (!bad) done_table(); exit bad }'
+		END {
+			if (bad) exit 1
+			for (i = 1; i <= n; i++) {
+				t = order[i]
+				if (want[t] != last + 1) { print t ": ids " first ".." want[t] - 1 ", expected up to " last > "/dev/stderr"; bad = 1 }
+				print t, files[t]
+			}
+			exit bad
+		}' "$copy.tables" "$copy.files"
 }
 
 # No run left anything behind: staging, pending commits, locks.
