@@ -37,7 +37,7 @@ teardown() {
 	find . -type f | LC_ALL=C sort >"$BATS_TEST_TMPDIR/files"
 	files=$(wc -l <"$BATS_TEST_TMPDIR/files")
 	xargs zstd -qdc <"$BATS_TEST_TMPDIR/files" | awk '
-		substr($0, 1, 7) != "{\"id\":" || substr($0, 8) + 0 != NR { print "line " NR ": " $0; bad = 1; exit }
+		substr($0, 1, 6) != "{\"id\":" || substr($0, 7) + 0 != NR { print "line " NR ": " $0; bad = 1; exit }
 		END { exit bad }' >&2
 	assert_equal "$(xargs zstd -qdc <"$BATS_TEST_TMPDIR/files" | wc -l)" "$n"
 	first=$("$LOAD_GEN" -n 1 -p big -r 1 | jq -c 'select(.type == "RECORD") | .record')
