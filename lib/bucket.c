@@ -166,6 +166,11 @@ const char *bucket_url(const struct bucket *b)
 	return b->url;
 }
 
+int bucket_is_local(const struct bucket *b)
+{
+	return strcmp(b->ops->name, "local") == 0;
+}
+
 int bucket_get(struct bucket *b, const char *key, struct sb *out)
 {
 	if (!bucket_key_ok(key)) {

@@ -36,6 +36,9 @@ void bucket_free(struct bucket *b);
 /* The url as given, for messages. */
 const char *bucket_url(const struct bucket *b);
 
+/* 1 for a local directory, 0 for a store reached over the network. */
+int bucket_is_local(const struct bucket *b);
+
 /*
  * 1 when key is acceptable: non-empty, relative, no empty, "." or ".."
  * component, no control bytes.  Every function below refuses other keys.

@@ -36,8 +36,9 @@ static const char help_text[] =
 	"On bad input, a failed tap or a bucket error, the staged files are removed\n"
 	"and the plan ends in failure.\n"
 	"\n"
-	"At most $DATASPOC_PIPE_MAX_OPEN files (default 64) are open at once.  The\n"
-	"records of further streams wait in a spill file in $TMPDIR; once more than\n"
+	"At most $DATASPOC_PIPE_MAX_OPEN files (default 64, on S3 8) are open at once.\n"
+	"The"
+	" records of further streams wait in a spill file in $TMPDIR; once more than\n"
 	"$DATASPOC_PIPE_SPILL_MB megabytes (default 256) wait, the stream with the\n"
 	"most takes the slot of the stream idle the longest, whose file is rolled.\n"
 	"\n"
@@ -75,7 +76,8 @@ int main(int argc, char **argv)
 	memset(&opt, 0, sizeof(opt));
 	memset(&plan, 0, sizeof(plan));
 	opt.progress = 1;
-	opt.max_open = (size_t)util_env_long("DATASPOC_PIPE_MAX_OPEN", 1, 4096, 64);
+	/* 0: set once the bucket is known */
+	opt.max_open = (size_t)util_env_long("DATASPOC_PIPE_MAX_OPEN", 1, 4096, 0);
 	opt.spill_max = (uint64_t)util_env_long("DATASPOC_PIPE_SPILL_MB", 1, 1L << 20, 256) << 20;
 	/* one worker: see -j in the help */
 	opt.threads = (int)util_env_long("DATASPOC_PIPE_THREADS", 0, 256, 1);
@@ -134,6 +136,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+	/* An open S3 file holds a part buffer (8 MiB): fewer of them. */
+	if (b != NULL && opt.max_open == 0)
+		opt.max_open = bucket_is_local(b) ? 64 : 8;
 	if (b == NULL) {
 		/* Still end the plan, so a reader of it knows. */
 		plan.ended = 1;
