@@ -27,11 +27,12 @@
 //                                  hangs up
 //                      truncate    forwarded; the answer's headers (with its
 //                                  Content-Length) and half its body, then
-//                                  the connection closed; an answer without
-//                                  a body is cut inside its headers
+//                                  the connection closed; of an answer
+//                                  without a body, only the status line
 //   only=REGEX       candidates: the requests whose "METHOD URL" matches
 //                    (default: every request)
 //   after=N          the first N candidates pass unharmed
+//   count=N          at most N faults in all (default: no limit)
 //   stall=SECONDS    how long stall holds an answer
 //
 // What s3rver 3.7 lacks, done on its storage folder (s3rver -d DIR):
@@ -50,7 +51,7 @@
 // being "forwarded STATUS" (the upstream's answer), 503, reset or 404 (the
 // fixed rules), "fault-KIND" (a scheduled fault that was not forwarded),
 // "fault-KIND/STATUS" (one that was, STATUS the upstream's answer),
-// "abort STATUS", "uploads STATUS" (done on s3dir) or 412 (conditional).
+// "abort STATUS", "uploads STATUS" (done on s3dir) or "conditional 412".
 'use strict';
 
 const http = require('http');
@@ -62,7 +63,7 @@ const ALL_KINDS = ['500', '503', 'slowdown', 'reset', 'resetafter', 'stall', 'tr
 const [upstreamPort, logFile, ...ruleArgs] = process.argv.slice(2);
 const rules = {
   first503: 0, every503: 0, reset: 0, head404: null,
-  rate: 0, seed: null, kinds: ALL_KINDS, only: null, after: 0, stall: 300,
+  rate: 0, seed: null, kinds: ALL_KINDS, only: null, after: 0, count: Infinity, stall: 300,
   s3dir: null, conditional: false,
 };
 for (const r of ruleArgs) {
@@ -76,6 +77,7 @@ for (const r of ruleArgs) {
   else if (name === 'kinds') rules.kinds = value.split(',');
   else if (name === 'only') rules.only = new RegExp(value);
   else if (name === 'after') rules.after = Number(value);
+  else if (name === 'count') rules.count = Number(value);
   else if (name === 'stall') rules.stall = Number(value);
   else if (name === 's3dir') rules.s3dir = value;
   else if (name === 'conditional' && value === undefined) rules.conditional = true;
@@ -90,8 +92,8 @@ for (const k of rules.kinds) {
     process.exit(2);
   }
 }
-if (!(rules.rate >= 0 && rules.rate <= 1) || !(rules.stall >= 0) || !(rules.after >= 0)) {
-  console.error('s3_fault_proxy: rate is from 0 to 1 (or 0% to 100%), stall and after at least 0');
+if (!(rules.rate >= 0 && rules.rate <= 1) || !(rules.stall >= 0) || !(rules.after >= 0) || !(rules.count >= 0)) {
+  console.error('s3_fault_proxy: rate is from 0 to 1 (or 0% to 100%); stall, after and count at least 0');
   process.exit(2);
 }
 if (rules.conditional && !rules.s3dir) {
@@ -113,7 +115,8 @@ const random = () => {
 const log = (what, req) => fs.appendFileSync(logFile, `${what} ${req.method} ${req.url}\n`);
 if (rules.rate > 0)
   fs.appendFileSync(logFile, `# seed=${rules.seed} rate=${rules.rate} kinds=${rules.kinds.join(',')}` +
-    `${rules.only ? ` only=${rules.only.source}` : ''}${rules.after ? ` after=${rules.after}` : ''}\n`);
+    `${rules.only ? ` only=${rules.only.source}` : ''}${rules.after ? ` after=${rules.after}` : ''}` +
+    `${rules.count !== Infinity ? ` count=${rules.count}` : ''}\n`);
 
 const xmlError = (code, message) =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
@@ -195,7 +198,7 @@ const emulate = (req) => {
     const last = dirs.pop();
     if (fs.existsSync(path.join(rules.s3dir, bucket, ...dirs, `${last}._S3rver_object`)))
       return {
-        what: '412', status: 412, headers: xml,
+        what: 'conditional', status: 412, headers: xml,
         body: xmlError('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold'),
       };
   }
@@ -246,13 +249,14 @@ const deliver = (req, res, kind, what, status, headers, body) => {
     head += `Content-Length: ${buf.length}\r\nConnection: close\r\n\r\n`;
     const hasBody = buf.length >= 2 && req.method !== 'HEAD' && status !== 204 && status !== 304;
     const raw = Buffer.concat([Buffer.from(head), hasBody ? buf : Buffer.alloc(0)]);
-    const n = hasBody ? Buffer.byteLength(head) + Math.floor(buf.length / 2) : Math.floor(Buffer.byteLength(head) / 2);
+    const n = hasBody ? Buffer.byteLength(head) + Math.floor(buf.length / 2) : head.indexOf('\r\n') + 2;
     socket.end(raw.subarray(0, n));
   }
 };
 
 let n = 0;
 let candidates = 0;
+let faults = 0;
 
 const server = http.createServer((req, res) => {
   n++;
@@ -276,8 +280,10 @@ const server = http.createServer((req, res) => {
   let kind = null;
   if (rules.rate > 0 && (rules.only === null || rules.only.test(`${req.method} ${req.url}`))) {
     candidates++;
-    if (candidates > rules.after && random() < rules.rate)
+    if (candidates > rules.after && faults < rules.count && random() < rules.rate) {
       kind = rules.kinds[Math.floor(random() * rules.kinds.length)];
+      faults++;
+    }
   }
   if (kind === 'reset') {
     log('fault-reset', req);
