@@ -19,6 +19,15 @@
 #include "catalog.h"
 #include "util.h"
 
+
+/* "interrupted by SIGTERM": the driver's words for the same event. */
+static char *interrupted(int sig)
+{
+	const char *name = sigabbrev_np(sig);
+
+	return name ? xasprintf("interrupted by SIG%s", name) :
+		      xasprintf("interrupted by signal %d", sig);
+}
 static char opt_config[] = "--config", opt_state[] = "--state";
 static char opt_catalog[] = "--catalog", opt_properties[] = "--properties";
 static volatile sig_atomic_t got_signal;
@@ -416,7 +425,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	/* A signal while the catalog was made: the tap does not start at all. */
 	if (got_signal) {
 		status = 128 + got_signal;
-		error = xasprintf("interrupted by signal %d", got_signal);
+		error = interrupted(got_signal);
 		err_msg("%s", error);
 		goto out;
 	}
@@ -485,7 +494,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		error = xasprintf("%s exited with status %d", tap, status);
 	if (got_signal && error == NULL) {
 		status = 128 + got_signal;
-		error = xasprintf("interrupted by signal %d", got_signal);
+		error = interrupted(got_signal);
 	}
 	if (error)
 		err_msg("%s", error);

@@ -224,7 +224,7 @@ driver_signal() {	# SIGNAL N
 	run -0 cat "$T/runs"
 	assert_output "run"
 	run -0 tail -n 1 dump
-	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"interrupted by signal 15"}'
+	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"interrupted by SIGTERM"}'
 	run -0 ls -A "$TMPDIR"
 	assert_output ""
 }
