@@ -150,9 +150,9 @@ store_norm() {
 	done
 }
 
-# The fault-free reference, made once for the file: runs 1 and 2 straight
-# to s3rver, normalised into $BATS_FILE_TMPDIR/ref-1 (after run 1) and
-# ref-2 (after run 2).
+# The fault-free reference, made once for the file (by the first test that
+# needs it): runs 1 and 2 straight to s3rver, normalised into
+# $BATS_FILE_TMPDIR/ref-1 (after run 1) and ref-2 (after run 2).
 reference() {
 	[ -s "$BATS_FILE_TMPDIR/ref-2" ] && return 0
 	local b=ref-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n') home=$BATS_TEST_TMPDIR/refhome
@@ -161,10 +161,13 @@ reference() {
 	sed "s|s3://$S3_BUCKET\$|s3://$b|" "$DATASPOC_PIPE_HOME/pipelines/ev.yaml" >"$home/pipelines/ev.yaml"
 	ev_out 1
 	DATASPOC_PIPE_HOME=$home dataspoc-pipe run ev >ref.out 2>ref.err || { cat ref.err; return 1; }
-	store_norm "$b" >"$BATS_FILE_TMPDIR/ref-1"
+	store_norm "$b" >ref-1
 	ev_out 2
 	DATASPOC_PIPE_HOME=$home dataspoc-pipe run ev >>ref.out 2>>ref.err || { cat ref.err; return 1; }
-	store_norm "$b" >"$BATS_FILE_TMPDIR/ref-2"
+	store_norm "$b" >ref-2
+	# whole, even if tests run in parallel (bats --jobs)
+	mv ref-1 "$BATS_FILE_TMPDIR/ref-1"
+	mv ref-2 "$BATS_FILE_TMPDIR/ref-2"
 }
 
 # same_as_reference 1|2: the bucket holds what the fault-free run 1 (or 1
