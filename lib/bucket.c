@@ -207,6 +207,11 @@ int bucket_probe_conditional(struct bucket *b, const char *key)
 	return b->ops->probe_conditional ? b->ops->probe_conditional(b, key) : 1;
 }
 
+int bucket_sweep(struct bucket *b, const char *dir)
+{
+	return b->ops->sweep ? b->ops->sweep(b, dir) : 0;
+}
+
 int bucket_delete(struct bucket *b, const char *key)
 {
 	if (!bucket_key_ok(key)) {

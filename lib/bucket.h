@@ -78,6 +78,14 @@ int bucket_probe_conditional(struct bucket *b, const char *key);
 int bucket_delete(struct bucket *b, const char *key);
 
 /*
+ * Remove the temporary files that writers killed between writing and
+ * renaming left in the folder dir ("a/b/"), which no reader sees: those of
+ * a process no longer running on this host, or older than an hour.
+ * Returns how many, or -1.
+ */
+int bucket_sweep(struct bucket *b, const char *dir);
+
+/*
  * Move an object to a new key, replacing any object there (locally:
  * rename(2), creating parent directories).  0 moved, 1 source missing, -1 error.
  */

@@ -51,6 +51,8 @@ struct bucket_ops {
 	int (*exists)(struct bucket *b, const char *key);
 	/* Add every key starting with prefix to out; on -1, bucket.c frees out. */
 	int (*list)(struct bucket *b, const char *prefix, struct bucket_keys *out);
+	/* bucket_sweep(); NULL: the store leaves no temporary files (0) */
+	int (*sweep)(struct bucket *b, const char *dir);
 
 	/*
 	 * Writer: open returns a store writer whose first member is struct

@@ -9,6 +9,7 @@
 #include "err.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -607,6 +608,58 @@ out:
 	return r;
 }
 
+/*
+ * Is the temporary file name, of fstatat()'s st, litter: its writer (the pid
+ * in its name) no longer runs here, or it is older than an hour?  A writer
+ * keeps one for the milliseconds of a write, so the pid of another host
+ * that happens to be free here is still spared for a few seconds.
+ */
+static int stale_temp(const char *name, const struct stat *st, time_t now)
+{
+	const char *p = strstr(name, ".tmp-");
+	char *end;
+	long pid;
+
+	if (now - st->st_mtime > 3600)
+		return 1;
+	if (p == NULL || now - st->st_mtime < 5)
+		return 0;
+	pid = strtol(p + 5, &end, 10);
+	return end != p + 5 && *end == '-' && pid > 0 && kill((pid_t)pid, 0) < 0 &&
+	       errno == ESRCH;
+}
+
+static int local_sweep(struct bucket *b, const char *dir)
+{
+	struct local_bucket *l = lb(b);
+	struct dirent *de;
+	time_t now = time(NULL);
+	DIR *d;
+	int fd, n = 0, have = have_root(l, 0);
+
+	if (have <= 0)
+		return have;
+	fd = open_dir(l->fd, dir);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (is_temp_name(de->d_name) &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && stale_temp(de->d_name, &st, now) &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static int local_list(struct bucket *b, const char *prefix, struct bucket_keys *out)
 {
 	struct sb rel = SB_INIT;
@@ -733,6 +786,7 @@ static const struct bucket_ops local_ops = {
 	.move = local_move,
 	.exists = local_exists,
 	.list = local_list,
+	.sweep = local_sweep,
 	.writer_open = local_writer_open,
 	.writer_write = local_writer_write,
 	.writer_close = local_writer_close,

@@ -254,6 +254,17 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 		if (bucket_delete(b, keys[i]) != 0)
 			goto out;
 	}
+	/* What dead writers left beside the state, the logs and the manifest. */
+	{
+		char *state_dir = util_state_dir(pipeline);
+		char *log_dir = util_log_key(pipeline, NULL);
+
+		bucket_sweep(b, state_dir);
+		bucket_sweep(b, log_dir);
+		bucket_sweep(b, ".dataspoc/");
+		free(state_dir);
+		free(log_dir);
+	}
 	ret = 0;
 out:
 	bucket_list_free(keys);

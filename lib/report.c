@@ -10,6 +10,7 @@
 #include "err.h"
 #include "json.h"
 #include "table.h"
+#include "util.h"
 
 /* ---- run logs ---- */
 
@@ -25,7 +26,7 @@ static void list_add(char ***v, size_t *n, size_t *cap, char *s)
 
 int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n)
 {
-	char *prefix = xasprintf(".dataspoc/logs/%s/", pipeline);
+	char *prefix = util_log_key(pipeline, NULL);
 	size_t plen = strlen(prefix), nkeys = 0, cap = 0, i;
 	char **keys = NULL;
 	int ret = -1;

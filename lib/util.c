@@ -202,5 +202,12 @@ char *util_staging_prefix(const char *pipeline, const char *run_id)
 
 char *util_log_key(const char *pipeline, const char *run_id)
 {
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/logs/%s/", pipeline);
 	return xasprintf(".dataspoc/logs/%s/%s.json", pipeline, run_id);
+}
+
+char *util_state_dir(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/", pipeline);
 }

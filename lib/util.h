@@ -54,7 +54,8 @@ char *util_state_key(const char *pipeline);	/* .dataspoc/state/P/state.json */
 char *util_lock_key(const char *pipeline);	/* .dataspoc/state/P/lock */
 char *util_pending_key(const char *pipeline);	/* .dataspoc/state/P/pending.json */
 char *util_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
-char *util_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json */
+char *util_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json ; R NULL: .dataspoc/logs/P/ */
+char *util_state_dir(const char *pipeline);	/* .dataspoc/state/P/ */
 #define UTIL_MANIFEST_KEY ".dataspoc/manifest.json"
 #define UTIL_MANIFEST_LOCK_KEY ".dataspoc/manifest.lock"
 

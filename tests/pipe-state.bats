@@ -149,6 +149,36 @@ $usage"
 	diff -u before.snap after.snap
 }
 
+@test "get -r: sweeps the temporary files dead writers left beside the state, the logs and the manifest" {
+	save_state '{"a":1}'
+	local dead live=$$ d=$BUCKET_DIR/.dataspoc
+	sleep 60 & dead=$!
+	kill "$dead"
+	wait "$dead" 2>/dev/null || true
+	mkdir -p "$d/logs/shop" "$d/logs/other"
+	echo x >"$d/state/shop/.state.json.tmp-$dead-0123456789abcdef"
+	echo x >"$d/logs/shop/.$RID.json.tmp-$dead-0123456789abcdef"
+	echo x >"$d/.manifest.json.tmp-$dead-0123456789abcdef"
+	touch -d '-1 minute' "$d/state/shop/.state.json.tmp-$dead-0123456789abcdef" \
+		"$d/logs/shop/.$RID.json.tmp-$dead-0123456789abcdef" "$d/.manifest.json.tmp-$dead-0123456789abcdef"
+	# kept: a writer that runs; one that died a moment ago (maybe another
+	# host's); another pipeline's folder
+	echo x >"$d/state/shop/.lock.tmp-$live-0123456789abcdef"
+	touch -d '-1 minute' "$d/state/shop/.lock.tmp-$live-0123456789abcdef"
+	echo x >"$d/logs/shop/.new.json.tmp-$dead-0123456789abcdef"
+	echo x >"$d/logs/other/.$RID.json.tmp-$dead-0123456789abcdef"
+	touch -d '-1 minute' "$d/logs/other/.$RID.json.tmp-$dead-0123456789abcdef"
+	# removed whoever wrote it: older than an hour
+	echo x >"$d/logs/shop/.old.json.tmp-$live-0123456789abcdef"
+	touch -d '-2 hours' "$d/logs/shop/.old.json.tmp-$live-0123456789abcdef"
+	run -0 --separate-stderr pipe-state get -r "$RID" shop
+	assert_output '{"a":1}'
+	run -0 sh -c "cd '$d' && find . -name '.*.tmp-*' | LC_ALL=C sort"
+	assert_output "./logs/other/.$RID.json.tmp-$dead-0123456789abcdef
+./logs/shop/.new.json.tmp-$dead-0123456789abcdef
+./state/shop/.lock.tmp-$live-0123456789abcdef"
+}
+
 @test "get -r: a pending.json that is not a successful plan stops the run" {
 	local dead=20260101T000000Z-dead00
 	run -1 --separate-stderr pipe-sink -q -r "$dead" shop <<<'{"type":"RECORD","stream":"s","record":{}}'
