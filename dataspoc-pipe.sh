@@ -127,6 +127,20 @@ YAML
 	say "  transforms/  jq programs"
 }
 
+# A private folder for this driver in TMPDIR, holding its pid.  The folders
+# of drivers killed outright (SIGKILL, a crash) cannot remove themselves: the
+# next driver removes those whose process is gone.
+private_dir() {
+	for d in "${TMPDIR:-/tmp}"/dataspoc-pipe.*; do
+		[ -f "$d/pid" ] && [ -O "$d" ] || continue
+		p=$(cat "$d/pid" 2>/dev/null) || continue
+		case $p in '' | *[!0-9]*) continue ;; esac
+		[ -d "/proc/$p" ] || kill -0 "$p" 2>/dev/null || rm -rf "$d"
+	done
+	d=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
+	echo $$ >"$d/pid" && printf '%s\n' "$d"
+}
+
 # A run id: UTC time to the second, then a suffix that starts with the
 # milliseconds (so two runs within one second still sort in the order they
 # started) and ends with random hex (so hosts never collide).
@@ -162,7 +176,7 @@ run_pipeline() {
 	DATASPOC_RUN_ID=$run_id
 	DATASPOC_PIPE_PID=$$
 	export DATASPOC_RUN_ID DATASPOC_PIPE_PID
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	tmp=$(private_dir) || exit 1
 	job=
 	signal=
 	trap 'rm -rf "$tmp"' EXIT
@@ -709,7 +723,7 @@ run_all() {
 		say "Summary: 0 success, 0 failure(s)"
 		exit 0
 	fi
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	tmp=$(private_dir) || exit 1
 	trap 'rm -rf "$tmp"' EXIT
 	mkfifo "$tmp/done" || exit 1
 	# Read and write: never an end of file, and no open(2) blocks.
@@ -918,7 +932,7 @@ cmd_validate() {
 		[ "$fmt" = text ] || say '[]'
 		exit 0
 	fi
-	vtmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	vtmp=$(private_dir) || exit 1
 	trap 'rm -rf "$vtmp"' EXIT
 	vfailed=0 vcount=0
 	[ "$fmt" = text ] || printf '[\n'
@@ -1003,7 +1017,7 @@ cmd_schedule() {
 	done
 	all=0
 	[ -n "$names" ] || all=1
-	stmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || exit 1
+	stmp=$(private_dir) || exit 1
 	trap 'rm -rf "$stmp"' EXIT
 	crontab_read "$stmp/old"
 	case $action in

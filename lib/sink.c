@@ -487,7 +487,7 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
  * there are slots gets a few files per stream, not one per record, while
  * memory, descriptors and disk stay bounded.
  */
-enum { COLD_CHUNK = 8 * 1024 };
+enum { COLD_CHUNK = 8 * 1024, SPILL_BLOCK = 4096 };
 
 struct spill_head {
 	uint64_t len;		/* bytes of the record(s) that follow */
@@ -529,12 +529,13 @@ static int spill_chunk(struct sink *s, struct stream *st)
 {
 	const char *p = st->cold.buf;
 	size_t left = st->cold.len;
-	uint64_t off = s->spill_end;
+	/* Chunks start on a block, so that landing one frees all its blocks. */
+	uint64_t off = (s->spill_end + SPILL_BLOCK - 1) & ~(uint64_t)(SPILL_BLOCK - 1);
 
 	if (s->spill_fd < 0 && spill_open(s) != 0)
 		return -1;
 	while (left > 0) {
-		ssize_t n = pwrite(s->spill_fd, p, left, (off_t)s->spill_end);
+		ssize_t n = pwrite(s->spill_fd, p, left, (off_t)(off + (st->cold.len - left)));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -545,8 +546,8 @@ static int spill_chunk(struct sink *s, struct stream *st)
 		}
 		p += n;
 		left -= (size_t)n;
-		s->spill_end += (uint64_t)n;
 	}
+	s->spill_end = off + st->cold.len;
 	if (st->nchunks == st->chunks_cap) {
 		st->chunks_cap = st->chunks_cap ? st->chunks_cap * 2 : 8;
 		st->chunks = xrealloc(st->chunks, st->chunks_cap * sizeof(*st->chunks));
@@ -606,6 +607,14 @@ static int drain(struct sink *s, struct stream *st)
 		}
 		if (r == 0)
 			r = land_entries(s, st, chunk.buf, want);
+		/* Its disk back: the file only grows, what it holds does not.
+		 * (Best effort: a file system that cannot keeps the bytes.) */
+		if (fallocate(s->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)st->chunks[i].off,
+			      (off_t)((st->chunks[i].len + SPILL_BLOCK - 1) &
+				      ~(uint64_t)(SPILL_BLOCK - 1))) != 0) {
+			/* nothing to do */
+		}
 	}
 	if (r == 0)
 		r = land_entries(s, st, st->cold.buf, st->cold.len);

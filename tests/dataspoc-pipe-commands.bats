@@ -752,3 +752,21 @@ dataspoc-pipe: schedule: crontab left unchanged"
 	run -2 --separate-stderr dataspoc-pipe schedule install 'a b'
 	assert_equal "$stderr" "dataspoc-pipe: schedule: invalid pipeline name 'a b'"
 }
+
+@test "run: the private folders of drivers killed outright are removed by the next driver" {
+	use_tap tap-shop
+	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$FAKE_DIR/tap-shop/out"
+	write_pipeline shop tap-shop
+	local dead
+	sleep 60 & dead=$!
+	kill "$dead"
+	wait "$dead" 2>/dev/null || true
+	mkdir "$TMPDIR/dataspoc-pipe.dead01" "$TMPDIR/dataspoc-pipe.live01" "$TMPDIR/dataspoc-pipe.nopid1"
+	echo "$dead" >"$TMPDIR/dataspoc-pipe.dead01/pid"
+	touch "$TMPDIR/dataspoc-pipe.dead01/plan" "$TMPDIR/dataspoc-pipe.dead01/state"
+	echo $$ >"$TMPDIR/dataspoc-pipe.live01/pid"
+	run -0 --separate-stderr dataspoc-pipe run shop
+	run -0 ls -A "$TMPDIR"
+	assert_output "dataspoc-pipe.live01
+dataspoc-pipe.nopid1"
+}
