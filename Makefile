@@ -75,7 +75,7 @@ unit: $(UNITS)
 BATS ?= bats
 BATS_FLAGS ?=
 test: all unit
-	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/
+	PIPE_BIN=$(CURDIR)/$(O)/bin PIPE_SANITIZED=$(if $(SAN),1,) $(BATS) $(BATS_FLAGS) tests/
 
 check:
 	$(MAKE) SAN=1 test

@@ -264,7 +264,13 @@ driver_signal() {	# SIGNAL N
 	# and the scan sees argv (it can fail)
 	sh -c 'sleep 30' "$PASSWORD" &
 	BG_PIDS="$BG_PIDS $!"
-	tr '\0' ' ' <"/proc/$!/cmdline" | grep -qF "$PASSWORD"
+	# (until the forked shell has become sh: a moment on a busy machine)
+	local tries=0
+	until tr '\0' ' ' <"/proc/$!/cmdline" | grep -qF "$PASSWORD"; do
+		tries=$((tries + 1))
+		[ $tries -lt 100 ] || { echo "the scan never saw the argv of pid $!" >&2; return 1; }
+		sleep 0.05
+	done
 	: >"$T/release"
 	wait "$DRIVER"
 	no_secret run.out run.err
