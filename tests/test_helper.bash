@@ -180,13 +180,15 @@ use_tap() {
 	mkdir -p "$FAKE_DIR/$1"
 }
 
-# write_pipeline NAME TAP [INCREMENTAL [DESTINATION-LINE...]]
+# write_pipeline NAME TAP [INCREMENTAL [DESTINATION-LINE...]]; with
+# PIPELINE_CONFIG set, source.config is that path
 write_pipeline() {
 	local name=$1 tap=$2 incremental=${3:-true} line
 	shift 2
 	[ $# -gt 0 ] && shift
 	{
 		printf 'source:\n  tap: %s\n' "$tap"
+		[ -z "${PIPELINE_CONFIG:-}" ] || printf '  config: %s\n' "$PIPELINE_CONFIG"
 		printf 'destination:\n'
 		bucket_yaml
 		printf '  path: raw\n'

@@ -63,19 +63,10 @@ figure() {
 # load_pipeline NAME CONFIG-JSON [DESTINATION-LINE...]: pipelines/NAME.yaml
 # over tap-load, its tap config in sources/NAME.json.
 load_pipeline() {
-	local name=$1 line
+	local name=$1
 	printf '%s\n' "$2" >"$DATASPOC_PIPE_HOME/sources/$name.json"
 	shift 2
-	{
-		printf 'source:\n  tap: tap-load\n  config: ../sources/%s.json\n' "$name"
-		printf 'destination:\n'
-		bucket_yaml
-		printf '  path: raw\n'
-		for line; do
-			printf '  %s\n' "$line"
-		done
-		printf 'incremental:\n  enabled: true\n'
-	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
+	PIPELINE_CONFIG=../sources/$name.json write_pipeline "$name" tap-load true "$@"
 }
 
 # watched CMD...: run CMD with stdout in out, stderr in err, while
