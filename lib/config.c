@@ -36,7 +36,7 @@ struct yctx {
 /* Destination keys, as read from one file, before defaults are merged. */
 enum {
 	D_BUCKET, D_PATH, D_COMPRESSION, D_LEVEL, D_MAXSIZE, D_ENDPOINT,
-	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_PARTITION, D_NKEYS
+	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_MISMATCH, D_PARTITION, D_NKEYS
 };
 
 struct dest {
@@ -48,6 +48,7 @@ struct dest {
 	const char *level_text;	/* inside the document: valid while it is loaded */
 	uint64_t max_file_size;
 	int parquet;		/* format: parquet */
+	int mismatch_fail;	/* schema_mismatch: fail */
 	uint64_t rg_rows, rg_size;
 	char **strcols;		/* string_columns: stream, column, stream, ... NULL */
 };
@@ -77,7 +78,7 @@ enum { S_TAP, S_CONFIG, S_STREAMS, S_CATALOG, S_METADATA, S_CATALOG_FLAG, S_NKEY
 static const char *const dest_names[] = {
 	"bucket", "path", "compression", "compression_level", "max_file_size",
 	"endpoint_url", "format", "row_group_rows", "row_group_size", "string_columns",
-	"partition_by"
+	"schema_mismatch", "partition_by"
 };
 static const struct keys dest_keys = { "destination", dest_names, D_NKEYS, D_NKEYS - 1 };
 
@@ -170,6 +171,13 @@ int config_valid_name(const char *name)
 	return 1;
 }
 
+const char *config_compression_name(enum compression c)
+{
+	static const char *const names[] = { "zstd", "gzip", "none", "snappy" };
+
+	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
+}
+
 const char *config_compression_ext(enum compression c)
 {
 	switch (c) {
@@ -178,6 +186,7 @@ const char *config_compression_ext(enum compression c)
 	case COMPRESSION_GZIP:
 		return ".gz";
 	case COMPRESSION_NONE:
+	case COMPRESSION_SNAPPY:
 		break;
 	}
 	return "";
@@ -1203,8 +1212,9 @@ static int valid_level(struct yctx *c, const struct dest *d, enum compression co
 
 	if (!d->set[D_LEVEL])
 		return 0;
-	if (comp == COMPRESSION_NONE)
-		return yerr(c, d->at[D_LEVEL], "destination.compression_level does not apply to compression none");
+	if (comp == COMPRESSION_NONE || comp == COMPRESSION_SNAPPY)
+		return yerr(c, d->at[D_LEVEL], "destination.compression_level does not apply to compression %s",
+			    comp == COMPRESSION_NONE ? "none" : "snappy");
 	if (d->level < 1 || d->level > max)
 		return yerr(c, d->at[D_LEVEL], "destination.compression_level must be from 1 to %ld for %s, not %s",
 			    max, comp == COMPRESSION_ZSTD ? "zstd" : "gzip", d->level_text);
@@ -1288,8 +1298,10 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 			d->compression = COMPRESSION_GZIP;
 		else if (strcmp(s, "none") == 0)
 			d->compression = COMPRESSION_NONE;
+		else if (strcmp(s, "snappy") == 0)
+			d->compression = COMPRESSION_SNAPPY;
 		else
-			return yerr(c, v->start_mark, "destination.compression must be one of zstd, gzip, none, not '%s'", s);
+			return yerr(c, v->start_mark, "destination.compression must be one of zstd, snappy, gzip, none, not '%s'", s);
 		return 0;
 	}
 	if (k == D_LEVEL) {
@@ -1332,6 +1344,14 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 		if (strcmp(s, "jsonl") != 0 && strcmp(s, "parquet") != 0)
 			return yerr(c, v->start_mark, "destination.format must be jsonl or parquet, not '%s'", s);
 		d->parquet = strcmp(s, "parquet") == 0;
+		return 0;
+	}
+	if (k == D_MISMATCH) {
+		if (get_str(c, v, "destination.schema_mismatch", "a string", &s) < 0)
+			return -1;
+		if (strcmp(s, "widen") != 0 && strcmp(s, "fail") != 0)
+			return yerr(c, v->start_mark, "destination.schema_mismatch must be widen or fail, not '%s'", s);
+		d->mismatch_fail = strcmp(s, "fail") == 0;
 		return 0;
 	}
 	if (k == D_RG_ROWS) {
@@ -1637,14 +1657,24 @@ static int parse_pipeline(struct yctx *c, struct dest *def, struct pipe_config *
 	else
 		cfg->compression_level = comp == COMPRESSION_ZSTD ? 3 :
 					 comp == COMPRESSION_GZIP ? 6 : 0;
-	cfg->parquet = d.set[D_FORMAT] ? d.parquet : def->set[D_FORMAT] ? def->parquet : 0;
+	cfg->parquet = d.set[D_FORMAT] ? d.parquet : def->set[D_FORMAT] ? def->parquet : 1;
 	cfg->format = xstrdup(cfg->parquet ? "parquet" : "jsonl");
-	if (!cfg->parquet && (d.set[D_RG_ROWS] || d.set[D_RG_SIZE] || d.set[D_STRCOLS])) {
-		int k = d.set[D_RG_ROWS] ? D_RG_ROWS : d.set[D_RG_SIZE] ? D_RG_SIZE : D_STRCOLS;
+	if (!cfg->parquet && (d.set[D_RG_ROWS] || d.set[D_RG_SIZE] || d.set[D_STRCOLS] ||
+			      d.set[D_MISMATCH])) {
+		int k = d.set[D_RG_ROWS] ? D_RG_ROWS : d.set[D_RG_SIZE] ? D_RG_SIZE :
+			d.set[D_STRCOLS] ? D_STRCOLS : D_MISMATCH;
 
 		yerr(c, d.at[k], "destination.%s applies only to format: parquet", dest_names[k]);
 		goto out;
 	}
+	if (!cfg->parquet && comp == COMPRESSION_SNAPPY) {
+		yerr(c, d.set[D_COMPRESSION] ? d.at[D_COMPRESSION] : dmap->start_mark,
+		     "destination.compression snappy applies only to format: parquet "
+		     "(JSON lines take zstd, gzip or none)");
+		goto out;
+	}
+	cfg->mismatch_fail = d.set[D_MISMATCH] ? d.mismatch_fail :
+			     def->set[D_MISMATCH] ? def->mismatch_fail : 0;
 	if (d.strcols)
 		cfg->string_columns = take_argv(&d.strcols);
 	else if (def->strcols)

@@ -30,12 +30,15 @@
  *                     gs://bucket[/prefix]; other schemes are refused
  *     path:           default "raw"; "" or relative components, none of
  *                     them empty, "." or ".."
- *     compression:    zstd | gzip | none, default zstd
- *     compression_level:  zstd 1..19 (default 3), gzip 1..9 (default 6)
+ *     compression:    zstd | gzip | none, default zstd; snappy too with
+ *                     format: parquet (the Python tool's Parquet codecs)
+ *     compression_level:  zstd 1..19 (default 3), gzip 1..9 (default 6);
+ *                     none for snappy
  *     max_file_size:  bytes, or a size for config_parse_size(); at least
  *                     1 KiB; default 128 MiB
  *     endpoint_url:   http:// or https:// URL of an S3-compatible store
- *     format:         jsonl (default) or parquet (lib/parquet.h)
+ *     format:         parquet (default, as the Python tool) or jsonl
+ *                     (lib/parquet.h, lib/zwriter.h)
  *     row_group_rows: parquet only: rows to a row group, 1..2^31-1,
  *                     default 1000000
  *     row_group_size: parquet only: a size (config_parse_size()), at least
@@ -45,7 +48,11 @@
  *                     fnmatch(3) patterns: those columns are STRING whatever
  *                     their schema says, each value its JSON text (a string's
  *                     decoded contents)
- *                     These three keys in a pipeline whose format is not
+ *     schema_mismatch: parquet only: widen (default) or fail: what a value
+ *                     that does not fit its column does (widen: the stream
+ *                     goes on in a new file whose column holds it, see
+ *                     lib/parquet.h; fail: the run fails)
+ *                     These four keys in a pipeline whose format is not
  *                     parquet are an error (config.yaml's defaults may set
  *                     them for all)
  *     partition_by:   accepted only as "_extraction_date", the value the
@@ -91,7 +98,8 @@
 enum compression {
 	COMPRESSION_ZSTD = 0,
 	COMPRESSION_GZIP,
-	COMPRESSION_NONE
+	COMPRESSION_NONE,
+	COMPRESSION_SNAPPY	/* format: parquet only */
 };
 
 struct pipe_config {
@@ -116,6 +124,7 @@ struct pipe_config {
 	char *endpoint_url;	/* destination.endpoint_url (S3-compatible store), or NULL */
 	char *format;		/* destination.format: "jsonl" or "parquet" */
 	int parquet;		/* format is parquet */
+	int mismatch_fail;	/* parquet: schema_mismatch: fail */
 	uint64_t row_group_rows;	/* parquet: rows to a row group, default 1,000,000 */
 	uint64_t row_group_size;	/* parquet: uncompressed bytes to a row group, default 64 MiB */
 	char **string_columns;	/* parquet: fnmatch(3) patterns in pairs, stream then column,
@@ -169,6 +178,8 @@ char *config_source_name(const struct pipe_config *cfg);
 
 /* File extension for a compression: ".zst", ".gz" or "". */
 const char *config_compression_ext(enum compression c);
+/* "zstd", "gzip", "none" or "snappy". */
+const char *config_compression_name(enum compression c);
 
 /*
  * Parse a size: a non-negative decimal integer with an optional suffix

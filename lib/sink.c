@@ -895,8 +895,7 @@ static void fill_plan(struct sink *s, const struct sink_options *opt)
 	p->started_at = xstrdup(started);
 	p->source = xstrdup(s->source);
 	p->format = xstrdup(s->parquet ? "parquet" : "jsonl");
-	p->compression = xstrdup(s->cfg->compression == COMPRESSION_ZSTD ? "zstd" :
-				 s->cfg->compression == COMPRESSION_GZIP ? "gzip" : "none");
+	p->compression = xstrdup(config_compression_name(s->cfg->compression));
 	p->incremental = s->cfg->incremental;
 	p->replace = !s->cfg->incremental;
 	p->full = opt->full;

@@ -119,6 +119,7 @@ static int feed(struct zwriter *z, const void *data, size_t len, int end)
 	case COMPRESSION_GZIP:
 		return gzip_feed(z, data, len, end);
 	case COMPRESSION_NONE:
+	case COMPRESSION_SNAPPY:	/* refused by zwriter_open() */
 		break;
 	}
 	return emit(z, data, len);
