@@ -893,7 +893,7 @@ validate_one() {
 	else
 		vcheck "$name" tap fail "$(reason "$e")"
 	fi
-	if [ -f "$home/transforms/$name.jq" ]; then
+	if [ -f "$home/transforms/$name.jq" ] || [ -f "$home/transforms/$name.py" ]; then
 		if pipe-sink -n "$name" </dev/null >/dev/null 2>"$e"; then
 			vcheck "$name" transform ok
 		else

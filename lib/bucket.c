@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /*
  * Keys and urls come from configs and taps: show control bytes escaped so a
@@ -164,6 +165,31 @@ void bucket_free(struct bucket *b)
 const char *bucket_url(const struct bucket *b)
 {
 	return b->url;
+}
+
+char *bucket_location(const struct bucket *b, const char *key)
+{
+	const char *url = b->url;
+	size_t n = strlen(url);
+	char *base, *loc, cwd[4096];
+
+	while (n > 1 && url[n - 1] == '/')
+		n--;
+	if (scheme_len(url) > 0)
+		base = xstrndup(url, n);
+	else if (url[0] == '/')
+		base = xasprintf("file://%.*s", (int)n, url);
+	else if (getcwd(cwd, sizeof(cwd)) != NULL)
+		base = xasprintf("file://%s%s%.*s", cwd, strcmp(cwd, "/") ? "/" : "",
+				 (int)(n - (strncmp(url, "./", 2) == 0 ? 2 : 0)),
+				 url + (strncmp(url, "./", 2) == 0 ? 2 : 0));
+	else
+		base = xstrndup(url, n);
+	if (key == NULL || *key == '\0')
+		return base;
+	loc = xasprintf("%s/%s", base, key);
+	free(base);
+	return loc;
 }
 
 int bucket_is_local(const struct bucket *b)

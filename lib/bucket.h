@@ -36,6 +36,13 @@ void bucket_free(struct bucket *b);
 /* The url as given, for messages. */
 const char *bucket_url(const struct bucket *b);
 
+/*
+ * The full URI of key (NULL or "": of the bucket), as readers take it:
+ * s3://b/prefix/key, gs://..., file:///abs/dir/key (a plain path made
+ * absolute against the working directory).  Newly allocated.
+ */
+char *bucket_location(const struct bucket *b, const char *key);
+
 /* 1 for a local directory, 0 for a store reached over the network. */
 int bucket_is_local(const struct bucket *b);
 

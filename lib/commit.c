@@ -62,29 +62,146 @@ static int publish_files(struct bucket *b, const struct plan *p)
 	return 0;
 }
 
-/* A snapshot pipeline's run replaces what each stream had before. */
+/*
+ * The run id in a data file's key, <dir>/dt=D/<stream>_<run-id>_<NNNN><ext>,
+ * into id (size bytes); 0, or -1 when the name is not of that shape.
+ */
+static int file_run_id(const char *key, char *id, size_t size)
+{
+	const char *base = strrchr(key, '/'), *last, *p;
+	size_t n;
+
+	base = base ? base + 1 : key;
+	last = strrchr(base, '_');
+	if (last == NULL || last == base)
+		return -1;
+	for (p = last - 1; p > base && *p != '_'; p--)
+		;
+	if (*p != '_' || (n = (size_t)(last - p - 1)) == 0 || n >= size)
+		return -1;
+	memcpy(id, p + 1, n);
+	id[n] = '\0';
+	return util_run_id_ok(id) ? 0 : -1;
+}
+
+/*
+ * Which runs are the pipeline's: those it wrote a run log for
+ * (.dataspoc/logs/<pipeline>/<run-id>.json), asked once per run id.
+ */
+struct owner_cache {
+	char **ids;
+	int *mine;
+	size_t n;
+};
+
+static int owned(struct bucket *b, const struct plan *p, struct owner_cache *c, const char *key)
+{
+	char id[64], *log;
+	size_t i;
+	int r;
+
+	if (file_run_id(key, id, sizeof(id)) != 0)
+		return 0;
+	if (strcmp(id, p->run_id) == 0)
+		return 1;
+	for (i = 0; i < c->n; i++) {
+		if (strcmp(c->ids[i], id) == 0)
+			return c->mine[i];
+	}
+	log = util_log_key(p->pipeline, id);
+	r = bucket_exists(b, log);
+	free(log);
+	if (r < 0)
+		return -1;
+	c->ids = xrealloc(c->ids, (c->n + 1) * sizeof(*c->ids));
+	c->mine = xrealloc(c->mine, (c->n + 1) * sizeof(*c->mine));
+	c->ids[c->n] = xstrdup(id);
+	c->mine[c->n++] = r;
+	return r;
+}
+
+/*
+ * Whether the run replaces stream i's earlier files: always in a snapshot
+ * pipeline; in an incremental one when the run activated a table version
+ * other than the one the manifest records for the folder (taps re-activate
+ * the version they append to on every run).  A folder with no recorded
+ * version keeps its files: they may be of the version activated now.
+ */
+static int replaces(const struct plan *p, size_t i, char *const *versions)
+{
+	const struct plan_stream *s = &p->streams[i];
+
+	if (p->replace)
+		return 1;
+	if (s->activated == NULL)
+		return 0;
+	if (versions[i] == NULL)
+		return 2;
+	return strcmp(versions[i], s->activated) != 0;
+}
+
+/*
+ * A snapshot pipeline's run replaces what each stream had before, and a
+ * newly activated table version replaces its stream's earlier ones: the
+ * files of earlier runs of this pipeline go.  Files another pipeline
+ * landed, or that no run of ours did, stay (a warning counts them).
+ */
 static int replace_old_files(struct bucket *b, const struct plan *p)
 {
+	struct owner_cache c = { NULL, NULL, 0 };
+	char **versions = xcalloc(p->nstreams + 1, sizeof(*versions));
 	size_t i, j;
+	int ret = 0, activated = 0;
 
-	for (i = 0; i < p->nstreams; i++) {
-		char *prefix = xasprintf("%s/", p->streams[i].dir);
+	for (i = 0; i < p->nstreams; i++)
+		activated |= p->streams[i].activated != NULL;
+	if (!p->replace && activated && manifest_table_versions(b, p, versions) != 0)
+		ret = -1;
+	for (i = 0; i < p->nstreams && ret == 0; i++) {
+		const struct plan_stream *s = &p->streams[i];
+		char *prefix;
 		char **keys = NULL;
-		size_t n = 0;
-		int ret = bucket_list(b, prefix, &keys, &n);
+		size_t n = 0, foreign = 0, kept = 0;
+		int how = replaces(p, i, versions);
 
+		if (how == 0)
+			continue;
+		prefix = xasprintf("%s/", s->dir);
+		ret = bucket_list(b, prefix, &keys, &n);
 		free(prefix);
-		if (ret != 0)
-			return -1;
 		for (j = 0; j < n && ret == 0; j++) {
-			if (!in_plan(p, keys[j]))
+			int r;
+
+			if (in_plan(p, keys[j]))
+				continue;
+			r = owned(b, p, &c, keys[j]);
+			if (r < 0)
+				ret = -1;
+			else if (r == 0)
+				foreign++;
+			else if (how == 2)
+				kept++;
+			else
 				ret = bucket_delete(b, keys[j]);
 		}
 		bucket_list_free(keys);
-		if (ret != 0)
-			return -1;
+		if (ret == 0 && foreign > 0)
+			err_warn("kept %zu file(s) in '%s' that pipeline '%s' did not land (another pipeline's, "
+				 "or put there by hand): only its own files are replaced", foreign, s->dir,
+				 p->pipeline);
+		if (ret == 0 && kept > 0)
+			err_warn("kept %zu earlier file(s) of stream '%s' in '%s': they were landed before the "
+				 "tap activated a table version there; the next new version it activates "
+				 "replaces them", kept, s->name, s->dir);
 	}
-	return 0;
+	for (i = 0; i < c.n; i++)
+		free(c.ids[i]);
+	for (i = 0; i < p->nstreams; i++)
+		free(versions[i]);
+	free(versions);
+	free(c.ids);
+	free(c.mine);
+	return ret;
 }
 
 static int save_state(struct bucket *b, const struct plan *p)
@@ -145,7 +262,12 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 	for (i = 0; p && i < p->nstreams; i++) {
 		sb_adds(&log, i ? ",\n    " : "\n    ");
 		json_quote(&log, p->streams[i].name, strlen(p->streams[i].name));
-		sb_addf(&log, ": {\"records\": %llu}", p->streams[i].records);
+		sb_addf(&log, ": {\"records\": %llu", p->streams[i].records);
+		if (p->streams[i].widened)
+			sb_addf(&log, ", \"widened\": %s", p->streams[i].widened);
+		if (p->streams[i].inferred)
+			sb_adds(&log, ", \"schema\": \"inferred\"");
+		sb_adds(&log, "}");
 		total += p->streams[i].records;
 	}
 	sb_adds(&log, p && p->nstreams ? "\n  },\n" : "},\n");
@@ -169,7 +291,7 @@ int commit_finish(struct bucket *b, const struct plan *p)
 
 	if (publish_files(b, p) != 0)
 		goto out;
-	if (p->replace && replace_old_files(b, p) != 0)
+	if (replace_old_files(b, p) != 0)
 		goto out;
 	if (save_state(b, p) != 0)
 		goto out;

@@ -42,6 +42,13 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id);
  */
 void commit_summary(const struct plan *p, struct sb *out);
 
+/*
+ * The table version the manifest records for each of the plan's streams
+ * (its "table_version", the version last activated in its folder), as raw
+ * JSON into versions[i] (newly allocated), or NULL.  0 or -1.
+ */
+int manifest_table_versions(struct bucket *b, const struct plan *p, char **versions);
+
 /* Merge the plan's tables into .dataspoc/manifest.json (under the manifest lock). 0 or -1. */
 int manifest_update(struct bucket *b, const struct plan *p);
 

@@ -103,6 +103,9 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			f.final = get_str(&obj, "final");
 			f.records = get_count(&obj, "records");
 			f.bytes = get_count(&obj, "bytes");
+			f.version = get_raw(&obj, "version", JSON_NUMBER);
+			if (f.version == NULL)
+				f.version = get_raw(&obj, "version", JSON_STRING);
 			p->files = xrealloc(p->files, (p->nfiles + 1) * sizeof(*p->files));
 			p->files[p->nfiles++] = f;
 			if (!f.stream || !f.staged || !f.final) {
@@ -119,6 +122,11 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			s.schema = get_raw(&obj, "schema", JSON_OBJECT);
 			s.key_properties = get_raw(&obj, "key_properties", JSON_ARRAY);
 			s.parquet_types = get_raw(&obj, "parquet_types", JSON_OBJECT);
+			s.inferred = get_bool(&obj, "inferred");
+			s.activated = get_raw(&obj, "activated", JSON_NUMBER);
+			if (s.activated == NULL)
+				s.activated = get_raw(&obj, "activated", JSON_STRING);
+			s.widened = get_raw(&obj, "widened", JSON_ARRAY);
 			p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
 			p->streams[p->nstreams++] = s;
 			if (!s.name || !s.dir) {
@@ -169,6 +177,7 @@ void plan_free(struct plan *p)
 		free(p->files[i].stream);
 		free(p->files[i].staged);
 		free(p->files[i].final);
+		free(p->files[i].version);
 	}
 	for (i = 0; i < p->nstreams; i++) {
 		free(p->streams[i].name);
@@ -176,6 +185,8 @@ void plan_free(struct plan *p)
 		free(p->streams[i].schema);
 		free(p->streams[i].key_properties);
 		free(p->streams[i].parquet_types);
+		free(p->streams[i].activated);
+		free(p->streams[i].widened);
 	}
 	free(p->files);
 	free(p->streams);
@@ -219,7 +230,10 @@ void plan_format(const struct plan *p, struct sb *out)
 		add_str(out, "stream", f->stream);
 		add_str(out, "staged", f->staged);
 		add_str(out, "final", f->final);
-		sb_addf(out, ",\"records\":%llu,\"bytes\":%llu}\n", f->records, f->bytes);
+		sb_addf(out, ",\"records\":%llu,\"bytes\":%llu", f->records, f->bytes);
+		if (f->version)
+			sb_addf(out, ",\"version\":%s", f->version);
+		sb_adds(out, "}\n");
 	}
 	for (i = 0; i < p->nstreams; i++) {
 		const struct plan_stream *s = &p->streams[i];
@@ -232,6 +246,12 @@ void plan_format(const struct plan *p, struct sb *out)
 			s->key_properties ? s->key_properties : "null");
 		if (s->parquet_types)
 			sb_addf(out, ",\"parquet_types\":%s", s->parquet_types);
+		if (s->inferred)
+			sb_adds(out, ",\"inferred\":true");
+		if (s->activated)
+			sb_addf(out, ",\"activated\":%s", s->activated);
+		if (s->widened)
+			sb_addf(out, ",\"widened\":%s", s->widened);
 		sb_adds(out, "}\n");
 	}
 	if (p->state)

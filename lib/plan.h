@@ -4,9 +4,13 @@
  *
  *   {"type":"run","pipeline":P,"run_id":R,"started_at":T,"source":S,
  *    "format":"jsonl"|"parquet","compression":C,"incremental":B,"replace":B,"full":B}
- *   {"type":"file","stream":N,"staged":KEY,"final":KEY,"records":n,"bytes":n}   (any number)
+ *   {"type":"file","stream":N,"staged":KEY,"final":KEY,"records":n,"bytes":n[,"version":V]}
+ *                                           (any number; version: the records' table version)
  *   {"type":"stream","stream":N,"dir":KEY,"records":n,"schema":{..}|null,"key_properties":[..]|null
- *    [,"parquet_types":{"column":"INT64",...}]}            (parquet_types: format parquet) 
+ *    [,"parquet_types":{"column":"INT64",...}]            (format parquet)
+ *    [,"inferred":true]                      (the schema was inferred from the records)
+ *    [,"activated":V]                        (an ACTIVATE_VERSION of V: earlier files go)
+ *    [,"widened":[{"column","from","to","why","record"},...]]}  (columns widened this run)
  *   {"type":"state","value":{...}}          (only when the tap sent a STATE)
  *   {"type":"end","status":"success"|"failure","records":n,"error":"..."}
  *
@@ -25,6 +29,7 @@ struct plan_file {
 	char *final;
 	unsigned long long records;
 	unsigned long long bytes;
+	char *version;		/* raw JSON of the records' "version", or NULL */
 };
 
 struct plan_stream {
@@ -34,6 +39,10 @@ struct plan_stream {
 	char *schema;		/* raw JSON object, or NULL */
 	char *key_properties;	/* raw JSON array, or NULL */
 	char *parquet_types;	/* format parquet: raw JSON object {"column":"TYPE",...}, or NULL */
+	int inferred;		/* schema was inferred from the records (no SCHEMA message) */
+	char *activated;	/* raw JSON of the version last activated this run, or NULL: the
+				 * stream's earlier files (of this pipeline) are removed at commit */
+	char *widened;		/* raw JSON array of the columns widened this run, or NULL */
 };
 
 struct plan {
@@ -44,7 +53,7 @@ struct plan {
 	char *format;
 	char *compression;
 	int incremental;	/* the pipeline is incremental */
-	int replace;		/* each stream's previous files are replaced */
+	int replace;		/* each stream's previous files (of this pipeline) are replaced */
 	int full;		/* run with --full */
 
 	struct plan_file *files;

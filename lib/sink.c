@@ -41,6 +41,12 @@ struct stream {
 	char *key_properties;
 	int dropped;		/* not selected: its records are dropped */
 	unsigned long long failed_in;	/* records a transform dropped */
+	int inferred;		/* parquet: schema inferred from its first record */
+	char *version;		/* raw JSON "version" of its latest records, or NULL */
+	char *activated;	/* raw JSON of the version last activated, or NULL */
+	struct sb widened;	/* parquet: JSON array members of the columns widened */
+	char **warned;		/* columns widened with a warning already, NULL-terminated */
+	size_t nwarned;
 
 	/*
 	 * A cold stream: its records wait, in order, for a file of its own
@@ -279,6 +285,7 @@ static int close_file(struct sink *s, struct stream *st)
 	f.final = st->final;
 	f.records = st->file_records;
 	f.bytes = bytes;
+	f.version = st->version ? xstrdup(st->version) : NULL;
 	st->staged = st->final = NULL;
 	s->plan->files = xrealloc(s->plan->files, (s->plan->nfiles + 1) * sizeof(*s->plan->files));
 	s->plan->files[s->plan->nfiles++] = f;
@@ -391,35 +398,77 @@ static void quote_value(struct sb *out, const struct json_span *v)
 		sb_adds(out, "...");
 }
 
+/*
+ * A column about to widen (f, after PQ_WIDEN): into the stream's list for
+ * the plan, and, once per column and run, a warning when the value breaks
+ * the schema or lands as text.
+ */
+static void note_widening(struct sink *s, struct stream *st, const struct pq_fail *f, int rolled)
+{
+	const struct pq_column *col = &st->pqs->cols[f->column];
+	unsigned long long recno = st->records + st->failed_in + 1;
+	struct sb v = SB_INIT;
+	size_t i;
+
+	sb_adds(&st->widened, st->widened.len ? ",{\"column\":" : "{\"column\":");
+	sb_add(&st->widened, col->qname, col->qname_len);
+	sb_addf(&st->widened, ",\"from\":\"%s\",\"to\":\"%s\",\"why\":", pq_kind_name(col->kind),
+		pq_kind_name(f->need));
+	json_quote(&st->widened, f->why, strlen(f->why));
+	sb_addf(&st->widened, ",\"record\":%llu}", recno);
+	if (!f->mismatch && f->need != PQ_TEXT)
+		return;
+	for (i = 0; i < st->nwarned; i++) {
+		if (strcmp(st->warned[i], col->name) == 0)
+			return;
+	}
+	st->warned = xrealloc(st->warned, (st->nwarned + 1) * sizeof(*st->warned));
+	st->warned[st->nwarned++] = xstrdup(col->name);
+	quote_value(&v, &f->value);
+	if (rolled)
+		err_warn("<stdin>:%llu: record %llu of stream '%s': field '%s' (%s): %s %s: "
+			 "the column is %s from this record on (in a new file; earlier files keep %s)",
+			 s->lineno, recno, st->name, col->name, pq_kind_name(col->kind), v.buf, f->why,
+			 pq_kind_name(f->need), pq_kind_name(col->kind));
+	else
+		err_warn("<stdin>:%llu: record %llu of stream '%s': field '%s' (%s): %s %s: "
+			 "the column is %s", s->lineno, recno, st->name, col->name,
+			 pq_kind_name(col->kind), v.buf, f->why, pq_kind_name(f->need));
+	sb_free(&v);
+}
+
 /* One record (a JSON object) into the stream's Parquet file. */
 static int parquet_add(struct sink *s, struct stream *st, const struct json_span *rec)
 {
 	struct pq_fail f;
-	int r;
+	int r, rolled;
 
 	for (;;) {
 		if (st->pw == NULL && open_file(s, st) != 0)
 			return -1;
 		r = pq_writer_add(st->pw, rec, &f);
-		if (r != PQ_WIDEN)
+		if (r != PQ_WIDEN || (f.mismatch && s->cfg->mismatch_fail))
 			break;
 		/*
-		 * An integer beyond its column's type: the file so far keeps
-		 * the narrower type, the stream goes on in a new file whose
-		 * column is exact (a file with no rows yet just changes it).
+		 * A value its column cannot hold: the file so far keeps the
+		 * narrower type, the stream goes on in a new file whose column
+		 * holds it exactly (a file with no rows yet just changes it).
 		 */
-		if (pq_writer_rows(st->pw) > 0 && close_file(s, st) != 0)
+		rolled = pq_writer_rows(st->pw) > 0;
+		if (rolled && close_file(s, st) != 0)
 			return -1;
+		note_widening(s, st, &f, rolled);
 		pq_schema_widen(st->pqs, &f);
 	}
-	if (r == -1) {
+	if (r == -1 || r == PQ_WIDEN) {
 		const struct pq_column *col = &st->pqs->cols[f.column];
 		struct sb v = SB_INIT;
 
 		quote_value(&v, &f.value);
 		fail(s, "<stdin>:%llu: record %llu of stream '%s' does not fit its Parquet columns: "
-		     "field '%s' (%s): %s %s", s->lineno, st->records + st->failed_in + 1, st->name,
-		     col->name, pq_kind_name(col->kind), v.buf, f.why);
+		     "field '%s' (%s): %s %s%s", s->lineno, st->records + st->failed_in + 1, st->name,
+		     col->name, pq_kind_name(col->kind), v.buf, f.why,
+		     r == PQ_WIDEN ? " (schema_mismatch: fail; widen, the default, lands it)" : "");
 		sb_free(&v);
 		return -1;
 	}
@@ -437,6 +486,23 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	return 0;
 }
 
+static struct pq_schema *stream_columns(struct sink *s, const struct stream *st, const char *schema);
+
+/*
+ * A stream whose RECORDs come before any SCHEMA: its columns are those of
+ * its first record (lib/parquet.h, pq_schema_infer()); later members that
+ * record lacked go into the extra column, and values widen as usual.
+ */
+static void infer_columns(struct sink *s, struct stream *st, const struct json_span *rec)
+{
+	free(st->schema);
+	st->schema = pq_schema_infer(rec);
+	st->inferred = 1;
+	st->pqs = stream_columns(s, st, st->schema);
+	err_warn("<stdin>:%llu: stream '%s' sent a RECORD before any SCHEMA: its Parquet columns "
+		 "are inferred from that record", s->lineno, st->name);
+}
+
 /*
  * A record's bytes (count of them, one per line, after a transform) into
  * Parquet rows.
@@ -446,14 +512,11 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 {
 	const char *p = bytes, *end = bytes + len;
 
-	if (st->pqs == NULL) {
-		fail(s, "<stdin>:%llu: stream '%s' sent a RECORD before its SCHEMA: Parquet files need "
-		     "the stream's columns (format: jsonl lands such streams)", s->lineno, st->name);
-		return -1;
-	}
 	if (s->opt->transform == NULL) {
 		struct json_span rec = { bytes, len, JSON_OBJECT };
 
+		if (st->pqs == NULL)
+			infer_columns(s, st, &rec);
 		return parquet_add(s, st, &rec);
 	}
 	while (count-- > 0 && p <= end) {
@@ -468,6 +531,8 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 			     st->records + st->failed_in + 1, st->name);
 			return -1;
 		}
+		if (st->pqs == NULL)
+			infer_columns(s, st, &rec);
 		if (parquet_add(s, st, &rec) != 0)
 			return -1;
 		p += n + 1;
@@ -670,6 +735,73 @@ static int route(struct sink *s, struct stream *st, const char *bytes, size_t le
 	return 0;
 }
 
+/* 1 when a record's "version" (span, JSON_NONE when absent) is not its stream's latest. */
+static int new_version(const struct stream *st, const struct json_span *v)
+{
+	if (v->type == JSON_NONE)
+		return st->version != NULL;
+	return st->version == NULL || strlen(st->version) != v->len ||
+	       memcmp(st->version, v->p, v->len) != 0;
+}
+
+/*
+ * Records of another table version: a file holds one version only, so
+ * that an ACTIVATE_VERSION can drop the files of the versions before it.
+ */
+static int switch_version(struct sink *s, struct stream *st, const struct json_span *v)
+{
+	if ((st->waiting > 0 && drain(s, st) != 0) || close_file(s, st) != 0)
+		return -1;
+	free(st->version);
+	st->version = v->type == JSON_NONE ? NULL : xstrndup(v->p, v->len);
+	return 0;
+}
+
+/*
+ * ACTIVATE_VERSION: the records of this version replace every earlier one
+ * (Singer).  This run's files of other versions are dropped now; the
+ * stream's files of earlier runs go at commit (plan "activated").
+ */
+static int on_activate(struct sink *s, const struct singer_msg *m)
+{
+	struct stream *st = lookup(s, &m->stream);
+	size_t i, kept = 0;
+
+	if (st == NULL)
+		return -1;
+	if (st->dropped)
+		return 0;
+	if (m->version.type != JSON_NUMBER && m->version.type != JSON_STRING) {
+		fail(s, "<stdin>:%llu: ACTIVATE_VERSION of stream '%s' has no version", s->lineno, st->name);
+		return -1;
+	}
+	if (new_version(st, &m->version) && switch_version(s, st, &m->version) != 0)
+		return -1;
+	for (i = 0; i < s->plan->nfiles; i++) {
+		struct plan_file *f = &s->plan->files[i];
+
+		if (strcmp(f->stream, st->name) == 0 &&
+		    (f->version == NULL || strcmp(f->version, st->version) != 0)) {
+			if (bucket_delete(s->b, f->staged) != 0) {
+				s->reported = 1;
+				fail(s, "cannot delete '%s' in %s", f->staged, bucket_url(s->b));
+				return -1;
+			}
+			st->records -= f->records;
+			free(f->stream);
+			free(f->staged);
+			free(f->final);
+			free(f->version);
+			continue;
+		}
+		s->plan->files[kept++] = *f;
+	}
+	s->plan->nfiles = kept;
+	free(st->activated);
+	st->activated = xstrdup(st->version);
+	return 0;
+}
+
 static int on_record(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
@@ -685,6 +817,8 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 	}
 	s->last = st;
 	st->last_used = ++s->tick;
+	if (new_version(st, &m->version) && switch_version(s, st, &m->version) != 0)
+		return -1;
 	if (s->opt->transform) {
 		struct sb err = SB_INIT;
 
@@ -785,6 +919,7 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 		pq_schema_free(st->pqs);
 		st->pqs = stream_columns(s, st, schema);
 	}
+	st->inferred = 0;
 	free(st->schema);
 	free(st->key_properties);
 	st->schema = schema;
@@ -876,6 +1011,7 @@ static void cleanup_files(struct sink *s)
 		free(f->stream);
 		free(f->staged);
 		free(f->final);
+		free(f->version);
 	}
 	free(s->plan->files);
 	s->plan->files = NULL;
@@ -918,6 +1054,15 @@ static void fill_plan(struct sink *s, const struct sink_options *opt)
 
 			pq_schema_types_json(st->pqs, &types);
 			ps->parquet_types = sb_detach(&types);
+		}
+		ps->inferred = st->inferred;
+		ps->activated = st->activated;
+		st->activated = NULL;
+		if (st->widened.len) {
+			struct sb w = SB_INIT;
+
+			sb_addf(&w, "[%s]", st->widened.buf);
+			ps->widened = sb_detach(&w);
 		}
 		st->name = st->dir = st->schema = st->key_properties = NULL;
 		p->records += st->records;
@@ -999,6 +1144,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 				goto out;
 			break;
 		case SINGER_ACTIVATE_VERSION:
+			if (on_activate(&s, &m) != 0)
+				goto out;
 			break;
 		case SINGER_OTHER:
 			if (is_end(&m)) {
@@ -1057,6 +1204,12 @@ out:
 		pq_schema_free(st->pqs);
 		sb_free(&st->cold);
 		free(st->chunks);
+		free(st->version);
+		free(st->activated);
+		sb_free(&st->widened);
+		while (st->nwarned > 0)
+			free(st->warned[--st->nwarned]);
+		free(st->warned);
 	}
 	if (s.spill_fd >= 0)
 		close(s.spill_fd);

@@ -57,6 +57,36 @@ static jq_state *compile(struct transform *t, const char *stream)
 	return jq;
 }
 
+/*
+ * The Python DataSpoc Pipe's transform, NAME.py beside NAME.jq, would be
+ * skipped without a word: alone, it is an error (its columns would land);
+ * beside a .jq, a warning.  -1 when it is an error.
+ */
+static int python_beside(const char *path, int alone)
+{
+	size_t n = strlen(path);
+	char *py;
+	FILE *f;
+
+	if (n < 3 || strcmp(path + n - 3, ".jq") != 0)
+		return 0;
+	py = xasprintf("%.*s.py", (int)(n - 3), path);
+	f = fopen(py, "r");
+	if (f == NULL) {
+		free(py);
+		return 0;
+	}
+	fclose(f);
+	if (alone)
+		err_msg("%s: transforms here are jq programs, not Python: write %.*s.jq instead "
+			"(df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); "
+			"nothing ran", py, (int)(n - 3), path);
+	else
+		err_warn("%s is ignored: the transform is %s (a jq program)", py, path);
+	free(py);
+	return alone ? -1 : 0;
+}
+
 int transform_load(const char *path, struct transform **tp)
 {
 	struct transform *t;
@@ -67,12 +97,17 @@ int transform_load(const char *path, struct transform **tp)
 	jq_state *jq;
 
 	*tp = NULL;
-	if (f == NULL) {
-		if (errno == ENOENT)
-			return 1;
+	if (f == NULL && errno != ENOENT) {
 		err_msg("cannot read the transform '%s':", path);
 		return -1;
 	}
+	if (python_beside(path, f == NULL) != 0) {
+		if (f != NULL)
+			fclose(f);
+		return -1;
+	}
+	if (f == NULL)
+		return 1;
 	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
 		sb_add(&text, buf, n);
 	fclose(f);

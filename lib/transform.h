@@ -18,7 +18,9 @@ struct transform;
 /*
  * Load the program at path and compile it once to check it.  Returns 0 with
  * *t set, 1 when path does not exist (*t NULL), -1 on a read or compile
- * error (reported with jq's message).
+ * error (reported with jq's message).  A Python transform (path's .jq
+ * replaced by .py, the Python DataSpoc Pipe's) is an error when there is no
+ * .jq (it would be skipped and its columns would land), a warning beside one.
  */
 int transform_load(const char *path, struct transform **t);
 
