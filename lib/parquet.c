@@ -298,10 +298,32 @@ void pq_schema_types_json(const struct pq_schema *s, struct sb *out)
 	sb_addc(out, '}');
 }
 
+/* 1 when need (want) is above the column's type in the widening lattice of parquet.h. */
+static int wider(const struct pq_column *c, enum pq_kind need, enum json_type want)
+{
+	if (c->extra)
+		return 0;
+	switch (need) {
+	case PQ_DECIMAL:
+	case PQ_DOUBLE:
+		return c->kind == PQ_INT64;
+	case PQ_DIGITS:
+		return c->kind == PQ_INT64 || c->kind == PQ_DECIMAL;
+	case PQ_TEXT:
+		return c->kind != PQ_TEXT && c->kind != PQ_JSON;
+	case PQ_JSON:
+		return c->kind == PQ_JSON && c->want != JSON_NONE && want == JSON_NONE;
+	default:
+		return 0;
+	}
+}
+
 void pq_schema_widen(struct pq_schema *s, const struct pq_fail *f)
 {
-	if (f->column < s->n && f->need > s->cols[f->column].kind && s->cols[f->column].kind <= PQ_DIGITS)
+	if (f->column < s->n && wider(&s->cols[f->column], f->need, f->want)) {
 		s->cols[f->column].kind = f->need;
+		s->cols[f->column].want = f->want;
+	}
 }
 
 /* ---- values ---- */
@@ -325,6 +347,50 @@ static size_t integer_digits(const char *p, size_t n)
 	while (i + 1 < n && p[i] == '0')
 		i++;
 	return n - i;
+}
+
+char *pq_schema_infer(const struct json_span *rec)
+{
+	struct sb out = SB_INIT;
+	struct json_span key, val;
+	size_t pos = 0;
+	int first = 1;
+
+	sb_adds(&out, "{\"type\":\"object\",\"properties\":{");
+	while (rec->type == JSON_OBJECT && json_object_next(rec, &pos, &key, &val)) {
+		const char *t = NULL;
+
+		switch (val.type) {
+		case JSON_NUMBER:
+			t = integer_syntax(val.p, val.len) ? "integer" : "number";
+			break;
+		case JSON_STRING:
+			t = "string";
+			break;
+		case JSON_TRUE:
+		case JSON_FALSE:
+			t = "boolean";
+			break;
+		case JSON_OBJECT:
+			t = "object";
+			break;
+		case JSON_ARRAY:
+			t = "array";
+			break;
+		default:
+			break;	/* null: any type, a JSON column */
+		}
+		if (!first)
+			sb_addc(&out, ',');
+		first = 0;
+		sb_add(&out, key.p, key.len);
+		if (t)
+			sb_addf(&out, ":{\"type\":[\"null\",\"%s\"]}", t);
+		else
+			sb_adds(&out, ":{}");
+	}
+	sb_adds(&out, "}}");
+	return sb_detach(&out);
 }
 
 /* A plain JSON integer into int64: 0, or -1 when it is out of range. */
@@ -381,15 +447,112 @@ static void parse_decimal(const char *p, size_t n, unsigned char out[16])
 		out[k] = (unsigned char)(limb[3 - k / 4] >> (8 * (3 - k % 4)));
 }
 
+/*
+ * A number's decimal value, normalized: sign, 0.D1...Dn x 10^exp with D1
+ * and Dn not 0 (n 0: zero).  Only the first 17 digits are kept: a value
+ * with more (n > 17) is no double's shortest form.
+ */
+struct decimal {
+	int neg;
+	size_t n;
+	long long exp;
+	char d[17];
+};
+
+#define EXP_CAP 1000000000000000LL
+
+static void decimal_push(struct decimal *x, char c, size_t times)
+{
+	while (times--) {
+		if (x->n < sizeof(x->d))
+			x->d[x->n] = c;
+		x->n++;
+		if (x->n > sizeof(x->d)) {
+			x->n += times;
+			return;
+		}
+	}
+}
+
+/* A number's text (JSON, or printf's %g: "1.5e+20") into x. */
+static void decimal_parse(const char *p, size_t len, struct decimal *x)
+{
+	const char *q = p, *end = p + len;
+	long long point = 0, ex = 0;
+	size_t zeros = 0;	/* zeros since the last other digit */
+	int seen = 0, frac = 0, exp_neg = 0;
+
+	x->neg = q < end && *q == '-';
+	x->n = 0;
+	q += x->neg;
+	for (; q < end && (is_digit(*q) || *q == '.'); q++) {
+		if (*q == '.') {
+			frac = 1;
+		} else if (!seen && *q == '0') {
+			point -= frac;
+		} else {
+			seen = 1;
+			point += !frac;
+			if (*q == '0') {
+				zeros++;
+			} else {
+				decimal_push(x, '0', zeros);
+				decimal_push(x, *q, 1);
+				zeros = 0;
+			}
+		}
+	}
+	if (q < end && (*q == 'e' || *q == 'E')) {
+		q++;
+		if (q < end && (*q == '+' || *q == '-'))
+			exp_neg = *q++ == '-';
+		for (; q < end && is_digit(*q); q++) {
+			if (ex < EXP_CAP)
+				ex = ex * 10 + (*q - '0');
+		}
+	}
+	x->exp = point + (exp_neg ? -ex : ex);
+}
+
+/*
+ * 1 when the decimal value of the number's text is that of d's shortest
+ * form (the first of %.15g, %.16g, %.17g that reads back as d; below
+ * DBL_MIN a subnormal has fewer digits, so from %.1g on): a reader shows
+ * the number as it was written.  Then 1.50, 15e-1 and 1.5 are all exact.
+ */
+static int double_exact(const char *p, size_t n, double d)
+{
+	struct decimal a, b;
+	char buf[40];
+	int prec, len = 0;
+
+	decimal_parse(p, n, &a);
+	if (a.n > sizeof(a.d))
+		return 0;
+	for (prec = fabs(d) < DBL_MIN ? 1 : DBL_DIG; prec <= 17; prec++) {
+		len = snprintf(buf, sizeof(buf), "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	decimal_parse(buf, (size_t)len, &b);
+	return a.neg == b.neg && a.n == b.n && (a.n == 0 || (a.exp == b.exp && memcmp(a.d, b.d, a.n) == 0));
+}
+
 static const double pow10_exact[] = {
 	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
 };
 
+/* parse_double(): the double does not read back as the number written. */
+#define INEXACT 1
+
 /*
  * A JSON number into a double, correctly rounded: Clinger's fast path when
  * the digits and the power of ten are both exact doubles, else strtod().
- * -1 when it is beyond the range of a double.
+ * 0 when the double reads back as the same decimal value (double_exact();
+ * at most DBL_DIG digits on the fast path always do, unchecked); INEXACT
+ * when it does not; -1 when the value is beyond the range of a double
+ * (infinite, or a value that is not zero underflowing to zero).
  */
 static int parse_double(const char *p, size_t n, double *out)
 {
@@ -442,9 +605,10 @@ static int parse_double(const char *p, size_t n, double *out)
 		d = (double)m;
 		d = e10 < 0 ? d / pow10_exact[-e10] : d * pow10_exact[e10];
 		*out = neg ? -d : d;
-		return 0;
+		return digits <= DBL_DIG || double_exact(p, n, *out) ? 0 : INEXACT;
 	}
 slow:
+	/* Here the number is not zero: digits counts from its first nonzero one. */
 	if (n >= sizeof(buf))
 		copy = xmalloc(n + 1);
 	memcpy(copy, p, n);
@@ -452,10 +616,10 @@ slow:
 	d = strtod(copy, NULL);
 	if (copy != buf)
 		free(copy);
-	if (isinf(d))
+	if (isinf(d) || d == 0)
 		return -1;
 	*out = d;
-	return 0;
+	return double_exact(p, n, d) ? 0 : INEXACT;
 }
 
 static int num2(const char *p)
@@ -507,10 +671,14 @@ int pq_parse_date(const char *p, size_t n, int32_t *days)
 	return 0;
 }
 
-int pq_parse_timestamp(const char *p, size_t n, int64_t *us)
+/* TOO_FINE: a valid date-time finer than a microsecond, which would be rounded. */
+#define TOO_FINE (-2)
+
+/* pq_parse_timestamp(), or TOO_FINE. */
+static int parse_timestamp(const char *p, size_t n, int64_t *us)
 {
 	int64_t days, secs, frac = 0;
-	int h, mi, s, scale = 1000000, off = 0;
+	int h, mi, s, scale = 1000000, off = 0, fine = 0;
 	size_t i;
 
 	if (n < 20 || parse_ymd(p, &days) != 0 || (p[10] != 'T' && p[10] != 't' && p[10] != ' '))
@@ -529,7 +697,7 @@ int pq_parse_timestamp(const char *p, size_t n, int64_t *us)
 				scale /= 10;
 				frac += (int64_t)(p[i] - '0') * scale;
 			} else if (p[i] != '0') {
-				return -1;	/* finer than a microsecond: it would be rounded */
+				fine = 1;
 			}
 		}
 		if (i == start)
@@ -549,6 +717,11 @@ int pq_parse_timestamp(const char *p, size_t n, int64_t *us)
 	secs = days * 86400 + h * 3600 + mi * 60 + s - off;
 	*us = secs * 1000000 + frac;
 	return 0;
+}
+
+int pq_parse_timestamp(const char *p, size_t n, int64_t *us)
+{
+	return parse_timestamp(p, n, us) == 0 ? 0 : -1;
 }
 
 /* ---- codec ---- */
@@ -1148,10 +1321,14 @@ uint64_t pq_writer_bytes(const struct pq_writer *pw)
 
 /* ---- adding a record ---- */
 
-static int bad(struct pq_fail *f, const char *why)
+/* A value its column cannot hold: the narrowest type that holds it (pq_fail). */
+static int widen(struct pq_fail *f, enum pq_kind need, enum json_type want, int mismatch, const char *why)
 {
+	f->need = need;
+	f->want = want;
+	f->mismatch = mismatch;
 	f->why = why;
-	return -1;
+	return PQ_WIDEN;
 }
 
 /* The bytes of a JSON string span's contents: in place, or decoded into scratch. */
@@ -1168,10 +1345,15 @@ static void string_bytes(struct pq_writer *pw, const struct json_span *v, struct
 	cell->len = pw->scratch.len - cell->off;
 }
 
-/* Check and convert one value into its cell.  0, -1 (bad) or PQ_WIDEN. */
+/*
+ * Check and convert one value into its cell: 0, or PQ_WIDEN (f: the type
+ * that holds it; the lattice of parquet.h).
+ */
 static int parse_value(struct pq_writer *pw, const struct pq_column *col, const struct json_span *v,
 		       struct pq_cell *cell, struct pq_fail *f)
 {
+	int r;
+
 	cell->null = v->type == JSON_NULL;
 	if (cell->null)
 		return 0;
@@ -1179,69 +1361,67 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 	case PQ_INT64:
 	case PQ_DECIMAL:
 	case PQ_DIGITS:
-		if (v->type != JSON_NUMBER || !integer_syntax(v->p, v->len))
-			return bad(f, "is not an integer");
+		if (v->type != JSON_NUMBER)
+			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not an integer");
+		if (!integer_syntax(v->p, v->len)) {
+			/* A DECIMAL or DIGITS column holds integers a double may not. */
+			r = col->kind == PQ_INT64 ? parse_double(v->p, v->len, &cell->d) : -1;
+			return widen(f, r == 0 ? PQ_DOUBLE : PQ_TEXT, JSON_NONE, 1, "is not an integer");
+		}
 		if (col->kind == PQ_INT64 && parse_int64(v->p, v->len, &cell->i) == 0)
 			return 0;
-		if (integer_digits(v->p, v->len) > 38) {
-			if (col->kind == PQ_DIGITS) {
-				cell->p = v->p;
-				cell->len = v->len;
-				return 0;
-			}
-			f->need = PQ_DIGITS;
-			return PQ_WIDEN;
-		}
-		if (col->kind == PQ_INT64) {
-			f->need = PQ_DECIMAL;
-			return PQ_WIDEN;
-		}
 		if (col->kind == PQ_DIGITS) {
 			cell->p = v->p;
 			cell->len = v->len;
 			return 0;
 		}
+		if (integer_digits(v->p, v->len) > 38)
+			return widen(f, PQ_DIGITS, JSON_NONE, 0, "has more than 38 digits");
+		if (col->kind == PQ_INT64)
+			return widen(f, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64");
 		parse_decimal(v->p, v->len, cell->dec);
 		return 0;
 	case PQ_DOUBLE:
 		if (v->type != JSON_NUMBER)
-			return bad(f, "is not a number");
-		if (parse_double(v->p, v->len, &cell->d) != 0)
-			return bad(f, "is beyond the range of a DOUBLE");
+			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a number");
+		r = parse_double(v->p, v->len, &cell->d);
+		if (r == -1)
+			return widen(f, PQ_TEXT, JSON_NONE, 0, "is beyond the range of a DOUBLE");
+		if (r == INEXACT)
+			return widen(f, PQ_TEXT, JSON_NONE, 0, "has more digits than a DOUBLE holds");
 		return 0;
 	case PQ_BOOL:
 		if (v->type != JSON_TRUE && v->type != JSON_FALSE)
-			return bad(f, "is not a boolean");
+			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a boolean");
 		cell->i = v->type == JSON_TRUE;
 		return 0;
 	case PQ_STRING:
 		if (v->type != JSON_STRING)
-			return bad(f, "is not a string");
+			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a string");
 		string_bytes(pw, v, cell);
 		return 0;
 	case PQ_TIMESTAMP:
 	case PQ_DATE: {
 		const char *p;
-		int r;
 
 		if (v->type != JSON_STRING)
-			return bad(f, col->kind == PQ_DATE ? "is not a date (YYYY-MM-DD)" :
-				   "is not an RFC 3339 date-time");
+			return widen(f, PQ_TEXT, JSON_NONE, 1, col->kind == PQ_DATE ?
+				     "is not a date (YYYY-MM-DD)" : "is not an RFC 3339 date-time");
 		string_bytes(pw, v, cell);
 		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
 		if (col->kind == PQ_DATE) {
 			int32_t d = 0;
 
-			r = pq_parse_date(p, cell->len, &d);
+			if (pq_parse_date(p, cell->len, &d) != 0)
+				return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a date (YYYY-MM-DD)");
 			cell->i = d;
-		} else {
-			r = pq_parse_timestamp(p, cell->len, &cell->i);
+			return 0;
 		}
-		if (col->kind == PQ_DATE && r != 0)
-			return bad(f, "is not a date (YYYY-MM-DD)");
+		r = parse_timestamp(p, cell->len, &cell->i);
 		if (r != 0)
-			return bad(f, "is not an RFC 3339 date-time with a time zone offset, "
-				   "to the microsecond at most");
+			return widen(f, PQ_TEXT, JSON_NONE, r != TOO_FINE,
+				     "is not an RFC 3339 date-time with a time zone offset, "
+				     "to the microsecond at most");
 		return 0;
 	}
 	case PQ_TEXT:
@@ -1254,9 +1434,9 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 		return 0;
 	case PQ_JSON:
 		if (col->want == JSON_OBJECT && v->type != JSON_OBJECT)
-			return bad(f, "is not an object");
+			return widen(f, PQ_JSON, JSON_NONE, 1, "is not an object");
 		if (col->want == JSON_ARRAY && v->type != JSON_ARRAY)
-			return bad(f, "is not an array");
+			return widen(f, PQ_JSON, JSON_NONE, 1, "is not an array");
 		cell->p = v->p;
 		cell->len = v->len;
 		return 0;

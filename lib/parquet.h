@@ -12,11 +12,24 @@
  * written out when it reaches row_group_rows rows or row_group_size bytes of
  * uncompressed values.
  *
- * Columns come from a SCHEMA message's JSON Schema (pq_schema_new()), plus a
- * last column holding, as a JSON object, the members a record has that the
- * schema does not declare ("_extra").  Records are read from their raw bytes
- * (lib/json.h): integers are parsed exactly, objects and arrays keep their
- * bytes.
+ * Columns come from a SCHEMA message's JSON Schema (pq_schema_new()), or
+ * from a stream's first record when it has no SCHEMA (pq_schema_infer()),
+ * plus a last column holding, as a JSON object, the members a record has
+ * that the schema does not declare ("_extra").  Records are read from their
+ * raw bytes (lib/json.h): integers are parsed exactly, objects and arrays
+ * keep their bytes.
+ *
+ * A value never fails and is never dropped: one its column cannot hold
+ * exactly makes pq_writer_add() name the narrowest type that can
+ * (PQ_WIDEN); the caller goes on in a new file with the column widened
+ * (pq_schema_widen()).  The widening lattice, upwards:
+ *
+ *	INT64 -> DECIMAL(38,0) -> DIGITS -> TEXT     integers beyond the range
+ *	INT64 -> DOUBLE -> TEXT                      numbers that are not integers
+ *	BOOL, STRING, TIMESTAMP, DATE -> TEXT
+ *	JSON (objects only, arrays only) -> JSON (any value)
+ *
+ * TEXT and JSON of any value hold every value; null fits every column.
  */
 #ifndef PIPE_PARQUET_H
 #define PIPE_PARQUET_H
@@ -166,12 +179,47 @@ struct pq_options {
 	size_t page_size;		/* uncompressed value bytes to a page; 0: 1 MiB */
 };
 
-/* Why a record did not fit (pq_writer_add()). */
+/*
+ * Why a record did not fit (pq_writer_add() returned PQ_WIDEN), and what
+ * its column must become to hold it:
+ *
+ *	INT64 column:  a number that is not an integer (1.5, 1e3, 1.0): DOUBLE
+ *	  when its double reads back as the same decimal value (below), else
+ *	  TEXT; an integer beyond int64: DECIMAL, beyond 38 digits: DIGITS
+ *	DECIMAL, DIGITS column:  a number that is not an integer: TEXT; an
+ *	  integer beyond 38 digits (DECIMAL): DIGITS
+ *	INT64, DECIMAL, DIGITS column:  a string, boolean, object or array: TEXT
+ *	DOUBLE column:  a number whose double does not read back as the same
+ *	  decimal value (12345678901234567891, 0.1234567890123456789), or
+ *	  beyond a double's range (1e400, 1e-400, 401 digits): TEXT; a value
+ *	  that is not a number: TEXT
+ *	BOOL, STRING column:  a value of another type: TEXT
+ *	TIMESTAMP, DATE column:  a value that is not a string, a string that is
+ *	  not an RFC 3339 date-time with an offset (YYYY-MM-DD), or one finer
+ *	  than a microsecond: TEXT
+ *	JSON column of objects (arrays) only:  another value: JSON, any value
+ *
+ * "Reads back as the same decimal value": the number's decimal value
+ * (sign, significant digits, exponent: 1.50, 15e-1 and 1.5 are one value)
+ * is that of the double's shortest form, the first of %.15g, %.16g, %.17g
+ * that strtod() reads as the same double.  -0 is exact: a double keeps the
+ * sign of zero.  A number of at most 15 significant digits (DBL_DIG) on
+ * Clinger's fast path is exact without the check.
+ */
 struct pq_fail {
 	size_t column;		/* index into the schema's columns */
-	enum pq_kind need;	/* PQ_WIDEN: the kind the column needs */
-	const char *why;	/* -1: static text, "is not an integer", ... */
-	struct json_span value;	/* -1: the value, inside the record */
+	enum pq_kind need;	/* the narrowest kind that holds the value exactly */
+	enum json_type want;	/* need PQ_JSON: JSON_NONE (any value); else JSON_NONE */
+	/*
+	 * 1: the value breaks the type its column declares (a lying schema:
+	 * "abc" or 1.5 in an integer column, 5 in a string column, a
+	 * date-time with no offset); 0: it has that type but needs a wider
+	 * physical one (an integer beyond int64, a number a double does not
+	 * hold exactly, a date-time finer than a microsecond).
+	 */
+	int mismatch;
+	const char *why;	/* static text for people: "is not an integer", ... */
+	struct json_span value;	/* the value, inside the record */
 };
 
 #define PQ_WIDEN 1
@@ -191,11 +239,11 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
  * Add one record (a validated JSON object span).  Members are matched to
  * columns by name; a null or absent member is a null; undeclared members,
  * and repeats of a declared one, go into the extra column as a JSON object
- * of their original bytes.  Returns 0; -1 when a value does not fit its
- * column (f filled, nothing added); PQ_WIDEN when an integer is beyond its
- * column's range (f->column, f->need; nothing added): the caller widens the
- * schema and adds the record to a new file (or to this one while it holds
- * no rows); -2 on a write error (reported).
+ * of their original bytes.  Returns 0; PQ_WIDEN when a value does not fit
+ * its column (f filled, see struct pq_fail; nothing added): the caller
+ * widens the schema (pq_schema_widen()) and adds the record again, to a new
+ * file (or to this one while it holds no rows); -2 on a write error
+ * (reported).  It never returns -1: no value fails a record.
  */
 int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f);
 
@@ -212,8 +260,25 @@ int pq_writer_close(struct pq_writer *pw, uint64_t *size);
 /* Drop the file; frees pw. */
 void pq_writer_abort(struct pq_writer *pw);
 
-/* Widen f->column of s to f->need (after PQ_WIDEN). */
+/*
+ * After PQ_WIDEN: column f->column of s becomes kind f->need, want f->want.
+ * It only ever widens: nothing changes when that is not above the column's
+ * type in the lattice (see the top of this file), or for the extra column.
+ * PQ_WIDEN always names a wider type, so adding the record again progresses.
+ */
 void pq_schema_widen(struct pq_schema *s, const struct pq_fail *f);
+
+/*
+ * A JSON Schema for a stream that sends RECORDs with no SCHEMA, from one
+ * record's members in order, their names copied as their JSON string bytes:
+ * {"type":"object","properties":{"id":{"type":["null","integer"]},...}}.
+ * An integer-syntax number is "integer", another number "number", a string
+ * "string" (no format inferred), true/false "boolean", an object "object",
+ * an array "array", each with "null"; null is {} (any value: a JSON column).
+ * A record that is not an object gives no properties.  Newly allocated
+ * text, for pq_schema_new().
+ */
+char *pq_schema_infer(const struct json_span *rec);
 
 /* Exposed for tests: microseconds since the epoch of an RFC 3339 date-time, 0 or -1. */
 int pq_parse_timestamp(const char *p, size_t n, int64_t *us);

@@ -362,15 +362,17 @@ static void test_file(void)
 		struct json_span rec = { big, strlen(big), JSON_OBJECT };
 
 		is_int(pq_writer_add(pw, &rec, &f), PQ_WIDEN, "2^63 needs a wider column");
-		ok(f.column == 0 && f.need == PQ_DECIMAL, "... DECIMAL(38,0)");
+		ok(f.column == 0 && f.need == PQ_DECIMAL && f.mismatch == 0, "... DECIMAL(38,0), no mismatch");
 		rec.p = str;
 		rec.len = strlen(str);
-		is_int(pq_writer_add(pw, &rec, &f), -1, "a string in an integer column does not fit");
+		is_int(pq_writer_add(pw, &rec, &f), PQ_WIDEN, "a string in an integer column needs TEXT");
+		ok(f.need == PQ_TEXT && f.mismatch == 1, "... and breaks the schema");
 		is_str(f.why, "is not an integer", "... and says why");
 		ok(f.value.len == 3 && memcmp(f.value.p, "\"1\"", 3) == 0, "... and which value");
 		rec.p = frac;
 		rec.len = strlen(frac);
-		is_int(pq_writer_add(pw, &rec, &f), -1, "1.0 in an integer column does not fit");
+		is_int(pq_writer_add(pw, &rec, &f), PQ_WIDEN, "1.0 in an integer column needs DOUBLE");
+		ok(f.need == PQ_DOUBLE && f.mismatch == 1, "... and breaks the schema");
 	}
 	is_int(pq_writer_rows(pw), 3, "3 rows");
 	{
@@ -400,6 +402,299 @@ static void test_file(void)
 	pq_schema_free(s);
 }
 
+
+/* ---- widening ---- */
+
+static struct bucket *wb;
+
+/* Add {"c":value} to a new writer of s (dropped after): pq_writer_add()'s return. */
+static int add_value(const struct pq_schema *s, const char *value, struct pq_fail *f)
+{
+	struct pq_codec *codec = pq_codec_new(COMPRESSION_NONE, 0);
+	struct pq_options o = { codec, 10, 1 << 20, 0 };
+	struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "w.parquet"), s, &o);
+	char *rec = xasprintf("{\"c\":%s}", value);
+	struct json_span span = { rec, strlen(rec), JSON_OBJECT };
+	int r = pw ? pq_writer_add(pw, &span, f) : -3;
+
+	pq_writer_abort(pw);
+	pq_codec_free(codec);
+	free(rec);
+	return r;
+}
+
+/* A schema of one column "c" of the JSON Schema type, widened along need when not PQ_JSON. */
+static struct pq_schema *one_column(const char *type, enum pq_kind need)
+{
+	char *schema = xasprintf("{\"properties\":{\"c\":%s}}", type);
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
+	struct pq_fail f = { 0, need, JSON_NONE, 0, NULL, { NULL, 0, JSON_NONE } };
+
+	if (need != PQ_JSON)
+		pq_schema_widen(s, &f);
+	free(schema);
+	return s;
+}
+
+static const char *digits401(void)
+{
+	static char d[402];
+
+	memset(d, '9', 401);
+	return d;
+}
+
+static void test_widening(void)
+{
+	static const char *I = "{\"type\":\"integer\"}", *N = "{\"type\":[\"null\",\"number\"]}",
+		*B = "{\"type\":\"boolean\"}", *S = "{\"type\":\"string\"}",
+		*T = "{\"type\":\"string\",\"format\":\"date-time\"}",
+		*D = "{\"type\":\"string\",\"format\":\"date\"}", *O = "{\"type\":\"object\"}",
+		*A = "{\"type\":\"array\"}", *ANY = "{}";
+	const char *big = digits401();
+	/* r 0: fits; else PQ_WIDEN with need, want, mismatch, why. */
+	const struct {
+		const char *type;
+		enum pq_kind kind;	/* PQ_JSON: as the schema says; else widened to it first */
+		const char *value;
+		int r;
+		enum pq_kind need;
+		enum json_type want;
+		int mismatch;
+		const char *why;
+	} cases[] = {
+		{ I, PQ_JSON, "9223372036854775807", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "-0", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "null", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "9223372036854775808", PQ_WIDEN, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64" },
+		{ I, PQ_JSON, "-9223372036854775809", PQ_WIDEN, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64" },
+		{ I, PQ_JSON, "123456789012345678901234567890123456789", PQ_WIDEN, PQ_DIGITS, JSON_NONE, 0,
+		  "has more than 38 digits" },
+		{ I, PQ_JSON, "1.5", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "1e3", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "1.0", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "0.1234567890123456789", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "1e400", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "\"1\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "true", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "{\"a\":1}", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "[1]", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_DECIMAL, "-12345678901234567890123456789012345678", 0, 0, 0, 0, NULL },
+		{ I, PQ_DECIMAL, "123456789012345678901234567890123456789", PQ_WIDEN, PQ_DIGITS, JSON_NONE, 0,
+		  "has more than 38 digits" },
+		{ I, PQ_DECIMAL, "1.5", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_DECIMAL, "\"x\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_DIGITS, big, 0, 0, 0, 0, NULL },
+		{ I, PQ_DIGITS, "1", 0, 0, 0, 0, NULL },
+		{ I, PQ_DIGITS, "1.5", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_DIGITS, "false", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
+		/* exactness */
+		{ N, PQ_JSON, "1.5", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "1.50", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "15e-1", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "0.1", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "0.30000000000000004", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "-0", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "-0.0e7", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "0", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "9007199254740992", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "1.7976931348623157e308", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "5e-324", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "2.2250738585072014e-308", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "100000000000000000000000", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "123456789012345678900000", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0,
+		  "has more digits than a DOUBLE holds" },
+		{ N, PQ_JSON, "0.000000000000000000000000000001", 0, 0, 0, 0, NULL },
+		{ N, PQ_JSON, "0.3000000000000000444", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0,
+		  "has more digits than a DOUBLE holds" },
+		{ N, PQ_JSON, "9007199254740993", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0, "has more digits than a DOUBLE holds" },
+		{ N, PQ_JSON, "12345678901234567891", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0,
+		  "has more digits than a DOUBLE holds" },
+		{ N, PQ_JSON, "0.1234567890123456789", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0,
+		  "has more digits than a DOUBLE holds" },
+		{ N, PQ_JSON, "1e400", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0, "is beyond the range of a DOUBLE" },
+		{ N, PQ_JSON, "-1e400", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0, "is beyond the range of a DOUBLE" },
+		{ N, PQ_JSON, "1e-400", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0, "is beyond the range of a DOUBLE" },
+		{ N, PQ_JSON, big, PQ_WIDEN, PQ_TEXT, JSON_NONE, 0, "is beyond the range of a DOUBLE" },
+		{ N, PQ_JSON, "\"1.5\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a number" },
+		{ N, PQ_JSON, "[]", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a number" },
+		{ I, PQ_DOUBLE, "12345678901234567891", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0,
+		  "has more digits than a DOUBLE holds" },
+		{ B, PQ_JSON, "false", 0, 0, 0, 0, NULL },
+		{ B, PQ_JSON, "1", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a boolean" },
+		{ B, PQ_JSON, "\"true\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a boolean" },
+		{ S, PQ_JSON, "5", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a string" },
+		{ S, PQ_JSON, "{}", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a string" },
+		{ T, PQ_JSON, "\"2024-01-01T00:00:00.1234560Z\"", 0, 0, 0, 0, NULL },
+		{ T, PQ_JSON, "5", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an RFC 3339 date-time" },
+		{ T, PQ_JSON, "\"2024-01-01T00:00:00\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1,
+		  "is not an RFC 3339 date-time with a time zone offset, to the microsecond at most" },
+		{ T, PQ_JSON, "\"2024-01-01T00:00:00.0000001Z\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 0,
+		  "is not an RFC 3339 date-time with a time zone offset, to the microsecond at most" },
+		{ T, PQ_JSON, "\"2024-01-01T00:00:00.0000001\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1,
+		  "is not an RFC 3339 date-time with a time zone offset, to the microsecond at most" },
+		{ D, PQ_JSON, "\"2024-02-29\"", 0, 0, 0, 0, NULL },
+		{ D, PQ_JSON, "\"2024-02-30\"", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a date (YYYY-MM-DD)" },
+		{ D, PQ_JSON, "20240101", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not a date (YYYY-MM-DD)" },
+		{ O, PQ_JSON, "{\"a\":1}", 0, 0, 0, 0, NULL },
+		{ O, PQ_JSON, "[1]", PQ_WIDEN, PQ_JSON, JSON_NONE, 1, "is not an object" },
+		{ A, PQ_JSON, "[1]", 0, 0, 0, 0, NULL },
+		{ A, PQ_JSON, "{\"a\":1}", PQ_WIDEN, PQ_JSON, JSON_NONE, 1, "is not an array" },
+		{ A, PQ_JSON, "\"x\"", PQ_WIDEN, PQ_JSON, JSON_NONE, 1, "is not an array" },
+		{ ANY, PQ_JSON, "\"x\"", 0, 0, 0, 0, NULL },
+		{ ANY, PQ_JSON, big, 0, 0, 0, 0, NULL },
+		{ I, PQ_TEXT, "{\"a\":1}", 0, 0, 0, 0, NULL },
+		{ I, PQ_TEXT, "\"x\"", 0, 0, 0, 0, NULL },
+		{ I, PQ_TEXT, "1e400", 0, 0, 0, 0, NULL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pq_schema *s = one_column(cases[i].type, cases[i].kind);
+		struct pq_fail f = { 99, PQ_INT64, JSON_OBJECT, -1, NULL, { NULL, 0, JSON_NONE } };
+		int r = add_value(s, cases[i].value, &f), good;
+
+		if (cases[i].r == 0) {
+			is_int(r, 0, "%s %s: %.40s fits", cases[i].type, pq_kind_name(s->cols[0].kind),
+			       cases[i].value);
+		} else {
+			good = r == PQ_WIDEN && f.column == 0 && f.need == cases[i].need &&
+			       f.want == cases[i].want && f.mismatch == cases[i].mismatch && f.why &&
+			       strcmp(f.why, cases[i].why) == 0 && f.value.len == strlen(cases[i].value);
+			ok(good, "%s %s: %.40s needs %s%s, mismatch %d: %s", cases[i].type,
+			   pq_kind_name(s->cols[0].kind), cases[i].value, pq_kind_name(cases[i].need),
+			   cases[i].want == JSON_NONE ? "" : "?", cases[i].mismatch, cases[i].why);
+			if (!good)
+				printf("#   got %d need %s want %d mismatch %d why '%s'\n", r, pq_kind_name(f.need),
+				       (int)f.want, f.mismatch, f.why ? f.why : "(null)");
+		}
+		pq_schema_free(s);
+	}
+}
+
+/* Every value lands in every column in a few widenings, each one up the lattice. */
+static void test_widening_ends(void)
+{
+	static const char *types[] = {
+		"{\"type\":\"integer\"}", "{\"type\":\"number\"}", "{\"type\":\"boolean\"}",
+		"{\"type\":\"string\"}", "{\"type\":\"string\",\"format\":\"date-time\"}",
+		"{\"type\":\"string\",\"format\":\"date\"}", "{\"type\":\"object\"}", "{\"type\":\"array\"}", "{}",
+	};
+	const char *values[] = {
+		"1", "-1.5", "9223372036854775808", "123456789012345678901234567890123456789",
+		"12345678901234567891", "1e400", "true", "\"x\"", "\"2024-01-01\"", "\"2024-01-01T00:00:00Z\"",
+		"{\"a\":1}", "[1]", "null", digits401(),
+	};
+	size_t i, j;
+	int bad = 0;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		for (j = 0; j < sizeof(values) / sizeof(values[0]); j++) {
+			struct pq_schema *s = one_column(types[i], PQ_JSON);
+			struct pq_fail f;
+			int r, n = 0;
+
+			while ((r = add_value(s, values[j], &f)) == PQ_WIDEN && n++ < 4) {
+				enum pq_kind k = s->cols[0].kind;
+				enum json_type w = s->cols[0].want;
+
+				pq_schema_widen(s, &f);
+				if (s->cols[0].kind == k && s->cols[0].want == w)
+					break;
+			}
+			if (r != 0) {
+				printf("#   %s, %.40s: %d after %d widenings\n", types[i], values[j], r, n);
+				bad++;
+			}
+			pq_schema_free(s);
+		}
+	}
+	is_int(bad, 0, "every value fits every column after at most 4 widenings, each one wider");
+}
+
+static void test_widen_never_narrows(void)
+{
+	struct pq_schema *s = one_column("{\"type\":\"integer\"}", PQ_DIGITS);
+	struct pq_fail f = { 0, PQ_DECIMAL, JSON_NONE, 0, "", { NULL, 0, JSON_NONE } };
+
+	is_int(s->cols[0].kind, PQ_DIGITS, "INT64 widens to DIGITS");
+	pq_schema_widen(s, &f);
+	is_int(s->cols[0].kind, PQ_DIGITS, "DIGITS does not narrow to DECIMAL");
+	f.need = PQ_DOUBLE;
+	pq_schema_widen(s, &f);
+	is_int(s->cols[0].kind, PQ_DIGITS, "DIGITS does not become DOUBLE");
+	f.need = PQ_TEXT;
+	pq_schema_widen(s, &f);
+	is_int(s->cols[0].kind, PQ_TEXT, "DIGITS widens to TEXT");
+	f.need = PQ_JSON;
+	pq_schema_widen(s, &f);
+	is_int(s->cols[0].kind, PQ_TEXT, "TEXT stays TEXT");
+	f.column = 1;
+	f.need = PQ_JSON;
+	pq_schema_widen(s, &f);
+	ok(s->cols[1].kind == PQ_JSON && s->cols[1].want == JSON_OBJECT, "the extra column never widens");
+	f.column = 2;
+	pq_schema_widen(s, &f);
+	ok(s->n == 2, "a column beyond the schema is ignored");
+	pq_schema_free(s);
+
+	s = one_column("{\"type\":\"object\"}", PQ_JSON);
+	f.column = 0;
+	f.need = PQ_JSON;
+	f.want = JSON_ARRAY;
+	pq_schema_widen(s, &f);
+	ok(s->cols[0].kind == PQ_JSON && s->cols[0].want == JSON_OBJECT, "objects only does not become arrays only");
+	f.want = JSON_NONE;
+	pq_schema_widen(s, &f);
+	ok(s->cols[0].kind == PQ_JSON && s->cols[0].want == JSON_NONE, "objects only widens to any value");
+	f.need = PQ_TEXT;
+	pq_schema_widen(s, &f);
+	ok(s->cols[0].kind == PQ_JSON && s->cols[0].want == JSON_NONE, "JSON of any value stays");
+	pq_schema_free(s);
+}
+
+static void test_infer(void)
+{
+	static const char rec[] =
+		"{\"i\":-12,\"n\":1.5,\"e\":1e3,\"s\":\"x\",\"ts\":\"2024-01-01T00:00:00Z\",\"t\":true,"
+		"\"f\":false,\"o\":{\"a\":1},\"a\":[1],\"z\":null,\"caf\\u00e9\":12345678901234567890123}";
+	struct json_span span = { rec, strlen(rec), JSON_OBJECT };
+	char *schema = pq_schema_infer(&span);
+	struct pq_schema *s;
+	struct sb b = SB_INIT;
+
+	is_str(schema, "{\"type\":\"object\",\"properties\":{"
+	       "\"i\":{\"type\":[\"null\",\"integer\"]},\"n\":{\"type\":[\"null\",\"number\"]},"
+	       "\"e\":{\"type\":[\"null\",\"number\"]},\"s\":{\"type\":[\"null\",\"string\"]},"
+	       "\"ts\":{\"type\":[\"null\",\"string\"]},\"t\":{\"type\":[\"null\",\"boolean\"]},"
+	       "\"f\":{\"type\":[\"null\",\"boolean\"]},\"o\":{\"type\":[\"null\",\"object\"]},"
+	       "\"a\":{\"type\":[\"null\",\"array\"]},\"z\":{},"
+	       "\"caf\\u00e9\":{\"type\":[\"null\",\"integer\"]}}}",
+	       "a JSON Schema from a record's members, in order, names as written");
+	s = pq_schema_new(schema, strlen(schema), NULL);
+	pq_schema_types_json(s, &b);
+	is_str(b.buf, "{\"i\":\"INT64\",\"n\":\"DOUBLE\",\"e\":\"DOUBLE\",\"s\":\"STRING\",\"ts\":\"STRING\","
+	       "\"t\":\"BOOLEAN\",\"f\":\"BOOLEAN\",\"o\":\"JSON\",\"a\":\"JSON\",\"z\":\"JSON\","
+	       "\"caf\xc3\xa9\":\"INT64\",\"_extra\":\"JSON\"}", "... which pq_schema_new() maps to columns");
+	ok(s->cols[7].want == JSON_OBJECT && s->cols[8].want == JSON_ARRAY && s->cols[9].want == JSON_NONE,
+	   "... objects, arrays, anything");
+	pq_schema_free(s);
+	free(schema);
+
+	span.p = "{}";
+	span.len = 2;
+	schema = pq_schema_infer(&span);
+	is_str(schema, "{\"type\":\"object\",\"properties\":{}}", "an empty record: no properties");
+	free(schema);
+	span.p = "[1]";
+	span.len = 3;
+	span.type = JSON_ARRAY;
+	schema = pq_schema_infer(&span);
+	is_str(schema, "{\"type\":\"object\",\"properties\":{}}", "not an object: no properties");
+	free(schema);
+	sb_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -414,5 +709,19 @@ int main(int argc, char **argv)
 	test_dates();
 	test_schema();
 	test_file();
+	{
+		char dir[] = "/tmp/test_parquet.XXXXXX";
+
+		if (mkdtemp(dir) == NULL || (wb = bucket_open(dir)) == NULL) {
+			ok(0, "a bucket for the writers");
+			return tap_done();
+		}
+		test_widening();
+		test_widening_ends();
+		test_widen_never_narrows();
+		bucket_free(wb);
+		rmdir(dir);
+	}
+	test_infer();
 	return tap_done();
 }
