@@ -447,7 +447,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		if (st->pw == NULL && open_file(s, st) != 0)
 			return -1;
 		r = pq_writer_add(st->pw, rec, &f);
-		if (r != PQ_WIDEN || (f.mismatch && s->cfg->mismatch_fail))
+		if (r != PQ_WIDEN || (s->cfg->mismatch_fail && f.need != PQ_DECIMAL && f.need != PQ_DIGITS))
 			break;
 		/*
 		 * A value its column cannot hold: the file so far keeps the
