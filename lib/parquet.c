@@ -705,15 +705,22 @@ static int parse_timestamp(const char *p, size_t n, int64_t *us)
 	}
 	if (i + 1 == n && (p[i] == 'Z' || p[i] == 'z')) {
 		off = 0;
-	} else if (i + 6 == n && (p[i] == '+' || p[i] == '-') && p[i + 3] == ':') {
-		int oh = num2(p + i + 1), om = num2(p + i + 4);
+	} else if ((i + 6 == n || (i + 9 == n && p[i + 6] == ':')) && (p[i] == '+' || p[i] == '-') &&
+		   p[i + 3] == ':') {
+		/*
+		 * +HH:MM, or +HH:MM:SS: what PostgreSQL prints for a local
+		 * mean time offset (1900-01-01T00:19:32+00:19:32).
+		 */
+		int oh = num2(p + i + 1), om = num2(p + i + 4), os = i + 9 == n ? num2(p + i + 7) : 0;
 
-		if (oh < 0 || oh > 23 || om < 0 || om > 59)
+		if (oh < 0 || oh > 23 || om < 0 || om > 59 || os < 0 || os > 59)
 			return -1;
-		off = (oh * 60 + om) * 60 * (p[i] == '-' ? -1 : 1);
+		off = ((oh * 60 + om) * 60 + os) * (p[i] == '-' ? -1 : 1);
 	} else {
 		return -1;
 	}
+	if (fine)
+		return TOO_FINE;
 	secs = days * 86400 + h * 3600 + mi * 60 + s - off;
 	*us = secs * 1000000 + frac;
 	return 0;

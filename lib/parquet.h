@@ -280,7 +280,12 @@ void pq_schema_widen(struct pq_schema *s, const struct pq_fail *f);
  */
 char *pq_schema_infer(const struct json_span *rec);
 
-/* Exposed for tests: microseconds since the epoch of an RFC 3339 date-time, 0 or -1. */
+/*
+ * Exposed for tests: microseconds since the epoch of an RFC 3339 date-time,
+ * 0 or -1.  The offset is Z, +HH:MM or +HH:MM:SS (PostgreSQL prints a
+ * local mean time offset with seconds: 1900-01-01T00:19:32+00:19:32); at
+ * most microseconds (more digits must be zeros).
+ */
 int pq_parse_timestamp(const char *p, size_t n, int64_t *us);
 /* Days since the epoch of YYYY-MM-DD, 0 or -1. */
 int pq_parse_date(const char *p, size_t n, int32_t *days);
