@@ -14,7 +14,8 @@ CFLAGS ?= -O2 -g
 PKGS = yaml-0.1 libcurl libcrypto libzstd zlib
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
-	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) -lm -lpthread
+	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) \
+	$(shell $(PKG_CONFIG) --libs snappy 2>/dev/null || echo -lsnappy) -lm -lpthread
 ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(EXTRA_CFLAGS)
 
 # Sanitizer build for `make check`, in its own tree; FUZZ: the same with

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -26,7 +27,7 @@
 enum { TY_BOOLEAN = 0, TY_INT32 = 1, TY_INT64 = 2, TY_DOUBLE = 5, TY_BYTE_ARRAY = 6, TY_FLBA = 7 };
 enum { CV_UTF8 = 0, CV_DECIMAL = 5, CV_DATE = 6, CV_TIMESTAMP_MICROS = 10, CV_JSON = 19 };
 enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
-enum { CODEC_UNCOMPRESSED = 0, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
+enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
 enum { REP_OPTIONAL = 1 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 
@@ -781,8 +782,13 @@ void pq_codec_free(struct pq_codec *k)
 
 static int codec_id(const struct pq_codec *k)
 {
-	return k->c == COMPRESSION_ZSTD ? CODEC_ZSTD : k->c == COMPRESSION_GZIP ? CODEC_GZIP :
-	       CODEC_UNCOMPRESSED;
+	switch (k->c) {
+	case COMPRESSION_ZSTD: return CODEC_ZSTD;
+	case COMPRESSION_GZIP: return CODEC_GZIP;
+	case COMPRESSION_SNAPPY: return CODEC_SNAPPY;
+	case COMPRESSION_NONE: break;
+	}
+	return CODEC_UNCOMPRESSED;
 }
 
 /* Compress src into k->out (or point at src when uncompressed).  0 or -1. */
@@ -804,6 +810,18 @@ static int compress_page(struct pq_codec *k, const char *src, size_t n, const ch
 			return -1;
 		}
 		k->out.len = r;
+	} else if (k->c == COMPRESSION_SNAPPY) {
+		/* Parquet's SNAPPY is one raw block per page, no framing. */
+		size_t cap = snappy_max_compressed_length(n);
+		snappy_status r;
+
+		sb_grow(&k->out, cap);
+		r = snappy_compress(src, n, k->out.buf, &cap);
+		if (r != SNAPPY_OK) {
+			err_msg("cannot compress a Parquet page: snappy status %d", (int)r);
+			return -1;
+		}
+		k->out.len = cap;
 	} else {
 		uLong cap;
 		int r;

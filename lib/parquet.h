@@ -7,7 +7,7 @@
  * a dictionary page and RLE_DICTIONARY pages, PLAIN again once a row group's
  * dictionary passes 1 MiB), every column OPTIONAL (definition levels in the
  * RLE/bit-packed hybrid, bit width 1), each page compressed alone with ZSTD,
- * GZIP or not at all.  Memory is one
+ * SNAPPY (one raw block, no framing), GZIP or not at all.  Memory is one
  * row group per writer: pages are compressed as they fill, and a row group is
  * written out when it reaches row_group_rows rows or row_group_size bytes of
  * uncompressed values.

@@ -10,6 +10,8 @@
 #include "sb.h"
 #include "tap.h"
 
+#include <snappy-c.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,6 +661,260 @@ static void test_widen_never_narrows(void)
 	pq_schema_free(s);
 }
 
+/* ---- reading a file back: the Thrift compact protocol and the pages ---- */
+
+struct rd {
+	const unsigned char *p, *end;
+	int bad;
+};
+
+static uint64_t rd_varint(struct rd *r)
+{
+	uint64_t v = 0;
+	int shift = 0;
+
+	while (r->p < r->end && shift < 64) {
+		unsigned char b = *r->p++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+		shift += 7;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+static int64_t rd_zigzag(struct rd *r)
+{
+	uint64_t u = rd_varint(r);
+
+	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+/*
+ * Skip a value of a compact type; at field path "path" (".4.1.3.4": field
+ * ids from the outer struct, list elements not counted), i32 values at
+ * want_path go into vals.
+ */
+static void rd_struct(struct rd *r, char *path, const char *want_path, int64_t *vals, size_t *nvals);
+
+static void rd_value(struct rd *r, int type, char *path, const char *want_path, int64_t *vals, size_t *nvals)
+{
+	uint64_t n, i;
+
+	switch (type) {
+	case PQ_T_TRUE:
+	case PQ_T_FALSE:
+		break;
+	case PQ_T_BYTE:
+		r->p++;
+		break;
+	case PQ_T_I16:
+	case PQ_T_I32:
+	case PQ_T_I64: {
+		int64_t v = rd_zigzag(r);
+
+		if (type == PQ_T_I32 && strcmp(path, want_path) == 0 && *nvals < 64)
+			vals[(*nvals)++] = v;
+		break;
+	}
+	case PQ_T_DOUBLE:
+		r->p += 8;
+		break;
+	case PQ_T_BINARY:
+		n = rd_varint(r);
+		r->p += n;
+		break;
+	case PQ_T_LIST:
+	case PQ_T_SET: {
+		unsigned char h = r->p < r->end ? *r->p++ : 0;
+		int et = h & 0x0f;
+
+		n = h >> 4;
+		if (n == 15)
+			n = rd_varint(r);
+		for (i = 0; i < n && !r->bad; i++) {
+			if (et == PQ_T_TRUE)
+				r->p++;	/* booleans in a list are one byte each */
+			else
+				rd_value(r, et, path, want_path, vals, nvals);
+		}
+		break;
+	}
+	case PQ_T_STRUCT:
+		rd_struct(r, path, want_path, vals, nvals);
+		break;
+	default:
+		r->bad = 1;
+	}
+	if (r->p > r->end)
+		r->bad = 1;
+}
+
+static void rd_struct(struct rd *r, char *path, const char *want_path, int64_t *vals, size_t *nvals)
+{
+	size_t plen = strlen(path);
+	int last = 0;
+
+	while (!r->bad && r->p < r->end) {
+		unsigned char b = *r->p++;
+		int id;
+
+		if (b == 0)
+			return;
+		id = b >> 4 ? last + (b >> 4) : (int)rd_zigzag(r);
+		last = id;
+		if (plen + 8 < 128)
+			snprintf(path + plen, 128 - plen, ".%d", id);
+		rd_value(r, b & 0x0f, path, want_path, vals, nvals);
+		path[plen] = '\0';
+	}
+	r->bad = 1;
+}
+
+/* The i32 values at want_path in the Thrift struct at p: how many (at most 64). */
+static size_t thrift_i32s(const void *p, size_t n, const char *want_path, int64_t *vals, const unsigned char **end)
+{
+	struct rd r = { p, (const unsigned char *)p + n, 0 };
+	char path[128] = "";
+	size_t nvals = 0;
+
+	rd_struct(&r, path, want_path, vals, &nvals);
+	if (end)
+		*end = r.p;
+	return r.bad ? 0 : nvals;
+}
+
+/* Write recs to a Parquet file with codec c; its bytes into data. */
+static int write_file(enum compression c, const char *const *recs, size_t n, struct sb *data)
+{
+	static const char schema[] = "{\"properties\":{\"id\":{\"type\":\"integer\"},"
+				     "\"name\":{\"type\":[\"null\",\"string\"]},\"x\":{\"type\":\"number\"}}}";
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
+	struct pq_codec *codec = pq_codec_new(c, 0);
+	struct pq_options o = { codec, 1000, 1 << 20, 256 };
+	struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "s.parquet"), s, &o);
+	struct pq_fail f;
+	size_t i;
+	int r = pw ? 0 : -1;
+
+	for (i = 0; pw && i < n; i++) {
+		struct json_span rec = { recs[i], strlen(recs[i]), JSON_OBJECT };
+
+		if (pq_writer_add(pw, &rec, &f) != 0)
+			r = -1;
+	}
+	if (pw && pq_writer_close(pw, NULL) != 0)
+		r = -1;
+	sb_reset(data);
+	if (r == 0 && bucket_get(wb, "s.parquet", data) != 0)
+		r = -1;
+	bucket_delete(wb, "s.parquet");
+	pq_codec_free(codec);
+	pq_schema_free(s);
+	return r;
+}
+
+/*
+ * The pages of a file, uncompressed (snappy when snappy is set) into out,
+ * each as its uncompressed size (4 bytes) and body; -1 when a page does not
+ * read back.
+ */
+static int file_pages(const struct sb *data, int snappy, struct sb *out)
+{
+	const unsigned char *p = (const unsigned char *)data->buf + 4, *end;
+	uint32_t flen;
+
+	memcpy(&flen, data->buf + data->len - 8, 4);
+	end = (const unsigned char *)data->buf + data->len - 8 - flen;
+	while (p < end) {
+		int64_t v[64];
+		const unsigned char *body;
+		size_t raw, comp, got;
+
+		/* PageHeader: 1 type, 2 uncompressed_page_size, 3 compressed_page_size. */
+		if (thrift_i32s(p, (size_t)(end - p), ".2", v, &body) != 1)
+			return -1;
+		raw = (size_t)v[0];
+		if (thrift_i32s(p, (size_t)(end - p), ".3", v, NULL) != 1)
+			return -1;
+		comp = (size_t)v[0];
+		if (comp > (size_t)(end - body))
+			return -1;
+		sb_addf(out, "%08zx", raw);
+		if (!snappy) {
+			if (comp != raw)
+				return -1;
+			sb_add(out, body, raw);
+		} else {
+			sb_grow(out, raw);
+			got = raw;
+			if (snappy_uncompressed_length((const char *)body, comp, &got) != SNAPPY_OK || got != raw ||
+			    snappy_uncompress((const char *)body, comp, out->buf + out->len, &got) != SNAPPY_OK ||
+			    got != raw)
+				return -1;
+			out->len += raw;
+			out->buf[out->len] = '\0';
+		}
+		p = body + comp;
+	}
+	return 0;
+}
+
+static void test_snappy(void)
+{
+	static const char *const recs[] = {
+		"{\"id\":1,\"name\":\"alpha\",\"x\":1.5}", "{\"id\":2,\"name\":\"alpha\",\"x\":2.5}",
+		"{\"id\":3,\"name\":null,\"x\":0.1}", "{\"id\":4,\"name\":\"beta\",\"x\":-0,\"y\":[1]}",
+		"{\"id\":5,\"name\":\"alpha\"}", "{\"id\":6,\"name\":\"alpha\",\"x\":6}",
+	};
+	const char *many[200];
+	char *owned[200];
+	struct sb plain = SB_INIT, sn = SB_INIT, pp = SB_INIT, sp = SB_INIT;
+	int64_t codecs[64];
+	size_t i, n, flen32;
+	uint32_t flen;
+	int all;
+
+	for (i = 0; i < 200; i++) {
+		owned[i] = xasprintf("{\"id\":%zu,\"name\":\"name %zu\",\"x\":%zu.25}", i, i % 7, i * 3);
+		many[i] = owned[i];
+	}
+	for (n = 0; n < 2; n++) {
+		const char *const *r = n ? many : recs;
+		size_t nr = n ? 200 : sizeof(recs) / sizeof(recs[0]);
+
+		ok(write_file(COMPRESSION_NONE, r, nr, &plain) == 0 && write_file(COMPRESSION_SNAPPY, r, nr, &sn) == 0,
+		   "%zu records: uncompressed and snappy files written", nr);
+		sb_reset(&pp);
+		sb_reset(&sp);
+		ok(file_pages(&plain, 0, &pp) == 0 && file_pages(&sn, 1, &sp) == 0 && pp.len > 0,
+		   "... every page reads back (snappy: one raw block each)");
+		ok(pp.len == sp.len && memcmp(pp.buf, sp.buf, pp.len) == 0,
+		   "... the snappy pages hold the bytes of the uncompressed ones");
+		memcpy(&flen, sn.buf + sn.len - 8, 4);
+		flen32 = flen;
+		/* FileMetaData.row_groups[].columns[].meta_data.codec */
+		i = thrift_i32s(sn.buf + sn.len - 8 - flen32, flen32, ".4.1.3.4", codecs, NULL);
+		all = i == 4;
+		while (i-- > 0)
+			all = all && codecs[i] == 1;
+		ok(all, "... every column chunk says codec SNAPPY (1)");
+		memcpy(&flen, plain.buf + plain.len - 8, 4);
+		flen32 = flen;
+		i = thrift_i32s(plain.buf + plain.len - 8 - flen32, flen32, ".4.1.3.4", codecs, NULL);
+		ok(i == 4 && codecs[0] == 0, "... and the uncompressed file UNCOMPRESSED (0)");
+	}
+	ok(sn.len < plain.len, "snappy makes 200 records smaller");
+	for (i = 0; i < 200; i++)
+		free(owned[i]);
+	sb_free(&plain);
+	sb_free(&sn);
+	sb_free(&pp);
+	sb_free(&sp);
+}
+
 static void test_infer(void)
 {
 	static const char rec[] =
@@ -725,6 +981,7 @@ int main(int argc, char **argv)
 		test_widening();
 		test_widening_ends();
 		test_widen_never_narrows();
+		test_snappy();
 		bucket_free(wb);
 		rmdir(dir);
 	}
