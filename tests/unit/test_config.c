@@ -137,7 +137,9 @@ static void test_minimal(void)
 	is_int(cfg.compression_level, 3, "zstd level defaults to 3");
 	is_int(cfg.max_file_size, 128 * 1024 * 1024, "max_file_size defaults to 128 MiB");
 	ok(cfg.endpoint_url == NULL, "no endpoint_url");
-	is_str(cfg.format, "jsonl", "format defaults to jsonl");
+	is_str(cfg.format, "parquet", "format defaults to parquet, as in the Python tool");
+	is_int(cfg.parquet, 1, "parquet flag set by default");
+	is_int(cfg.mismatch_fail, 0, "schema_mismatch defaults to widen");
 	is_int(cfg.incremental, 0, "incremental defaults to off");
 	ok(cfg.cron == NULL, "no cron");
 
@@ -450,10 +452,10 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compresion: zstd\n",
 		":5:3: unknown key 'compresion' in destination (expected one of: bucket, path, "
 		"compression, compression_level, max_file_size, endpoint_url, format, row_group_rows, "
-		"row_group_size, string_columns)",
+		"row_group_size, string_columns, schema_mismatch)",
 		"misspelt destination key");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: lz4\n",
-		":5:16: destination.compression must be one of zstd, gzip, none, not 'lz4'",
+		":5:16: destination.compression must be one of zstd, snappy, gzip, none, not 'lz4'",
 		"unknown compression");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression_level: 20\n",
 		":5:22: destination.compression_level must be from 1 to 19 for zstd, not 20",
@@ -534,11 +536,21 @@ static void test_destination(void)
 		":7:8: destination.string_columns.s must be a list of column names", "string_columns value not a list");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  string_columns:\n    s: ['']\n",
 		":7:9: destination.string_columns.s: a column name is empty", "empty column name");
-	refused(MINI_SOURCE "destination:\n  bucket: /l\n  string_columns:\n    s: [c]\n",
-		":6:5: destination.string_columns applies only to format: parquet", "string_columns without parquet");
-	refused(MINI_SOURCE "destination:\n  bucket: /l\n  row_group_rows: 10\n",
-		":5:19: destination.row_group_rows applies only to format: parquet",
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: jsonl\n  string_columns:\n    s: [c]\n",
+		":7:5: destination.string_columns applies only to format: parquet", "string_columns without parquet");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: jsonl\n  row_group_rows: 10\n",
+		":6:19: destination.row_group_rows applies only to format: parquet",
 		"row_group_rows without parquet");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: jsonl\n  schema_mismatch: fail\n",
+		":6:20: destination.schema_mismatch applies only to format: parquet",
+		"schema_mismatch without parquet");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  schema_mismatch: never\n",
+		":5:20: destination.schema_mismatch must be widen or fail, not 'never'", "schema_mismatch value");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  format: jsonl\n  compression: snappy\n",
+		":6:16: destination.compression snappy applies only to format: parquet "
+		"(JSON lines take zstd, gzip or none)", "snappy with jsonl");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: snappy\n  compression_level: 2\n",
+		":6:22: destination.compression_level does not apply to compression snappy", "snappy level");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  partition_by: day\n",
 		":5:17: destination.partition_by must be _extraction_date (files are partitioned "
 		"by extraction date), not 'day'", "partition_by other than _extraction_date");
@@ -684,7 +696,7 @@ static void test_home_config(void)
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
 	refused_in(conf, ":3:3: unknown key 'compresion' in destination (expected one of: bucket, "
 		   "path, compression, compression_level, max_file_size, endpoint_url, format, "
-		   "row_group_rows, row_group_size, string_columns)",
+		   "row_group_rows, row_group_size, string_columns, schema_mismatch)",
 		   "config.yaml unknown key message");
 	write_file(conf, "bucket: /l\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a top-level bucket");
