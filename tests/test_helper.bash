@@ -181,17 +181,27 @@ use_tap() {
 }
 
 # write_pipeline NAME TAP [INCREMENTAL [DESTINATION-LINE...]]; with
-# PIPELINE_CONFIG set, source.config is that path
+# PIPELINE_CONFIG set, source.config is that path.  The pipeline lands JSON
+# lines (format: jsonl) unless a DESTINATION-LINE names its own format:, in
+# path raw (the default path: the format line takes the place of "path: raw",
+# so that every line keeps the number the tests' error positions name).
 write_pipeline() {
-	local name=$1 tap=$2 incremental=${3:-true} line
+	local name=$1 tap=$2 incremental=${3:-true} line format='format: jsonl'
 	shift 2
 	[ $# -gt 0 ] && shift
+	for line; do
+		case $line in format:*) format= ;; esac
+	done
 	{
 		printf 'source:\n  tap: %s\n' "$tap"
 		[ -z "${PIPELINE_CONFIG:-}" ] || printf '  config: %s\n' "$PIPELINE_CONFIG"
 		printf 'destination:\n'
 		bucket_yaml
-		printf '  path: raw\n'
+		if [ -n "$format" ]; then
+			printf '  %s\n' "$format"
+		else
+			printf '  path: raw\n'
+		fi
 		for line; do
 			printf '  %s\n' "$line"
 		done
