@@ -103,7 +103,7 @@ transforms d"
 	shop_records
 	shop_stream "$FAKE_DIR/tap-shop/out"
 	mkdir conf
-	printf 'source:\n  tap: tap-shop\ndestination:\n  bucket: %s\n' "$BATS_TEST_TMPDIR/plain" >conf/mine.yaml
+	printf 'source:\n  tap: tap-shop\ndestination:\n  bucket: %s\n  format: jsonl\n' "$BATS_TEST_TMPDIR/plain" >conf/mine.yaml
 	run -0 --separate-stderr dataspoc-pipe run -c conf/mine.yaml
 	assert_equal "$output" "Running: mine
 Done! 5 records in 2 stream(s)

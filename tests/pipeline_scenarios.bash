@@ -374,7 +374,7 @@ scenario_tap_postgres() {
 		printf 'source:\n  tap: tap-postgres\n  config:\n    host: localhost\n    dbname: appdb\n'
 		printf 'destination:\n'
 		bucket_yaml
-		printf 'incremental:\n  enabled: true\n'
+		printf '  format: jsonl\nincremental:\n  enabled: true\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/pg.yaml"
 	records_of() {
 		sed -n 's/^{"type": "RECORD", "stream": "customers", "record": \(.*\), "version": [0-9]*, "time_extracted": "[^"]*"}$/\1/p' "$1"

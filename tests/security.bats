@@ -39,7 +39,7 @@ sec_pipeline() {
 		done
 		printf 'destination:\n'
 		bucket_yaml
-		printf 'incremental:\n  enabled: true\n'
+		printf '  format: jsonl\nincremental:\n  enabled: true\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
 }
 
@@ -279,7 +279,7 @@ driver_signal() {	# SIGNAL N
 @test "secrets: an S3 error names the store, never the secret key" {
 	{
 		printf 'source:\n  tap: tap-sec\ndestination:\n'
-		printf '  bucket: s3://no-such-bucket/p\n  endpoint_url: http://127.0.0.1:9\n'
+		printf '  bucket: s3://no-such-bucket/p\n  endpoint_url: http://127.0.0.1:9\n  format: jsonl\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/s3sec.yaml"
 	run -1 --separate-stderr dataspoc-pipe run s3sec
 	[ -n "$stderr" ]

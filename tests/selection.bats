@@ -25,7 +25,7 @@ pg_pipeline() {
 		done
 		printf 'destination:\n'
 		bucket_yaml
-		printf 'incremental:\n  enabled: true\n'
+		printf '  format: jsonl\nincremental:\n  enabled: true\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
 }
 
@@ -85,6 +85,7 @@ Done! 0 records in 0 stream(s)"
 	  streams: [a]
 	destination:
 	$(bucket_yaml)
+	  format: jsonl
 	  compression: none
 	YAML
 	# (bats 1.8 strips stderr's leading blanks: compare it as a file)
@@ -118,6 +119,7 @@ Done! 2 records in 1 stream(s)
 	  catalog_flag: properties
 	destination:
 	$(bucket_yaml)
+	  format: jsonl
 	YAML
 	run -0 --separate-stderr dataspoc-pipe run sdk
 	run -0 cat "$FAKE_DIR/seltap-sdk/flag"
@@ -133,6 +135,7 @@ Done! 2 records in 1 stream(s)
 	  catalog: $BATS_TEST_TMPDIR/mine.json
 	destination:
 	$(bucket_yaml)
+	  format: jsonl
 	YAML
 	run -0 --separate-stderr dataspoc-pipe run sdk
 	cmp mine.json "$FAKE_DIR/seltap-sdk/catalog.json"

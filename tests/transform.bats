@@ -19,7 +19,7 @@ setup() {
 		printf 'source:\n  tap: [cat, %s]\n' "$FAKE_DIR/tap.jsonl"
 		printf 'destination:\n'
 		bucket_yaml
-		printf '  compression: gzip\nincremental:\n  enabled: false\n'
+		printf '  format: jsonl\n  compression: gzip\nincremental:\n  enabled: false\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/t.yaml"
 }
 
