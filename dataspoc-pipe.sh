@@ -48,7 +48,8 @@ help_main() {
 usage: dataspoc-pipe COMMAND [options]
 
 Run Singer taps and land their records in a bucket (a local directory or
-S3), as compressed JSON lines, with incremental state kept in the bucket.
+S3), as Parquet (or compressed JSON lines), with incremental state kept in
+the bucket.
 
 Commands:
   init              create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe)

@@ -359,7 +359,6 @@ static int cmd_probe(struct bucket *b)
 
 static int cmd_check(const struct pipe_config *cfg, const char *key)
 {
-	static const char *const comp[] = { "zstd", "gzip", "none" };
 	struct sb warning = SB_INIT;
 	const char *v = NULL;
 	int r;
@@ -370,7 +369,7 @@ static int cmd_check(const struct pipe_config *cfg, const char *key)
 		else if (strcmp(key, "path") == 0)
 			v = cfg->path;
 		else if (strcmp(key, "compression") == 0)
-			v = comp[cfg->compression];
+			v = config_compression_name(cfg->compression);
 		else if (strcmp(key, "incremental") == 0)
 			v = cfg->incremental ? "true" : "false";
 		else if (strcmp(key, "cron") == 0)
