@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,9 @@
 #include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "err.h"
 
@@ -36,13 +40,28 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 /* A STRING column's dictionary, per row group; past this it falls back to PLAIN. */
 #define DICT_MAX_BYTES (1024 * 1024)
 
+/*
+ * The hash of the name index and of the dictionaries: eight bytes at a
+ * time (a dictionary hashes every STRING value).  Only its spread matters:
+ * entries keep their order of arrival whatever the hash.
+ */
 static uint64_t hash_bytes(const char *p, size_t n)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = 1469598103934665603ULL ^ n, w;
 
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
-	return h;
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	if (n > 0) {
+		w = 0;
+		memcpy(&w, p, n);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	}
+	h ^= h >> 32;
+	h *= 0xd6e8feb86659fd93ULL;
+	return h ^ (h >> 32);
 }
 
 /* ---- schema ---- */
@@ -337,7 +356,14 @@ static int is_digit(char c)
 /* 1 when a JSON number's text is a plain integer (no fraction, no exponent). */
 static int integer_syntax(const char *p, size_t n)
 {
-	return memchr(p, '.', n) == NULL && memchr(p, 'e', n) == NULL && memchr(p, 'E', n) == NULL;
+	size_t i;
+
+	/* One pass: numbers are short, three memchr() calls cost more. */
+	for (i = 0; i < n; i++) {
+		if (p[i] == '.' || p[i] == 'e' || p[i] == 'E')
+			return 0;
+	}
+	return 1;
 }
 
 /* Digits of a plain JSON integer, sign and leading zeros aside. */
@@ -424,11 +450,17 @@ static void parse_decimal(const char *p, size_t n, unsigned char out[16])
 	int neg = p[0] == '-', k;
 	size_t i;
 
-	for (i = (size_t)neg; i < n; i++) {
-		uint64_t carry = (uint64_t)(p[i] - '0');
+	/* Nine digits at a time: limb * 10^9 + chunk still fits in 64 bits. */
+	for (i = (size_t)neg; i < n;) {
+		uint64_t carry = 0, scale = 1;
+		size_t end = i + 9 < n ? i + 9 : n;
 
+		for (; i < end; i++) {
+			carry = carry * 10 + (uint64_t)(p[i] - '0');
+			scale *= 10;
+		}
 		for (k = 0; k < 4; k++) {
-			uint64_t x = (uint64_t)limb[k] * 10 + carry;
+			uint64_t x = (uint64_t)limb[k] * scale + carry;
 
 			limb[k] = (uint32_t)x;
 			carry = x >> 32;
@@ -734,55 +766,144 @@ int pq_parse_timestamp(const char *p, size_t n, int64_t *us)
 
 /* ---- codec ---- */
 
-struct pq_codec {
+/* One thread's compressor: its contexts and output buffer. */
+struct pq_comp {
 	enum compression c;
 	int level;
 	ZSTD_CCtx *zc;
 	z_stream zs;
 	int zs_ready;
 	struct sb out;
+	struct sb header;	/* the worker's page header */
 };
 
-struct pq_codec *pq_codec_new(enum compression c, int level)
-{
-	struct pq_codec *k = xcalloc(1, sizeof(*k));
+/* Pages waiting for the worker (each up to page_size bytes, 1 MiB by default). */
+#define PQ_QUEUE 4
 
+/* A page for the worker: its body, uncompressed, and what its header says. */
+struct pq_job {
+	struct pq_writer *pw;
+	size_t ci;
+	struct sb raw;
+	uint32_t rows;
+	int encoding;
+};
+
+/*
+ * The codec: the parsing thread's compressor and, with a worker, the
+ * worker's, and a ring of PQ_QUEUE pages between them.  The worker takes
+ * pages in order, so every column chunk gets its pages in order and the
+ * bytes are those of the single-threaded writer.  The mutex guards the
+ * ring's counters and each writer's inflight, inflight_bound, pending and
+ * wfailed; a writer's chunks belong to the worker while it has pages
+ * inflight.
+ */
+struct pq_codec {
+	struct pq_comp main;
+	struct pq_comp wk;
+	int threaded;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t job;	/* a page was queued, or quit */
+	pthread_cond_t done;	/* a page was done: room in the ring */
+	struct pq_job ring[PQ_QUEUE];
+	size_t head, count;
+	int quit;
+};
+
+static int comp_init(struct pq_comp *k, enum compression c, int level)
+{
+	memset(k, 0, sizeof(*k));
 	k->c = c;
 	k->level = level ? level : c == COMPRESSION_GZIP ? 6 : 3;
 	if (c == COMPRESSION_ZSTD) {
 		k->zc = ZSTD_createCCtx();
 		if (k->zc == NULL) {
 			err_msg("cannot start zstd: out of memory");
-			free(k);
-			return NULL;
+			return -1;
 		}
 	} else if (c == COMPRESSION_GZIP) {
 		int r = deflateInit2(&k->zs, k->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
 
 		if (r != Z_OK) {
 			err_msg("cannot start gzip: %s", zError(r));
-			free(k);
-			return NULL;
+			return -1;
 		}
 		k->zs_ready = 1;
 	}
+	return 0;
+}
+
+static void comp_free(struct pq_comp *k)
+{
+	ZSTD_freeCCtx(k->zc);
+	k->zc = NULL;
+	if (k->zs_ready)
+		deflateEnd(&k->zs);
+	k->zs_ready = 0;
+	sb_free(&k->out);
+	sb_free(&k->header);
+}
+
+static void *worker(void *arg);
+
+struct pq_codec *pq_codec_new(enum compression c, int level, int threads)
+{
+	struct pq_codec *k = xcalloc(1, sizeof(*k));
+	int r;
+
+	if (comp_init(&k->main, c, level) != 0)
+		goto fail;
+	if (threads <= 0)
+		return k;
+	if (comp_init(&k->wk, c, level) != 0)
+		goto fail;
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_cond_init(&k->job, NULL);
+	pthread_cond_init(&k->done, NULL);
+	r = pthread_create(&k->thread, NULL, worker, k);
+	if (r != 0) {
+		err_msg("cannot start the Parquet page compressor's thread: %s", strerror(r));
+		pthread_cond_destroy(&k->done);
+		pthread_cond_destroy(&k->job);
+		pthread_mutex_destroy(&k->mu);
+		goto fail;
+	}
+	k->threaded = 1;
 	return k;
+fail:
+	comp_free(&k->wk);
+	comp_free(&k->main);
+	free(k);
+	return NULL;
 }
 
 void pq_codec_free(struct pq_codec *k)
 {
+	size_t i;
+
 	if (k == NULL)
 		return;
-	ZSTD_freeCCtx(k->zc);
-	if (k->zs_ready)
-		deflateEnd(&k->zs);
-	sb_free(&k->out);
+	if (k->threaded) {
+		pthread_mutex_lock(&k->mu);
+		k->quit = 1;
+		pthread_cond_signal(&k->job);
+		pthread_mutex_unlock(&k->mu);
+		pthread_join(k->thread, NULL);
+		pthread_cond_destroy(&k->done);
+		pthread_cond_destroy(&k->job);
+		pthread_mutex_destroy(&k->mu);
+	}
+	for (i = 0; i < PQ_QUEUE; i++)
+		sb_free(&k->ring[i].raw);
+	comp_free(&k->wk);
+	comp_free(&k->main);
 	free(k);
 }
 
 static int codec_id(const struct pq_codec *k)
 {
-	switch (k->c) {
+	switch (k->main.c) {
 	case COMPRESSION_ZSTD: return CODEC_ZSTD;
 	case COMPRESSION_GZIP: return CODEC_GZIP;
 	case COMPRESSION_SNAPPY: return CODEC_SNAPPY;
@@ -792,7 +913,7 @@ static int codec_id(const struct pq_codec *k)
 }
 
 /* Compress src into k->out (or point at src when uncompressed).  0 or -1. */
-static int compress_page(struct pq_codec *k, const char *src, size_t n, const char **dst, size_t *dlen)
+static int compress_page(struct pq_comp *k, const char *src, size_t n, const char **dst, size_t *dlen)
 {
 	if (k->c == COMPRESSION_NONE) {
 		*dst = src;
@@ -844,6 +965,20 @@ static int compress_page(struct pq_codec *k, const char *src, size_t n, const ch
 	*dst = k->out.buf;
 	*dlen = k->out.len;
 	return 0;
+}
+
+/* The most a page of n bytes can take in a file: header and compressed body. */
+static uint64_t page_bound(const struct pq_comp *k, size_t n)
+{
+	uint64_t b = n;
+
+	if (k->c == COMPRESSION_ZSTD)
+		b = ZSTD_compressBound(n);
+	else if (k->c == COMPRESSION_SNAPPY)
+		b = snappy_max_compressed_length(n);
+	else if (k->c == COMPRESSION_GZIP)
+		b = n + n / 1000 + 64 * (n / 16384 + 1) + 64;
+	return b + 64;	/* the page header: a few varints */
 }
 
 /* ---- the writer ---- */
@@ -908,6 +1043,10 @@ struct pq_writer {
 	uint64_t offset;	/* bytes written */
 	uint64_t rows, rg_rows, rg_bytes, pending;
 	int failed;
+	/* With a worker (struct pq_codec's mutex): */
+	size_t inflight;	/* pages queued or being compressed */
+	uint64_t inflight_bound;	/* the most they can add to pending */
+	int wfailed;		/* the worker could not compress a page */
 };
 
 static int out(struct pq_writer *pw, const void *p, size_t n)
@@ -961,12 +1100,17 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
 
 static void put_le(struct sb *b, uint64_t v, int n)
 {
-	char x[8];
+	unsigned char *q;
 	int i;
 
+	/* In place: a call of sb_add() per value cost more than the value. */
+	if (b->cap - b->len < 9)
+		sb_grow(b, 8);
+	q = (unsigned char *)b->buf + b->len;
 	for (i = 0; i < n; i++)
-		x[i] = (char)(v >> (8 * i));
-	sb_add(b, x, (size_t)n);
+		q[i] = (unsigned char)(v >> (8 * i));
+	b->len += (size_t)n;
+	b->buf[b->len] = '\0';
 }
 
 static uint64_t double_bits(double d)
@@ -1013,23 +1157,117 @@ static int index_bits(uint32_t n)
 	return b;
 }
 
-static int flush_page(struct pq_writer *pw, size_t ci)
+/*
+ * Compress a page's body (raw) with k, append its header and body to the
+ * column's chunk; *added: the bytes it takes in the file.  0 or -1.
+ */
+static int finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const struct sb *raw,
+		       uint32_t rows, int encoding, struct sb *header, uint64_t *added)
 {
 	struct pq_colw *c = &pw->cols[ci];
 	const char *body;
 	size_t blen;
-	int encoding;
+
+	if (compress_page(k, raw->buf, raw->len, &body, &blen) != 0)
+		return -1;
+	sb_reset(header);
+	page_header(header, raw->len, blen, rows, encoding, 0);
+	sb_add(&c->chunk, header->buf, header->len);
+	sb_add(&c->chunk, body, blen);
+	c->chunk_raw += header->len + raw->len;
+	*added = header->len + blen;
+	return 0;
+}
+
+static void *worker(void *arg)
+{
+	struct pq_codec *k = arg;
+
+	pthread_mutex_lock(&k->mu);
+	for (;;) {
+		struct pq_job *j;
+		struct pq_writer *pw;
+		uint64_t added = 0;
+		int r = -1;
+
+		while (k->count == 0 && !k->quit)
+			pthread_cond_wait(&k->job, &k->mu);
+		if (k->count == 0)
+			break;
+		j = &k->ring[k->head];
+		pw = j->pw;
+		if (!pw->wfailed) {
+			/* The page is the worker's until count goes down; the chunk too. */
+			pthread_mutex_unlock(&k->mu);
+			r = finish_page(&k->wk, pw, j->ci, &j->raw, j->rows, j->encoding, &k->wk.header, &added);
+			pthread_mutex_lock(&k->mu);
+		}
+		if (r != 0)
+			pw->wfailed = 1;
+		pw->pending += added;
+		pw->inflight--;
+		pw->inflight_bound -= page_bound(&k->wk, j->raw.len);
+		k->head = (k->head + 1) % PQ_QUEUE;
+		k->count--;
+		pthread_cond_broadcast(&k->done);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return NULL;
+}
+
+/* Wait until the worker is done with pw's pages.  0, or -1 when one failed. */
+static int drain(const struct pq_writer *pw)
+{
+	struct pq_codec *k = pw->o.codec;
+	int failed;
+
+	if (!k->threaded)
+		return 0;
+	pthread_mutex_lock(&k->mu);
+	while (pw->inflight > 0)
+		pthread_cond_wait(&k->done, &k->mu);
+	failed = pw->wfailed;
+	pthread_mutex_unlock(&k->mu);
+	return failed ? -1 : 0;
+}
+
+/*
+ * End the column's open page: its body is built here, compressed here or,
+ * with a worker, there (into a free slot of the ring, waiting for one).
+ */
+static int flush_page(struct pq_writer *pw, size_t ci)
+{
+	struct pq_colw *c = &pw->cols[ci];
+	struct pq_codec *k = pw->o.codec;
+	struct pq_job *j = NULL;
+	struct sb *page = &pw->page;
+	uint64_t added;
+	int encoding, failed = 0;
 
 	if (c->page_rows == 0)
 		return 0;
+	if (k->threaded) {
+		pthread_mutex_lock(&k->mu);
+		while (k->count == PQ_QUEUE)
+			pthread_cond_wait(&k->done, &k->mu);
+		/* The worker moves head and count together: this slot stays free. */
+		j = &k->ring[(k->head + k->count) % PQ_QUEUE];
+		failed = pw->wfailed;
+		pthread_mutex_unlock(&k->mu);
+		if (failed) {
+			pw->failed = 1;
+			return -1;
+		}
+		page = &j->raw;
+	}
 	if (c->nbits) {
 		sb_addc(&c->vals, (char)c->bits);
 		c->bits = c->nbits = 0;
 	}
 	pq_rle_finish(&c->rle);
-	sb_reset(&pw->page);
-	put_le(&pw->page, c->levels.len, 4);
-	sb_add(&pw->page, c->levels.buf, c->levels.len);
+	sb_reset(page);
+	put_le(page, c->levels.len, 4);
+	sb_add(page, c->levels.buf, c->levels.len);
 	encoding = ENC_PLAIN;
 	if (c->nidx > 0) {
 		struct pq_rle e;
@@ -1037,24 +1275,32 @@ static int flush_page(struct pq_writer *pw, size_t ci)
 		uint32_t i;
 
 		encoding = ENC_RLE_DICTIONARY;
-		sb_addc(&pw->page, (char)bw);
-		pq_rle_init(&e, &pw->page, bw);
+		sb_addc(page, (char)bw);
+		pq_rle_init(&e, page, bw);
 		for (i = 0; i < c->nidx; i++)
 			pq_rle_put(&e, c->idx[i]);
 		pq_rle_finish(&e);
 	} else {
-		sb_add(&pw->page, c->vals.buf, c->vals.len);
+		sb_add(page, c->vals.buf, c->vals.len);
 	}
-	if (compress_page(pw->o.codec, pw->page.buf, pw->page.len, &body, &blen) != 0) {
-		pw->failed = 1;
-		return -1;
+	if (j) {
+		j->pw = pw;
+		j->ci = ci;
+		j->rows = c->page_rows;
+		j->encoding = encoding;
+		pthread_mutex_lock(&k->mu);
+		k->count++;
+		pw->inflight++;
+		pw->inflight_bound += page_bound(&k->wk, page->len);
+		pthread_cond_signal(&k->job);
+		pthread_mutex_unlock(&k->mu);
+	} else {
+		if (finish_page(&k->main, pw, ci, page, c->page_rows, encoding, &pw->header, &added) != 0) {
+			pw->failed = 1;
+			return -1;
+		}
+		pw->pending += added;
 	}
-	sb_reset(&pw->header);
-	page_header(&pw->header, pw->page.len, blen, c->page_rows, encoding, 0);
-	sb_add(&c->chunk, pw->header.buf, pw->header.len);
-	sb_add(&c->chunk, body, blen);
-	c->chunk_raw += pw->header.len + pw->page.len;
-	pw->pending += pw->header.len + blen;
 	colw_reset_page(c);
 	return 0;
 }
@@ -1118,6 +1364,11 @@ static int flush_row_group(struct pq_writer *pw)
 		if (flush_page(pw, i) != 0)
 			return -1;
 	}
+	/* The chunks are complete once the worker is done with the pages. */
+	if (drain(pw) != 0) {
+		pw->failed = 1;
+		return -1;
+	}
 	pq_thrift_init(&t, &pw->rowgroups);
 	pq_thrift_elem_struct(&t);
 	pq_thrift_list(&t, 1, PQ_T_STRUCT, pw->n);
@@ -1130,7 +1381,7 @@ static int flush_row_group(struct pq_writer *pw)
 			const char *body;
 			size_t blen;
 
-			if (compress_page(pw->o.codec, c->dvals.buf, c->dvals.len, &body, &blen) != 0) {
+			if (compress_page(&pw->o.codec->main, c->dvals.buf, c->dvals.len, &body, &blen) != 0) {
 				pw->failed = 1;
 				return -1;
 			}
@@ -1313,6 +1564,8 @@ int pq_writer_close(struct pq_writer *pw, uint64_t *size)
 
 	if (pw == NULL)
 		return 0;
+	if (drain(pw) != 0)
+		pw->failed = 1;
 	if (flush_row_group(pw) != 0 || write_footer(pw) != 0) {
 		pq_writer_abort(pw);
 		return -1;
@@ -1329,6 +1582,8 @@ void pq_writer_abort(struct pq_writer *pw)
 {
 	if (pw == NULL)
 		return;
+	/* The worker may still be writing into this writer's chunks. */
+	drain(pw);
 	if (pw->w)
 		bucket_writer_abort(pw->w);
 	free_writer(pw);
@@ -1341,10 +1596,175 @@ uint64_t pq_writer_rows(const struct pq_writer *pw)
 
 uint64_t pq_writer_bytes(const struct pq_writer *pw)
 {
+	drain(pw);
 	return pw->offset + pw->pending;
 }
 
+int pq_writer_reached(const struct pq_writer *pw, uint64_t limit)
+{
+	struct pq_codec *k = pw->o.codec;
+	uint64_t most;
+
+	if (k->threaded) {
+		/* Wait for the exact size only when the pages in flight could reach the limit. */
+		pthread_mutex_lock(&k->mu);
+		most = pw->offset + pw->pending + pw->inflight_bound;
+		pthread_mutex_unlock(&k->mu);
+		if (most < limit)
+			return 0;
+		drain(pw);
+	}
+	return pw->offset + pw->pending >= limit;
+}
+
 /* ---- adding a record ---- */
+
+/*
+ * The members of a record, walked as json_object_next() does (the text is
+ * validated: no checks beyond staying inside the span), but 16 bytes at a
+ * time, and saying which strings hold a backslash, so that keys and values
+ * without one are used in place without a second look.
+ */
+static int is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static const unsigned char *walk_ws(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && is_ws(*p))
+		p++;
+	return p;
+}
+
+/* p just after a string's opening quote: the byte after its closing one; *esc: it holds a backslash. */
+static const unsigned char *walk_string(const unsigned char *p, const unsigned char *end, int *esc)
+{
+	for (;;) {
+#ifdef __SSE2__
+		const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+
+		while (end - p >= 16) {
+			__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+									      _mm_cmpeq_epi8(x, bslash)));
+
+			if (m) {
+				p += __builtin_ctz(m);
+				break;
+			}
+			p += 16;
+		}
+#endif
+		while (p < end && *p != '"' && *p != '\\')
+			p++;
+		if (p >= end)
+			return end;
+		if (*p == '"')
+			return p + 1;
+		/* A backslash and the byte it escapes (a validated string goes on after it). */
+		*esc = 1;
+		p += 2;
+	}
+}
+
+/* The byte after the value at p. */
+static const unsigned char *walk_value(const unsigned char *p, const unsigned char *end, int *esc)
+{
+	unsigned depth = 0;
+	int inner = 0;
+
+	if (*p == '"')
+		return walk_string(p + 1, end, esc);
+	if (*p != '{' && *p != '[') {
+		while (p < end && *p != ',' && *p != '}' && *p != ']' && !is_ws(*p))
+			p++;
+		return p;
+	}
+	while (p < end) {
+#ifdef __SSE2__
+		/* The next '"', '{', '}', '[' or ']': '[' | 0x20 is '{', ']' | 0x20 is '}'. */
+		const __m128i quote = _mm_set1_epi8('"'), open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+		const __m128i bit = _mm_set1_epi8(0x20);
+
+		while (end - p >= 16) {
+			__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p), y = _mm_or_si128(x, bit);
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+				_mm_or_si128(_mm_cmpeq_epi8(y, open), _mm_cmpeq_epi8(y, close))));
+
+			if (m) {
+				p += __builtin_ctz(m);
+				break;
+			}
+			p += 16;
+		}
+		if (p >= end)
+			break;
+#endif
+		switch (*p) {
+		case '"':
+			p = walk_string(p + 1, end, &inner);
+			continue;
+		case '{':
+		case '[':
+			depth++;
+			break;
+		case '}':
+		case ']':
+			if (--depth == 0)
+				return p + 1;
+			break;
+		default:
+			break;
+		}
+		p++;
+	}
+	return p;
+}
+
+static enum json_type walk_type(unsigned char c)
+{
+	switch (c) {
+	case '{': return JSON_OBJECT;
+	case '[': return JSON_ARRAY;
+	case '"': return JSON_STRING;
+	case 't': return JSON_TRUE;
+	case 'f': return JSON_FALSE;
+	case 'n': return JSON_NULL;
+	default: return JSON_NUMBER;
+	}
+}
+
+/* json_object_next() of a validated object; *kesc, *vesc: the key, the value (a string) hold a backslash. */
+static int walk_next(const struct json_span *obj, size_t *pos, struct json_span *key, struct json_span *val,
+		     int *kesc, int *vesc)
+{
+	const unsigned char *base = (const unsigned char *)obj->p;
+	const unsigned char *end = base + obj->len, *p = base + *pos, *q;
+
+	if (*pos == 0)
+		p++;
+	p = walk_ws(p, end);
+	if (p < end && *p == ',')
+		p = walk_ws(p + 1, end);
+	if (p >= end || *p == '}') {
+		*pos = (size_t)(p - base);
+		return 0;
+	}
+	*kesc = *vesc = 0;
+	q = walk_string(p + 1, end, kesc);
+	key->p = (const char *)p;
+	key->len = (size_t)(q - p);
+	key->type = JSON_STRING;
+	p = walk_ws(q, end);
+	p = walk_ws(p + 1, end);	/* ':' */
+	q = walk_value(p, end, vesc);
+	val->p = (const char *)p;
+	val->len = (size_t)(q - p);
+	val->type = walk_type(*p);
+	*pos = (size_t)(q - base);
+	return 1;
+}
 
 /* A value its column cannot hold: the narrowest type that holds it (pq_fail). */
 static int widen(struct pq_fail *f, enum pq_kind need, enum json_type want, int mismatch, const char *why)
@@ -1356,10 +1776,10 @@ static int widen(struct pq_fail *f, enum pq_kind need, enum json_type want, int 
 	return PQ_WIDEN;
 }
 
-/* The bytes of a JSON string span's contents: in place, or decoded into scratch. */
-static void string_bytes(struct pq_writer *pw, const struct json_span *v, struct pq_cell *cell)
+/* The bytes of a JSON string span's contents: in place (no backslash: esc 0), or decoded into scratch. */
+static void string_bytes(struct pq_writer *pw, const struct json_span *v, int esc, struct pq_cell *cell)
 {
-	if (memchr(v->p + 1, '\\', v->len - 2) == NULL) {
+	if (!esc) {
 		cell->p = v->p + 1;
 		cell->len = v->len - 2;
 		return;
@@ -1375,7 +1795,7 @@ static void string_bytes(struct pq_writer *pw, const struct json_span *v, struct
  * that holds it; the lattice of parquet.h).
  */
 static int parse_value(struct pq_writer *pw, const struct pq_column *col, const struct json_span *v,
-		       struct pq_cell *cell, struct pq_fail *f)
+		       int esc, struct pq_cell *cell, struct pq_fail *f)
 {
 	int r;
 
@@ -1423,7 +1843,7 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 	case PQ_STRING:
 		if (v->type != JSON_STRING)
 			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a string");
-		string_bytes(pw, v, cell);
+		string_bytes(pw, v, esc, cell);
 		return 0;
 	case PQ_TIMESTAMP:
 	case PQ_DATE: {
@@ -1432,7 +1852,7 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 		if (v->type != JSON_STRING)
 			return widen(f, PQ_TEXT, JSON_NONE, 1, col->kind == PQ_DATE ?
 				     "is not a date (YYYY-MM-DD)" : "is not an RFC 3339 date-time");
-		string_bytes(pw, v, cell);
+		string_bytes(pw, v, esc, cell);
 		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
 		if (col->kind == PQ_DATE) {
 			int32_t d = 0;
@@ -1451,7 +1871,7 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 	}
 	case PQ_TEXT:
 		if (v->type == JSON_STRING) {
-			string_bytes(pw, v, cell);
+			string_bytes(pw, v, esc, cell);
 		} else {
 			cell->p = v->p;
 			cell->len = v->len;
@@ -1603,7 +2023,7 @@ static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell
 }
 
 /* The column of a record member, or SIZE_MAX; *next: where the next one probably is. */
-static size_t match(struct pq_writer *pw, const struct json_span *key, size_t *next)
+static size_t match(struct pq_writer *pw, const struct json_span *key, int esc, size_t *next)
 {
 	const struct pq_schema *s = pw->s;
 	size_t i = *next;
@@ -1614,7 +2034,7 @@ static size_t match(struct pq_writer *pw, const struct json_span *key, size_t *n
 		*next = i + 1;
 		return i;
 	}
-	if (memchr(key->p, '\\', key->len) == NULL) {
+	if (!esc) {
 		i = schema_find(s, key->p + 1, key->len - 2);
 	} else {
 		sb_reset(&pw->key);
@@ -1630,7 +2050,7 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 {
 	struct json_span key, val;
 	size_t pos = 0, next = 0, i, xi = pw->n - 1;
-	int r;
+	int r, kesc, vesc;
 
 	if (pw->failed)
 		return -2;
@@ -1641,8 +2061,8 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 	}
 	sb_reset(&pw->scratch);
 	sb_reset(&pw->extra);
-	while (json_object_next(rec, &pos, &key, &val)) {
-		i = match(pw, &key, &next);
+	while (rec->type == JSON_OBJECT && walk_next(rec, &pos, &key, &val, &kesc, &vesc)) {
+		i = match(pw, &key, kesc, &next);
 		if (i == SIZE_MAX || pw->cells[i].gen == pw->gen) {
 			sb_addc(&pw->extra, pw->extra.len ? ',' : '{');
 			sb_add(&pw->extra, key.p, key.len);
@@ -1651,7 +2071,7 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 			continue;
 		}
 		pw->cells[i].gen = pw->gen;
-		r = parse_value(pw, &pw->s->cols[i], &val, &pw->cells[i], f);
+		r = parse_value(pw, &pw->s->cols[i], &val, vesc, &pw->cells[i], f);
 		if (r != 0) {
 			f->column = i;
 			f->value = val;

@@ -166,10 +166,17 @@ void pq_schema_types_json(const struct pq_schema *s, struct sb *out);
 
 /* ---- the writer ---- */
 
-/* The page compressor, shared by every writer of a sink (one thread). */
-struct pq_codec;
-/* c: the codec (COMPRESSION_NONE: UNCOMPRESSED); level 0: the default. */
-struct pq_codec *pq_codec_new(enum compression c, int level);
+/*
+ * The page compressor, shared by every writer of a sink (all used from one
+ * thread).  c: the codec (COMPRESSION_NONE: UNCOMPRESSED); level 0: the
+ * default.  threads 0: pages are compressed in the calling thread; more:
+ * by one worker thread (one, whatever the number: the pages of a column
+ * must stay in order), fed through a queue of at most four pages, while
+ * the caller goes on with the next records.  The files are byte for byte
+ * those of threads 0.  NULL on error (reported).  Free the codec after the
+ * writers that use it.
+ */
+struct pq_codec *pq_codec_new(enum compression c, int level, int threads);
 void pq_codec_free(struct pq_codec *c);
 
 struct pq_options {
@@ -249,8 +256,16 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 
 /* Rows added so far. */
 uint64_t pq_writer_rows(const struct pq_writer *pw);
-/* Bytes of the file so far: written, plus the compressed pages of the open row group. */
+/*
+ * Bytes of the file so far: written, plus the compressed pages of the open
+ * row group (with a worker, this waits for the pages it holds).
+ */
 uint64_t pq_writer_bytes(const struct pq_writer *pw);
+/*
+ * pq_writer_bytes(pw) >= limit, waiting for the worker only when its pages
+ * could make the difference: what to ask after each record.
+ */
+int pq_writer_reached(const struct pq_writer *pw, uint64_t limit);
 
 /*
  * Write the last row group and the footer, close the file; frees pw.  The

@@ -479,7 +479,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	}
 	st->records++;
 	st->file_records++;
-	if (pq_writer_bytes(st->pw) >= s->cfg->max_file_size && close_file(s, st) != 0)
+	if (pq_writer_reached(st->pw, s->cfg->max_file_size) && close_file(s, st) != 0)
 		return -1;
 	if ((st->records & 4095) == 0)
 		maybe_progress(s);
@@ -1092,7 +1092,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	if (cfg->parquet) {
 		s.parquet = 1;
 		s.ext = ".parquet";	/* the pages are compressed, not the file */
-		s.codec = pq_codec_new(cfg->compression, cfg->compression_level);
+		s.codec = pq_codec_new(cfg->compression, cfg->compression_level, opt->threads);
 		s.pqo.codec = s.codec;
 		s.pqo.row_group_rows = cfg->row_group_rows;
 		s.pqo.row_group_size = cfg->row_group_size;

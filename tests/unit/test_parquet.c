@@ -340,7 +340,7 @@ static void test_file(void)
 		"{\"name\":\"\\u00e9\",\"id\":9223372036854775807,\"x\":[1, 2]}",
 	};
 	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
-	struct pq_codec *codec = pq_codec_new(COMPRESSION_ZSTD, 0);
+	struct pq_codec *codec = pq_codec_new(COMPRESSION_ZSTD, 0, 0);
 	struct pq_options o = { codec, 2, 1 << 20, 0 };
 	struct bucket *b;
 	struct pq_writer *pw;
@@ -417,7 +417,7 @@ static struct bucket *wb;
 /* Add {"c":value} to a new writer of s (dropped after): pq_writer_add()'s return. */
 static int add_value(const struct pq_schema *s, const char *value, struct pq_fail *f)
 {
-	struct pq_codec *codec = pq_codec_new(COMPRESSION_NONE, 0);
+	struct pq_codec *codec = pq_codec_new(COMPRESSION_NONE, 0, 0);
 	struct pq_options o = { codec, 10, 1 << 20, 0 };
 	struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "w.parquet"), s, &o);
 	char *rec = xasprintf("{\"c\":%s}", value);
@@ -786,13 +786,14 @@ static size_t thrift_i32s(const void *p, size_t n, const char *want_path, int64_
 	return r.bad ? 0 : nvals;
 }
 
-/* Write recs to a Parquet file with codec c; its bytes into data. */
-static int write_file(enum compression c, const char *const *recs, size_t n, struct sb *data)
+/* Write recs to a Parquet file with codec c and threads; its bytes into data. */
+static int write_file_threads(enum compression c, int threads, const char *const *recs, size_t n,
+			      struct sb *data)
 {
 	static const char schema[] = "{\"properties\":{\"id\":{\"type\":\"integer\"},"
 				     "\"name\":{\"type\":[\"null\",\"string\"]},\"x\":{\"type\":\"number\"}}}";
 	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
-	struct pq_codec *codec = pq_codec_new(c, 0);
+	struct pq_codec *codec = pq_codec_new(c, 0, threads);
 	struct pq_options o = { codec, 1000, 1 << 20, 256 };
 	struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "s.parquet"), s, &o);
 	struct pq_fail f;
@@ -814,6 +815,115 @@ static int write_file(enum compression c, const char *const *recs, size_t n, str
 	pq_codec_free(codec);
 	pq_schema_free(s);
 	return r;
+}
+
+static int write_file(enum compression c, const char *const *recs, size_t n, struct sb *data)
+{
+	return write_file_threads(c, 0, recs, n, data);
+}
+
+/*
+ * The worker thread (pq_codec_new(..., 1)): the same bytes as without it,
+ * for every codec, over many pages and row groups; two writers sharing one
+ * codec; pq_writer_reached() agrees with pq_writer_bytes(); an abort with
+ * pages in flight.
+ */
+static void test_threads(void)
+{
+	static const enum compression codecs[] = {
+		COMPRESSION_ZSTD, COMPRESSION_SNAPPY, COMPRESSION_GZIP, COMPRESSION_NONE
+	};
+	static const char schema[] = "{\"properties\":{\"id\":{\"type\":\"integer\"},"
+				     "\"name\":{\"type\":[\"null\",\"string\"]},\"x\":{\"type\":\"number\"}}}";
+	enum { N = 5000 };
+	const char **recs = xcalloc(N, sizeof(*recs));
+	char **owned = xcalloc(N, sizeof(*owned));
+	struct sb one = SB_INIT, two = SB_INIT, a = SB_INIT, b = SB_INIT;
+	size_t i, k;
+
+	for (i = 0; i < N; i++) {
+		owned[i] = xasprintf(i % 11 == 0 ? "{\"id\":%zu,\"name\":null,\"x\":%zu.5,\"u\":%zu}" :
+				     "{\"id\":%zu,\"name\":\"name %zu\",\"x\":%zu.5}", i, (i * 7919) % 301, i);
+		recs[i] = owned[i];
+	}
+	{
+		/* Whitespace between members, escapes in keys and values: the walk of a record. */
+		static const char *const tight[] = {
+			"{\"id\":1,\"name\":\"a\\\"b\\\\\",\"x\":1.5,\"u\\u0041\":[1,{\"k\":\"]}\\\"\"}]}",
+			"{\"n\\u0061me\":\"\\u00e9t\\u00e9\",\"id\":-7,\"x\":null,\"v\":{}}",
+		};
+		static const char *const loose[] = {
+			"{ \"id\" : 1 ,\n\t\"name\" :\"a\\\"b\\\\\" , \"x\":1.5\r\n, \"u\\u0041\":[1,{\"k\":\"]}\\\"\"}] }",
+			"{\"n\\u0061me\" : \"\\u00e9t\\u00e9\" , \"id\" : -7 , \"x\" : null , \"v\" : {} }",
+		};
+
+		ok(write_file(COMPRESSION_NONE, tight, 2, &one) == 0 && write_file(COMPRESSION_NONE, loose, 2, &two) == 0 &&
+		   one.len > 0 && one.len == two.len && memcmp(one.buf, two.buf, one.len) == 0,
+		   "whitespace around members and escaped keys: the same file as compact records");
+		ok(memmem(one.buf, one.len, "a\"b\\", 4) != NULL && memmem(one.buf, one.len, "\xc3\xa9t\xc3\xa9", 5) != NULL,
+		   "... strings decoded, an escaped key matched to its column");
+	}
+	for (k = 0; k < sizeof(codecs) / sizeof(codecs[0]); k++) {
+		ok(write_file_threads(codecs[k], 0, recs, N, &one) == 0 &&
+		   write_file_threads(codecs[k], 1, recs, N, &two) == 0,
+		   "codec %d: %d records written without and with the worker", (int)codecs[k], N);
+		ok(one.len > 0 && one.len == two.len && memcmp(one.buf, two.buf, one.len) == 0,
+		   "... byte for byte the same file (%zu bytes)", one.len);
+	}
+	{
+		/* Two writers on one codec, records interleaved, as a sink does. */
+		struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
+		struct pq_codec *c0 = pq_codec_new(COMPRESSION_ZSTD, 0, 0), *c1 = pq_codec_new(COMPRESSION_ZSTD, 0, 1);
+		struct pq_options o0 = { c0, 700, 1 << 20, 128 }, o1 = { c1, 700, 1 << 20, 128 };
+		struct pq_writer *w0a = pq_writer_open(bucket_writer_open(wb, "t0a.parquet"), s, &o0);
+		struct pq_writer *w0b = pq_writer_open(bucket_writer_open(wb, "t0b.parquet"), s, &o0);
+		struct pq_writer *w1a = pq_writer_open(bucket_writer_open(wb, "t1a.parquet"), s, &o1);
+		struct pq_writer *w1b = pq_writer_open(bucket_writer_open(wb, "t1b.parquet"), s, &o1);
+		struct pq_writer *w1c = pq_writer_open(bucket_writer_open(wb, "t1c.parquet"), s, &o1);
+		struct pq_fail f;
+		int bad = 0, agree = 1;
+
+		for (i = 0; i < N; i++) {
+			struct json_span rec = { recs[i], strlen(recs[i]), JSON_OBJECT };
+			int x = i % 3 == 0;
+
+			bad |= pq_writer_add(x ? w0a : w0b, &rec, &f) != 0;
+			bad |= pq_writer_add(x ? w1a : w1b, &rec, &f) != 0;
+			bad |= pq_writer_add(w1c, &rec, &f) != 0;
+			if (i % 97 == 0) {
+				uint64_t limit = pq_writer_bytes(w0a) + (i % 5) * 40;
+
+				agree &= pq_writer_reached(w1a, limit) == (pq_writer_bytes(w0a) >= limit);
+				agree &= pq_writer_bytes(w1a) == pq_writer_bytes(w0a);
+			}
+		}
+		ok(!bad, "two writers on one codec, with and without the worker: every record added");
+		ok(agree, "... pq_writer_reached() and pq_writer_bytes() agree with the writer without a worker");
+		/* An abort while the worker may still hold the third writer's pages. */
+		pq_writer_abort(w1c);
+		ok(pq_writer_close(w0a, NULL) == 0 && pq_writer_close(w0b, NULL) == 0 &&
+		   pq_writer_close(w1a, NULL) == 0 && pq_writer_close(w1b, NULL) == 0, "... they close");
+		ok(bucket_get(wb, "t0a.parquet", &a) == 0 && bucket_get(wb, "t1a.parquet", &b) == 0 &&
+		   a.len == b.len && memcmp(a.buf, b.buf, a.len) == 0, "... the first file the same bytes");
+		ok(bucket_get(wb, "t0b.parquet", &a) == 0 && bucket_get(wb, "t1b.parquet", &b) == 0 &&
+		   a.len == b.len && memcmp(a.buf, b.buf, a.len) == 0, "... the second file the same bytes");
+		ok(bucket_get(wb, "t1c.parquet", &a) != 0, "... the aborted one is not there");
+		bucket_delete(wb, "t0a.parquet");
+		bucket_delete(wb, "t0b.parquet");
+		bucket_delete(wb, "t1a.parquet");
+		bucket_delete(wb, "t1b.parquet");
+		pq_codec_free(c0);
+		pq_codec_free(c1);
+		pq_schema_free(s);
+	}
+	for (i = 0; i < N; i++)
+		free(owned[i]);
+	free(owned);
+	free(recs);
+	sb_free(&one);
+	sb_free(&two);
+	sb_free(&a);
+	sb_free(&b);
 }
 
 /*
@@ -982,6 +1092,7 @@ int main(int argc, char **argv)
 		test_widening_ends();
 		test_widen_never_narrows();
 		test_snappy();
+		test_threads();
 		bucket_free(wb);
 		rmdir(dir);
 	}
