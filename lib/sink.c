@@ -759,29 +759,38 @@ static int switch_version(struct sink *s, struct stream *st, const struct json_s
 
 /*
  * ACTIVATE_VERSION: the records of this version replace every earlier one
- * (Singer).  This run's files of other versions are dropped now; the
- * stream's files of earlier runs go at commit (plan "activated").
+ * (Singer).  This run's files of other versions are dropped now (files of
+ * records without a "version" stay); the stream's files of earlier runs go
+ * at commit (plan "activated").
  */
 static int on_activate(struct sink *s, const struct singer_msg *m)
 {
-	struct stream *st = lookup(s, &m->stream);
+	struct stream *st;
 	size_t i, kept = 0;
 
+	/* One without a stream or a version says nothing: passed over. */
+	if (m->stream.type != JSON_STRING) {
+		err_warn("<stdin>:%llu: ACTIVATE_VERSION without a stream: passed over", s->lineno);
+		return 0;
+	}
+	st = lookup(s, &m->stream);
 	if (st == NULL)
 		return -1;
 	if (st->dropped)
 		return 0;
 	if (m->version.type != JSON_NUMBER && m->version.type != JSON_STRING) {
-		fail(s, "<stdin>:%llu: ACTIVATE_VERSION of stream '%s' has no version", s->lineno, st->name);
-		return -1;
+		err_warn("<stdin>:%llu: ACTIVATE_VERSION of stream '%s' without a version: passed over",
+			 s->lineno, st->name);
+		return 0;
 	}
 	if (new_version(st, &m->version) && switch_version(s, st, &m->version) != 0)
 		return -1;
 	for (i = 0; i < s->plan->nfiles; i++) {
 		struct plan_file *f = &s->plan->files[i];
 
-		if (strcmp(f->stream, st->name) == 0 &&
-		    (f->version == NULL || strcmp(f->version, st->version) != 0)) {
+		/* Records that name no version belong to none: they stay. */
+		if (strcmp(f->stream, st->name) == 0 && f->version != NULL &&
+		    strcmp(f->version, st->version) != 0) {
 			if (bucket_delete(s->b, f->staged) != 0) {
 				s->reported = 1;
 				fail(s, "cannot delete '%s' in %s", f->staged, bucket_url(s->b));

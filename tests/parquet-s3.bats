@@ -37,8 +37,8 @@ teardown() {
 	expect_file f <<<parquet
 }
 
-@test "s3: a value that does not fit fails the run and leaves the bucket as it was" {
-	pq_pipeline s3bad
+@test "s3: schema_mismatch: fail: a value that does not fit fails the run and leaves the bucket as it was" {
+	pq_pipeline s3bad "schema_mismatch: fail"
 	{
 		echo '{"type":"SCHEMA","stream":"t","schema":{"properties":{"id":{"type":"integer"}}}}'
 		echo '{"type":"RECORD","stream":"t","record":{"id":1}}'

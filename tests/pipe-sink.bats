@@ -232,7 +232,7 @@ bad_line() {
 	expect_staging_empty
 }
 
-@test "Singer: any case of types, RECORD before SCHEMA, ACTIVATE_VERSION and unknown types passed over" {
+@test "Singer: any case of types, RECORD before SCHEMA and unknown types passed over; ACTIVATE_VERSION in the plan, a file per version" {
 	cat >dump.jsonl <<-EOF
 	{"type":"record","stream":"s","record":{"n":1},"version":5}
 
@@ -250,13 +250,20 @@ bad_line() {
 	printf '%s\n' "$output" >plan.jsonl
 	plan_lines stream >got
 	expect_file got <<-'EOF'
-	{"type":"stream","stream":"s","dir":"raw/shop/s","records":2,"schema":{"properties":{"m":{"type":"string"}}},"key_properties":["m"]}
+	{"type":"stream","stream":"s","dir":"raw/shop/s","records":2,"schema":{"properties":{"m":{"type":"string"}}},"key_properties":["m"],"activated":5}
 	EOF
 	plan_lines state >got
 	echo '{"type":"state","value":{"n":2}}' | expect_file got
-	printf '%s\n' '{"n":1}' '{"n":2}' >want
+	# the record of version 5, then the one that names no version (kept)
+	plan_lines file | jq -c '[.records, .version]' >got
+	expect_file got <<-'EOF'
+	[1,5]
+	[1,null]
+	EOF
 	bucket_data "${STAGE}raw/shop/s/dt=2026-01-02/s_${RID}_0000.jsonl.zst" >got
-	diff -u want got
+	echo '{"n":1}' | expect_file got
+	bucket_data "${STAGE}raw/shop/s/dt=2026-01-02/s_${RID}_0001.jsonl.zst" >got
+	echo '{"n":2}' | expect_file got
 }
 
 @test "no STATE: the plan carries none" {
