@@ -307,19 +307,6 @@ static inline const unsigned char *ws(const unsigned char *p,
 	return p;
 }
 
-static enum json_type type_of(unsigned c)
-{
-	switch (c) {
-	case '{': return JSON_OBJECT;
-	case '[': return JSON_ARRAY;
-	case '"': return JSON_STRING;
-	case 't': return JSON_TRUE;
-	case 'f': return JSON_FALSE;
-	case 'n': return JSON_NULL;
-	default: return JSON_NUMBER;
-	}
-}
-
 /* Compare a key's raw bytes (no escapes, so no NUL) with a C string. */
 static int raw_equal(const unsigned char *s, size_t n, const char *k)
 {
@@ -443,7 +430,7 @@ after:
 	if (slot >= 0 && depth == 1) {
 		vals[slot].p = (const char *)vstart;
 		vals[slot].len = (size_t)(p - vstart);
-		vals[slot].type = type_of(*vstart);
+		vals[slot].type = json_type_at(*vstart);
 		slot = -1;
 	}
 	p = ws(p, end);
@@ -498,7 +485,7 @@ done:
 	if (out) {
 		out->p = (const char *)start;
 		out->len = (size_t)(p - start);
-		out->type = type_of(*start);
+		out->type = json_type_at(*start);
 	}
 	p = ws(p, end);
 	if (p != end)
@@ -585,7 +572,7 @@ static void set_span(struct json_span *s, const unsigned char *p,
 {
 	s->p = (const char *)p;
 	s->len = (size_t)(q - p);
-	s->type = type_of(*p);
+	s->type = json_type_at(*p);
 }
 
 static int container_next(const struct json_span *c, size_t *pos,

@@ -24,6 +24,20 @@ enum json_type {
 	JSON_NULL
 };
 
+/* The type of the valid JSON value whose first byte is c. */
+static inline enum json_type json_type_at(unsigned char c)
+{
+	switch (c) {
+	case '{': return JSON_OBJECT;
+	case '[': return JSON_ARRAY;
+	case '"': return JSON_STRING;
+	case 't': return JSON_TRUE;
+	case 'f': return JSON_FALSE;
+	case 'n': return JSON_NULL;
+	default: return JSON_NUMBER;
+	}
+}
+
 /* A value inside a buffer: p points at its first byte ('{', '"', '1', ...). */
 struct json_span {
 	const char *p;

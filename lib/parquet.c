@@ -1722,19 +1722,6 @@ static const unsigned char *walk_value(const unsigned char *p, const unsigned ch
 	return p;
 }
 
-static enum json_type walk_type(unsigned char c)
-{
-	switch (c) {
-	case '{': return JSON_OBJECT;
-	case '[': return JSON_ARRAY;
-	case '"': return JSON_STRING;
-	case 't': return JSON_TRUE;
-	case 'f': return JSON_FALSE;
-	case 'n': return JSON_NULL;
-	default: return JSON_NUMBER;
-	}
-}
-
 /* json_object_next() of a validated object; *kesc, *vesc: the key, the value (a string) hold a backslash. */
 static int walk_next(const struct json_span *obj, size_t *pos, struct json_span *key, struct json_span *val,
 		     int *kesc, int *vesc)
@@ -1761,7 +1748,7 @@ static int walk_next(const struct json_span *obj, size_t *pos, struct json_span 
 	q = walk_value(p, end, vesc);
 	val->p = (const char *)p;
 	val->len = (size_t)(q - p);
-	val->type = walk_type(*p);
+	val->type = json_type_at(*p);
 	*pos = (size_t)(q - base);
 	return 1;
 }
