@@ -3,12 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,11 +36,100 @@ static char opt_catalog[] = "--catalog", opt_properties[] = "--properties";
 static volatile sig_atomic_t got_signal;
 static volatile pid_t child_pid;
 
+/* The tap runs in a process group of its own: what it starts gets the signal too. */
+static void signal_tap(int sig)
+{
+	if (child_pid > 0 && kill(-child_pid, sig) != 0)
+		kill(child_pid, sig);
+}
+
 static void on_signal(int sig)
 {
 	got_signal = sig;
-	if (child_pid > 0)
-		kill(child_pid, sig);
+	signal_tap(sig);
+}
+
+/*
+ * The driver (dataspoc-pipe, whose pid is $DATASPOC_PIPE_PID): when it is
+ * gone, killed with SIGKILL, so is the run, and the tap must not go on
+ * alone in the driver's session.  Its pidfd says when it ends (a zombie
+ * counts as gone); without pidfds it is polled with kill(2).
+ */
+static pid_t driver_pid;		/* 0: none watched */
+static int driver_fd = -1;
+static int driver_gone;
+static double hard_kill_at;		/* when the tap gets SIGKILL, once the driver is gone */
+
+static void watch_driver(void)
+{
+	long pid = util_env_long("DATASPOC_PIPE_PID", 2, INT_MAX, 0);
+
+	if (pid == 0 || pid == (long)getpid() || driver_pid == (pid_t)pid)
+		return;
+	driver_pid = (pid_t)pid;
+#ifdef SYS_pidfd_open
+	driver_fd = (int)syscall(SYS_pidfd_open, driver_pid, 0);
+	if (driver_fd < 0 && errno == ESRCH)
+		driver_gone = 1;
+#endif
+	/* started by the driver itself (pipe-tap -n): its death is ours too */
+	if (getppid() == driver_pid) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+		if (getppid() != driver_pid)
+			driver_gone = 1;
+	}
+}
+
+/* 1 when the watched driver has gone. */
+static int driver_check(void)
+{
+	if (driver_pid == 0 || driver_gone)
+		return driver_gone;
+	if (driver_fd >= 0) {
+		struct pollfd p = { driver_fd, POLLIN, 0 };
+
+		if (poll(&p, 1, 0) > 0)
+			driver_gone = 1;
+	} else if (kill(driver_pid, 0) != 0 && errno == ESRCH) {
+		driver_gone = 1;
+	}
+	return driver_gone;
+}
+
+/*
+ * read(2) from a child's output, watching the driver meanwhile: once it is
+ * gone the tap gets SIGTERM, and SIGKILL 2 s later if it is still there.
+ */
+static ssize_t watched_read(int fd, char *buf, size_t n)
+{
+	for (;;) {
+		struct pollfd p[2] = { { fd, POLLIN, 0 }, { driver_fd, POLLIN, 0 } };
+		nfds_t np = 1;
+		int timeout = -1, r;
+
+		if (driver_pid && !driver_gone) {
+			if (driver_fd >= 0)
+				np = 2;
+			else
+				timeout = 500;
+		} else if (hard_kill_at > 0) {
+			double left = hard_kill_at - util_now();
+
+			timeout = left > 0 ? (int)(left * 1000) + 1 : 0;
+		}
+		r = poll(p, np, timeout);
+		if (r < 0)
+			return -1;
+		if (r > 0 && p[0].revents)
+			return read(fd, buf, n);
+		if (!driver_gone && driver_check()) {
+			hard_kill_at = util_now() + 2;
+			signal_tap(SIGTERM);
+		} else if (hard_kill_at > 0 && util_now() >= hard_kill_at) {
+			hard_kill_at = 0;
+			signal_tap(SIGKILL);
+		}
+	}
 }
 
 /* What pipe-tap may put in its private folder. */
@@ -222,7 +314,7 @@ static pid_t spawn(const char *exe, char *const argv[], int out_w, const char *s
 {
 	int errpipe[2], e;
 	ssize_t r;
-	pid_t pid;
+	pid_t pid, self = getpid();
 
 	*exec_errno = 0;
 	if (pipe2(errpipe, O_CLOEXEC) != 0) {
@@ -237,8 +329,14 @@ static pid_t spawn(const char *exe, char *const argv[], int out_w, const char *s
 		return -1;
 	}
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
+		int devnull;
 
+		/* its own group, which dies with pipe-tap (killed with SIGKILL) */
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (getppid() != self)
+			_exit(127);
+		devnull = open("/dev/null", O_RDONLY);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
@@ -259,6 +357,7 @@ static pid_t spawn(const char *exe, char *const argv[], int out_w, const char *s
 		}
 		_exit(127);
 	}
+	setpgid(pid, pid);	/* (fails harmlessly once it has run execv) */
 	close(errpipe[1]);
 	do
 		r = read(errpipe[0], &e, sizeof(e));
@@ -313,11 +412,29 @@ int tap_capture(char *const argv[], const char *stderr_path, struct sb *out)
 		close(fds[0]);
 		return -1;
 	}
-	if (util_read_fd(fds[0], out) != 0)
-		err_msg("cannot read the output of '%s':", argv[0]);
+	child_pid = pid;
+	/* one that came while it was being started did not reach it */
+	if (got_signal)
+		signal_tap(got_signal);
+	for (;;) {
+		ssize_t r;
+
+		sb_grow(out, 65536);
+		r = watched_read(fds[0], out->buf + out->len, out->cap - out->len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err_msg("cannot read the output of '%s':", argv[0]);
+		if (r <= 0)
+			break;
+		out->len += (size_t)r;
+		out->buf[out->len] = '\0';
+	}
 	close(fds[0]);
 	status = wait_status(pid);
-	return status;
+	child_pid = 0;
+	/* what it said when stopped is no answer (tap_run says why) */
+	return got_signal || driver_gone ? -1 : status;
 }
 
 static char *catalog_option(const struct pipe_config *cfg, const char *log)
@@ -352,6 +469,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	/* EPIPE instead of death, so the private files still go */
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old_pipe);
+	watch_driver();
 
 	if (state_wanted(state, state_len, &want_state) != 0) {
 		error = xstrdup("invalid state on stdin");
@@ -407,6 +525,8 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		catalog_path = xasprintf("%s/catalog.json", dir);
 		if (catalog_prepare(cfg, config_args, cache, opt->refresh_catalog, catalog_path,
 				    opt->stderr_path, &selected) != 0) {
+			if (got_signal || driver_gone)
+				goto stopped;
 			error = xstrdup("cannot prepare the tap's catalog");
 			status = 2;
 			goto out;
@@ -420,6 +540,13 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	argv[argc] = NULL;
 	if (opt->check) {
 		status = 0;
+		goto out;
+	}
+stopped:
+	if (driver_check()) {
+		status = 1;
+		error = xasprintf("%s not started: its driver (pid %ld) is gone", tap, (long)driver_pid);
+		err_msg("%s", error);
 		goto out;
 	}
 	/* A signal while the catalog was made: the tap does not start at all. */
@@ -447,7 +574,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	child_pid = pid;
 	/* one that came while the tap was being started did not reach it */
 	if (got_signal)
-		kill(pid, got_signal);
+		signal_tap(got_signal);
 	if (selected.len) {
 		struct sb line = SB_INIT;
 
@@ -455,13 +582,13 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		if (write_all(out_fd, line.buf, line.len) != 0) {
 			if (errno == EPIPE)
 				got_signal = SIGPIPE;
-			kill(pid, SIGTERM);
+			signal_tap(SIGTERM);
 		}
 		sb_free(&line);
 	}
 
 	for (;;) {
-		ssize_t r = read(fds[0], buf, sizeof(buf));
+		ssize_t r = watched_read(fds[0], buf, sizeof(buf));
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -476,7 +603,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 				got_signal = SIGPIPE;
 			else
 				error = xasprintf("cannot write the tap's output: %s", strerror(errno));
-			kill(pid, SIGTERM);
+			signal_tap(SIGTERM);
 			break;
 		}
 		wrote = 1;
@@ -486,6 +613,8 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	pid = -1;
 	child_pid = 0;
 	status = wstatus;
+	if (driver_gone && error == NULL && wstatus != 0)
+		error = xasprintf("%s stopped: its driver (pid %ld) is gone", tap, (long)driver_pid);
 	if (error)
 		status = 1;	/* we stopped the tap: its status says nothing */
 	else if (status > 128)

@@ -14,8 +14,12 @@
  *   {"type":"DATASPOC_TAP_END","status":"success","exit_status":0}
  *   {"type":"DATASPOC_TAP_END","status":"failure","exit_status":1,"error":"tap-x exited with status 1"}
  *
- * SIGINT, SIGTERM and SIGHUP are passed on to the tap; the temporary
- * directory is removed on every exit path but SIGKILL.
+ * The tap runs in a process group of its own.  SIGINT, SIGTERM and SIGHUP
+ * are passed on to that group; the temporary directory is removed on every
+ * exit path (by a helper process after a SIGKILL).  The tap gets SIGKILL when
+ * pipe-tap dies.  When $DATASPOC_PIPE_PID names the driver and that
+ * process ends (kill -9), the tap's group gets SIGTERM, SIGKILL 2 s later,
+ * and pipe-tap ends.
  */
 #ifndef PIPE_TAP_H
 #define PIPE_TAP_H
@@ -45,9 +49,11 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt);
 
 /*
- * Run argv (no shell), its stdin /dev/null, its stderr to stderr_path (NULL:
- * ours), appending its stdout to out.  Returns its exit status (128+n when
- * killed by signal n), or -1 when it could not be run (reported).
+ * Run argv (no shell) as tap_run() runs the tap (its own group, signals
+ * passed on, the driver watched), its stdin /dev/null, its stderr appended
+ * to stderr_path (NULL: ours), appending its stdout to out.  Returns its
+ * exit status (128+n when killed by signal n), or -1 when it could not be
+ * run (reported) or was stopped (a signal to pipe-tap, the driver gone).
  */
 int tap_capture(char *const argv[], const char *stderr_path, struct sb *out);
 

@@ -644,18 +644,24 @@ scenario_kill_pipe_sink() {
 	expect_recovered_to_old
 }
 
-# The driver itself: its stages run to their end, nothing commits, and the
-# next run takes over the dead run's lock and cleans its staging.
+# The driver itself: pipe-tap sees it go and stops the tap, which is never
+# released; pipe-sink, cut short, removes what it staged; nothing commits,
+# and the next run takes over the dead run's lock.
 scenario_kill_driver() {
 	start_blocked_run
 	local rid
 	wait_until bucket_exists .dataspoc/state/shop/lock
 	rid=$(bucket_cat .dataspoc/state/shop/lock | jq -r .run_id)
 	kill -9 "$DRIVER"
-	finish_run
+	DRIVER_STATUS=0
+	wait "$DRIVER" || DRIVER_STATUS=$?
 	assert_equal "$DRIVER_STATUS" 137
+	wait_until dead "$TAP_PID"
+	wait_until no_process pipe-tap
+	wait_until no_process pipe-sink
+	[ ! -e "$FAKE_DIR/tap-shop/release" ]
 	run -0 bucket_keys ".dataspoc/staging/shop/$rid/"
-	refute_output ""
+	assert_output ""
 	expect_recovered_to_old "pipe-state: warning: pipeline 'shop': taking over the lock of run $rid (pid $DRIVER on $(hostname)), which is no longer running"
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
