@@ -154,51 +154,106 @@ new_run_id() {
 	printf '%s%s\n' "$stamp" "$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 }
 
+# The first message of a program's stderr file that is not a warning,
+# without its "prog: ".
+first_error() {
+	grep -v -e '^[a-z-]*: warning: ' -e '^[[:space:]]*|' "$1" | sed -n '1{s/^pipe-[a-z]*: //;p;}'
+}
+
+# The error of a plan's end line (the JSON string's \" and \\ undone).
+plan_error() {
+	sed -n '$s/^{"type":"end".*,"error":"\(.*\)"}$/\1/p' "$1" |
+		sed 's/\\"/"/g; s/\\\\/\\/g'
+}
+
+# A sink error in the user's terms: "<stdin>:3:53: why" is about the tap's
+# output.
+user_terms() {
+	printf '%s\n' "$1" | sed 's/^<stdin>:\([0-9]*\):\([0-9]*\): /the tap'\''s output, line \1, column \2: /
+		s/^<stdin>:\([0-9]*\): /the tap'\''s output, line \1: /'
+}
+
+# A status in words: 137 -> "was killed by signal 9".
+status_words() {
+	if [ "$1" -gt 128 ] && [ "$1" -lt 255 ]; then
+		printf 'was killed by signal %s\n' $(($1 - 128))
+	elif [ "$1" -eq 255 ]; then
+		printf 'did not finish\n'
+	else
+		printf 'exited with status %s\n' "$1"
+	fi
+}
+
+# checks_failed STATUS ARGS...: the checks before the run failed.  A config
+# that does not load has said so, naming file:line:col.  Otherwise record
+# the failure in the bucket (a run at 2 a.m. that cannot find its tap is a
+# failed run, for status and logs), then say why in one line.
+checks_failed() {
+	_st=$1
+	shift
+	reason=$(first_error "$tmp/check.err")
+	[ -n "$reason" ] || reason="the checks before the run failed (status $_st)"
+	DATASPOC_RUN_ID=$(new_run_id) pipe-commit -a -e "$reason" "$@" </dev/null >/dev/null 2>&1
+	if [ $? -eq 2 ]; then
+		cat "$tmp/check.err" >&2
+		exit "$_st"
+	fi
+	grep -v -x -F -e "pipe-tap: $reason" -e "pipe-sink: $reason" "$tmp/check.err" >&2
+	err "run '$label' failed: $reason"
+	exit "$_st"
+}
+
 # run_pipeline FULL VERBOSE ARGS...: ARGS is NAME or -c FILE.
 run_pipeline() {
 	full=$1 verbose=$2
 	shift 2
 	label=$1
 	[ "$1" = -c ] && label=$(basename -- "$2" | sed 's/\.ya\{0,1\}ml$//')
+	tmp=$(private_dir) || exit 1
+	trap 'rm -rf "$tmp"' EXIT
 
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet).
 	if [ "${refresh_catalog:-0}" = 1 ]; then
-		pipe-tap -n --refresh-catalog "$@" </dev/null
+		pipe-tap -n --refresh-catalog "$@" </dev/null 2>"$tmp/check.err"
 	else
-		pipe-tap -n "$@" </dev/null
+		pipe-tap -n "$@" </dev/null 2>"$tmp/check.err"
 	fi
 	rc=$?
 	# A tap that is not there or cannot run is a config error too.
-	[ $rc -eq 0 ] || exit $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 ))
-	pipe-sink -n "$@" </dev/null || exit 2
+	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"
+	pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err" || checks_failed 2 "$@"
+	cat "$tmp/check.err" >&2
 
 	run_id=$(new_run_id)
 	DATASPOC_RUN_ID=$run_id
 	DATASPOC_PIPE_PID=$$
-	export DATASPOC_RUN_ID DATASPOC_PIPE_PID
-	tmp=$(private_dir) || exit 1
+	# pipe-sink leaves the report of a failure to this driver (one line).
+	DATASPOC_PIPE_DRIVER=1
+	export DATASPOC_RUN_ID DATASPOC_PIPE_PID DATASPOC_PIPE_DRIVER
 	job=
 	signal=
-	trap 'rm -rf "$tmp"' EXIT
 	trap 'signal=INT; [ -n "$job" ] && kill -s INT -- "-$job" 2>/dev/null' INT
 	trap 'signal=TERM; [ -n "$job" ] && kill -s TERM -- "-$job" 2>/dev/null' TERM
 	trap 'signal=HUP; [ -n "$job" ] && kill -s HUP -- "-$job" 2>/dev/null' HUP
 
 	say "Running: $label"
 	if [ "$full" = 1 ]; then
-		pipe-state get -f "$@" >"$tmp/state"
+		pipe-state get -f "$@" >"$tmp/state" 2>"$tmp/state.err"
 	else
-		pipe-state get "$@" >"$tmp/state"
+		pipe-state get "$@" >"$tmp/state" 2>"$tmp/state.err"
 	fi
 	rc=$?
 	if [ $rc -ne 0 ] && [ -z "$signal" ]; then
-		[ $rc -eq 2 ] && exit 2
 		# Nothing ran and pipe-state let go of the lock: nothing to undo or
 		# log (a run refused by another's lock leaves the bucket as it was).
-		err "run '$label' failed: pipe-state get exited with status $rc"
+		reason=$(first_error "$tmp/state.err")
+		grep -v -x -F -e "pipe-state: $reason" "$tmp/state.err" >&2
+		err "run '$label' failed: ${reason:-reading the saved state failed (status $rc)}"
+		[ $rc -eq 2 ] && exit 2
 		exit 1
 	fi
+	cat "$tmp/state.err" >&2
 	if [ -n "$signal" ]; then
 		:	# it came while pipe-state ran: no stage starts (below)
 	elif [ "$(cat "$tmp/state")" != "{}" ]; then
@@ -207,20 +262,34 @@ run_pipeline() {
 		say "  Full extraction (saved state ignored)"
 	fi
 
-	taplog=$tmp/tap.log
-	[ "$verbose" = 1 ] && taplog=/dev/stderr
 	sinkflags=
 	[ "$full" = 1 ] && sinkflags=-f
 	: >"$tmp/plan"
 	# Its own session, so a signal reaches every stage and the tap.  Once a
 	# signal came, nothing starts: the extraction would run to its end.
+	# pipe-tap's own messages go to pipe-tap.err (the driver says why the
+	# run failed); the tap's stderr to tap.log, and with -v also to the
+	# driver's stderr, written to the inherited descriptor (a fresh open of
+	# /dev/stderr would write over a redirected log).
 	if [ -z "$signal" ]; then
 		setsid sh -c '
-			d=$1 log=$2 sf=$3
+			d=$1 v=$2 sf=$3
 			shift 3
-			{ pipe-tap -l "$log" "$@" <"$d/state"; echo $? >"$d/tap.rc"; } |
-			{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
-		' sh "$tmp" "$taplog" "$sinkflags" "$@" &
+			if [ "$v" = 1 ]; then
+				{
+					{ pipe-tap "$@" <"$d/state" 2>&1 >&3 3>&-; echo $? >"$d/tap.rc"; } |
+					while IFS= read -r l || [ -n "$l" ]; do
+						case $l in
+						"pipe-tap: "*) printf "%s\n" "$l" >>"$d/pipe-tap.err" ;;
+						*) printf "%s\n" "$l" >>"$d/tap.log"; printf "%s\n" "$l" >&2 ;;
+						esac
+					done >/dev/null 3>&-
+				} 3>&1 | { pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
+			else
+				{ pipe-tap -l "$d/tap.log" "$@" <"$d/state" 2>"$d/pipe-tap.err"; echo $? >"$d/tap.rc"; } |
+				{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
+			fi
+		' sh "$tmp" "$verbose" "$sinkflags" "$@" &
 		job=$!
 		# (one that came before job was set found nothing to stop)
 		[ -z "$signal" ] || kill -s "$signal" -- "-$job" "$job" 2>/dev/null
@@ -233,33 +302,42 @@ run_pipeline() {
 
 	tap_rc=$(cat "$tmp/tap.rc" 2>/dev/null || echo 255)
 	sink_rc=$(cat "$tmp/sink.rc" 2>/dev/null || echo 255)
+	tap_said=
+	[ ! -s "$tmp/pipe-tap.err" ] ||
+		tap_said=$(grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v '^pipe-tap: warning: ' |
+			sed -n '1{s/^pipe-tap: //;p;}')
 	failed=
 	if [ -n "$signal" ]; then
 		failed="interrupted by SIG$signal"
 	elif [ "$sink_rc" -ne 0 ] && { [ "$tap_rc" -eq 0 ] || [ "$tap_rc" -eq 141 ]; }; then
-		failed="pipe-sink exited with status $sink_rc"
+		failed=$(plan_error "$tmp/plan")
+		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
 	elif [ "$tap_rc" -ne 0 ]; then
-		failed="pipe-tap exited with status $tap_rc"
-		[ "$tap_rc" -gt 128 ] && failed="pipe-tap exited with status $tap_rc (signal $((tap_rc - 128)))"
+		failed=$tap_said
+		[ -n "$failed" ] || failed="pipe-tap $(status_words "$tap_rc")"
+		# pipe-tap's other messages (the one that says why is said below)
+		grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v -x -F -e "pipe-tap: $failed" >&2
 	elif [ "$sink_rc" -ne 0 ]; then
-		failed="pipe-sink exited with status $sink_rc"
+		failed=$(plan_error "$tmp/plan")
+		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
 	fi
 	if [ -z "$failed" ]; then
 		pipe-commit "$@" <"$tmp/plan"
 		rc=$?
 		[ $rc -eq 0 ] && exit 0
-		failed="pipe-commit exited with status $rc"
+		failed="the commit did not finish (pipe-commit $(status_words "$rc"))"
 		# Let go of the lock; a commit that began is kept for the next run.
 		pipe-commit -a -e "$failed" "$@" <"$tmp/plan"
 		err "run '$label' failed: $failed"
 		exit 1
 	fi
-	if [ "$verbose" != 1 ] && [ -s "$tmp/tap.log" ]; then
+	# The tap's last words explain most failures; not an interruption's.
+	if [ "$verbose" != 1 ] && [ -z "$signal" ] && [ -s "$tmp/tap.log" ]; then
 		err "the tap's last words:"
 		tail -n 20 "$tmp/tap.log" | sed 's/^/  | /' >&2
 	fi
-	pipe-commit -a -e "$failed" "$@" <"$tmp/plan"
-	err "run '$label' failed: $failed"
+	pipe-commit -a -t "$tmp/tap.log" -e "$failed" "$@" <"$tmp/plan"
+	err "run '$label' failed: $(user_terms "$failed")"
 	case $signal in
 	INT) exit 130 ;;
 	TERM) exit 143 ;;

@@ -164,6 +164,131 @@ static void find_secrets(const struct json_span *v, struct sb *found, int depth)
 	}
 }
 
+/* Append to vals (NUL-separated) the string values of secret-looking members. */
+static void find_secret_values(const struct json_span *v, struct sb *vals, int depth)
+{
+	struct json_span key, val;
+	size_t pos = 0;
+
+	if (depth > 64)
+		return;
+	if (v->type == JSON_ARRAY) {
+		while (json_array_next(v, &pos, &val))
+			find_secret_values(&val, vals, depth + 1);
+		return;
+	}
+	if (v->type != JSON_OBJECT)
+		return;
+	while (json_object_next(v, &pos, &key, &val)) {
+		struct sb name = SB_INIT, value = SB_INIT;
+
+		json_string_decode(&key, &name);
+		if (val.type == JSON_STRING && val.len > 2 && name.buf && strlen(name.buf) == name.len &&
+		    secret_name(name.buf)) {
+			json_string_decode(&val, &value);
+			if (value.len && strlen(value.buf) == value.len)
+				sb_add(vals, value.buf, value.len + 1);
+		}
+		sb_free(&name);
+		sb_free(&value);
+		find_secret_values(&val, vals, depth + 1);
+	}
+}
+
+/* Replace every occurrence of needle in text by "***". */
+static void mask_value(struct sb *text, const char *needle)
+{
+	size_t n = strlen(needle);
+	struct sb out = SB_INIT;
+	const char *p, *hit;
+
+	if (n == 0 || text->len == 0 || !memmem(text->buf, text->len, needle, n))
+		return;
+	for (p = text->buf; (hit = memmem(p, text->len - (size_t)(p - text->buf), needle, n)); p = hit + n) {
+		sb_add(&out, p, (size_t)(hit - p));
+		sb_adds(&out, "***");
+	}
+	sb_add(&out, p, text->len - (size_t)(p - text->buf));
+	sb_free(text);
+	*text = out;
+}
+
+static int word_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-';
+}
+
+/*
+ * "NAME=value", "NAME: value", "\"NAME\": \"value\"" with a secret-looking
+ * NAME, and the password of "scheme://user:password@host": value masked.
+ */
+static void mask_patterns(struct sb *text)
+{
+	struct sb out = SB_INIT;
+	size_t i = 0, len = text->len;
+	const char *s = text->buf;
+
+	while (i < len) {
+		size_t w = i, e, v, ve;
+		unsigned char q = 0;
+
+		if (!word_byte((unsigned char)s[i])) {
+			if (s[i] == ':' && i + 2 < len && s[i + 1] == '/' && s[i + 2] == '/') {
+				/* scheme://user:password@ */
+				size_t u = i + 3, c = 0, at;
+
+				for (at = u; at < len && s[at] != '@' && s[at] != '/' && s[at] != ' ' &&
+				     s[at] != '\n'; at++)
+					if (s[at] == ':' && !c)
+						c = at;
+				if (at < len && s[at] == '@' && c && c + 1 < at) {
+					sb_add(&out, s + i, c + 1 - i);
+					sb_adds(&out, "***");
+					i = at;
+					continue;
+				}
+			}
+			sb_addc(&out, s[i++]);
+			continue;
+		}
+		while (i < len && word_byte((unsigned char)s[i]))
+			i++;
+		e = i;
+		v = i;
+		if (v < len && s[v] == '"')
+			v++;
+		while (v < len && s[v] == ' ')
+			v++;
+		if (v < len && (s[v] == '=' || s[v] == ':') && !(s[v] == ':' && v + 1 < len && s[v + 1] == '/')) {
+			char *name = xstrndup(s + w, e - w);
+			int secret = secret_name(name);
+
+			free(name);
+			v++;
+			while (v < len && s[v] == ' ')
+				v++;
+			if (v < len && (s[v] == '"' || s[v] == '\'')) {
+				q = (unsigned char)s[v];
+				v++;
+			}
+			for (ve = v; ve < len && s[ve] != '\n' &&
+			     (q ? (unsigned char)s[ve] != q : (s[ve] != ' ' && s[ve] != ',' && s[ve] != '&' &&
+							       s[ve] != ';' && s[ve] != '}')); ve++)
+				;
+			if (secret && ve > v) {
+				sb_add(&out, s + w, v - w);
+				sb_adds(&out, "***");
+				i = ve;
+				continue;
+			}
+		}
+		sb_add(&out, s + w, e - w);
+	}
+	sb_free(text);
+	*text = out;
+}
+
 static int read_file(const char *path, struct sb *out, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
@@ -236,4 +361,43 @@ out:
 	sb_free(&text);
 	sb_free(&found);
 	return ret;
+}
+
+void check_mask_secrets(const struct pipe_config *cfg, struct sb *text)
+{
+	struct sb file = SB_INIT, vals = SB_INIT;
+	struct json_span v;
+	struct stat st;
+	const char *json = NULL, *errmsg;
+	char *p;
+	size_t jlen = 0, errpos;
+
+	if (cfg && cfg->tap_config_file && read_file(cfg->tap_config_file, &file, &st) == 0) {
+		json = file.buf ? file.buf : "";
+		jlen = file.len;
+	} else if (cfg && cfg->tap_config_json) {
+		json = cfg->tap_config_json;
+		jlen = strlen(json);
+	}
+	if (json && json_validate(json, jlen, &v, &errpos, &errmsg) == 0)
+		find_secret_values(&v, &vals, 0);
+	/* the longest first, so that a value holding another is masked whole */
+	for (;;) {
+		char *longest = NULL;
+		size_t best = 0;
+
+		for (p = vals.buf; p && p < vals.buf + vals.len; p += strlen(p) + 1) {
+			if (strlen(p) > best) {
+				best = strlen(p);
+				longest = p;
+			}
+		}
+		if (longest == NULL)
+			break;
+		mask_value(text, longest);
+		memset(longest, 0, best);	/* done: now an empty entry */
+	}
+	mask_patterns(text);
+	sb_free(&file);
+	sb_free(&vals);
 }

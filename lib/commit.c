@@ -234,8 +234,9 @@ static void iso_of_run(const char *run_id, char *buf, size_t size)
 	util_iso_time(t == -1 ? time(NULL) : t, buf, size);
 }
 
+/* tap_stderr: lines to log as the "tap_stderr" list, or NULL for none. */
 static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
-		     const struct plan *p, const char *error)
+		     const struct plan *p, const char *error, const char *tap_stderr)
 {
 	struct sb log = SB_INIT;
 	char started[32], finished[32];
@@ -276,6 +277,20 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 		json_quote(&log, error, strlen(error));
 	else
 		sb_adds(&log, "null");
+	if (tap_stderr) {
+		const char *line = tap_stderr, *nl;
+		int first = 1;
+
+		sb_adds(&log, ",\n  \"tap_stderr\": [");
+		for (; *line; line = *nl ? nl + 1 : nl, first = 0) {
+			nl = strchr(line, '\n');
+			if (nl == NULL)
+				nl = line + strlen(line);
+			sb_adds(&log, first ? "\n    " : ",\n    ");
+			json_quote(&log, line, (size_t)(nl - line));
+		}
+		sb_adds(&log, first ? "]" : "\n  ]");
+	}
 	sb_adds(&log, "\n}\n");
 	ret = bucket_put(b, key, log.buf, log.len);
 	free(key);
@@ -297,7 +312,7 @@ int commit_finish(struct bucket *b, const struct plan *p)
 		goto out;
 	if (manifest_update(b, p) != 0)
 		goto out;
-	if (write_log(b, p->pipeline, p->run_id, p, NULL) != 0)
+	if (write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0)
 		goto out;
 	if (bucket_delete(b, pending) != 0)
 		goto out;
@@ -324,13 +339,13 @@ int commit_publish(struct bucket *b, const struct plan *p)
 }
 
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
-		 const struct plan *p, const char *error)
+		 const struct plan *p, const char *error, const char *tap_stderr)
 {
 	char *staging = util_staging_prefix(pipeline, run_id);
 	int ret = delete_prefix(b, staging);
 
 	free(staging);
-	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed") != 0)
+	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed", tap_stderr) != 0)
 		ret = -1;
 	return ret;
 }

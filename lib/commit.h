@@ -23,10 +23,12 @@ int commit_finish(struct bucket *b, const struct plan *p);
 /*
  * Clean up after a failed run: delete its staging, write a failure run log
  * saying error.  p may be NULL or a partial plan (its streams and records are
- * logged).  started_at may be NULL (taken from the run id).  0 or -1.
+ * logged).  started_at may be NULL (taken from the run id).  tap_stderr,
+ * when not NULL, is logged as the list "tap_stderr", a member per line
+ * (the caller has masked its secrets).  0 or -1.
  */
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
-		 const struct plan *p, const char *error);
+		 const struct plan *p, const char *error, const char *tap_stderr);
 
 /*
  * Recovery, under the run lock held by run_id: finish a pending commit, then

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "err.h"
 #include "json.h"
 #include "parquet.h"
@@ -333,6 +334,13 @@ static int open_file(struct sink *s, struct stream *st)
 	return 0;
 }
 
+static int env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && strcmp(v, value) == 0;
+}
+
 static void progress(struct sink *s, int final)
 {
 	struct sb out = SB_INIT;
@@ -381,6 +389,30 @@ static void maybe_progress(struct sink *s)
 		return;
 	s->next_progress = now + (s->tty ? 0.2 : 10.0);
 	progress(s, 0);
+}
+
+/*
+ * The start of a line that is not a Singer message (a tap's log line on
+ * stdout, often), quoted for the error: 60 bytes at most, cut at a
+ * character boundary, control bytes as '?', secrets masked.
+ */
+static void quote_line(struct sink *s, struct sb *out, const char *line, size_t len)
+{
+	struct sb q = SB_INIT;
+	size_t n = len, i;
+
+	if (n > 60) {
+		n = 60;
+		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
+			n--;
+	}
+	for (i = 0; i < n; i++)
+		sb_addc(&q, (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i]);
+	check_mask_secrets(s->cfg, &q);
+	sb_addc(out, '\'');
+	sb_add(out, q.buf ? q.buf : "", q.len);
+	sb_adds(out, n < len ? "...'" : "'");
+	sb_free(&q);
 }
 
 /* A value for a message: its first bytes, cut at a character boundary. */
@@ -1136,7 +1168,11 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			goto out;
 		}
 		if (singer_parse(line, len, &m, &errcol, &errmsg) != 0) {
-			fail(&s, "<stdin>:%llu:%zu: %s", s.lineno, errcol, errmsg);
+			struct sb q = SB_INIT;
+
+			quote_line(&s, &q, line, len);
+			fail(&s, "<stdin>:%llu:%zu: %s: %s", s.lineno, errcol, errmsg, q.buf);
+			sb_free(&q);
 			goto out;
 		}
 		switch (m.type) {
@@ -1198,7 +1234,8 @@ out:
 	fill_plan(&s, opt);
 	plan->ended = 1;
 	plan->success = ok;
-	if (!ok && !s.reported)
+	/* Under the driver, which says why the run failed in one line. */
+	if (!ok && !s.reported && !env_is("DATASPOC_PIPE_DRIVER", "1"))
 		err_msg("%s", plan->error ? plan->error : "the run failed");
 	for (i = 0; i < s.n; i++) {
 		struct stream *st = &s.streams[i];

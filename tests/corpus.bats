@@ -353,7 +353,7 @@ corpus_state() {
 	} >in.jsonl
 	size=$(head -n 1 in.jsonl | wc -c)
 	run -1 --separate-stderr pipe-sink -q corpus <in.jsonl
-	assert_stderr "pipe-sink: <stdin>:1:$size: invalid JSON: unexpected end of input"
+	assert_stderr "pipe-sink: <stdin>:1:$size: invalid JSON: unexpected end of input: '$(head -c 60 in.jsonl)...'"
 	no_files
 }
 

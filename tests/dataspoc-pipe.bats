@@ -128,6 +128,36 @@ Done! 5 records in 2 stream(s)
   users: 2 records..."
 }
 
+@test "a failed run's log keeps the tap's last 20 stderr lines, secrets masked" {
+	printf '{"user": "bob", "password": "hunter2xyz", "api_key": "K-77-secret"}\n' >tapconf.json
+	PIPELINE_CONFIG=$BATS_TEST_TMPDIR/tapconf.json shop_pipeline
+	echo 1 >"$FAKE_DIR/tap-shop/exit"
+	{
+		seq 1 10 | sed 's/^/early line /'
+		echo 'connecting as bob with hunter2xyz'
+		echo 'header X-Key: K-77-secret'
+		echo 'retrying: token=abc123 user=bob'
+		echo 'dsn postgres://bob:pw123@db:5432/shop'
+		echo '{"password": "in json"} sent'
+		seq 1 11 | sed 's/^/late line /'
+		echo "cannot open '/path/to/my_table.csv'"
+	} >"$FAKE_DIR/tap-shop/stderr"
+	run -1 --separate-stderr dataspoc-pipe run shop
+	assert_equal "${stderr_lines[-1]}" "dataspoc-pipe: run 'shop' failed: tap-shop exited with status 1"
+	bucket_cat ".dataspoc/logs/shop/$(run_ids shop).json" | jq -r '.tap_stderr[]' >got
+	{
+		seq 8 10 | sed 's/^/early line /'
+		echo 'connecting as bob with ***'
+		echo 'header X-Key: ***'
+		echo 'retrying: token=*** user=bob'
+		echo 'dsn postgres://bob:***@db:5432/shop'
+		echo '{"password": "***"} sent'
+		seq 1 11 | sed 's/^/late line /'
+		echo "cannot open '/path/to/my_table.csv'"
+	} | expect_file got
+	run -1 grep -r -e hunter2xyz -e K-77-secret -e abc123 -e pw123 "$BUCKET_DIR"
+}
+
 # --- whole runs (pipeline_scenarios.bash) -----------------------------------------------
 
 @test "full run: the summary, the layout, every record byte for byte" {

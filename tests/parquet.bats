@@ -376,7 +376,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 		run -1 --separate-stderr dataspoc-pipe run bad
 		assert_line --index 0 "Running: bad"
 		refute_output --partial Done
-		[[ $stderr == *"pipe-sink: <stdin>:3: "*"${line#*|}"* ]] || {
+		[[ $stderr == *"dataspoc-pipe: run 'bad' failed: the tap's output, line 3: "*"${line#*|}"* ]] || {
 			echo "stderr: $stderr" >&2
 			echo "wanted: ${line#*|}" >&2
 			return 1
@@ -506,7 +506,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 		echo '{"type":"RECORD","stream":"a","record":{"id":2}}'
 	} >"$FAKE_DIR/tap-cold/out"
 	DATASPOC_PIPE_MAX_OPEN=1 run -1 --separate-stderr dataspoc-pipe run cold
-	[[ $stderr == *"pipe-sink: <stdin>:5: record 2 of stream 'b' does not fit its Parquet columns: field 'id' (INT64): \"two\" is not an integer"* ]]
+	[[ $stderr == *"dataspoc-pipe: run 'cold' failed: the tap's output, line 5: record 2 of stream 'b' does not fit its Parquet columns: field 'id' (INT64): \"two\" is not an integer"* ]]
 	bucket_snapshot >after.snap
 	diff <(grep -v ' .dataspoc/logs/' before.snap) <(grep -v ' .dataspoc/logs/' after.snap)
 }

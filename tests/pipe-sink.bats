@@ -198,15 +198,19 @@ $USAGE"
 	expect_staging_empty
 }
 
-# bad_line LINE ERROR: LINE as the 3rd line of the stream fails with ERROR.
+# bad_line LINE ERROR [QUOTED]: LINE as the 3rd line of the stream fails
+# with ERROR, then, unless QUOTED is "no", the start of LINE quoted (60
+# bytes at most: a tap's log line on stdout is recognised).
 bad_line() {
+	local want=$2
+	[ "${3:-}" = no ] || want="$2: '${1:0:60}$([ ${#1} -le 60 ] || echo ...)'"
 	{ sed -n 1,2p dump.jsonl; printf '%s\n' "$1"; echo "$END_OK"; } >bad.jsonl
 	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <bad.jsonl
-	assert_stderr "pipe-sink: $2"
+	assert_stderr "pipe-sink: $want"
 	printf '%s\n' "$output" >plan.jsonl
 	expect_staging_empty
 	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' plan.jsonl
-	assert_output "failure: $2"
+	assert_output "failure: $want"
 }
 
 @test "malformed lines: the error names the line and the column" {
@@ -220,7 +224,8 @@ bad_line() {
 	bad_line '{"type":"RECORD","stream":"orders"}' '<stdin>:3:1: RECORD without "record"'
 	bad_line '{"type":"RECORD","stream":"orders","record":[1]}' '<stdin>:3:45: RECORD "record" is not an object'
 	bad_line '{"type":"STATE"}' '<stdin>:3:1: STATE without "value"'
-	bad_line '{"type":"STATE","value":[1]}' '<stdin>:3: STATE value is not a JSON object'
+	bad_line '{"type":"STATE","value":[1]}' '<stdin>:3: STATE value is not a JSON object' no
+	bad_line 'INFO tap starting, password=hunter2 ok' "<stdin>:3:1: invalid JSON: unexpected character: 'INFO tap starting, password=*** ok'" no
 	bad_line '{"type":"SCHEMA","stream":"x"}' '<stdin>:3:1: SCHEMA without "schema"'
 	bad_line '{"type":"SCHEMA","stream":"x","schema":{},"key_properties":"id"}' '<stdin>:3:60: SCHEMA "key_properties" is not an array'
 }
@@ -357,7 +362,7 @@ expect_rounds() {	# STREAMS ROUNDS [STREAM...]
 @test "a failure while streams wait: nothing staged, nothing left in TMPDIR" {
 	{ round_robin 30 20 | sed '$d'; echo '{"type":"RECORD","stream":"s29","record":{"r":'; } >bad.jsonl
 	run -1 --separate-stderr env DATASPOC_PIPE_MAX_OPEN=2 pipe-sink -q -r "$RID" shop <bad.jsonl
-	assert_stderr "pipe-sink: <stdin>:601:47: invalid JSON: unexpected end of input"
+	assert_stderr "pipe-sink: <stdin>:601:47: invalid JSON: unexpected end of input: '{\"type\":\"RECORD\",\"stream\":\"s29\",\"record\":{\"r\":'"
 	expect_staging_empty
 	run -0 ls -A "$TMPDIR"
 	assert_output ""

@@ -305,9 +305,7 @@ scenario_full_flag() {
 	run -1 --separate-stderr dataspoc-pipe run shop --full
 	assert_equal "$output" "Running: shop
   Full extraction (saved state ignored)"
-	assert_stderr "pipe-tap: tap-shop exited with status 1
-pipe-sink: tap-shop exited with status 1
-dataspoc-pipe: run 'shop' failed: pipe-tap exited with status 1"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: tap-shop exited with status 1"
 	expect_file_empty "$FAKE_DIR/tap-shop/argv"
 	grep -v ' \.dataspoc/logs/' before.snap >before.rest
 	snapshot_but_logs >after.rest
@@ -460,11 +458,9 @@ scenario_tap_fails() {
 	run -1 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop
   Incremental mode (using previous checkpoint)"
-	assert_stderr "pipe-tap: tap-shop exited with status 1
-pipe-sink: tap-shop exited with status 1
-dataspoc-pipe: the tap's last words:
+	assert_stderr "dataspoc-pipe: the tap's last words:
   | tap-shop: connection reset
-dataspoc-pipe: run 'shop' failed: pipe-tap exited with status 1"
+dataspoc-pipe: run 'shop' failed: tap-shop exited with status 1"
 
 	local r2
 	r2=$(run_ids shop | sed -n 2p)
@@ -474,9 +470,9 @@ dataspoc-pipe: run 'shop' failed: pipe-tap exited with status 1"
 	diff -u before.snap rest.snap
 	[ "$(wc -l <after.snap)" -eq $(($(wc -l <before.snap) + 1)) ]
 	bucket_cat ".dataspoc/logs/shop/$r2.json" >log.json
-	jq -c '{pipeline, run_id, status, total_records, error}' log.json >log.got
+	jq -c '{pipeline, run_id, status, total_records, error, tap_stderr}' log.json >log.got
 	expect_file log.got <<-EOF
-	{"pipeline":"shop","run_id":"$r2","status":"failure","total_records":2,"error":"tap-shop exited with status 1"}
+	{"pipeline":"shop","run_id":"$r2","status":"failure","total_records":2,"error":"tap-shop exited with status 1","tap_stderr":["tap-shop: connection reset"]}
 	EOF
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
@@ -484,9 +480,13 @@ dataspoc-pipe: run 'shop' failed: pipe-tap exited with status 1"
 	assert_output ""
 }
 
-# A malformed line: the error names the line and column, nothing is
-# committed.  $1 the bad line, $2 the error expected of pipe-sink.
+# A malformed line: the error names the line and column and quotes the
+# line's start, nothing is committed.  $1 the bad line (60 bytes at most),
+# $2 the error expected of pipe-sink, before the quote.
 scenario_malformed() {
+	local error="$2: '$1'" said
+	# the driver's words: "<stdin>:L:C: " is the tap's output
+	said=$(printf '%s\n' "$error" | sed "s/^<stdin>:\([0-9]*\):\([0-9]*\): /the tap's output, line \1, column \2: /")
 	shop_pipeline
 	shop_run
 	bucket_snapshot >before.snap
@@ -498,8 +498,7 @@ scenario_malformed() {
 	run -1 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop
   Incremental mode (using previous checkpoint)"
-	assert_stderr "pipe-sink: $2
-dataspoc-pipe: run 'shop' failed: pipe-sink exited with status 1"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: $said"
 	grep -v ' \.dataspoc/logs/' before.snap >before.rest
 	snapshot_but_logs >after.rest
 	diff -u before.rest after.rest
@@ -507,7 +506,7 @@ dataspoc-pipe: run 'shop' failed: pipe-sink exited with status 1"
 	r2=$(run_ids shop | sed -n 2p)
 	bucket_cat ".dataspoc/logs/shop/$r2.json" >log.json
 	run -0 jq -r '.status + ": " + .error' log.json
-	assert_output "failure: $2"
+	assert_output "failure: $error"
 }
 
 # The folders of the test's folder, the bucket aside.
@@ -609,8 +608,9 @@ scenario_kill_pipe_tap() {
 	finish_run
 	assert_equal "$DRIVER_STATUS" 1
 	run -0 cat run.err
-	assert_line "pipe-sink: input ended without pipe-tap's end line: the tap or pipe-tap did not finish"
-	assert_line "dataspoc-pipe: run 'shop' failed: pipe-tap exited with status 137 (signal 9)"
+	assert_line "dataspoc-pipe: run 'shop' failed: pipe-tap was killed by signal 9"
+	refute_line --partial 'pipe-tap: '
+	refute_line --partial 'pipe-sink: '
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 	expect_recovered_to_old
@@ -622,8 +622,9 @@ scenario_kill_tap() {
 	finish_run
 	assert_equal "$DRIVER_STATUS" 1
 	run -0 cat run.err
-	assert_line "pipe-tap: tap-shop was killed by signal 9 (Killed)"
-	assert_line "dataspoc-pipe: run 'shop' failed: pipe-tap exited with status 137 (signal 9)"
+	assert_line "dataspoc-pipe: run 'shop' failed: tap-shop was killed by signal 9 (Killed)"
+	refute_line --partial 'pipe-tap: '
+	refute_line --partial 'pipe-sink: '
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 	expect_recovered_to_old
@@ -638,7 +639,9 @@ scenario_kill_pipe_sink() {
 	finish_run
 	assert_equal "$DRIVER_STATUS" 1
 	run -0 cat run.err
-	assert_line "dataspoc-pipe: run 'shop' failed: pipe-sink exited with status 137"
+	assert_line "dataspoc-pipe: run 'shop' failed: pipe-sink was killed by signal 9"
+	refute_line --partial 'pipe-tap: '
+	refute_line --partial 'pipe-sink: '
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 	expect_recovered_to_old
@@ -724,7 +727,7 @@ scenario_kill_pipe_commit() {
 	assert_equal "$DRIVER_STATUS" 1
 	run -0 cat run.err
 	assert_line "pipe-commit: the commit of run $rid is pending; the next run of 'shop' finishes it"
-	assert_line "dataspoc-pipe: run 'shop' failed: pipe-commit exited with status 137"
+	assert_line "dataspoc-pipe: run 'shop' failed: the commit did not finish (pipe-commit was killed by signal 9)"
 	# the driver survived the failed commit: it released the lock
 	run -1 bucket_exists .dataspoc/state/shop/lock
 
@@ -834,8 +837,7 @@ scenario_lock_live_holder() {
 	shop_more
 	run -1 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop"
-	assert_stderr "pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-a1b2c3 (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'
-dataspoc-pipe: run 'shop' failed: pipe-state get exited with status 1"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-a1b2c3 (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 	run -0 cat "$FAKE_DIR/tap-shop/runs"
@@ -849,8 +851,7 @@ scenario_lock_other_host() {
 		bucket_put .dataspoc/state/shop/lock
 	bucket_snapshot >before.snap
 	run -1 --separate-stderr dataspoc-pipe run shop
-	assert_stderr "pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'
-dataspoc-pipe: run 'shop' failed: pipe-state get exited with status 1"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 
@@ -922,9 +923,24 @@ expect_config_error() {
 	assert_output ""
 }
 
+# A tap that is not there (cron's PATH, often): exit 2, one line, and a
+# failed run in the bucket, so that status and logs say so.
 scenario_missing_tap() {
 	write_pipeline shop tap-nowhere
-	expect_config_error shop "pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
+	run -2 --separate-stderr dataspoc-pipe run shop
+	assert_equal "$output" ""
+	assert_stderr "dataspoc-pipe: run 'shop' failed: tap-nowhere not found on PATH — install it or set source.tap"
+	run -0 bucket_keys
+	assert_output --regexp '^\.dataspoc/logs/shop/[0-9]{8}T[0-9]{6}Z-[0-9a-f]{9}\.json$'
+	bucket_cat "$output" | jq -c '{status, total_records, error}' >log.got
+	expect_file log.got <<-'EOF'
+	{"status":"failure","total_records":0,"error":"tap-nowhere not found on PATH — install it or set source.tap"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe status -o json shop
+	run -0 jq -r '.[0].status' <<<"$output"
+	assert_output failure
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
 }
 
 scenario_unknown_key() {

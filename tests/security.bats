@@ -99,7 +99,7 @@ start_blocked() {
 @test "inline config: a tap killed by a signal: gone" {
 	echo KILL >"$T/signal"
 	run -1 --separate-stderr dataspoc-pipe run sec
-	assert_equal "${stderr##*$'\n'}" "dataspoc-pipe: run 'sec' failed: pipe-tap exited with status 137 (signal 9)"
+	assert_equal "${stderr##*$'\n'}" "dataspoc-pipe: run 'sec' failed: tap-sec was killed by signal 9 (Killed)"
 	expect_private_gone
 }
 

@@ -64,8 +64,10 @@ Done! 4 records in 2 stream(s)
 	run -2 --separate-stderr dataspoc-pipe run t
 	assert_output ""
 	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
-	assert_equal "${stderr%%: the transform does not compile:*}" "pipe-sink: $DATASPOC_PIPE_HOME/transforms/t.jq"
-	bucket_untouched
+	assert_equal "${stderr%%: the transform does not compile:*}" "dataspoc-pipe: run 't' failed: $DATASPOC_PIPE_HOME/transforms/t.jq"
+	# a failed run, in the bucket as any other (nothing else written)
+	run -0 bucket_keys
+	assert_output --regexp '^\.dataspoc/logs/t/[^/]*\.json$'
 	[ ! -e tap-ran ]
 	# the same pipeline without the broken transform does run its tap
 	rm "$DATASPOC_PIPE_HOME/transforms/t.jq"
@@ -80,7 +82,7 @@ Done! 4 records in 2 stream(s)
 		'{"type":"RECORD","stream":"orders","record":{"id":"five","card":"y"}}' >"$FAKE_DIR/tap.jsonl"
 	echo '{id: (.id + 1)}' >"$DATASPOC_PIPE_HOME/transforms/t.jq"
 	run -1 --separate-stderr dataspoc-pipe run t
-	[[ $stderr == *"pipe-sink: <stdin>:2: the transform failed on record 2 of stream 'orders': string (\"five\") and number (1) cannot be added"* ]]
+	[[ $stderr == *"dataspoc-pipe: run 't' failed: the tap's output, line 2: the transform failed on record 2 of stream 'orders': string (\"five\") and number (1) cannot be added"* ]]
 	bucket_snapshot >after
 	# Only the failure's run log is new.
 	diff before after | grep '^>' >added || true

@@ -5,6 +5,7 @@
  * (objects first, the reference last), releases the lock and prints the
  * summary.  With -a it cleans up after a failed run instead.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "bucket.h"
+#include "check.h"
 #include "cli.h"
 #include "commit.h"
 #include "config.h"
@@ -20,11 +22,11 @@
 #include "plan.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] NAME\n"
-	"       pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] -c FILE.yaml\n"
+	"usage: pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME\n"
+	"       pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] -c FILE.yaml\n"
 	"\n"
 	"Publish the run described by pipe-sink's plan on stdin: only when the plan\n"
 	"ends in success and the run holds the pipeline's lock (taken here when\n"
@@ -39,12 +41,50 @@ static const char help_text[] =
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -e MESSAGE   abort: the error to log when the plan carries none\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else the plan's)\n"
+	"  -t TAPLOG    abort: the tap's stderr; its last 20 lines, secrets masked,\n"
+	"               go into the failure log as \"tap_stderr\"\n"
 	"  -h, --help   this help\n"
 	"\n"
 	"Exit status: 0 published (or cleaned up), 1 failed, 2 bad usage or config.\n";
 
+/* The last TAIL_LINES lines of the tap's log, secrets masked; NULL if none. */
+enum { TAIL_LINES = 20 };
+
+static char *tap_tail(const struct pipe_config *cfg, const char *path)
+{
+	struct sb text = SB_INIT, tail = SB_INIT;
+	size_t start, end, n = 0;
+	int fd;
+
+	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return NULL;
+	if (util_read_fd(fd, &text) != 0 || text.len == 0) {
+		close(fd);
+		sb_free(&text);
+		return NULL;
+	}
+	close(fd);
+	end = text.len;
+	while (end > 0 && (text.buf[end - 1] == '\n' || text.buf[end - 1] == '\r'))
+		end--;
+	for (start = end; start > 0; start--) {
+		if (text.buf[start - 1] == '\n' && ++n == TAIL_LINES)
+			break;
+	}
+	sb_add(&tail, text.buf + start, end - start);
+	sb_free(&text);
+	if (tail.len == 0) {
+		sb_free(&tail);
+		return NULL;
+	}
+	sb_addc(&tail, '\0');
+	tail.len--;
+	check_mask_secrets(cfg, &tail);
+	return sb_detach(&tail);
+}
+
 static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
-		    const struct plan *p, const char *message)
+		    const struct plan *p, const char *message, const char *tap_stderr)
 {
 	char *lock = util_lock_key(cfg->name);
 	char *pending = util_pending_key(cfg->name);
@@ -57,7 +97,7 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 	} else if (r == 0 && strstr(text.buf, run_id) != NULL) {
 		/* Its commit began: the next run finishes it, so keep its files. */
 		err_msg("the commit of run %s is pending; the next run of '%s' finishes it", run_id, cfg->name);
-	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message) != 0) {
+	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message, tap_stderr) != 0) {
 		ret = CLI_FAILED;
 	}
 	if (lock_release(b, lock, run_id) != 0)
@@ -109,13 +149,14 @@ int main(int argc, char **argv)
 	struct plan plan;
 	struct sb in = SB_INIT;
 	struct bucket *b = NULL;
-	const char *file = NULL, *run_arg = NULL, *message = NULL, *run_id;
+	const char *file = NULL, *run_arg = NULL, *message = NULL, *taplog = NULL, *run_id;
+	char *tail = NULL;
 	int c, abort_run = 0, bad, parsed, ret = CLI_FAILED;
 
 	err_init(argv[0]);
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&plan, 0, sizeof(plan));
-	while ((c = getopt_long(argc, argv, "ac:e:hr:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ac:e:hr:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			abort_run = 1;
@@ -131,6 +172,9 @@ int main(int argc, char **argv)
 			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 		case 'r':
 			run_arg = optarg;
+			break;
+		case 't':
+			taplog = optarg;
 			break;
 		default:
 			cli_usage(usage_line);
@@ -179,11 +223,14 @@ int main(int argc, char **argv)
 	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
 	if (b == NULL)
 		goto out;
-	if (abort_run)
-		ret = do_abort(b, &cfg, run_id, parsed ? &plan : NULL, message);
+	if (abort_run) {
+		tail = tap_tail(&cfg, taplog);
+		ret = do_abort(b, &cfg, run_id, parsed ? &plan : NULL, message, tail);
+	}
 	else
 		ret = do_commit(b, &cfg, &plan);
 out:
+	free(tail);
 	plan_free(&plan);
 	sb_free(&in);
 	bucket_free(b);

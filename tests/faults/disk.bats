@@ -74,7 +74,7 @@ expect_next_run_works() {
 	printf '%s\n' "$stderr" >err
 	grep -q "^pipe-sink: cannot write '$BUCKET_DIR/\.dataspoc/staging/disk/.*': No space left on device\$" err
 	tail -n 1 err >last
-	echo "dataspoc-pipe: run 'disk' failed: pipe-sink exited with status 1" | expect_file last
+	grep -q "^dataspoc-pipe: run 'disk' failed: cannot write '\.dataspoc/staging/disk/.*' in " last
 	expect_as_before
 	# the failure is logged, now that the staged files are gone
 	run -0 sh -c "cat '$BUCKET_DIR'/.dataspoc/logs/disk/*.json | jq -r 'select(.status == \"failure\") | .status'"
@@ -140,7 +140,7 @@ expect_next_run_works() {
 	printf '%s\n' "$stderr" >err
 	grep -q "Read-only file system" err
 	tail -n 1 err >last
-	echo "dataspoc-pipe: run 'disk' failed: pipe-state get exited with status 1" | expect_file last
+	grep -q "^dataspoc-pipe: run 'disk' failed: .*Read-only file system" last
 	[ ! -e "$FAKE_DIR/tap-disk/runs" ] || [ "$(wc -l <"$FAKE_DIR/tap-disk/runs")" -eq 1 ]
 	bucket_snapshot >ro-after.snap
 	diff -u ro-before.snap ro-after.snap
