@@ -775,11 +775,18 @@ cmd_add() {
 	elif [ "$template" = 2 ] && [ ! -e "$tapconf" ]; then
 		say '{}' >"$tapconf" && wrote_conf=$tapconf
 	fi
-	if ! pipe-state check "$name" >/dev/null; then
+	if ! out=$(pipe-state check "$name" 2>&1 >/dev/null); then
 		rm -f "$yaml" ${wrote_conf:+"$wrote_conf"}
-		err "add: pipeline '$name' not created: its config is not valid (see above)"
+		# the file is gone: say what was wrong, not where it was
+		out=${out#pipe-state: }
+		case $out in
+		"$yaml":*) out=${out#"$yaml":*: } ;;
+		esac
+		err "add: pipeline '$name' not created: $out"
 		exit 2
 	fi
+	# its warnings but the placeholders of the template just written
+	printf '%s\n' "$out" | grep -v -e '^$' -e "^pipe-state: warning: the tap's config " >&2 || :
 	say "Created $yaml"
 	if [ -n "$wrote_conf" ] && [ "$template" = 1 ]; then
 		say "Created $wrote_conf: a template for $tapname, fill in its values"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <yaml.h>
@@ -18,6 +19,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "util.h"
 
 #define FILE_MAX (1024 * 1024)
 #define DEPTH_MAX 64
@@ -762,26 +764,78 @@ static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 	return 0;
 }
 
+/*
+ * Resolve path s as the file in directory dir (absolute) would mean it:
+ * ~ and ~/... are $HOME, /... is kept, anything else is relative to dir,
+ * with leading ./ dropped and leading ../ taken off dir.  what names the
+ * key in messages.  Returns the path, or NULL with the reason in why.
+ */
+static char *resolve_path(const char *s, const char *dir, const char *what,
+			  char *why, size_t whysz)
+{
+	char *base, *out;
+
+	if (*s == '\0') {
+		snprintf(why, whysz, "%s is empty", what);
+		return NULL;
+	}
+	if (s[0] == '~') {
+		const char *home = getenv("HOME");
+
+		if (s[1] != '\0' && s[1] != '/') {
+			snprintf(why, whysz, "%s '%s': only a leading ~/ is expanded (write "
+				 "the home directory in full)", what, s);
+			return NULL;
+		}
+		if (home == NULL || *home == '\0') {
+			snprintf(why, whysz, "%s starts with ~ but $HOME is not set", what);
+			return NULL;
+		}
+		return xasprintf("%s%s", home, s + 1);
+	}
+	if (s[0] == '/')
+		return xstrdup(s);
+	while (s[0] == '.' && s[1] == '/')
+		for (s += 2; *s == '/'; s++)
+			;
+	if (strcmp(s, ".") == 0 || *s == '\0')
+		return xstrdup(dir);
+	base = xstrdup(dir);
+	if (strncmp(s, "../", 3) == 0 || strcmp(s, "..") == 0) {
+		/* dir's parent, not the parent of a symlink's name */
+		char *real = realpath(dir, NULL);
+
+		if (real) {
+			free(base);
+			base = real;
+		}
+		while (strncmp(s, "../", 3) == 0 || strcmp(s, "..") == 0) {
+			char *slash = strrchr(base, '/');
+
+			if (slash == NULL)
+				break;
+			*(slash == base ? slash + 1 : slash) = '\0';
+			for (s += 2; *s == '/'; s++)
+				;
+		}
+		if (*s == '\0')
+			return base;
+	}
+	out = xasprintf("%s/%s", strcmp(base, "/") ? base : "", s);
+	free(base);
+	return out;
+}
+
 /* A path from the file: ~/ is $HOME, relative is relative to the file. */
 static int parse_path(struct yctx *c, yaml_node_t *v, const char *what, char **out)
 {
+	char why[1024];
 	const char *s;
 
 	if (get_str(c, v, what, "a path (a string)", &s) < 0)
 		return -1;
-	if (*s == '\0')
-		return yerr(c, v->start_mark, "%s is empty", what);
-	if (s[0] == '~' && (s[1] == '\0' || s[1] == '/')) {
-		const char *home = getenv("HOME");
-
-		if (home == NULL || *home == '\0')
-			return yerr(c, v->start_mark, "%s starts with ~ but $HOME is not set", what);
-		*out = xasprintf("%s%s", home, s + 1);
-	} else if (s[0] == '/') {
-		*out = xstrdup(s);
-	} else {
-		*out = xasprintf("%s/%s", strcmp(c->dir, "/") ? c->dir : "", s);
-	}
+	if ((*out = resolve_path(s, c->dir, what, why, sizeof(why))) == NULL)
+		return yerr(c, v->start_mark, "%s", why);
 	return 0;
 }
 
@@ -1004,6 +1058,8 @@ static int parse_config(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 	struct sb kp = SB_INIT, out = SB_INIT;
 	int rc;
 
+	cfg->tap_config_line = v->start_mark.line + 1;
+	cfg->tap_config_col = v->start_mark.column + 1;
 	if (v->type == YAML_SCALAR_NODE)
 		return parse_path(c, v, "source.config", &cfg->tap_config_file);
 	if (v->type != YAML_MAPPING_NODE)
@@ -1146,13 +1202,20 @@ static void dest_free(struct dest *d)
 	memset(d, 0, sizeof(*d));
 }
 
-static int check_bucket(struct yctx *c, yaml_node_t *v, const char *b)
+/*
+ * Check destination.bucket value b; *url is set when it is a URL (kept as
+ * written), not a path.  0, or -1 with the reason in why.
+ */
+static int bucket_problem(const char *b, int *url, char *why, size_t whysz)
 {
 	const char *hint = "expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path";
 	size_t i = 0;
 
-	if (*b == '\0')
-		return yerr(c, v->start_mark, "destination.bucket is empty");
+	*url = 0;
+	if (*b == '\0') {
+		snprintf(why, whysz, "destination.bucket is empty");
+		return -1;
+	}
 	if (isalpha((unsigned char)b[0])) {
 		while (isalnum((unsigned char)b[i]) || b[i] == '+' || b[i] == '-' || b[i] == '.')
 			i++;
@@ -1161,24 +1224,41 @@ static int check_bucket(struct yctx *c, yaml_node_t *v, const char *b)
 		return 0;
 	if (strncmp(b + i, "://", 3) != 0) {
 		if ((i == 4 && strncasecmp(b, "file", 4) == 0) ||
-		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0)))
-			return yerr(c, v->start_mark, "destination.bucket '%s' is not a valid URL (%s)",
-				    b, hint);
+		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0))) {
+			snprintf(why, whysz, "destination.bucket '%s' is not a valid URL (%s)", b, hint);
+			return -1;
+		}
 		return 0;	/* a relative directory such as "lake:2024" */
 	}
+	*url = 1;
 	if (i == 4 && strncmp(b, "file", 4) == 0) {
-		if (b[7] != '/')
-			return yerr(c, v->start_mark, "destination.bucket '%s': a file:// URL needs an "
-				    "absolute path, as in file:///data/lake", b);
+		if (b[7] != '/') {
+			snprintf(why, whysz, "destination.bucket '%s': a file:// URL needs an "
+				 "absolute path, as in file:///data/lake", b);
+			return -1;
+		}
 		return 0;
 	}
 	if (i == 2 && (strncmp(b, "s3", 2) == 0 || strncmp(b, "gs", 2) == 0)) {
-		if (b[5] == '\0' || b[5] == '/')
-			return yerr(c, v->start_mark, "destination.bucket '%s' names no bucket", b);
+		if (b[5] == '\0' || b[5] == '/') {
+			snprintf(why, whysz, "destination.bucket '%s' names no bucket", b);
+			return -1;
+		}
 		return 0;
 	}
-	return yerr(c, v->start_mark, "destination.bucket: unsupported scheme '%.*s://' (%s)",
-		    (int)i, b, hint);
+	snprintf(why, whysz, "destination.bucket: unsupported scheme '%.*s://' (%s)", (int)i, b, hint);
+	return -1;
+}
+
+char *config_bucket_resolve(const char *bucket, const char *dir, char *why, size_t whysz)
+{
+	int url;
+
+	if (bucket_problem(bucket, &url, why, whysz) < 0)
+		return NULL;
+	if (url)
+		return xstrdup(bucket);
+	return resolve_path(bucket, dir, "destination.bucket", why, whysz);
 }
 
 static int check_path(struct yctx *c, yaml_node_t *v, const char *p)
@@ -1277,10 +1357,12 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 	const char *s;
 
 	if (k == D_BUCKET) {
-		if (get_str(c, v, "destination.bucket", "a string", &s) < 0 ||
-		    check_bucket(c, v, s) < 0)
+		char why[1536];
+
+		if (get_str(c, v, "destination.bucket", "a string", &s) < 0)
 			return -1;
-		d->bucket = xstrdup(s);
+		if ((d->bucket = config_bucket_resolve(s, c->dir, why, sizeof(why))) == NULL)
+			return yerr(c, v->start_mark, "%s", why);
 		return 0;
 	}
 	if (k == D_PATH) {
@@ -1624,16 +1706,15 @@ static int parse_pipeline(struct yctx *c, struct dest *def, struct pipe_config *
 		yerr(c, root->start_mark, "missing required key 'source'");
 		goto out;
 	}
-	if (dmap == NULL) {
-		yerr(c, root->start_mark, "missing required key 'destination'");
-		goto out;
-	}
-
 	if (d.bucket)
 		cfg->bucket = take(&d.bucket);
 	else if (def->bucket)
 		cfg->bucket = xstrdup(def->bucket);
-	else {
+	else if (dmap == NULL) {
+		yerr(c, root->start_mark, "missing required key 'destination' (with a bucket: "
+		     "config.yaml gives no destination.bucket)");
+		goto out;
+	} else {
 		yerr(c, dmap->start_mark, "missing required key 'bucket' in destination");
 		goto out;
 	}
@@ -1668,7 +1749,7 @@ static int parse_pipeline(struct yctx *c, struct dest *def, struct pipe_config *
 		goto out;
 	}
 	if (!cfg->parquet && comp == COMPRESSION_SNAPPY) {
-		yerr(c, d.set[D_COMPRESSION] ? d.at[D_COMPRESSION] : dmap->start_mark,
+		yerr(c, d.set[D_COMPRESSION] ? d.at[D_COMPRESSION] : dmap ? dmap->start_mark : root->start_mark,
 		     "destination.compression snappy applies only to format: parquet "
 		     "(JSON lines take zstd, gzip or none)");
 		goto out;
@@ -1772,5 +1853,145 @@ int config_load_file(const char *file, struct pipe_config *cfg)
 out:
 	free(buf);
 	free(name);
+	return rc;
+}
+
+int config_default_bucket(char **out)
+{
+	struct dest def;
+
+	*out = NULL;
+	memset(&def, 0, sizeof(def));
+	if (load_home(&def) < 0)
+		return -1;
+	*out = take(&def.bucket);
+	dest_free(&def);
+	return 0;
+}
+
+/* ---- the tap's config ---- */
+
+/* 1-based line and column (in characters) of byte off of buf. */
+static void line_col(const char *buf, size_t len, size_t off, size_t *line, size_t *col)
+{
+	size_t i;
+
+	*line = 1;
+	*col = 1;
+	for (i = 0; i < off && i < len; i++) {
+		if (buf[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
+			(*col)++;
+		}
+	}
+}
+
+/* Is string value v one of add's template placeholders? */
+static int placeholder(const struct json_span *v)
+{
+	struct sb s = SB_INIT;
+	int r;
+
+	json_string_decode(v, &s);
+	r = s.buf && (strstr(s.buf, "CHANGE_ME") || strncmp(s.buf, "/path/to/", 9) == 0);
+	sb_free(&s);
+	return r;
+}
+
+/* Append to found the members (as .a.b[0].c) whose values are placeholders. */
+static void find_placeholders(const struct json_span *v, struct sb *where, struct sb *found,
+			      int depth)
+{
+	struct json_span key, val;
+	size_t pos = 0, keep = where->len, i = 0;
+
+	if (depth > 64)
+		return;
+	if (v->type == JSON_STRING) {
+		if (placeholder(v)) {
+			if (found->len)
+				sb_adds(found, ", ");
+			sb_add(found, where->len ? where->buf : ".", where->len ? where->len : 1);
+		}
+		return;
+	}
+	if (v->type == JSON_ARRAY) {
+		while (json_array_next(v, &pos, &val)) {
+			sb_addf(where, "[%zu]", i++);
+			find_placeholders(&val, where, found, depth + 1);
+			where->len = keep;
+			where->buf[keep] = '\0';
+		}
+		return;
+	}
+	if (v->type != JSON_OBJECT)
+		return;
+	while (json_object_next(v, &pos, &key, &val)) {
+		sb_addc(where, '.');
+		json_string_decode(&key, where);
+		find_placeholders(&val, where, found, depth + 1);
+		where->len = keep;
+		if (where->buf)
+			where->buf[keep] = '\0';
+	}
+}
+
+int config_check_source(const struct pipe_config *cfg, struct sb *placeholders)
+{
+	struct sb text = SB_INIT, where = SB_INIT;
+	struct json_span v;
+	const char *json, *errmsg;
+	size_t len, errpos, line, col;
+	struct stat st;
+	int fd = -1, rc = -1;
+
+	if (cfg->tap_config_file) {
+		const char *f = cfg->tap_config_file;
+
+		int bad = (fd = open(f, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0;
+
+		if (!bad && S_ISDIR(st.st_mode)) {
+			errno = EISDIR;
+			bad = 1;
+		}
+		if (bad || util_read_fd(fd, &text) != 0) {
+			say("%s:%zu:%zu: source.config: cannot read '%s': %s", cfg->file,
+			    cfg->tap_config_line, cfg->tap_config_col, f, strerror(errno));
+			goto out;
+		}
+		json = text.buf ? text.buf : "";
+		len = text.len;
+		if (json_validate(json, len, &v, &errpos, &errmsg) != 0) {
+			line_col(json, len, errpos, &line, &col);
+			say("%s:%zu:%zu: the tap's config (source.config) is not JSON: %s", f, line, col,
+			    errmsg);
+			goto out;
+		}
+		if (v.type != JSON_OBJECT) {
+			line_col(json, len, (size_t)(v.p - json), &line, &col);
+			say("%s:%zu:%zu: the tap's config (source.config) is not a JSON object", f, line,
+			    col);
+			goto out;
+		}
+	} else if (cfg->tap_config_json) {
+		json = cfg->tap_config_json;
+		if (json_validate(json, strlen(json), &v, &errpos, &errmsg) != 0) {
+			rc = 0;	/* made by the loader: cannot happen */
+			goto out;
+		}
+	} else {
+		rc = 0;
+		goto out;
+	}
+	if (placeholders)
+		find_placeholders(&v, &where, placeholders, 0);
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	sb_free(&text);
+	sb_free(&where);
 	return rc;
 }

@@ -22,12 +22,14 @@
  *                     overrides applied to the discovered catalog
  *     catalog_flag:   catalog | properties: how the tap takes a catalog
  *                     (default: asked from the tap's --about)
- *   destination:      required mapping
+ *   destination:      a mapping, required unless config.yaml gives the bucket
  *     bucket:         required (here or in config.yaml): file:///abs/dir,
- *                     /abs/dir, a relative directory (kept as written, so
- *                     relative to the working directory of the program, not
- *                     to the YAML file), s3://bucket[/prefix] or
- *                     gs://bucket[/prefix]; other schemes are refused
+ *                     /abs/dir, ~/dir, a relative directory (relative to the
+ *                     directory of the YAML file it is written in, as
+ *                     source.config is; config.yaml's relative to
+ *                     config.yaml's), s3://bucket[/prefix] or
+ *                     gs://bucket[/prefix]; other schemes, and s3:, gs: or
+ *                     file: without "//", are refused.  Stored absolute.
  *     path:           default "raw"; "" or relative components, none of
  *                     them empty, "." or ".."
  *     compression:    zstd | gzip | none, default zstd; snappy too with
@@ -64,9 +66,11 @@
  *
  * A key whose value is YAML null (empty, ~, null) is taken as absent, except
  * source, destination, source.tap and destination.bucket, where it is an
- * error.  Paths in source.config and source.catalog: a leading ~/ is
- * $HOME, a relative path is relative to the YAML file's directory; they are
- * stored absolute when the YAML file's directory is known.
+ * error.  Paths (source.config, source.catalog, a destination.bucket that is
+ * not a URL) are resolved one way: ~ or a leading ~/ is $HOME (~user is
+ * refused), /... is kept, anything else is relative to the YAML file's
+ * directory (leading ./ dropped, leading ../ taken off the directory's real
+ * path); they are stored absolute.
  *
  * An inline source.config mapping becomes compact JSON text, keys in file
  * order.  Quoted and block scalars are strings; plain scalars follow the
@@ -85,7 +89,8 @@
  * "destination:" mapping (same keys and checks as a pipeline's; "defaults:",
  * as written by the Python tool's init, is read the same way, before
  * destination:).  Each key set there is a default for every pipeline,
- * whether loaded by name or by file.  A default compression_level applies
+ * whether loaded by name or by file; a pipeline may then leave out
+ * destination: altogether.  A default compression_level applies
  * only when the pipeline ends up with the compression it was given for.  An
  * empty config.yaml, or one holding only comments, is fine.
  */
@@ -110,13 +115,14 @@ struct pipe_config {
 	char **tap_argv;	/* NULL-terminated argv, never run through a shell */
 	char *tap_config_file;	/* source.config as a path, or NULL */
 	char *tap_config_json;	/* source.config as an inline mapping, as JSON text, or NULL */
+	size_t tap_config_line, tap_config_col;	/* where source.config is in file (1-based) */
 	char **streams;		/* source.streams, NULL-terminated, or NULL when absent */
 	char *catalog_file;	/* source.catalog, or NULL */
 	char *metadata_json;	/* source.metadata as JSON text {"pattern": {...}}, or NULL */
 	char *catalog_flag;	/* source.catalog_flag: "catalog", "properties" or NULL (ask the tap) */
 
 	/* destination: */
-	char *bucket;		/* as written: file:///abs, /abs, rel, s3://b/prefix */
+	char *bucket;		/* a URL as written (file:///abs, s3://b/prefix), or an absolute path */
 	char *path;		/* base path inside the bucket, default "raw"; "" allowed */
 	enum compression compression;	/* default zstd */
 	int compression_level;	/* default: 3 for zstd, 6 for gzip */
@@ -164,6 +170,35 @@ int config_load_name(const char *name, struct pipe_config *cfg);
  * <home>/config.yaml apply as for config_load_name().  Same errors.
  */
 int config_load_file(const char *file, struct pipe_config *cfg);
+
+/*
+ * Check a destination.bucket value as a pipeline's is checked, and resolve
+ * it as one written in a file in directory dir (absolute): a URL is kept as
+ * written, a path resolved as the header says.  Returns the value, newly
+ * allocated, or NULL with the reason in why ("destination.bucket 's3:/b' is
+ * not a valid URL (...)"); nothing printed.
+ */
+char *config_bucket_resolve(const char *bucket, const char *dir, char *why, size_t whysz);
+
+/*
+ * The destination.bucket default of <home>/config.yaml, resolved, in *out
+ * (newly allocated), or NULL when it gives none.  -1 after reporting when
+ * config.yaml does not load.
+ */
+int config_default_bucket(char **out);
+
+/*
+ * What runs need of the tap's config beyond the pipeline file: a
+ * source.config file must be readable and hold a JSON object.  Reports
+ *   <pipeline file>:<line>:<col>: source.config: cannot read '<f>': <reason>
+ *   <f>:<line>:<col>: the tap's config (source.config) is not JSON: <why>
+ * and returns -1; otherwise 0.  When placeholders is not NULL, the members
+ * of the tap's config (file or inline) still holding a template value of
+ * `dataspoc-pipe add` (a string containing CHANGE_ME, or starting with
+ * /path/to/) are appended to it as ".password, .files[0].path".
+ */
+struct sb;
+int config_check_source(const struct pipe_config *cfg, struct sb *placeholders);
 
 /* Free every field and zero cfg; fine on a zeroed struct and on NULL. */
 void config_free(struct pipe_config *cfg);

@@ -365,6 +365,9 @@ corpus_state() {
 @test "yaml: bom-crlf" { corpus_yaml bom-crlf; }
 @test "yaml: bucket-ftp" { corpus_yaml bucket-ftp; }
 @test "yaml: bucket-s3-empty" { corpus_yaml bucket-s3-empty; }
+@test "yaml: bucket-relative" { corpus_yaml bucket-relative; }
+@test "yaml: bucket-s3-one-slash" { corpus_yaml bucket-s3-one-slash; }
+@test "yaml: bucket-tilde-user" { corpus_yaml bucket-tilde-user; }
 @test "yaml: comments-only" { corpus_yaml comments-only; }
 @test "yaml: compression-number" { corpus_yaml compression-number; }
 @test "yaml: compression-uppercase" { corpus_yaml compression-uppercase; }

@@ -217,16 +217,14 @@ Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
 @test "add removes what it wrote when the result is not valid" {
 	run -2 --separate-stderr dataspoc-pipe add --tap tap-mysql --bucket "$(bucket_url)" --cron "61 * * * *" --yes db
 	assert_equal "$output" ""
-	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/db.yaml:12:9: schedule.cron '61 * * * *': minute 61 is out of range 0-59
-dataspoc-pipe: add: pipeline 'db' not created: its config is not valid (see above)"
+	assert_equal "$stderr" "dataspoc-pipe: add: pipeline 'db' not created: schedule.cron '61 * * * *': minute 61 is out of range 0-59"
 	run -0 ls -A "$HOMEDIR/pipelines" "$HOMEDIR/sources"
 	assert_output "$HOMEDIR/pipelines:
 
 $HOMEDIR/sources:"
 	# a tap config file that is not there
 	run -2 --separate-stderr dataspoc-pipe add --tap cmdtap-ok --config nowhere.json --bucket "$(bucket_url)" --yes db
-	assert_equal "$stderr" "pipe-state: cannot read the tap's config '$BATS_TEST_TMPDIR/nowhere.json': No such file or directory
-dataspoc-pipe: add: pipeline 'db' not created: its config is not valid (see above)"
+	assert_equal "$stderr" "dataspoc-pipe: add: pipeline 'db' not created: source.config: cannot read '$BATS_TEST_TMPDIR/nowhere.json': No such file or directory"
 	[ ! -e "$HOMEDIR/pipelines/db.yaml" ]
 }
 

@@ -90,7 +90,8 @@ put_manifest() {
 	run -0 --separate-stderr pipe-state --help
 	assert_line "  logs      print the pipeline's last run logs, newest first"
 	assert_line "  probe     write, read back, list and delete a probe object in the bucket,"
-	assert_line "  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's"
+	assert_line "  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;"
+	assert_line "               check: the bucket to check"
 	write_pipeline shop tap-shop
 	local usage
 	run -2 --separate-stderr pipe-state get -b "$(bucket_url)"
@@ -336,18 +337,41 @@ shop/users          12            1  2026-01-01T10:02:05Z        1"
 	bucket_untouched
 }
 
+@test "check -b: a bucket checked and resolved as a pipeline's; -b '' is config.yaml's" {
+	mkdir sub
+	cd sub
+	run -0 --separate-stderr pipe-state check -b lake
+	assert_output "$BATS_TEST_TMPDIR/sub/lake"
+	run -0 pipe-state check -b ../lake
+	assert_output "$BATS_TEST_TMPDIR/lake"
+	run -0 pipe-state check -b '~/lake'
+	assert_output "$HOME/lake"
+	run -0 pipe-state check -b s3://b/p
+	assert_output "s3://b/p"
+	run -2 --separate-stderr pipe-state check -b s3:/mybucket
+	assert_equal "$stderr" "pipe-state: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path)"
+	run -2 --separate-stderr pipe-state check -b ''
+	assert_equal "$stderr" "pipe-state: no bucket: $HOMEDIR/config.yaml gives no destination.bucket"
+	printf 'destination:\n  bucket: dflt\n' >"$HOMEDIR/config.yaml"
+	run -0 pipe-state check -b ''
+	assert_output "$HOMEDIR/dflt"
+	run -2 pipe-state check -b lake -p bucket
+	run -2 pipe-state check -b lake shop
+	[ ! -e lake ] && [ ! -e "$HOMEDIR/dflt" ]
+}
+
 @test "check: the tap's config file must be a readable JSON object" {
 	write_pipeline shop tap-shop
 	sed -i '/^  tap: /a\  config: ../sources/shop.json' "$HOMEDIR/pipelines/shop.yaml"
 	run -2 --separate-stderr pipe-state check shop
-	assert_equal "$stderr" "pipe-state: cannot read the tap's config '$HOMEDIR/pipelines/../sources/shop.json': No such file or directory"
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/shop.yaml:3:11: source.config: cannot read '$HOMEDIR/sources/shop.json': No such file or directory"
 	mkdir -p "$HOMEDIR/sources"
-	echo '{"host": ' >"$HOMEDIR/sources/shop.json"
+	printf '{\n  "host": "db",\n  "port": \n' >"$HOMEDIR/sources/shop.json"
 	run -2 --separate-stderr pipe-state check shop
-	assert_equal "$stderr" "pipe-state: the tap's config '$HOMEDIR/pipelines/../sources/shop.json' is not JSON: byte 11: unexpected end of input"
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/sources/shop.json:4:1: the tap's config (source.config) is not JSON: unexpected end of input"
 	echo '["host"]' >"$HOMEDIR/sources/shop.json"
 	run -2 --separate-stderr pipe-state check shop
-	assert_equal "$stderr" "pipe-state: the tap's config '$HOMEDIR/pipelines/../sources/shop.json' is not a JSON object"
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/sources/shop.json:1:1: the tap's config (source.config) is not a JSON object"
 	echo '{"host": "db"}' >"$HOMEDIR/sources/shop.json"
 	run -0 --separate-stderr pipe-state check shop
 	assert_output "pipeline 'shop': ok"

@@ -27,7 +27,7 @@ static const char usage_line[] =
 	"pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
 	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
-	"       check [-p KEY] NAME | probe NAME|-b BUCKET      (-c FILE.yaml may replace NAME)";
+	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET   (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
 	"usage: pipe-state COMMAND [options] NAME\n"
@@ -53,12 +53,17 @@ static const char help_text[] =
 	"  manifest  print the bucket's catalog, .dataspoc/manifest.json\n"
 	"  check     check the pipeline's config and its tap's config, without\n"
 	"            touching the bucket or running the tap; warn when the tap's\n"
-	"            config holds secrets and others may read it\n"
+	"            config holds secrets and others may read it, or still holds\n"
+	"            values of dataspoc-pipe add's template; with -b, check BUCKET\n"
+	"            as a destination.bucket and print it resolved (a relative\n"
+	"            directory against the current directory; -b '' prints\n"
+	"            config.yaml's default bucket, and fails when there is none)\n"
 	"  probe     write, read back, list and delete a probe object in the bucket,\n"
 	"            and see whether it honours conditional creates\n"
 	"\n"
 	"Options:\n"
-	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's\n"
+	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;\n"
+	"               check: the bucket to check\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -f, --full   get: print {} (the run ignores the saved state)\n"
 	"      --force  clear: really delete\n"
@@ -359,7 +364,7 @@ static int cmd_probe(struct bucket *b)
 
 static int cmd_check(const struct pipe_config *cfg, const char *key)
 {
-	struct sb warning = SB_INIT;
+	struct sb warning = SB_INIT, placeholders = SB_INIT;
 	const char *v = NULL;
 	int r;
 
@@ -389,6 +394,15 @@ static int cmd_check(const struct pipe_config *cfg, const char *key)
 			printf("%s\n", v);
 		return CLI_OK;
 	}
+	if (config_check_source(cfg, &placeholders) != 0) {
+		sb_free(&placeholders);
+		return CLI_USAGE;
+	}
+	if (placeholders.len)
+		err_warn("the tap's config %s '%s' still holds placeholders of add's template (%s): "
+			 "fill them in", cfg->tap_config_file ? "file" : "in",
+			 cfg->tap_config_file ? cfg->tap_config_file : cfg->file, placeholders.buf);
+	sb_free(&placeholders);
 	r = check_tap_config(cfg, &warning);
 	if (r == 1)
 		err_warn("%s", warning.buf);
@@ -397,6 +411,34 @@ static int cmd_check(const struct pipe_config *cfg, const char *key)
 		return CLI_USAGE;
 	printf("pipeline '%s': ok\n", cfg->name);
 	return CLI_OK;
+}
+
+/* check -b: a bucket checked and resolved as a pipeline file here would have it. */
+static int cmd_check_bucket(const char *bucket)
+{
+	char why[1536], *cwd = NULL, *out = NULL;
+	int ret = CLI_USAGE;
+
+	if (*bucket == '\0') {
+		if (config_default_bucket(&out) != 0)
+			return CLI_USAGE;
+		if (out == NULL) {
+			err_msg("no bucket: %s/config.yaml gives no destination.bucket", config_home());
+			return CLI_USAGE;
+		}
+	} else if ((cwd = getcwd(NULL, 0)) == NULL) {
+		err_msg("cannot find the current directory:");
+		return CLI_FAILED;
+	} else if ((out = config_bucket_resolve(bucket, cwd, why, sizeof(why))) == NULL) {
+		err_msg("%s", why);
+		goto out;
+	}
+	printf("%s\n", out);
+	ret = CLI_OK;
+out:
+	free(cwd);
+	free(out);
+	return ret;
 }
 
 static int parse_format(const char *cmd, const char *arg, enum format *fmt)
@@ -510,7 +552,8 @@ int main(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if ((bucket && !is(cmd, "list manifest probe")) || (key && strcmp(cmd, "check") != 0) ||
+	if ((bucket && !is(cmd, "list manifest probe check")) || (key && strcmp(cmd, "check") != 0) ||
+	    (bucket && key) ||
 	    (have_n && strcmp(cmd, "logs") != 0) || (bucket && (file || optind < argc)) ||
 	    (strcmp(cmd, "status") == 0 ? file != NULL : argc - optind > 1)) {
 		cli_usage(usage_line);
@@ -525,6 +568,10 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	if (strcmp(cmd, "status") == 0) {
 		ret = cmd_status(argv + optind, (size_t)(argc - optind), fmt);
+		goto out;
+	}
+	if (bucket && strcmp(cmd, "check") == 0) {
+		ret = cmd_check_bucket(bucket);
 		goto out;
 	}
 	if (bucket == NULL && cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)

@@ -92,6 +92,11 @@ int main(int argc, char **argv)
 	}
 	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
 		return CLI_USAGE;
+	/* a missing tap config is a config error, said before the tap starts */
+	if (config_check_source(&cfg, NULL) != 0) {
+		config_free(&cfg);
+		return CLI_USAGE;
+	}
 	/* A terminal on stdin means "no state", not "wait for one". */
 	if (!topt.check && !isatty(STDIN_FILENO) && util_read_fd(STDIN_FILENO, &state) != 0) {
 		err_msg("cannot read the state from stdin:");

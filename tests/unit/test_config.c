@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "sb.h"
 #include "tap.h"
 
 static char *tmp;		/* the sandbox, canonical */
@@ -296,8 +297,9 @@ static void test_paths(void)
 	want = xasprintf("%s/pipelines/sources/t.json", home);
 	is_str(cfg.tap_config_file, want, "relative config resolved against the file's directory");
 	free(want);
-	want = xasprintf("%s/pipelines/../cat.json", home);
-	is_str(cfg.catalog_file, want, "relative catalog resolved against the file's directory");
+	want = xasprintf("%s/cat.json", home);
+	is_str(cfg.catalog_file, want, "relative catalog resolved against the file's directory, "
+	       "leading ../ taken off it");
 	free(want);
 
 	loads("source:\n  tap: x\n  config: ~/src/t.json\n" MINI_DEST, "~/ in config");
@@ -319,7 +321,10 @@ static void test_paths(void)
 	want = xasprintf("%s/rel/c.json", tmp);
 	is_str(cfg.tap_config_file, want, "config path made absolute");
 	free(want);
-	is_str(cfg.bucket, "lake", "relative bucket kept as written");
+	want = xasprintf("%s/rel/lake", tmp);
+	is_str(cfg.bucket, want, "relative bucket resolved against the file's directory, "
+	       "as source.config is");
+	free(want);
 	if (chdir(cwd) < 0)
 		perror(cwd);
 	free(cwd);
@@ -606,7 +611,8 @@ static void test_file_level(void)
 	refused(MINI_SOURCE MINI_DEST "source:\n  tap: y\n",
 		":5:1: duplicate key 'source' (also at line 1)", "duplicate top-level key");
 	refused(MINI_DEST, ":1:1: missing required key 'source'", "no source");
-	refused(MINI_SOURCE, ":1:1: missing required key 'destination'", "no destination");
+	refused(MINI_SOURCE, ":1:1: missing required key 'destination' (with a bucket: "
+		"config.yaml gives no destination.bucket)", "no destination");
 	refused(MINI_SOURCE "destination: /lake\n", ":3:14: destination must be a mapping",
 		"destination as a string");
 	refused("- source\n", ":1:1: a pipeline file must be a mapping (with source: and destination:)",
@@ -659,9 +665,137 @@ static void test_file_level(void)
 	free(want);
 }
 
+static void test_bucket_paths(void)
+{
+	static const struct {
+		const char *b, *want;	/* want: after "<tmp>/", or "=" as written, or NULL */
+	} cases[] = {
+		{ "lake", "home/pipelines/lake" }, { "./lake", "home/pipelines/lake" },
+		{ "../lake", "home/lake" }, { "../../x/y", "x/y" }, { ".", "home/pipelines" },
+		{ "~/lake", "user/lake" }, { "~", "user" }, { "lake:2024", "home/pipelines/lake:2024" },
+		{ "/abs/lake", "=" }, { "file:///data/lake", "=" }, { "s3://b/p", "=" },
+		{ "gs://b", "=" },
+	};
+	char why[512], *want, *got;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *yaml = xasprintf(MINI_SOURCE "destination:\n  bucket: '%s'\n", cases[i].b);
+
+		char *desc = xasprintf("bucket '%s' loads", cases[i].b);
+
+		loads(yaml, desc);
+		free(yaml);
+		free(desc);
+		want = strcmp(cases[i].want, "=") ? xasprintf("%s/%s", tmp, cases[i].want) :
+		       xstrdup(cases[i].b);
+		is_str(cfg.bucket, want, "bucket '%s' resolved", cases[i].b);
+		free(want);
+	}
+	refused(MINI_SOURCE "destination:\n  bucket: s3:/mybucket\n",
+		":4:11: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, "
+		"s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "s3: with one slash");
+	refused(MINI_SOURCE "destination:\n  bucket: ~bob/lake\n",
+		":4:11: destination.bucket '~bob/lake': only a leading ~/ is expanded (write the "
+		"home directory in full)", "~user in a bucket");
+	refused("source:\n  tap: x\n  config: ~bob/c.json\n" MINI_DEST,
+		":3:11: source.config '~bob/c.json': only a leading ~/ is expanded (write the "
+		"home directory in full)", "~user in source.config");
+
+	/* The function the wizard's answer goes through: the same rule. */
+	got = config_bucket_resolve("s3:/mybucket", "/w", why, sizeof(why));
+	ok(got == NULL, "config_bucket_resolve refuses s3:/mybucket");
+	is_str(why, "destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, "
+	       "s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "with the loader's reason");
+	got = config_bucket_resolve("FILE:/x", "/w", why, sizeof(why));
+	ok(got == NULL, "config_bucket_resolve refuses FILE:/x");
+	got = config_bucket_resolve("lake", "/w", why, sizeof(why));
+	is_str(got, "/w/lake", "config_bucket_resolve: relative to the directory given");
+	free(got);
+	got = config_bucket_resolve("s3://b/p", "/w", why, sizeof(why));
+	is_str(got, "s3://b/p", "config_bucket_resolve: a URL as written");
+	free(got);
+	got = config_bucket_resolve("", "/w", why, sizeof(why));
+	ok(got == NULL, "config_bucket_resolve refuses an empty bucket");
+	is_str(why, "destination.bucket is empty", "empty bucket reason");
+}
+
+/* config_check_source(), stderr captured; 0 when it returned rc. */
+static int check_source(int rc_want, struct sb *found)
+{
+	int saved, fd, rc;
+
+	saved = dup(STDERR_FILENO);
+	fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (saved < 0 || fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		perror("capturing stderr");
+		exit(2);
+	}
+	close(fd);
+	rc = config_check_source(&cfg, found);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	free(errtext);
+	errtext = slurp(errpath);
+	return rc == rc_want ? 0 : -1;
+}
+
+static void test_check_source(void)
+{
+	char *json = path_in(home, "sources.json"), *want;
+	struct sb found = SB_INIT;
+
+	unlink(json);
+	loads("source:\n  tap: x\n  config: ../sources.json\n" MINI_DEST, "a missing config file loads");
+	ok(check_source(-1, NULL) == 0, "config_check_source: a missing file is an error");
+	want = xasprintf("test: %s:3:11: source.config: cannot read '%s': No such file or directory\n",
+			 pfile, json);
+	is_str(errtext, want, "named at source.config's place in the pipeline file");
+	free(want);
+
+	mkdir(json, 0700);
+	ok(check_source(-1, NULL) == 0, "config_check_source: a directory is an error");
+	want = xasprintf("test: %s:3:11: source.config: cannot read '%s': Is a directory\n", pfile, json);
+	is_str(errtext, want, "a directory: EISDIR");
+	free(want);
+	rmdir(json);
+
+	write_file(json, "{\n  \"host\": \"db\",\n  \"port\": 54x2\n}\n");
+	ok(check_source(-1, NULL) == 0, "config_check_source: invalid JSON is an error");
+	ok(strncmp(errtext, "test: ", 6) == 0 && strstr(errtext, ".json:3:13: the tap's config "
+	   "(source.config) is not JSON: ") != NULL, "invalid JSON: file:line:col, not a byte offset");
+	if (strstr(errtext, ".json:3:13:") == NULL)
+		printf("#   stderr: %s", errtext);
+	write_file(json, "\n  [\"host\"]\n");
+	ok(check_source(-1, NULL) == 0, "config_check_source: an array is an error");
+	want = xasprintf("test: %s:2:3: the tap's config (source.config) is not a JSON object\n", json);
+	is_str(errtext, want, "not an object: where the value starts");
+	free(want);
+
+	write_file(json, "{\"files\": [{\"entity\": \"t\", \"path\": \"/path/to/my_table.csv\"}],"
+		   " \"password\": \"CHANGE_ME\", \"db\": {\"name\": \"CHANGE_ME\"}, \"user\": \"me\"}\n");
+	ok(check_source(0, &found) == 0, "config_check_source: a template loads");
+	is_str(errtext, "", "quietly");
+	is_str(found.buf, ".files[0].path, .password, .db.name", "placeholders named by member");
+	sb_free(&found);
+	write_file(json, "{\"path\": \"/data/path/to/x.csv\", \"password\": \"s3cret\"}\n");
+	ok(check_source(0, &found) == 0 && found.len == 0, "filled in: no placeholder");
+	ok(check_source(0, NULL) == 0, "placeholders NULL: not looked for");
+
+	loads("source:\n  tap: x\n  config:\n    password: CHANGE_ME\n" MINI_DEST, "inline template");
+	ok(check_source(0, &found) == 0, "config_check_source: inline config");
+	is_str(found.buf, ".password", "placeholders of an inline config");
+	sb_free(&found);
+	loads(MINI_SOURCE MINI_DEST, "no tap config");
+	ok(check_source(0, &found) == 0 && found.len == 0, "no tap config: nothing to check");
+	unlink(json);
+	free(json);
+	config_free(&cfg);
+}
+
 static void test_home_config(void)
 {
-	char *conf = path_in(home, "config.yaml");
+	char *conf = path_in(home, "config.yaml"), *want, *got;
 
 	write_file(conf, "# only comments\n");
 	loads(MINI_SOURCE MINI_DEST, "config.yaml with only comments");
@@ -691,6 +825,23 @@ static void test_home_config(void)
 	loads(MINI_SOURCE MINI_DEST, "legacy defaults: in config.yaml");
 	is_int(cfg.compression, COMPRESSION_NONE, "compression from defaults:");
 	is_str(cfg.path, "p", "path from destination:");
+
+	/* A pipeline needs no destination: when config.yaml gives the bucket. */
+	write_file(conf, "destination:\n  bucket: lake\n  format: jsonl\n");
+	loads(MINI_SOURCE, "a pipeline without destination: loads with config.yaml's bucket");
+	want = xasprintf("%s/lake", home);
+	is_str(cfg.bucket, want, "config.yaml's relative bucket: relative to config.yaml's directory");
+	is_str(cfg.format, "jsonl", "config.yaml's format");
+	is_str(cfg.path, "raw", "path's own default");
+	is_int(config_default_bucket(&got), 0, "config_default_bucket");
+	is_str(got, want, "config_default_bucket: config.yaml's bucket, resolved");
+	free(got);
+	free(want);
+	write_file(conf, "destination:\n  compression: gzip\n");
+	is_int(config_default_bucket(&got), 0, "config_default_bucket without a bucket");
+	ok(got == NULL, "config_default_bucket: NULL when config.yaml gives none");
+	refused(MINI_SOURCE, ":1:1: missing required key 'destination' (with a bucket: config.yaml "
+		"gives no destination.bucket)", "no destination: and no default bucket");
 
 	write_file(conf, "destination:\n  bucket: /l\n  compresion: gzip\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
@@ -833,7 +984,9 @@ int main(void)
 	test_destination();
 	test_incremental_schedule();
 	test_file_level();
+	test_bucket_paths();
 	test_home_config();
+	test_check_source();
 	setenv("HOME", user, 1);
 	test_helpers();
 
