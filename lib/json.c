@@ -217,7 +217,10 @@ static inline const unsigned char *plain_run(const unsigned char *p,
  * p inside a string, at the end of a plain run; returns the byte after the
  * closing quote.  *esc is set when the string holds a backslash.
  */
-static const unsigned char *scan_string(const unsigned char *p,
+/* Inlined into the scanner (both copies), as they were when it was one. */
+#define HOT static inline __attribute__((always_inline))
+
+HOT const unsigned char *scan_string(const unsigned char *p,
 					const unsigned char *end, int *esc,
 					struct jerr *e)
 {
@@ -254,7 +257,7 @@ static const unsigned char *digits(const unsigned char *p,
 }
 
 /* p at '-' or a digit. */
-static const unsigned char *scan_number(const unsigned char *p,
+HOT const unsigned char *scan_number(const unsigned char *p,
 					const unsigned char *end,
 					struct jerr *e)
 {
@@ -318,7 +321,7 @@ static int raw_equal(const unsigned char *s, size_t n, const char *k)
 	return k[n] == '\0';
 }
 
-static int match_key(const unsigned char *q, const unsigned char *after,
+HOT int match_key(const unsigned char *q, const unsigned char *after,
 		     int esc, const char *const keys[], size_t nkeys)
 {
 	struct json_span s;
@@ -339,22 +342,35 @@ static int match_key(const unsigned char *q, const unsigned char *after,
 	return -1;
 }
 
-static int scan(const char *buf, size_t len, const char *const keys[],
-		size_t nkeys, struct json_span vals[], struct json_span *out,
-		size_t *errpos, const char **errmsg)
+/*
+ * The scanner.  Inlined twice: with mem NULL (every branch on it folded
+ * away, so plain validation pays nothing for it) and with mem.  While
+ * inside the object whose members are noted, ndepth is its depth (2), else
+ * 0: no key or value is at depth 0.  The member being noted is *mcur (NULL
+ * past mem->cap); mnext is the next free one.
+ */
+HOT int
+scan_body(const char *buf, size_t len, const char *const keys[], size_t nkeys,
+	  struct json_span vals[], struct json_members *mem,
+	  struct json_span *out, size_t *errpos, const char **errmsg)
 {
 	const unsigned char *b = (const unsigned char *)buf;
 	const unsigned char *p, *end = b + len, *start, *vstart = NULL, *q;
+	struct json_member *mcur = NULL, *mnext = NULL, *mlim = NULL;
 	uint64_t objbits[JSON_MAX_DEPTH / 64];
-	unsigned depth = 0;
-	int slot = -1, esc, in_obj = 0;
-	size_t i;
+	unsigned depth = 0, ndepth = 0;
+	int slot = -1, esc = 0, in_obj = 0;
+	size_t i, mover = 0;
 	struct jerr e = { NULL, NULL };
 
 	for (i = 0; i < nkeys; i++) {
 		vals[i].p = NULL;
 		vals[i].len = 0;
 		vals[i].type = JSON_NONE;
+	}
+	if (mem) {
+		mnext = mem->m;
+		mlim = mem->m + mem->cap;
 	}
 	p = start = ws(b, end);
 value:
@@ -392,12 +408,12 @@ value:
 		in_obj = 0;
 		goto value;
 	case '"':
+		esc = 0;
 		p = plain_run(p + 1, end);
 		if (p < end && *p == '"') {
 			p++;
 			break;
 		}
-		esc = 0;
 		p = scan_string(p, end, &esc, &e);
 		break;
 	case '-': case '0': case '1': case '2': case '3': case '4': case '5':
@@ -432,6 +448,12 @@ after:
 		vals[slot].len = (size_t)(p - vstart);
 		vals[slot].type = json_type_at(*vstart);
 		slot = -1;
+		if (mem)
+			ndepth = 0;
+	} else if (mem && depth == ndepth && mcur) {
+		mcur->val.len = (size_t)(p - (const unsigned char *)mcur->val.p);
+		mcur->val.type = json_type_at((unsigned char)*mcur->val.p);
+		mcur->val_esc = mcur->val.type == JSON_STRING && esc;
 	}
 	p = ws(p, end);
 	if (p == end) {
@@ -469,6 +491,29 @@ key:
 		slot = match_key(q, p, esc, keys, nkeys);
 		if (slot >= 0 && vals[slot].type != JSON_NONE)
 			slot = -1;
+	} else if (mem && depth == ndepth) {
+		/* A member noted: the colon here, so that other keys pay nothing. */
+		mcur = NULL;
+		if (mnext < mlim) {
+			mcur = mnext++;
+			mcur->key.p = (const char *)q;
+			mcur->key.len = (size_t)(p - q);
+			mcur->key.type = JSON_STRING;
+			mcur->key_esc = esc;
+		} else {
+			mover++;
+		}
+		p = ws(p, end);
+		if (p == end) {
+			fail(&e, p, E_END);
+			goto bad;
+		}
+		if (*p != ':')
+			goto badchar;
+		p = ws(p + 1, end);
+		if (mcur)
+			mcur->val.p = (const char *)p;
+		goto value;
 	}
 	p = ws(p, end);
 	if (p == end) {
@@ -478,10 +523,15 @@ key:
 	if (*p != ':')
 		goto badchar;
 	p = ws(p + 1, end);
-	if (depth == 1)
+	if (depth == 1) {
 		vstart = p;
+		if (mem && slot == (int)mem->of && p < end && *p == '{')
+			ndepth = 2;
+	}
 	goto value;
 done:
+	if (mem)
+		mem->n = (size_t)(mnext - mem->m) + mover;
 	if (out) {
 		out->p = (const char *)start;
 		out->len = (size_t)(p - start);
@@ -499,6 +549,13 @@ bad:
 	return -1;
 }
 
+static int scan(const char *buf, size_t len, const char *const keys[],
+		size_t nkeys, struct json_span vals[], struct json_span *out,
+		size_t *errpos, const char **errmsg)
+{
+	return scan_body(buf, len, keys, nkeys, vals, NULL, out, errpos, errmsg);
+}
+
 int json_validate(const char *buf, size_t len, struct json_span *out,
 		  size_t *errpos, const char **errmsg)
 {
@@ -514,6 +571,20 @@ int json_validate_members(const char *buf, size_t len,
 			  size_t *errpos, const char **errmsg)
 {
 	return scan(buf, len, keys, nkeys, vals, out, errpos, errmsg);
+}
+
+int json_validate_inner(const char *buf, size_t len,
+			const char *const keys[], size_t nkeys,
+			struct json_span vals[], struct json_members *mem,
+			struct json_span *out, size_t *errpos,
+			const char **errmsg)
+{
+	if (mem == NULL || mem->of >= nkeys) {
+		if (mem)
+			mem->n = 0;
+		return scan(buf, len, keys, nkeys, vals, out, errpos, errmsg);
+	}
+	return scan_body(buf, len, keys, nkeys, vals, mem, out, errpos, errmsg);
 }
 
 /* Traversal of validated text: no checks beyond staying inside the span. */

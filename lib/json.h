@@ -70,6 +70,35 @@ int json_validate_members(const char *buf, size_t len,
 			  struct json_span vals[], struct json_span *out,
 			  size_t *errpos, const char **errmsg);
 
+/* A member of an object, as json_validate_inner() met it. */
+struct json_member {
+	struct json_span key;	/* a JSON_STRING, quotes included */
+	struct json_span val;
+	int key_esc;		/* the key holds a backslash */
+	int val_esc;		/* the value is a string that holds a backslash */
+};
+
+/* Where json_validate_inner() notes the members of one object. */
+struct json_members {
+	size_t of;		/* in: the object is the value of keys[of] */
+	struct json_member *m;	/* in: room for cap members */
+	size_t cap;
+	size_t n;		/* out: the members it has (when above cap, only the first cap are in m) */
+};
+
+/*
+ * json_validate_members() that also notes, in the same pass, the members of
+ * vals[mem->of] when that value is an object: each in order, repeats
+ * included, with its key and value spans as json_object_next() gives them.
+ * mem->n is 0 when the value is absent or not an object, and unspecified
+ * on error.  Only json_validate_members()'s cost when mem is NULL.
+ */
+int json_validate_inner(const char *buf, size_t len,
+			const char *const keys[], size_t nkeys,
+			struct json_span vals[], struct json_members *mem,
+			struct json_span *out, size_t *errpos,
+			const char **errmsg);
+
 /*
  * Find member key in the object span obj (already validated).  Returns 1 and
  * fills *out when found (the first occurrence), 0 when absent, -1 when obj is

@@ -38,16 +38,16 @@ static enum singer_type classify(const struct json_span *t)
 
 static const struct json_span none = { NULL, 0, JSON_NONE };
 
-int singer_parse(const char *line, size_t len, struct singer_msg *m,
-		 size_t *errcol, const char **errmsg)
+static int parse(const char *line, size_t len, struct singer_msg *m,
+		 struct json_members *mem, size_t *errcol, const char **errmsg)
 {
 	struct json_span v[K_N], top;
 	const struct json_span *bad = NULL;
 	const char *msg = NULL;
 	size_t pos;
 
-	if (json_validate_members(line, len, singer_keys, K_N, v, &top, &pos,
-				  errmsg) < 0) {
+	if (json_validate_inner(line, len, singer_keys, K_N, v, mem, &top,
+				&pos, errmsg) < 0) {
 		*errcol = pos + 1;
 		return -1;
 	}
@@ -75,6 +75,13 @@ int singer_parse(const char *line, size_t len, struct singer_msg *m,
 	m->bookmark_properties =
 		v[K_BOOKPROPS].type == JSON_NULL ? none : v[K_BOOKPROPS];
 	m->version = v[K_VERSION];
+	m->members = NULL;
+	m->nmembers = 0;
+	if (mem && m->type == SINGER_RECORD && v[K_RECORD].type == JSON_OBJECT &&
+	    mem->n <= mem->cap) {
+		m->members = mem->m;
+		m->nmembers = mem->n;
+	}
 
 	switch (m->type) {
 	case SINGER_RECORD:
@@ -128,6 +135,21 @@ fail:
 	*errcol = (size_t)(bad->p - line) + 1;
 	*errmsg = msg;
 	return -1;
+}
+
+int singer_parse(const char *line, size_t len, struct singer_msg *m,
+		 size_t *errcol, const char **errmsg)
+{
+	return parse(line, len, m, NULL, errcol, errmsg);
+}
+
+int singer_parse_members(const char *line, size_t len, struct singer_msg *m,
+			 struct json_member room[], size_t cap,
+			 size_t *errcol, const char **errmsg)
+{
+	struct json_members mem = { K_RECORD, room, cap, 0 };
+
+	return parse(line, len, m, &mem, errcol, errmsg);
 }
 
 #define READ_SIZE (1u << 20)

@@ -28,6 +28,12 @@ struct singer_msg {
 	struct json_span key_properties;	/* SCHEMA: optional */
 	struct json_span bookmark_properties;	/* SCHEMA: optional */
 	struct json_span version;	/* RECORD/ACTIVATE_VERSION: optional */
+	/*
+	 * RECORD, from singer_parse_members(): the members of "record", or
+	 * NULL (singer_parse(), or more members than there was room for).
+	 */
+	const struct json_member *members;
+	size_t nmembers;
 };
 
 /*
@@ -48,6 +54,17 @@ struct singer_msg {
  */
 int singer_parse(const char *line, size_t len, struct singer_msg *m,
 		 size_t *errcol, const char **errmsg);
+
+/*
+ * singer_parse() that also notes a RECORD's members in room[0..cap), in the
+ * same pass (json_validate_inner()): m->members is room and m->nmembers
+ * their number, or m->members NULL when the record has more than cap
+ * members, and for other messages.  The same result and errors as
+ * singer_parse() otherwise.
+ */
+int singer_parse_members(const char *line, size_t len, struct singer_msg *m,
+			 struct json_member room[], size_t cap,
+			 size_t *errcol, const char **errmsg);
 
 struct singer_reader;
 

@@ -282,6 +282,132 @@ static void test_members(void)
 	is_int(pos, 6, "members: error offset");
 }
 
+/*
+ * json_validate_inner() against json_validate_members() and a walk with
+ * json_object_next(): the same result, error and spans; the members of
+ * keys[1]'s value, as the walk finds them, a backslash noted where there
+ * is one.  cap: the room given.  1 when they agree.
+ */
+static int inner_agrees(const char *in, size_t len, size_t cap)
+{
+	static const char *const keys[] = { "a", "r", "b" };
+	struct json_member room[16];
+	struct json_members mem = { 1, room, cap, 12345 };
+	struct json_span v[3], w[3], top, top2, k, e;
+	size_t pos = 0, pos2 = 0, i = 0, at = 0;
+	const char *msg = NULL, *msg2 = NULL;
+	int r = json_validate_inner(in, len, keys, 3, v, &mem, &top, &pos, &msg);
+	int r2 = json_validate_members(in, len, keys, 3, w, &top2, &pos2, &msg2);
+
+	if (r != r2 || (r != 0 && (pos != pos2 || strcmp(msg, msg2) != 0))) {
+		printf("#   %d %d at %zu %zu: %s / %s\n", r, r2, pos, pos2, msg ? msg : "",
+		       msg2 ? msg2 : "");
+		return 0;
+	}
+	if (r != 0)
+		return 1;
+	for (i = 0; i < 3; i++) {
+		if (v[i].p != w[i].p || v[i].len != w[i].len || v[i].type != w[i].type)
+			return 0;
+	}
+	if (top.p != top2.p || top.len != top2.len || v[1].type != JSON_OBJECT)
+		return v[1].type == JSON_OBJECT || mem.n == 0;
+	for (i = 0; json_object_next(&v[1], &at, &k, &e); i++) {
+		const struct json_member *m = &room[i];
+
+		if (i >= cap)
+			continue;
+		if (m->key.p != k.p || m->key.len != k.len || m->key.type != JSON_STRING ||
+		    m->val.p != e.p || m->val.len != e.len || m->val.type != e.type ||
+		    m->key_esc != (memchr(k.p, '\\', k.len) != NULL) ||
+		    m->val_esc != (e.type == JSON_STRING && memchr(e.p, '\\', e.len) != NULL)) {
+			printf("#   member %zu differs\n", i);
+			return 0;
+		}
+	}
+	if (mem.n != i)
+		printf("#   %zu members noted, %zu walked\n", mem.n, i);
+	return mem.n == i;
+}
+
+static void test_inner(void)
+{
+	static const char *const recs[] = {
+		"{\"r\":{}}",
+		"{\"r\":{\"id\":1,\"name\":\"a\"}}",
+		"{\"type\":\"RECORD\",\"r\":{\"id\":-1.5e3,\"s\":\"x\\\"y\",\"t\":true,\"f\":false,"
+		"\"n\":null,\"o\":{\"r\":{\"k\":1},\"a\":[{\"b\":2}]},\"arr\":[1,[2,{\"c\":\"d\"}]],"
+		"\"k\\u0041\":\"\\u00e9\",\"id\":2},\"b\":{\"x\":1}}",
+		" { \"a\" : [ { \"r\" : 1 } ] , \"r\" : { \"x\" : 1 ,\n\t\"y\" :\"z\" , \"w\"\r\n: { } } } ",
+		"{\"r\":{\"a\":1},\"r\":{\"b\":2,\"c\":3}}",
+		"{\"r\":5,\"r\":{\"b\":2}}",
+		"{\"r\":[{\"a\":1}]}",
+		"{\"\\u0072\":{\"a\":1,\"b\":{}}}",
+		"[{\"r\":{\"a\":1}}]",
+		"{\"x\":{\"r\":{\"a\":1}}}",
+		"{\"r\":{\"a\":\"\",\"\":\"\\\\\",\"\\\\\":[]}}",
+		/* errors inside and after the record */
+		"{\"r\":{\"a\":01}}",
+		"{\"r\":{\"a\":1,}}",
+		"{\"r\":{\"a\" 1}}",
+		"{\"r\":{\"a\":\"\\x\"}}",
+		"{\"r\":{\"a\":1},\"b\":tru}",
+		"{\"r\":{\"a\":1}",
+		"{\"r\":{\"a\":\"\xc3\"}}",
+	};
+	size_t i, cap;
+	int agree = 1;
+
+	for (i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		for (cap = 0; cap <= 16; cap += cap < 4 ? 1 : 12) {
+			if (!inner_agrees(recs[i], strlen(recs[i]), cap)) {
+				printf("#   record %zu, room for %zu: %s\n", i, cap, recs[i]);
+				agree = 0;
+			}
+		}
+	}
+	ok(agree, "inner: crafted records: json_validate_members()'s result and the walk's members");
+	/* Every valid and invalid value of the tables, as the record and after it. */
+	for (i = 0; i < sizeof(good) / sizeof(good[0]) + sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *v = i < sizeof(good) / sizeof(good[0]) ? good[i] : bad[i - sizeof(good) / sizeof(good[0])].in;
+		size_t n = i < sizeof(good) / sizeof(good[0]) ? strlen(v) : bad[i - sizeof(good) / sizeof(good[0])].len;
+		struct sb a = SB_INIT, b = SB_INIT;
+
+		sb_adds(&a, "{\"r\":{\"x\":");
+		sb_add(&a, v, n);
+		sb_adds(&a, ",\"y\":1}}");
+		sb_adds(&b, "{\"r\":{\"x\":1},\"b\":");
+		sb_add(&b, v, n);
+		sb_adds(&b, "}");
+		if (!inner_agrees(a.buf, a.len, 16) || !inner_agrees(a.buf, a.len, 1) ||
+		    !inner_agrees(b.buf, b.len, 16) || !inner_agrees(v, n, 16)) {
+			printf("#   value %zu: %s\n", i, show(v, n));
+			agree = 0;
+		}
+		sb_free(&a);
+		sb_free(&b);
+	}
+	ok(agree, "inner: every value of the tables, in a record and after it");
+	{
+		static const char *const keys[] = { "a", "r" };
+		static const char in[] = "{\"r\":{\"a\":1,\"b\":2,\"c\":3}}";
+		struct json_member room[2];
+		struct json_members mem = { 1, room, 2, 0 };
+		struct json_span v[2], top;
+		size_t pos;
+		const char *msg;
+
+		ok(json_validate_inner(S(in), keys, 2, v, &mem, &top, &pos, &msg) == 0 && mem.n == 3 &&
+		   span_is(&room[1].key, "\"b\"") && span_is(&room[1].val, "2"),
+		   "inner: more members than room: their number, the first ones noted");
+		mem.of = 2;
+		ok(json_validate_inner(S(in), keys, 2, v, &mem, &top, &pos, &msg) == 0 && mem.n == 0 &&
+		   span_is(&v[1], "{\"a\":1,\"b\":2,\"c\":3}"), "inner: no such key: nothing noted");
+		ok(json_validate_inner(S(in), keys, 2, v, NULL, &top, &pos, &msg) == 0 &&
+		   span_is(&v[1], "{\"a\":1,\"b\":2,\"c\":3}"), "inner: mem NULL: json_validate_members()");
+	}
+}
+
 static void test_object_get(void)
 {
 	static const char in[] =
@@ -506,6 +632,7 @@ int main(void)
 	test_depth();
 	test_span();
 	test_members();
+	test_inner();
 	test_object_get();
 	test_iterate();
 	test_decode();

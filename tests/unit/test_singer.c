@@ -127,6 +127,54 @@ static void test_errors(void)
 	}
 }
 
+/* singer_parse_members(): singer_parse()'s result and errors, a record's members. */
+static void test_members(void)
+{
+	struct json_member room[4];
+	struct singer_msg m, m2;
+	size_t i, col, col2;
+	const char *msg, *msg2;
+	int same = 1;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]) + sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *line = i < sizeof(good) / sizeof(good[0]) ? good[i].line :
+				   bad[i - sizeof(good) / sizeof(good[0])].line;
+		int r, r2;
+
+		col = col2 = 0;
+		msg = msg2 = NULL;
+		r = singer_parse(line, strlen(line), &m, &col, &msg);
+		r2 = singer_parse_members(line, strlen(line), &m2, room, 4, &col2, &msg2);
+		if (r != r2 || (r != 0 && (col != col2 || strcmp(msg, msg2) != 0)) ||
+		    (r == 0 && (m.type != m2.type || m.record.p != m2.record.p || m.stream.p != m2.stream.p ||
+				m.members != NULL ||
+				(m2.members != NULL) != (m2.type == SINGER_RECORD)))) {
+			printf("#   differs: %s\n", line);
+			same = 0;
+		}
+	}
+	ok(same, "members: every line of the tables parses as with singer_parse()");
+	{
+		static const char rec[] = "{\"record\":{\"b\\u0041\": \"x\\\"\" , \"c\":[1]},\"record\":{\"d\":1},"
+					  "\"type\":\"RECORD\",\"stream\":\"s\"}";
+		static const char wide[] = "{\"type\":\"RECORD\",\"stream\":\"s\",\"record\":{\"a\":1,\"b\":2,\"c\":3,"
+					   "\"d\":4,\"e\":5}}";
+		static const char st[] = "{\"type\":\"STATE\",\"value\":{},\"record\":{\"a\":1}}";
+
+		ok(singer_parse_members(rec, strlen(rec), &m, room, 4, &col, &msg) == 0 && m.members == room &&
+		   m.nmembers == 2 && span_is(&room[0].key, "\"b\\u0041\"") && room[0].key_esc &&
+		   span_is(&room[0].val, "\"x\\\"\"") && room[0].val_esc && room[0].val.type == JSON_STRING &&
+		   span_is(&room[1].key, "\"c\"") && !room[1].key_esc && span_is(&room[1].val, "[1]") &&
+		   room[1].val.type == JSON_ARRAY && !room[1].val_esc,
+		   "members: the first \"record\"'s, spans and backslashes noted");
+		ok(singer_parse_members(wide, strlen(wide), &m, room, 4, &col, &msg) == 0 && m.members == NULL &&
+		   m.type == SINGER_RECORD && span_is(&m.record, "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5}"),
+		   "members: more than the room: none, the record as ever");
+		ok(singer_parse_members(st, strlen(st), &m, room, 4, &col, &msg) == 0 && m.members == NULL &&
+		   m.type == SINGER_STATE, "members: none for a STATE");
+	}
+}
+
 static void test_spans(void)
 {
 	static const char rec[] =
@@ -541,6 +589,7 @@ int main(void)
 	}
 	test_classify();
 	test_errors();
+	test_members();
 	test_spans();
 	test_reader_small();
 	test_reader_terminated_flag();
