@@ -213,11 +213,14 @@ run_pipeline() {
 	trap 'rm -rf "$tmp"' EXIT
 
 	# Check the config, the tap and the streams before anything is touched
-	# (this discovers the tap's catalog when it is not cached yet).
+	# (this discovers the tap's catalog when it is not cached yet; the
+	# discovery's stderr comes only when it fails, or with -v).
+	tapv=
+	[ "$verbose" = 1 ] && tapv=-v
 	if [ "${refresh_catalog:-0}" = 1 ]; then
-		pipe-tap -n --refresh-catalog "$@" </dev/null 2>"$tmp/check.err"
+		pipe-tap -n $tapv --refresh-catalog "$@" </dev/null 2>"$tmp/check.err"
 	else
-		pipe-tap -n "$@" </dev/null 2>"$tmp/check.err"
+		pipe-tap -n $tapv "$@" </dev/null 2>"$tmp/check.err"
 	fi
 	rc=$?
 	# A tap that is not there or cannot run is a config error too.

@@ -223,9 +223,10 @@ static void edit_stream(const struct json_span *st, int selected, int select_kno
 	sb_addc(out, '}');
 }
 
-int catalog_select(const char *text, size_t len, const char *origin,
-		   char *const *streams, const char *metadata_json,
-		   struct sb *out, struct sb *selected)
+/* catalog_select(), but 1 when a name in streams is not offered (reported only with report). */
+static int select_streams(const char *text, size_t len, const char *origin,
+			  char *const *streams, const char *metadata_json,
+			  struct sb *out, struct sb *selected, int report)
 {
 	struct json_span cat, list, st, key, val, meta = { NULL, 0, JSON_NONE };
 	size_t errpos, pos = 0, nsel = 0, i;
@@ -333,27 +334,36 @@ int catalog_select(const char *text, size_t len, const char *origin,
 	sb_adds(out, "}\n");
 	if (selected)
 		sb_addc(selected, ']');
+	ret = 0;
 	for (i = 0; streams && streams[i]; i++) {
 		if (!used[i]) {
-			err_msg("stream '%s' in source.streams is not offered by the tap (it offers: %s)",
-				streams[i], offered.len ? offered.buf : "nothing");
-			goto out;
+			if (report)
+				err_msg("stream '%s' in source.streams is not offered by the tap (it offers: %s)",
+					streams[i], offered.len ? offered.buf : "nothing");
+			ret = 1;
+			break;
 		}
 	}
-	ret = 0;
-out:
 	free(used);
 	sb_free(&offered);
 	return ret;
 }
 
-char *catalog_cache_path(const struct pipe_config *cfg)
+int catalog_select(const char *text, size_t len, const char *origin,
+		   char *const *streams, const char *metadata_json,
+		   struct sb *out, struct sb *selected)
+{
+	return select_streams(text, len, origin, streams, metadata_json, out, selected, 1) == 0 ? 0 : -1;
+}
+
+/* A file beside the pipeline's YAML file: DIR/NAME<suffix>. */
+static char *beside(const struct pipe_config *cfg, const char *suffix)
 {
 	const char *slash = strrchr(cfg->file, '/');
 
 	if (slash == NULL)
-		return xasprintf("%s.catalog.json", cfg->name);
-	return xasprintf("%.*s/%s.catalog.json", (int)(slash - cfg->file), cfg->file, cfg->name);
+		return xasprintf("%s%s", cfg->name, suffix);
+	return xasprintf("%.*s/%s%s", (int)(slash - cfg->file), cfg->file, cfg->name, suffix);
 }
 
 static int read_file(const char *path, struct sb *out)
@@ -371,14 +381,16 @@ static int read_file(const char *path, struct sb *out)
 	return n ? -1 : 0;
 }
 
-static int write_file(const char *path, const struct sb *data, int mode_private)
+/* Replace path with data (written beside it, then renamed); quiet: no message. */
+static int write_file(const char *path, const struct sb *data, int mode_private, int quiet)
 {
 	char *tmp = xasprintf("%s.tmp-%ld", path, (long)getpid());
 	FILE *f = fopen(tmp, "w");
 	int ok;
 
 	if (f == NULL) {
-		err_msg("cannot write '%s':", tmp);
+		if (!quiet)
+			err_msg("cannot write '%s':", tmp);
 		free(tmp);
 		return -1;
 	}
@@ -387,7 +399,8 @@ static int write_file(const char *path, const struct sb *data, int mode_private)
 	ok = fwrite(data->buf, 1, data->len, f) == data->len;
 	ok = (fclose(f) == 0) && ok;
 	if (!ok || rename(tmp, path) != 0) {
-		err_msg("cannot write '%s':", path);
+		if (!quiet)
+			err_msg("cannot write '%s':", path);
 		unlink(tmp);
 		free(tmp);
 		return -1;
@@ -396,8 +409,107 @@ static int write_file(const char *path, const struct sb *data, int mode_private)
 	return 0;
 }
 
-static int discover(const struct pipe_config *cfg, char *const *config_args, const char *tap_log,
-		    struct sb *out)
+static int same_tap(const struct json_span *tap, char *const *argv)
+{
+	struct json_span el;
+	size_t pos = 0, i = 0;
+
+	if (tap->type != JSON_ARRAY)
+		return 0;
+	while (json_array_next(tap, &pos, &el)) {
+		if (argv[i] == NULL || el.type != JSON_STRING || !json_string_equal(&el, argv[i], 0))
+			return 0;
+		i++;
+	}
+	return argv[i] == NULL;
+}
+
+void catalog_cache_open(struct catalog_cache *c, const struct pipe_config *cfg, int refresh)
+{
+	struct sb text = SB_INIT;
+	struct json_span v, tap, flag;
+	size_t errpos;
+	const char *errmsg;
+
+	memset(c, 0, sizeof(*c));
+	c->catalog_path = beside(cfg, ".catalog.json");
+	c->tap_path = beside(cfg, ".tap.json");
+	if (refresh || read_file(c->tap_path, &text) != 0 || text.len == 0 ||
+	    json_validate(text.buf, text.len, &v, &errpos, &errmsg) != 0 || v.type != JSON_OBJECT ||
+	    json_object_get(&v, "tap", &tap) != 1 || !same_tap(&tap, cfg->tap_argv))
+		goto out;
+	c->valid = 1;
+	if (json_object_get(&v, "catalog_flag", &flag) == 1 && flag.type == JSON_STRING) {
+		if (json_string_equal(&flag, "--catalog", 0))
+			c->flag = "--catalog";
+		else if (json_string_equal(&flag, "--properties", 0))
+			c->flag = "--properties";
+	}
+out:
+	sb_free(&text);
+}
+
+void catalog_cache_free(struct catalog_cache *c)
+{
+	if (c == NULL)
+		return;
+	free(c->catalog_path);
+	free(c->tap_path);
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * Write NAME.tap.json for this tap command.  A cached catalog that came
+ * from another tap command goes first, so that the file never vouches for it.
+ */
+static int cache_save(const struct pipe_config *cfg, struct catalog_cache *c, int quiet)
+{
+	struct sb text = SB_INIT;
+	size_t i;
+	int ret;
+
+	if (!c->valid && !c->discovered && unlink(c->catalog_path) != 0 && errno != ENOENT) {
+		if (!quiet)
+			err_msg("cannot remove '%s':", c->catalog_path);
+		return -1;
+	}
+	sb_adds(&text, "{\"tap\":[");
+	for (i = 0; cfg->tap_argv[i]; i++) {
+		if (i)
+			sb_addc(&text, ',');
+		json_quote(&text, cfg->tap_argv[i], strlen(cfg->tap_argv[i]));
+	}
+	sb_addc(&text, ']');
+	if (c->flag)
+		sb_addf(&text, ",\"catalog_flag\":\"%s\"", c->flag);
+	sb_adds(&text, "}\n");
+	ret = write_file(c->tap_path, &text, 0, quiet);
+	if (ret == 0)
+		c->valid = 1;
+	sb_free(&text);
+	return ret;
+}
+
+/* Copy a held-back log to our stderr, then empty it. */
+static void show_held(const struct catalog_log *log)
+{
+	struct sb text = SB_INIT;
+	FILE *f;
+
+	if (!log->held || read_file(log->path, &text) != 0)
+		goto out;
+	if (text.len && write(STDERR_FILENO, text.buf, text.len) < 0) {
+		/* nowhere else to say it */
+	}
+	f = fopen(log->path, "w");
+	if (f)
+		fclose(f);
+out:
+	sb_free(&text);
+}
+
+static int discover(const struct pipe_config *cfg, char *const *config_args,
+		    const struct catalog_log *log, struct sb *out)
 {
 	char **argv;
 	size_t n = 0, i;
@@ -412,9 +524,10 @@ static int discover(const struct pipe_config *cfg, char *const *config_args, con
 		argv[n++] = config_args[i];
 	argv[n++] = opt_discover;
 	argv[n] = NULL;
-	status = tap_capture(argv, tap_log, out);
+	status = tap_capture(argv, log->path, out);
 	free(argv);
 	if (status != 0) {
+		show_held(log);
 		if (status > 0)
 			err_msg("%s --discover failed with status %d", cfg->tap_argv[0], status);
 		return -1;
@@ -422,9 +535,34 @@ static int discover(const struct pipe_config *cfg, char *const *config_args, con
 	return 0;
 }
 
+/* Discover the catalog into text and cache it (with NAME.tap.json). */
+static int rediscover(const struct pipe_config *cfg, char *const *config_args,
+		      struct catalog_cache *cache, const struct catalog_log *log,
+		      const char *origin, struct sb *text)
+{
+	struct sb edited = SB_INIT;
+	int ret = -1;
+
+	sb_reset(text);
+	if (discover(cfg, config_args, log, text) != 0)
+		goto out;
+	/* check before caching: a broken catalog is not worth keeping */
+	if (catalog_select(text->buf ? text->buf : "", text->len, origin, NULL, NULL, &edited, NULL) != 0) {
+		show_held(log);
+		goto out;
+	}
+	if (write_file(cache->catalog_path, text, 0, 0) != 0)
+		goto out;
+	cache->discovered = 1;
+	ret = cache_save(cfg, cache, 0);
+out:
+	sb_free(&edited);
+	return ret;
+}
+
 int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
-		    const char *cache_path, int refresh, const char *out_path,
-		    const char *tap_log, struct sb *selected)
+		    struct catalog_cache *cache, const char *out_path,
+		    const struct catalog_log *log, struct sb *selected)
 {
 	struct sb text = SB_INIT, edited = SB_INIT;
 	char *origin = NULL;
@@ -437,26 +575,20 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 			err_msg("cannot read the catalog '%s'%s", cfg->catalog_file, r > 0 ? ": No such file" : "");
 			goto out;
 		}
+		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+				   cfg->metadata_json, &edited, selected, 1);
 	} else {
 		origin = xasprintf("the catalog of %s", cfg->tap_argv[0]);
-		if (!refresh && cache_path)
-			r = read_file(cache_path, &text);
-		if (r != 0) {
-			sb_reset(&text);
-			if (discover(cfg, config_args, tap_log, &text) != 0)
-				goto out;
-			/* check before caching: a broken catalog is not worth keeping */
-			if (catalog_select(text.buf ? text.buf : "", text.len, origin, NULL, NULL, &edited, NULL) != 0)
-				goto out;
-			sb_reset(&edited);
-			if (cache_path && write_file(cache_path, &text, 0) != 0)
-				goto out;
-		}
+		if (cache->valid)
+			r = read_file(cache->catalog_path, &text);
+		if (r != 0 && rediscover(cfg, config_args, cache, log, origin, &text) != 0)
+			goto out;
+		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+				   cfg->metadata_json, &edited, selected, 1);
 	}
-	if (catalog_select(text.buf ? text.buf : "", text.len, origin, cfg->streams,
-			   cfg->metadata_json, &edited, selected) != 0)
+	if (r != 0)
 		goto out;
-	ret = write_file(out_path, &edited, 1);
+	ret = write_file(out_path, &edited, 1, 0);
 out:
 	free(origin);
 	sb_free(&text);
@@ -464,7 +596,8 @@ out:
 	return ret;
 }
 
-const char *catalog_flag(const struct pipe_config *cfg, const char *tap_log)
+const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *cache,
+			 const struct catalog_log *log)
 {
 	struct sb about = SB_INIT;
 	struct json_span v, caps, el;
@@ -475,6 +608,8 @@ const char *catalog_flag(const struct pipe_config *cfg, const char *tap_log)
 
 	if (cfg->catalog_flag)
 		return strcmp(cfg->catalog_flag, "catalog") == 0 ? "--catalog" : "--properties";
+	if (cache && cache->valid && cache->flag)
+		return cache->flag;
 	for (i = 0; cfg->tap_argv[i]; i++)
 		;
 	argv = xcalloc(i + 2, sizeof(*argv));
@@ -482,7 +617,8 @@ const char *catalog_flag(const struct pipe_config *cfg, const char *tap_log)
 		argv[n++] = cfg->tap_argv[i];
 	argv[n++] = opt_about;
 	argv[n] = NULL;
-	if (tap_capture(argv, tap_log, &about) == 0 && about.len &&
+	/* a tap without --about says so on stderr: words for the log, not for a terminal */
+	if (tap_capture(argv, log->held ? "/dev/null" : log->path, &about) == 0 && about.len &&
 	    json_validate(about.buf, about.len, &v, &errpos, &errmsg) == 0 &&
 	    v.type == JSON_OBJECT && json_object_get(&v, "capabilities", &caps) == 1 &&
 	    caps.type == JSON_ARRAY) {
@@ -495,5 +631,10 @@ const char *catalog_flag(const struct pipe_config *cfg, const char *tap_log)
 	}
 	free(argv);
 	sb_free(&about);
+	if (cache) {
+		cache->flag = flag;
+		/* no cache in a folder we cannot write: the tap is asked again next time */
+		cache_save(cfg, cache, 1);
+	}
 	return flag;
 }

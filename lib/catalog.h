@@ -27,25 +27,53 @@ int catalog_select(const char *text, size_t len, const char *origin,
 		   struct sb *out, struct sb *selected);
 
 /*
+ * What the tap answered before, cached beside the pipeline's YAML file:
+ * NAME.catalog.json, its discovered catalog byte for byte, and NAME.tap.json,
+ *
+ *   {"tap":["tap-mysql"],"catalog_flag":"--properties"}
+ *
+ * the tap command those answers came from and the flag its --about gave
+ * (catalog_flag is absent until asked).  Neither is used when NAME.tap.json
+ * is missing, names another tap command, or refresh is set.
+ */
+struct catalog_cache {
+	char *catalog_path;	/* NAME.catalog.json */
+	char *tap_path;		/* NAME.tap.json */
+	int valid;		/* NAME.tap.json is this tap command's, no refresh */
+	int discovered;		/* the catalog was discovered by this process */
+	const char *flag;	/* the cached flag (static), or NULL */
+};
+
+/* Read the cache of cfg's pipeline into c.  Never fails: an unreadable cache is no cache. */
+void catalog_cache_open(struct catalog_cache *c, const struct pipe_config *cfg, int refresh);
+void catalog_cache_free(struct catalog_cache *c);
+
+/* Where the stderr of the tap's discovery and --about goes. */
+struct catalog_log {
+	const char *path;	/* appended to; NULL: ours */
+	int held;		/* path is a private file, copied to our stderr when
+				   discovery fails; --about's stderr is dropped */
+};
+
+/*
  * The catalog the tap gets, when the pipeline selects streams or sets
- * metadata: the discovered one (cached at cache_path, rediscovered when
- * missing or refresh is set; the tap runs with config_args and --discover),
- * edited by catalog_select().  The result goes to out_path; selected as
- * above.  tap_log: where the tap's stderr goes (NULL: ours).  0 or -1.
+ * metadata: source.catalog, or the discovered one (from the cache when
+ * valid; the tap runs with config_args and --discover otherwise), edited
+ * by catalog_select().  The result goes to
+ * out_path; selected as above.  0 or -1.
  */
 int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
-		    const char *cache_path, int refresh, const char *out_path,
-		    const char *tap_log, struct sb *selected);
+		    struct catalog_cache *cache, const char *out_path,
+		    const struct catalog_log *log, struct sb *selected);
 
 /*
  * The flag that hands the tap its catalog: source.catalog_flag when set,
- * else "--catalog" when the tap's --about lists the "catalog" capability,
- * else "--properties" (singer-io's taps, which have no --about, read only
- * --properties).  Returns a static string.
+ * else the cached answer, else "--catalog" when the tap's --about lists the
+ * "catalog" capability, else "--properties" (singer-io's taps, which have
+ * no --about, read only --properties); the answer is then cached.  Returns
+ * a static string.
  */
-const char *catalog_flag(const struct pipe_config *cfg, const char *tap_log);
-
-/* Where a pipeline's discovered catalog is cached: beside its YAML file. */
-char *catalog_cache_path(const struct pipe_config *cfg);
+const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *cache,
+			 const struct catalog_log *log);
 
 #endif

@@ -133,7 +133,9 @@ static ssize_t watched_read(int fd, char *buf, size_t n)
 }
 
 /* What pipe-tap may put in its private folder. */
-static const char *const private_files[] = { "config.json", "state.json", "catalog.json" };
+static const char *const private_files[] = {
+	"config.json", "state.json", "catalog.json", "discover.err"
+};
 
 /*
  * SIGKILL cannot be caught: a process forked here removes the private
@@ -437,9 +439,10 @@ int tap_capture(char *const argv[], const char *stderr_path, struct sb *out)
 	return got_signal || driver_gone ? -1 : status;
 }
 
-static char *catalog_option(const struct pipe_config *cfg, const char *log)
+static char *catalog_option(const struct pipe_config *cfg, struct catalog_cache *cache,
+			    const struct catalog_log *log)
 {
-	return strcmp(catalog_flag(cfg, log), "--catalog") == 0 ? opt_catalog : opt_properties;
+	return strcmp(catalog_flag(cfg, cache, log), "--catalog") == 0 ? opt_catalog : opt_properties;
 }
 
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
@@ -454,7 +457,9 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	int fds[2] = { -1, -1 }, janitor = -1;
 	int status = 1, want_state, wstatus, last_nl = 1, wrote = 0, exec_errno;
 	struct sb selected = SB_INIT;
-	char *catalog_path = NULL, *cache = NULL, *conf = NULL;
+	struct catalog_cache cache;
+	struct catalog_log clog = { NULL, 0 };
+	char *catalog_path = NULL, *held_log = NULL, *conf = NULL;
 	struct sigaction sa, old_int, old_term, old_hup, old_pipe;
 	char buf[1 << 17];
 	const char *tap = cfg->tap_argv[0];
@@ -469,6 +474,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	/* EPIPE instead of death, so the private files still go */
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old_pipe);
+	memset(&cache, 0, sizeof(cache));
 	watch_driver();
 
 	if (state_wanted(state, state_len, &want_state) != 0) {
@@ -490,6 +496,20 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	}
 	dir = xstrdup(tmpl);
 	janitor = start_janitor(dir);
+	/*
+	 * The stderr of discovery and --about goes where the tap's does; with
+	 * no -l, discovery's is held back and shown only when it fails, so a
+	 * run that works shows nothing of them (singer-python taps answer
+	 * --about with a usage error).
+	 */
+	clog.path = opt->stderr_path;
+	if (clog.path == NULL && !opt->live) {
+		held_log = xasprintf("%s/discover.err", dir);
+		clog.path = held_log;
+		clog.held = 1;
+	}
+	if (cfg->streams || cfg->metadata_json || cfg->catalog_file)
+		catalog_cache_open(&cache, cfg, opt->refresh_catalog);
 
 	for (i = 0; cfg->tap_argv[i]; i++)
 		;
@@ -521,20 +541,18 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	if (cfg->streams || cfg->metadata_json) {
 		char *config_args[3] = { conf ? opt_config : NULL, conf, NULL };
 
-		cache = cfg->catalog_file ? NULL : catalog_cache_path(cfg);
 		catalog_path = xasprintf("%s/catalog.json", dir);
-		if (catalog_prepare(cfg, config_args, cache, opt->refresh_catalog, catalog_path,
-				    opt->stderr_path, &selected) != 0) {
+		if (catalog_prepare(cfg, config_args, &cache, catalog_path, &clog, &selected) != 0) {
 			if (got_signal || driver_gone)
 				goto stopped;
 			error = xstrdup("cannot prepare the tap's catalog");
 			status = 2;
 			goto out;
 		}
-		argv[argc++] = catalog_option(cfg, opt->stderr_path);
+		argv[argc++] = catalog_option(cfg, &cache, &clog);
 		argv[argc++] = catalog_path;
 	} else if (cfg->catalog_file) {
-		argv[argc++] = catalog_option(cfg, opt->stderr_path);
+		argv[argc++] = catalog_option(cfg, &cache, &clog);
 		argv[argc++] = cfg->catalog_file;
 	}
 	argv[argc] = NULL;
@@ -640,7 +658,10 @@ out:
 	if (catalog_path)
 		unlink(catalog_path);
 	free(catalog_path);
-	free(cache);
+	catalog_cache_free(&cache);
+	if (held_log)
+		unlink(held_log);
+	free(held_log);
 	sb_free(&selected);
 	if (config_path)
 		unlink(config_path);

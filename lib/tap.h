@@ -39,6 +39,9 @@
  */
 struct tap_options {
 	const char *stderr_path;	/* where the tap's stderr goes; NULL: ours */
+	int live;			/* with no stderr_path: the stderr of discovery and
+					   --about shown as it comes (else discovery's is
+					   shown only when it fails, --about's never) */
 	int refresh_catalog;		/* discover again even when a catalog is cached */
 	int check;			/* prepare everything (find the tap, write its
 					   config, select streams), run nothing, print nothing

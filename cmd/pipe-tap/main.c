@@ -17,11 +17,11 @@
 #include "tap.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-tap [-hn] [-l FILE] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-tap [-hnv] [-l FILE] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-tap [-hn] [-l FILE] NAME\n"
-	"       pipe-tap [-hn] [-l FILE] -c FILE.yaml\n"
+	"usage: pipe-tap [-hnv] [-l FILE] NAME\n"
+	"       pipe-tap [-hnv] [-l FILE] -c FILE.yaml\n"
 	"\n"
 	"Run the pipeline's Singer tap.  The saved state is read from stdin (one\n"
 	"JSON line; empty or {} means none).  The tap runs without a shell, with\n"
@@ -30,7 +30,9 @@ static const char help_text[] =
 	"a catalog when source.catalog, source.streams or source.metadata is set:\n"
 	"the tap's discovered catalog (cached beside the pipeline as NAME.catalog.json)\n"
 	"with the chosen streams selected and the metadata applied, passed with\n"
-	"--catalog or --properties (source.catalog_flag, else the tap's --about).\n"
+	"--catalog or --properties\n"
+	"(source.catalog_flag, else the tap's --about, whose answer is cached in\n"
+	"NAME.tap.json).  Both caches hold for one tap command only.\n"
 	"Its stdout is copied to stdout, after a DATASPOC_TAP_SELECTED line naming\n"
 	"the selected streams, and followed by one end line:\n"
 	"  {\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}\n"
@@ -39,11 +41,14 @@ static const char help_text[] =
 	"\n"
 	"Options:\n"
 	"  -c FILE     the pipeline file, instead of NAME\n"
-	"  -l FILE     append the tap's stderr to FILE instead of showing it\n"
+	"  -l FILE     append the tap's stderr to FILE instead of showing it (that\n"
+	"              of discovery and --about too)\n"
 	"  -n          check that a run could start: the config, the tap found, the\n"
 	"              streams selected (running discovery when needed); run nothing\n"
-	"  --refresh-catalog  run the tap's discovery again, even when its catalog\n"
-	"              is cached beside the pipeline\n"
+	"  -v          without -l, show the stderr of discovery and --about as they\n"
+	"              run (else discovery's is shown only when it fails)\n"
+	"  --refresh-catalog  run the tap's discovery and --about again, even when\n"
+	"              their answers are cached beside the pipeline\n"
 	"  -h, --help  this help\n"
 	"\n"
 	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
@@ -58,13 +63,13 @@ int main(int argc, char **argv)
 	};
 	struct pipe_config cfg;
 	struct sb state = SB_INIT;
-	struct tap_options topt = { NULL, 0, 0 };
+	struct tap_options topt = { NULL, 0, 0, 0 };
 	const char *file = NULL, *log = NULL;
 	int c, ret;
 
 	err_init(argv[0]);
 	memset(&cfg, 0, sizeof(cfg));
-	while ((c = getopt_long(argc, argv, "c:hl:n", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:hl:nv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			file = optarg;
@@ -80,6 +85,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			topt.refresh_catalog = 1;
+			break;
+		case 'v':
+			topt.live = 1;
 			break;
 		default:
 			cli_usage(usage_line);
