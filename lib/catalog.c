@@ -584,7 +584,17 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		if (r != 0 && rediscover(cfg, config_args, cache, log, origin, &text) != 0)
 			goto out;
 		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
-				   cfg->metadata_json, &edited, selected, 1);
+				   cfg->metadata_json, &edited, selected, cache->discovered);
+		/* a cached catalog may predate the stream: ask the tap once more */
+		if (r == 1 && !cache->discovered) {
+			sb_reset(&edited);
+			if (selected)
+				sb_reset(selected);
+			if (rediscover(cfg, config_args, cache, log, origin, &text) != 0)
+				goto out;
+			r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+					   cfg->metadata_json, &edited, selected, 1);
+		}
 	}
 	if (r != 0)
 		goto out;

@@ -58,8 +58,9 @@ struct catalog_log {
 /*
  * The catalog the tap gets, when the pipeline selects streams or sets
  * metadata: source.catalog, or the discovered one (from the cache when
- * valid; the tap runs with config_args and --discover otherwise), edited
- * by catalog_select().  The result goes to
+ * valid; the tap runs with config_args and --discover otherwise, or when a
+ * name in source.streams is missing from the cached catalog: the tap may
+ * offer it since), edited by catalog_select().  The result goes to
  * out_path; selected as above.  0 or -1.
  */
 int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,

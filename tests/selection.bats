@@ -258,3 +258,33 @@ Done! 1 records in 1 stream(s)
 	assert_stderr "pipe-tap: seltap-py --discover failed with status 1"
 	grep -qx 'CRITICAL cannot connect to the database' tap.log
 }
+
+@test "a stream missing from the cached catalog: discovered again once, then selected" {
+	py_pipeline py a
+	run -0 --separate-stderr dataspoc-pipe run py
+	# the tap's config now reaches a table it did not before
+	{
+		echo '{"streams": [{"tap_stream_id": "a", "stream": "a", "schema": {}, "metadata": []},'
+		echo ' {"tap_stream_id": "users", "stream": "users", "schema": {}, "metadata": []}]}'
+	} >"$FAKE_DIR/seltap-py/catalog.json"
+	py_pipeline py users
+	rm "$FAKE_DIR/seltap-py/calls"
+	run -0 --separate-stderr dataspoc-pipe run py
+	assert_output "Running: py
+Done! 1 records in 1 stream(s)
+  users: 1"
+	run -0 py_calls
+	assert_output "--config F --discover
+--config F --properties F"
+	cmp "$FAKE_DIR/seltap-py/catalog.json" "$DATASPOC_PIPE_HOME/pipelines/py.catalog.json"
+	# one the tap really does not offer: one discovery, then the error
+	py_pipeline py nope
+	rm "$FAKE_DIR/seltap-py/calls"
+	run -2 --separate-stderr dataspoc-pipe run py
+	assert_output ""
+	[[ $stderr == *": stream 'nope' in source.streams is not offered by the tap (it offers: a, users)" ]]
+	run -0 py_calls
+	assert_output "--config F --discover"
+	run -2 --separate-stderr pipe-tap -n py
+	assert_stderr "pipe-tap: stream 'nope' in source.streams is not offered by the tap (it offers: a, users)"
+}
