@@ -399,19 +399,24 @@ base path, the compression, incremental extraction and a cron schedule.
 A known tap (tap-postgres, tap-mysql, tap-csv, tap-github,
 dataspoc-tap-csv) gets a config template in sources/NAME.json (mode 0600)
 to fill in; another tap gets {} there, and its --about output is shown
-when it has one.  An existing sources/NAME.json is kept.  The result is
-checked as `pipe-state check` does and removed when it is invalid.  An
-existing pipeline is never overwritten.
+when it has one.  An existing sources/NAME.json is kept.  A bad bucket,
+compression, y/n or cron answer is asked again (given as an option, it
+exits 2 before anything is written).  The result is checked as
+`pipe-state check` does and removed when it is invalid.  An existing
+pipeline is never overwritten.
 
 Options:
   --tap TAP            the Singer tap: a command on PATH, or "words with args"
   --config FILE        the tap's config file (default sources/NAME.json)
   --bucket URL         a directory, file:///abs/dir or s3://bucket[/prefix]
-                       (a relative directory is made absolute)
+                       (a relative directory is made absolute); default
+                       config.yaml's destination.bucket, which the pipeline
+                       then leaves to config.yaml
   --path PATH          the base path in the bucket (default raw)
-  --compression C      zstd (default), gzip or none
-  --incremental        pass the saved state to the tap (the default)
-  --no-incremental     each run replaces the stream's files
+  --compression C      zstd (default), snappy, gzip or none
+  --incremental        pass the saved state to the tap
+  --no-incremental     each run replaces the stream's files (the default, as
+                       in the Python DataSpoc Pipe)
   --cron EXPR          schedule.cron: five crontab fields or @daily, ...
   -y, --yes            ask nothing: defaults for what no option gives
 
@@ -450,13 +455,16 @@ help_validate() {
 usage: dataspoc-pipe validate [--output text|json] [NAME...]
 
 Check each pipeline (default: every pipelines/*.yaml), one line per check:
-  config     the pipeline file parses and its tap's config file is JSON
+  config     the pipeline file parses and its tap's config file is a
+             readable JSON object (run refuses to start without that too)
   tap        the tap is on PATH and executable
   transform  transforms/NAME.jq compiles (only when there is one)
   bucket     a probe object can be written, read back, listed and deleted;
              says whether the store honours conditional creates
   secrets    WARN when the tap's config holds secrets (password, token,
              key, ...) and is readable by other users
+  placeholders  WARN when the tap's config still holds values of add's
+             templates (CHANGE_ME, /path/to/...), naming the members
 Each line is "NAME: CHECK: ok", "NAME: CHECK: FAIL: reason" or
 "NAME: CHECK: WARN: reason".  --output json prints a list of
 {"pipeline", "check", "status": "ok"|"fail"|"warn", "message"}.
@@ -717,30 +725,66 @@ cmd_add() {
 	esac
 	[ "$tapconf" = "$default_conf" ] || template=0
 
-	[ -n "$bucket" ] || ask bucket "Bucket (a directory, file:///abs/dir or s3://bucket[/prefix])" "" 0 --bucket
-	case $bucket in
-	'' | /* | *://*) ;;
-	*) bucket=$PWD/$bucket ;;
-	esac
-	[ "$bpath_set" = 1 ] || ask bpath "Base path in the bucket" raw 0 --path
+	# config.yaml's destination.bucket, when it gives one, is the default
+	# and is then left out of the pipeline
+	defbucket=$(pipe-state check -b '' 2>/dev/null) || defbucket=
+	given=$bucket
 	while :; do
-		[ -n "$compression" ] || ask compression "Compression (zstd, gzip, none)" zstd 1 --compression
+		if [ -z "$bucket" ] && [ "$yes" = 1 ] && [ -z "$defbucket" ]; then
+			err "add: --bucket is required ($home/config.yaml gives no destination.bucket)"
+			exit 2
+		fi
+		[ -n "$bucket" ] || ask bucket "Bucket (a directory, file:///abs/dir or s3://bucket[/prefix])" "$defbucket" 1 --bucket
+		# checked and made absolute by the loader's own rule
+		if out=$(pipe-state check -b "$bucket" 2>&1); then
+			bucket=$out
+			break
+		fi
+		err "add: ${out#pipe-state: }"
+		[ "$yes" = 0 ] && [ -z "$given" ] || exit 2
+		bucket=
+	done
+	[ "$bucket" != "$defbucket" ] || bucket=
+	[ "$bpath_set" = 1 ] || ask bpath "Base path in the bucket" raw 0 --path
+	given=$compression
+	while :; do
+		[ -n "$compression" ] || ask compression "Compression (zstd, snappy, gzip, none)" zstd 1 --compression
 		case $compression in
-		zstd | gzip | none) break ;;
+		zstd | snappy | gzip | none) break ;;
 		esac
-		err "add: compression must be zstd, gzip or none, not '$compression'"
-		[ "$yes" = 0 ] || exit 2
+		err "add: compression must be zstd, snappy, gzip or none, not '$compression'"
+		[ "$yes" = 0 ] && [ -z "$given" ] || exit 2
 		compression=
 	done
+	# The Python tool's default: each run replaces the stream's files.
 	while [ -z "$incremental" ]; do
-		ask incremental "Incremental extraction (y/n)" y 1 --incremental
+		ask incremental "Incremental extraction (y/n)" n 1 --incremental
 		case $incremental in
 		[yY] | [yY][eE][sS]) incremental=true ;;
 		[nN] | [nN][oO]) incremental=false ;;
 		*) err "add: answer y or n"; incremental= ;;
 		esac
 	done
-	[ "$cron_set" = 1 ] || ask cron "Cron schedule (e.g. 0 */2 * * *; empty for none)" "" 0 --cron
+	given=$cron_set
+	while :; do
+		[ "$cron_set" = 1 ] || ask cron "Cron schedule (e.g. 0 */2 * * *; empty for none)" "" 0 --cron
+		[ -n "$cron" ] || break
+		# checked by the loader itself, in a pipeline of its own
+		crondir=$(private_dir) || exit 1
+		{
+			say "source: {tap: x}"
+			say "destination: {bucket: /}"
+			say "schedule:"
+			say "  cron: $(yaml_str "$cron")"
+		} >"$crondir/cron.yaml"
+		out=$(pipe-state check -c "$crondir/cron.yaml" 2>&1 >/dev/null)
+		cron_rc=$?
+		rm -rf "$crondir"
+		[ "$cron_rc" != 0 ] || break
+		err "add: ${out#"pipe-state: $crondir/cron.yaml:"*: }"
+		[ "$yes" = 0 ] && [ "$given" = 0 ] || exit 2
+		cron=
+	done
 
 	umask 077
 	tmpyaml=$home/pipelines/.$name.yaml.$$
@@ -976,7 +1020,10 @@ validate_one() {
 		return
 	fi
 	vcheck "$name" config ok
-	warning=$(sed -n 's/^pipe-state: warning: //p' "$e" | head -n 1)
+	# pipe-state's two warnings: secrets ('FILE' holds secrets ...) and
+	# placeholders (the tap's config ... still holds placeholders ...)
+	warning=$(sed -n "s/^pipe-state: warning: '/'/p" "$e" | head -n 1)
+	placeholders=$(sed -n "s/^pipe-state: warning: \(the tap's config .*\)/\1/p" "$e" | head -n 1)
 	if pipe-tap -n "$name" </dev/null >/dev/null 2>"$e"; then
 		vcheck "$name" tap ok
 	else
@@ -998,6 +1045,11 @@ validate_one() {
 		vcheck "$name" secrets warn "$warning"
 	else
 		vcheck "$name" secrets ok
+	fi
+	if [ -n "$placeholders" ]; then
+		vcheck "$name" placeholders warn "$placeholders"
+	else
+		vcheck "$name" placeholders ok
 	fi
 }
 

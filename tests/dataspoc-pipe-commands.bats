@@ -148,16 +148,20 @@ Next: dataspoc-pipe validate pg && dataspoc-pipe run pg"
 @test "add asks on stderr, reads stdin, shows an unknown tap's --about and asks again after a bad answer" {
 	local url
 	url=$(bucket_url)
-	printf '%s\n' cmdtap-ok "" "$url" "" bogus none maybe n "@daily" >answers
+	# a bad bucket, compression, y/n and cron answer each asked again, the
+	# other answers kept; Enter for incremental takes the Python tool's "n"
+	printf '%s\n' cmdtap-ok "" "s3:/mybucket" "$url" "" bogus snappy maybe "" "61 * * * *" "@daily" >answers
 	run -0 --separate-stderr dataspoc-pipe add shop <answers
 	assert_equal "$output" "Created $HOMEDIR/pipelines/shop.yaml
 Created $HOMEDIR/sources/shop.json: an empty config, fill in what cmdtap-ok needs
 Next: dataspoc-pipe validate shop && dataspoc-pipe run shop"
 	assert_equal "$stderr" "Tap (a Singer tap command, e.g. tap-postgres): dataspoc-pipe: cmdtap-ok --about says:
   | {\"name\": \"cmdtap-ok\", \"capabilities\": [\"state\"], \"settings\": [{\"name\": \"api_url\"}]}
-Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): Base path in the bucket [raw]: Compression (zstd, gzip, none) [zstd]: dataspoc-pipe: add: compression must be zstd, gzip or none, not 'bogus'
-Compression (zstd, gzip, none) [zstd]: Incremental extraction (y/n) [y]: dataspoc-pipe: add: answer y or n
-Incremental extraction (y/n) [y]: Cron schedule (e.g. 0 */2 * * *; empty for none):"
+Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path)
+Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): Base path in the bucket [raw]: Compression (zstd, snappy, gzip, none) [zstd]: dataspoc-pipe: add: compression must be zstd, snappy, gzip or none, not 'bogus'
+Compression (zstd, snappy, gzip, none) [zstd]: Incremental extraction (y/n) [n]: dataspoc-pipe: add: answer y or n
+Incremental extraction (y/n) [n]: Cron schedule (e.g. 0 */2 * * *; empty for none): dataspoc-pipe: add: schedule.cron '61 * * * *': minute 61 is out of range 0-59
+Cron schedule (e.g. 0 */2 * * *; empty for none):"
 	cat >want.yaml <<-EOF
 	# written by dataspoc-pipe add
 	source:
@@ -166,7 +170,7 @@ Incremental extraction (y/n) [y]: Cron schedule (e.g. 0 */2 * * *; empty for non
 	destination:
 	  bucket: '$url'
 	  path: 'raw'
-	  compression: none
+	  compression: snappy
 	incremental:
 	  enabled: false
 	schedule:
@@ -198,6 +202,27 @@ Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
 	[ ! -e "$HOMEDIR/sources/other.json" ]
 }
 
+@test "add: config.yaml's bucket is the default, left to config.yaml; a pipeline needs no destination: then" {
+	printf 'destination:\n  bucket: lake\n  format: jsonl\n' >"$HOMEDIR/config.yaml"
+	run -0 dataspoc-pipe add --tap cmdtap-ok --path p --yes dflt
+	run -1 grep '^  bucket:' "$HOMEDIR/pipelines/dflt.yaml"
+	# config.yaml's relative bucket: relative to config.yaml's folder
+	run -0 pipe-state check -p bucket dflt
+	assert_output "$HOMEDIR/lake"
+	printf '%s\n' cmdtap-ok "" "" "" "" "" "" >answers
+	run -0 --separate-stderr dataspoc-pipe add asked <answers
+	assert_line --index 0 "Created $HOMEDIR/pipelines/asked.yaml"
+	assert_equal "$(printf '%s\n' "$stderr" | grep -o -F "Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]) [$HOMEDIR/lake]: ")" \
+		"Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]) [$HOMEDIR/lake]: "
+	run -1 grep '^  bucket:' "$HOMEDIR/pipelines/asked.yaml"
+	# no destination: at all
+	printf 'source:\n  tap: cmdtap-ok\n' >"$HOMEDIR/pipelines/bare.yaml"
+	run -0 --separate-stderr dataspoc-pipe validate bare
+	assert_line --index 0 "bare: config: ok"
+	run -0 --separate-stderr dataspoc-pipe run bare
+	run -0 ls "$HOMEDIR/lake/raw/cmdtap-ok/items"
+}
+
 @test "add refuses to overwrite an existing pipeline" {
 	write_pipeline shop cmdtap-ok
 	cp "$HOMEDIR/pipelines/shop.yaml" before.yaml
@@ -215,14 +240,15 @@ Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
 }
 
 @test "add removes what it wrote when the result is not valid" {
+	# a bad --cron: said before anything is written
 	run -2 --separate-stderr dataspoc-pipe add --tap tap-mysql --bucket "$(bucket_url)" --cron "61 * * * *" --yes db
 	assert_equal "$output" ""
-	assert_equal "$stderr" "dataspoc-pipe: add: pipeline 'db' not created: schedule.cron '61 * * * *': minute 61 is out of range 0-59"
+	assert_equal "$stderr" "dataspoc-pipe: add: schedule.cron '61 * * * *': minute 61 is out of range 0-59"
 	run -0 ls -A "$HOMEDIR/pipelines" "$HOMEDIR/sources"
 	assert_output "$HOMEDIR/pipelines:
 
 $HOMEDIR/sources:"
-	# a tap config file that is not there
+	# a tap config file that is not there: the reason, not the removed file
 	run -2 --separate-stderr dataspoc-pipe add --tap cmdtap-ok --config nowhere.json --bucket "$(bucket_url)" --yes db
 	assert_equal "$stderr" "dataspoc-pipe: add: pipeline 'db' not created: source.config: cannot read '$BATS_TEST_TMPDIR/nowhere.json': No such file or directory"
 	[ ! -e "$HOMEDIR/pipelines/db.yaml" ]
@@ -231,8 +257,15 @@ $HOMEDIR/sources:"
 @test "add: usage errors and missing answers exit 2 and write nothing" {
 	run -2 --separate-stderr dataspoc-pipe add --bucket "$(bucket_url)" --yes shop
 	assert_equal "$stderr" "dataspoc-pipe: add: --tap is needed with --yes"
-	run -2 --separate-stderr dataspoc-pipe add --tap tap-postgres --compression lz4 --yes shop
-	assert_equal "$stderr" "dataspoc-pipe: add: compression must be zstd, gzip or none, not 'lz4'"
+	run -2 --separate-stderr dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --compression lz4 --yes shop
+	assert_equal "$stderr" "dataspoc-pipe: add: compression must be zstd, snappy, gzip or none, not 'lz4'"
+	# no bucket, and no config.yaml to give one: nothing was written to cite
+	run -2 --separate-stderr dataspoc-pipe add --tap tap-postgres --yes nobucket
+	assert_equal "$stderr" "dataspoc-pipe: add: --bucket is required ($HOMEDIR/config.yaml gives no destination.bucket)"
+	# s3: with one slash is refused as it is in a pipeline file, not made a folder
+	run -2 --separate-stderr dataspoc-pipe add --tap dataspoc-tap-csv --bucket s3:/mybucket --yes t5
+	assert_equal "$stderr" "dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path)"
+	[ ! -e s3: ]
 	run -2 --separate-stderr dataspoc-pipe add --yes "bad name"
 	assert_equal "$stderr" "dataspoc-pipe: add: invalid pipeline name 'bad name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"
 	run -2 dataspoc-pipe add --tap
@@ -496,16 +529,19 @@ broken    -         error          -        -"
 alpha: tap: ok
 alpha: bucket: ok (conditional create: honoured)
 alpha: secrets: ok
+alpha: placeholders: ok
 beta: config: ok
 beta: tap: ok
 beta: bucket: ok (conditional create: honoured)
-beta: secrets: ok"
+beta: secrets: ok
+beta: placeholders: ok"
 	run -0 --separate-stderr dataspoc-pipe validate --output json beta
 	run -0 jq -c '.[]' <<<"$output"
 	assert_equal "$output" '{"pipeline":"beta","check":"config","status":"ok","message":null}
 {"pipeline":"beta","check":"tap","status":"ok","message":null}
 {"pipeline":"beta","check":"bucket","status":"ok","message":"conditional create: honoured"}
-{"pipeline":"beta","check":"secrets","status":"ok","message":null}'
+{"pipeline":"beta","check":"secrets","status":"ok","message":null}
+{"pipeline":"beta","check":"placeholders","status":"ok","message":null}'
 	# the probe leaves nothing behind
 	run -0 bucket_keys .dataspoc/probe/
 	assert_output ""
@@ -524,10 +560,11 @@ beta: secrets: ok"
 	assert_line --index 2 "ghost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap"
 	assert_line --index 3 "ghost: bucket: ok (conditional create: honoured)"
 	assert_line --index 4 "ghost: secrets: ok"
-	assert_line --index 5 "shaped: config: ok"
-	assert_line --index 6 "shaped: tap: ok"
-	assert_line --index 7 --regexp "^shaped: transform: FAIL: .*shaped\.jq"
-	assert_equal "${#lines[@]}" 10
+	assert_line --index 5 "ghost: placeholders: ok"
+	assert_line --index 6 "shaped: config: ok"
+	assert_line --index 7 "shaped: tap: ok"
+	assert_line --index 8 --regexp "^shaped: transform: FAIL: .*shaped\.jq"
+	assert_equal "${#lines[@]}" 12
 	run -1 --separate-stderr dataspoc-pipe validate --output json ghost
 	run -0 jq -c '[.[] | select(.status != "ok")]' <<<"$output"
 	assert_output '[{"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"}]'
@@ -548,7 +585,8 @@ beta: secrets: ok"
 	assert_equal "$output" "sec: config: ok
 sec: tap: ok
 sec: bucket: ok (conditional create: honoured)
-sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$f'"
+sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$f'
+sec: placeholders: ok"
 	run -0 dataspoc-pipe validate --output json sec
 	run -0 jq -r '.[3].status' <<<"$output"
 	assert_output warn
@@ -562,6 +600,50 @@ sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users
 	printf '{"host": "db", "keys": ["id"], "replication_key": "u", "password": ""}\n' >"$HOMEDIR/sources/sec.json"
 	run -0 dataspoc-pipe validate sec
 	assert_line --index 3 "sec: secrets: ok"
+}
+
+@test "validate: add's unfilled template is a warning naming the members; a missing tap config fails" {
+	run -0 dataspoc-pipe add --tap dataspoc-tap-csv --bucket "$(bucket_url)" --yes t5
+	run -0 --separate-stderr dataspoc-pipe validate t5
+	assert_line --index 0 "t5: config: ok"
+	assert_line --index 4 "t5: placeholders: WARN: the tap's config file '$HOMEDIR/sources/t5.json' still holds placeholders of add's template (.files[0].path): fill them in"
+	run -0 dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --yes pg
+	run -0 dataspoc-pipe validate --output json pg
+	run -0 jq -r '.[] | select(.check == "placeholders") | .status + ": " + .message' <<<"$output"
+	assert_output "warn: the tap's config file '$HOMEDIR/sources/pg.json' still holds placeholders of add's template (.password): fill them in"
+	sed -i 's/CHANGE_ME/s3cret/' "$HOMEDIR/sources/pg.json"
+	run -0 dataspoc-pipe validate pg
+	assert_line --index 4 "pg: placeholders: ok"
+	# the tap's config file gone: a config failure at source.config's place
+	rm "$HOMEDIR/sources/t5.json"
+	run -1 --separate-stderr dataspoc-pipe validate t5
+	assert_output "t5: config: FAIL: $HOMEDIR/pipelines/t5.yaml:4:11: source.config: cannot read '$HOMEDIR/sources/t5.json': No such file or directory"
+	# run checks it too: a config error (2) before the tap starts, not a tap's failure (1)
+	run -2 --separate-stderr dataspoc-pipe run t5
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: run 't5' failed: $HOMEDIR/pipelines/t5.yaml:4:11: source.config: cannot read '$HOMEDIR/sources/t5.json': No such file or directory"
+	run -0 bucket_files
+	assert_output ""
+}
+
+@test "validate: a relative bucket is relative to the pipeline file, ~/ is \$HOME, wherever it runs from" {
+	write_pipeline rel cmdtap-ok
+	write_pipeline home cmdtap-ok
+	sed -i "s|^  bucket: .*|  bucket: ../lake|" "$HOMEDIR/pipelines/rel.yaml"
+	sed -i "s|^  bucket: .*|  bucket: ~/lake|" "$HOMEDIR/pipelines/home.yaml"
+	mkdir elsewhere
+	cd elsewhere
+	run -0 --separate-stderr dataspoc-pipe validate rel home
+	assert_line --index 2 "rel: bucket: ok (conditional create: honoured)"
+	assert_line --index 7 "home: bucket: ok (conditional create: honoured)"
+	[ -d "$HOMEDIR/lake" ]
+	[ -d "$HOME/lake" ]
+	run -0 ls -A
+	assert_output ""
+	run -0 pipe-state check -p bucket rel
+	assert_output "$HOMEDIR/lake"
+	run -0 pipe-state check -p bucket home
+	assert_output "$HOME/lake"
 }
 
 @test "validate: a bucket that cannot be written fails the bucket check (local)" {

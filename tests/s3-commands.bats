@@ -74,7 +74,8 @@ out_file() {
 	assert_equal "$output" "alpha: config: ok
 alpha: tap: ok
 alpha: bucket: ok (conditional create: not honoured)
-alpha: secrets: ok"
+alpha: secrets: ok
+alpha: placeholders: ok"
 	run -0 --separate-stderr pipe-state probe -b "$(bucket_url)"
 	assert_output "write, read back, list, delete: ok
 conditional create: not honoured"
