@@ -234,6 +234,8 @@ run_pipeline() {
 	# pipe-sink leaves the report of a failure to this driver (one line).
 	DATASPOC_PIPE_DRIVER=1
 	export DATASPOC_RUN_ID DATASPOC_PIPE_PID DATASPOC_PIPE_DRIVER
+	# With -v the tap's lines share the terminal: no live progress line.
+	[ "$verbose" = 1 ] && DATASPOC_PIPE_PROGRESS=lines && export DATASPOC_PIPE_PROGRESS
 	job=
 	signal=
 	trap 'signal=INT; [ -n "$job" ] && kill -s INT -- "-$job" 2>/dev/null' INT

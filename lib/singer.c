@@ -164,6 +164,7 @@ struct singer_reader {
 	int eof;
 	int unterminated;
 	unsigned long long lineno;
+	unsigned long long reads;	/* reads that brought input */
 };
 
 struct singer_reader *singer_reader_new(int fd)
@@ -230,6 +231,8 @@ int singer_reader_next(struct singer_reader *r, const char **line, size_t *len)
 			return -1;
 		if (n == 0)
 			r->eof = 1;
+		else
+			r->reads++;
 		r->end += (size_t)n;
 	}
 }
@@ -242,4 +245,9 @@ int singer_reader_last_unterminated(const struct singer_reader *r)
 unsigned long long singer_reader_lineno(const struct singer_reader *r)
 {
 	return r->lineno;
+}
+
+unsigned long long singer_reader_reads(const struct singer_reader *r)
+{
+	return r->reads;
 }

@@ -83,5 +83,11 @@ int singer_reader_next(struct singer_reader *r, const char **line, size_t *len);
 int singer_reader_last_unterminated(const struct singer_reader *r);
 /* 1-based number of the line last returned. */
 unsigned long long singer_reader_lineno(const struct singer_reader *r);
+/*
+ * How many read(2) calls brought input so far: a caller that looks at the
+ * clock only when this changes looks at it whenever new input came, and
+ * not once per line.
+ */
+unsigned long long singer_reader_reads(const struct singer_reader *r);
 
 #endif

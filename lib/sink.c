@@ -355,7 +355,7 @@ static void progress(struct sink *s, int final)
 			return;
 		sb_addf(&out, "\r\033[K  %s: ", st->name);
 		sb_add_thousands(&out, st->records);
-		sb_adds(&out, " records...");
+		sb_adds(&out, st->records == 1 ? " record..." : " records...");
 		s->live = 1;
 	} else {
 		if (s->live)
@@ -369,7 +369,7 @@ static void progress(struct sink *s, int final)
 			st->shown = st->records;
 			sb_addf(&out, "  %s: ", st->name);
 			sb_add_thousands(&out, st->records);
-			sb_adds(&out, " records...\n");
+			sb_adds(&out, st->records == 1 ? " record...\n" : " records...\n");
 		}
 	}
 	if (out.len && write(STDERR_FILENO, out.buf, out.len) < 0) {
@@ -513,8 +513,6 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	st->file_records++;
 	if (pq_writer_reached(st->pw, s->cfg->max_file_size) && close_file(s, st) != 0)
 		return -1;
-	if ((st->records & 4095) == 0)
-		maybe_progress(s);
 	return 0;
 }
 
@@ -906,8 +904,6 @@ static int land(struct sink *s, struct stream *st, const char *bytes, size_t len
 	       zwriter_out_bytes(st->zw);
 	if (size >= s->cfg->max_file_size && close_file(s, st) != 0)
 		return -1;
-	if ((st->records & 4095) == 0)
-		maybe_progress(s);
 	return 0;
 }
 
@@ -1119,6 +1115,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	size_t len, i;
 	time_t t = util_run_id_time(opt->run_id);
 	struct tm tm;
+	unsigned long long reads = 0;
 	int got, ended = 0, ok = 0;
 
 	memset(&s, 0, sizeof(s));
@@ -1142,7 +1139,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			fail(&s, "cannot start the Parquet page compressor");
 		}
 	}
-	s.tty = isatty(STDERR_FILENO);
+	/* A live line on a terminal, unless the tap's lines share it (run -v). */
+	s.tty = isatty(STDERR_FILENO) && !env_is("DATASPOC_PIPE_PROGRESS", "lines");
 	s.next_progress = util_now() + (s.tty ? 0.2 : 10.0);
 	if (t == -1)
 		t = time(NULL);
@@ -1157,6 +1155,11 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 		const char *errmsg;
 
 		s.lineno = singer_reader_lineno(r);
+		/* the clock is read only when new input came, not once per line */
+		if (singer_reader_reads(r) != reads) {
+			reads = singer_reader_reads(r);
+			maybe_progress(&s);
+		}
 		if (ended) {
 			fail(&s, "<stdin>:%llu: input goes on after pipe-tap's end line", s.lineno);
 			goto out;

@@ -158,6 +158,42 @@ Done! 5 records in 2 stream(s)
 	run -1 grep -r -e hunter2xyz -e K-77-secret -e abc123 -e pw123 "$BUCKET_DIR"
 }
 
+@test "progress: a line per stream every 10 s off a terminal, whatever the record rate; 1 record" {
+	# 3 records over 11 s: before, a line came only every 4,096 records
+	cat >"$BATS_TEST_TMPDIR/bin/tap-slow" <<-'EOF'
+	#!/bin/sh
+	echo '{"type":"RECORD","stream":"s","record":{"n":1}}'
+	sleep 11
+	echo '{"type":"RECORD","stream":"s","record":{"n":2}}'
+	echo '{"type":"RECORD","stream":"t","record":{"n":1}}'
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-slow"
+	write_pipeline slow tap-slow
+	run -0 --separate-stderr dataspoc-pipe run slow
+	assert_stderr "  s: 1 record...
+  s: 2 records...
+  t: 1 record..."
+}
+
+@test "progress: a live line on a terminal; with -v, where the tap's lines go, lines only" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	cat >"$BATS_TEST_TMPDIR/bin/tap-tty" <<-'EOF'
+	#!/bin/sh
+	for n in 1 2 3 4; do
+		echo "{\"type\":\"RECORD\",\"stream\":\"s\",\"record\":{\"n\":$n}}"
+		echo "tap-tty: sent $n" >&2
+		sleep 0.4
+	done
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-tty"
+	write_pipeline tty tap-tty
+	script -qec "dataspoc-pipe run tty" /dev/null >tty.out
+	grep -q $'\r\033\[K  s: [0-9] record' tty.out
+	script -qec "dataspoc-pipe run -v tty" /dev/null >tty-v.out
+	grep -q 'tap-tty: sent 4' tty-v.out
+	run -1 grep -c $'\033\[K' tty-v.out
+}
+
 # --- whole runs (pipeline_scenarios.bash) -----------------------------------------------
 
 @test "full run: the summary, the layout, every record byte for byte" {

@@ -68,7 +68,7 @@ $USAGE"
 @test "a dump becomes staged files and a plan; nothing is visible yet" {
 	run -0 --separate-stderr pipe-sink -r "$RID" shop <dump.jsonl
 	assert_stderr "  orders: 3 records...
-  users: 1 records..."
+  users: 1 record..."
 	printf '%s\n' "$output" >plan.jsonl
 	local ofile="raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.zst"
 	local ufile="raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.zst"
