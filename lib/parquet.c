@@ -2033,11 +2033,10 @@ static size_t match(struct pq_writer *pw, const struct json_span *key, int esc, 
 	return i;
 }
 
-int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f)
+/* A record's first steps: -2 after a write error, else 0 with its cells cleared. */
+static int add_begin(struct pq_writer *pw)
 {
-	struct json_span key, val;
-	size_t pos = 0, next = 0, i, xi = pw->n - 1;
-	int r, kesc, vesc;
+	size_t i;
 
 	if (pw->failed)
 		return -2;
@@ -2048,23 +2047,37 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 	}
 	sb_reset(&pw->scratch);
 	sb_reset(&pw->extra);
-	while (rec->type == JSON_OBJECT && walk_next(rec, &pos, &key, &val, &kesc, &vesc)) {
-		i = match(pw, &key, kesc, &next);
-		if (i == SIZE_MAX || pw->cells[i].gen == pw->gen) {
-			sb_addc(&pw->extra, pw->extra.len ? ',' : '{');
-			sb_add(&pw->extra, key.p, key.len);
-			sb_addc(&pw->extra, ':');
-			sb_add(&pw->extra, val.p, val.len);
-			continue;
-		}
-		pw->cells[i].gen = pw->gen;
-		r = parse_value(pw, &pw->s->cols[i], &val, vesc, &pw->cells[i], f);
-		if (r != 0) {
-			f->column = i;
-			f->value = val;
-			return r;
-		}
+	return 0;
+}
+
+/* One member into its column's cell, or the extra column: 0, or PQ_WIDEN (f filled). */
+static inline int add_member(struct pq_writer *pw, const struct json_span *key, int kesc,
+			     const struct json_span *val, int vesc, size_t *next, struct pq_fail *f)
+{
+	size_t i = match(pw, key, kesc, next);
+	int r;
+
+	if (i == SIZE_MAX || pw->cells[i].gen == pw->gen) {
+		sb_addc(&pw->extra, pw->extra.len ? ',' : '{');
+		sb_add(&pw->extra, key->p, key->len);
+		sb_addc(&pw->extra, ':');
+		sb_add(&pw->extra, val->p, val->len);
+		return 0;
 	}
+	pw->cells[i].gen = pw->gen;
+	r = parse_value(pw, &pw->s->cols[i], val, vesc, &pw->cells[i], f);
+	if (r != 0) {
+		f->column = i;
+		f->value = *val;
+	}
+	return r;
+}
+
+/* The row of the cells filled: 0, or -2 on a write error. */
+static int add_end(struct pq_writer *pw)
+{
+	size_t i, xi = pw->n - 1;
+
 	if (pw->extra.len) {
 		sb_addc(&pw->extra, '}');
 		pw->cells[xi].gen = pw->gen;
@@ -2089,4 +2102,36 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 	    flush_row_group(pw) != 0)
 		return -2;
 	return 0;
+}
+
+int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f)
+{
+	struct json_span key, val;
+	size_t pos = 0, next = 0;
+	int r, kesc, vesc;
+
+	if (add_begin(pw) != 0)
+		return -2;
+	while (rec->type == JSON_OBJECT && walk_next(rec, &pos, &key, &val, &kesc, &vesc)) {
+		r = add_member(pw, &key, kesc, &val, vesc, &next, f);
+		if (r != 0)
+			return r;
+	}
+	return add_end(pw);
+}
+
+int pq_writer_add_members(struct pq_writer *pw, const struct json_member *m, size_t n,
+			  struct pq_fail *f)
+{
+	size_t i, next = 0;
+	int r;
+
+	if (add_begin(pw) != 0)
+		return -2;
+	for (i = 0; i < n; i++) {
+		r = add_member(pw, &m[i].key, m[i].key_esc, &m[i].val, m[i].val_esc, &next, f);
+		if (r != 0)
+			return r;
+	}
+	return add_end(pw);
 }

@@ -254,6 +254,14 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
  */
 int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f);
 
+/*
+ * pq_writer_add() of a record whose n members the scanner noted as it
+ * validated it (json_validate_inner(), singer_parse_members()), in order:
+ * the same result, without walking the record again.
+ */
+int pq_writer_add_members(struct pq_writer *pw, const struct json_member *m, size_t n,
+			  struct pq_fail *f);
+
 /* Rows added so far. */
 uint64_t pq_writer_rows(const struct pq_writer *pw);
 /*

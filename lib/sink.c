@@ -469,8 +469,16 @@ static void note_widening(struct sink *s, struct stream *st, const struct pq_fai
 	sb_free(&v);
 }
 
-/* One record (a JSON object) into the stream's Parquet file. */
-static int parquet_add(struct sink *s, struct stream *st, const struct json_span *rec)
+/* Members of a RECORD noted as its line is validated; a wider record is walked again. */
+enum { SINK_MEMBERS = 256 };
+
+/*
+ * One record (a JSON object) into the stream's Parquet file; from: the
+ * message it is the record of, as parsed, when its members were noted
+ * (so the writer does not walk it again), else NULL.
+ */
+static int parquet_add(struct sink *s, struct stream *st, const struct json_span *rec,
+		       const struct singer_msg *from)
 {
 	struct pq_fail f;
 	int r, rolled;
@@ -478,7 +486,8 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	for (;;) {
 		if (st->pw == NULL && open_file(s, st) != 0)
 			return -1;
-		r = pq_writer_add(st->pw, rec, &f);
+		r = from && from->members ? pq_writer_add_members(st->pw, from->members, from->nmembers, &f) :
+		    pq_writer_add(st->pw, rec, &f);
 		if (r != PQ_WIDEN || (s->cfg->mismatch_fail && f.need != PQ_DECIMAL && f.need != PQ_DIGITS))
 			break;
 		/*
@@ -535,10 +544,10 @@ static void infer_columns(struct sink *s, struct stream *st, const struct json_s
 
 /*
  * A record's bytes (count of them, one per line, after a transform) into
- * Parquet rows.
+ * Parquet rows; from: see parquet_add().
  */
 static int parquet_records(struct sink *s, struct stream *st, const char *bytes, size_t len,
-			   unsigned long long count)
+			   unsigned long long count, const struct singer_msg *from)
 {
 	const char *p = bytes, *end = bytes + len;
 
@@ -547,7 +556,7 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 
 		if (st->pqs == NULL)
 			infer_columns(s, st, &rec);
-		return parquet_add(s, st, &rec);
+		return parquet_add(s, st, &rec, from);
 	}
 	while (count-- > 0 && p <= end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -563,7 +572,7 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 		}
 		if (st->pqs == NULL)
 			infer_columns(s, st, &rec);
-		if (parquet_add(s, st, &rec) != 0)
+		if (parquet_add(s, st, &rec, NULL) != 0)
 			return -1;
 		p += n + 1;
 	}
@@ -592,7 +601,7 @@ struct spill_head {
 };
 
 static int land(struct sink *s, struct stream *st, const char *bytes, size_t len,
-		unsigned long long count);
+		unsigned long long count, const struct singer_msg *from);
 
 static int spill_open(struct sink *s)
 {
@@ -666,7 +675,7 @@ static int land_entries(struct sink *s, struct stream *st, const char *buf, size
 		/* Messages name the line and record the entry came from. */
 		s->lineno = h.lineno;
 		st->failed_in = h.failed_in;
-		if (land(s, st, buf + pos, (size_t)h.len, h.count) != 0)
+		if (land(s, st, buf + pos, (size_t)h.len, h.count, NULL) != 0)
 			return -1;
 		pos += (size_t)h.len;
 	}
@@ -731,16 +740,16 @@ static int drain(struct sink *s, struct stream *st)
 	return r;
 }
 
-/* A record goes to its file, or waits (see "Spill"). */
+/* A record goes to its file, or waits (see "Spill"); from: see parquet_add(). */
 static int route(struct sink *s, struct stream *st, const char *bytes, size_t len,
-		 unsigned long long count)
+		 unsigned long long count, const struct singer_msg *from)
 {
 	struct spill_head h;
 
 	if (st->waiting > 0 && s->open < s->opt->max_open && drain(s, st) != 0)
 		return -1;
 	if (st->waiting == 0 && (st->zw || st->pw || s->open < s->opt->max_open))
-		return land(s, st, bytes, len, count);
+		return land(s, st, bytes, len, count, from);
 	memset(&h, 0, sizeof(h));
 	h.len = len;
 	h.count = count;
@@ -847,6 +856,7 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 	const char *bytes = m->record.p;
 	size_t len = m->record.len;
 	unsigned long long count = 1;
+	const struct singer_msg *from = m;
 
 	if (st == NULL)
 		return -1;
@@ -875,18 +885,22 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 			return 0;
 		bytes = s->transformed.buf;
 		len = s->transformed.len - 1;	/* its last newline is added below */
+		from = NULL;
 	}
-	return route(s, st, bytes, len, count);
+	return route(s, st, bytes, len, count, from);
 }
 
-/* A record's bytes (count records, one per line) into the stream's file. */
+/*
+ * A record's bytes (count records, one per line) into the stream's file;
+ * from: see parquet_add().
+ */
 static int land(struct sink *s, struct stream *st, const char *bytes, size_t len,
-		unsigned long long count)
+		unsigned long long count, const struct singer_msg *from)
 {
 	uint64_t size;
 
 	if (s->parquet)
-		return parquet_records(s, st, bytes, len, count);
+		return parquet_records(s, st, bytes, len, count, from);
 	if (st->zw == NULL && open_file(s, st) != 0)
 		return -1;
 	/* The record's bytes and its newline, as the tap printed them. */
@@ -1150,6 +1164,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	if (s.parquet && s.codec == NULL)
 		goto out;
 	while ((got = singer_reader_next(r, &line, &len)) == 1) {
+		/* Parquet: a RECORD's members, noted as the line is validated. */
+		struct json_member room[SINK_MEMBERS];
 		struct singer_msg m;
 		size_t errcol;
 		const char *errmsg;
@@ -1170,7 +1186,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			fail(&s, "<stdin>:%llu: input ends in the middle of a line: the tap's output was cut short", s.lineno);
 			goto out;
 		}
-		if (singer_parse(line, len, &m, &errcol, &errmsg) != 0) {
+		if ((s.parquet ? singer_parse_members(line, len, &m, room, SINK_MEMBERS, &errcol, &errmsg) :
+		     singer_parse(line, len, &m, &errcol, &errmsg)) != 0) {
 			struct sb q = SB_INIT;
 
 			quote_line(&s, &q, line, len);

@@ -414,18 +414,60 @@ static void test_file(void)
 
 static struct bucket *wb;
 
-/* Add {"c":value} to a new writer of s (dropped after): pq_writer_add()'s return. */
+/*
+ * pq_writer_add_members() of rec, its members noted as a sink notes them
+ * (the record as the value of a message's member); buf holds the text the
+ * spans (f->value) point into.  -3 when rec is not valid.
+ */
+static int add_noted(struct pq_writer *pw, const char *rec, struct pq_fail *f, struct sb *buf)
+{
+	static const char *const keys[] = { "record" };
+	struct json_member room[64];
+	struct json_members mem = { 0, room, 64, 0 };
+	struct json_span v, top;
+	size_t pos;
+	const char *msg;
+
+	sb_reset(buf);
+	sb_adds(buf, "{\"record\": ");
+	sb_adds(buf, rec);
+	sb_adds(buf, " }");
+	if (json_validate_inner(buf->buf, buf->len, keys, 1, &v, &mem, &top, &pos, &msg) != 0 || mem.n > 64)
+		return -3;
+	return pq_writer_add_members(pw, room, mem.n, f);
+}
+
+/* Records whose pq_writer_add_members() said something else than pq_writer_add(). */
+static int noted_differ;
+
+/*
+ * Add {"c":value} to a new writer of s (dropped after): pq_writer_add()'s
+ * return; pq_writer_add_members() must say the same (noted_differ).
+ */
 static int add_value(const struct pq_schema *s, const char *value, struct pq_fail *f)
 {
 	struct pq_codec *codec = pq_codec_new(COMPRESSION_NONE, 0, 0);
 	struct pq_options o = { codec, 10, 1 << 20, 0 };
 	struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "w.parquet"), s, &o);
+	struct pq_writer *pw2 = pq_writer_open(bucket_writer_open(wb, "w2.parquet"), s, &o);
 	char *rec = xasprintf("{\"c\":%s}", value);
 	struct json_span span = { rec, strlen(rec), JSON_OBJECT };
 	int r = pw ? pq_writer_add(pw, &span, f) : -3;
+	struct pq_fail f2;
+	struct sb buf = SB_INIT;
+	int r2 = pw2 ? add_noted(pw2, rec, &f2, &buf) : -3;
 
+	if (r != r2 || (r == PQ_WIDEN && (f->column != f2.column || f->need != f2.need || f->want != f2.want ||
+					   f->mismatch != f2.mismatch || strcmp(f->why, f2.why) != 0 ||
+					   f->value.len != f2.value.len ||
+					   memcmp(f->value.p, f2.value.p, f->value.len) != 0))) {
+		printf("#   pq_writer_add_members() differs on %s\n", rec);
+		noted_differ++;
+	}
 	pq_writer_abort(pw);
+	pq_writer_abort(pw2);
 	pq_codec_free(codec);
+	sb_free(&buf);
 	free(rec);
 	return r;
 }
@@ -786,9 +828,12 @@ static size_t thrift_i32s(const void *p, size_t n, const char *want_path, int64_
 	return r.bad ? 0 : nvals;
 }
 
-/* Write recs to a Parquet file with codec c and threads; its bytes into data. */
-static int write_file_threads(enum compression c, int threads, const char *const *recs, size_t n,
-			      struct sb *data)
+/*
+ * Write recs to a Parquet file with codec c and threads; its bytes into
+ * data.  noted: through pq_writer_add_members().
+ */
+static int write_file_noted(enum compression c, int threads, int noted, const char *const *recs, size_t n,
+			    struct sb *data)
 {
 	static const char schema[] = "{\"properties\":{\"id\":{\"type\":\"integer\"},"
 				     "\"name\":{\"type\":[\"null\",\"string\"]},\"x\":{\"type\":\"number\"}}}";
@@ -797,13 +842,14 @@ static int write_file_threads(enum compression c, int threads, const char *const
 	struct pq_options o = { codec, 1000, 1 << 20, 256 };
 	struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "s.parquet"), s, &o);
 	struct pq_fail f;
+	struct sb buf = SB_INIT;
 	size_t i;
 	int r = pw ? 0 : -1;
 
 	for (i = 0; pw && i < n; i++) {
 		struct json_span rec = { recs[i], strlen(recs[i]), JSON_OBJECT };
 
-		if (pq_writer_add(pw, &rec, &f) != 0)
+		if ((noted ? add_noted(pw, recs[i], &f, &buf) : pq_writer_add(pw, &rec, &f)) != 0)
 			r = -1;
 	}
 	if (pw && pq_writer_close(pw, NULL) != 0)
@@ -814,7 +860,14 @@ static int write_file_threads(enum compression c, int threads, const char *const
 	bucket_delete(wb, "s.parquet");
 	pq_codec_free(codec);
 	pq_schema_free(s);
+	sb_free(&buf);
 	return r;
+}
+
+static int write_file_threads(enum compression c, int threads, const char *const *recs, size_t n,
+			      struct sb *data)
+{
+	return write_file_noted(c, threads, 0, recs, n, data);
 }
 
 static int write_file(enum compression c, const char *const *recs, size_t n, struct sb *data)
@@ -862,7 +915,16 @@ static void test_threads(void)
 		   "whitespace around members and escaped keys: the same file as compact records");
 		ok(memmem(one.buf, one.len, "a\"b\\", 4) != NULL && memmem(one.buf, one.len, "\xc3\xa9t\xc3\xa9", 5) != NULL,
 		   "... strings decoded, an escaped key matched to its column");
+		ok(write_file_noted(COMPRESSION_NONE, 0, 1, tight, 2, &two) == 0 && one.len == two.len &&
+		   memcmp(one.buf, two.buf, one.len) == 0 &&
+		   write_file_noted(COMPRESSION_NONE, 0, 1, loose, 2, &two) == 0 && one.len == two.len &&
+		   memcmp(one.buf, two.buf, one.len) == 0,
+		   "... and the same file from the members the scanner noted (pq_writer_add_members())");
 	}
+	ok(write_file_threads(COMPRESSION_ZSTD, 1, recs, N, &one) == 0 &&
+	   write_file_noted(COMPRESSION_ZSTD, 1, 1, recs, N, &two) == 0 && one.len > 0 && one.len == two.len &&
+	   memcmp(one.buf, two.buf, one.len) == 0,
+	   "%d records, some with a member the schema lacks: pq_writer_add_members() writes the same file", N);
 	for (k = 0; k < sizeof(codecs) / sizeof(codecs[0]); k++) {
 		ok(write_file_threads(codecs[k], 0, recs, N, &one) == 0 &&
 		   write_file_threads(codecs[k], 1, recs, N, &two) == 0,
@@ -1091,6 +1153,8 @@ int main(int argc, char **argv)
 		test_widening();
 		test_widening_ends();
 		test_widen_never_narrows();
+		ok(noted_differ == 0, "every value of the widening tests: pq_writer_add_members() "
+		   "says what pq_writer_add() says");
 		test_snappy();
 		test_threads();
 		bucket_free(wb);
