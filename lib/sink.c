@@ -391,10 +391,41 @@ static void maybe_progress(struct sink *s)
 	progress(s, 0);
 }
 
+/* The length of the well-formed UTF-8 character at p (not a control), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+	size_t k, i;
+	unsigned long cp;
+
+	if (c < 0x80)
+		return c < 0x20 || c == 0x7f ? 0 : 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (k > n)
+		return 0;
+	for (i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return k;
+}
+
 /*
  * The start of a line that is not a Singer message (a tap's log line on
  * stdout, often), quoted for the error: 60 bytes at most, cut at a
- * character boundary, control bytes as '?', secrets masked.
+ * character boundary, control bytes and bytes that are not UTF-8 as '?',
+ * secrets masked.
  */
 static void quote_line(struct sink *s, struct sb *out, const char *line, size_t len)
 {
@@ -406,8 +437,17 @@ static void quote_line(struct sink *s, struct sb *out, const char *line, size_t 
 		while (n > 0 && ((unsigned char)line[n] & 0xc0) == 0x80)
 			n--;
 	}
-	for (i = 0; i < n; i++)
-		sb_addc(&q, (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i]);
+	for (i = 0; i < n;) {
+		size_t k = utf8_len((const unsigned char *)line + i, n - i);
+
+		if (k == 0) {	/* a control byte, or not UTF-8: the message stays text */
+			sb_addc(&q, '?');
+			i++;
+		} else {
+			sb_add(&q, line + i, k);
+			i += k;
+		}
+	}
 	check_mask_secrets(s->cfg, &q);
 	sb_addc(out, '\'');
 	sb_add(out, q.buf ? q.buf : "", q.len);
