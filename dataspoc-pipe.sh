@@ -9,17 +9,26 @@ set -u
 VERSION=0.1.0
 prog=dataspoc-pipe
 
-# The pipe-* programs installed beside this script come first.
-case $0 in
-*/*) here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd) && PATH=$here:$PATH ;;
-esac
-export PATH
-
-# This script's own path, for run --all and crontab entries.
-case $0 in
-*/*) self=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)/$(basename -- "$0") ;;
+# This script's own path, through any symlinks (~/bin/dp -> .../bin/dataspoc-pipe),
+# for run --all and crontab entries; the pipe-* programs installed beside it
+# come first on PATH.
+self=$0
+case $self in
+*/*) ;;
 *) self=$(command -v -- "$0" 2>/dev/null) || self=$0 ;;
 esac
+while [ -L "$self" ]; do
+	link=$(readlink -- "$self") || break
+	case $link in
+	/*) self=$link ;;
+	*) self=$(dirname -- "$self")/$link ;;
+	esac
+done
+case $self in
+*/*) here=$(CDPATH= cd -P -- "$(dirname -- "$self")" && pwd -P) &&
+	self=$here/$(basename -- "$self") && PATH=$here:$PATH ;;
+esac
+export PATH
 
 home=${DATASPOC_PIPE_HOME:-${HOME:-}/.dataspoc-pipe}
 

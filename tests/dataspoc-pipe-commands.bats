@@ -8,8 +8,8 @@ load test_helper
 setup() {
 	pipe_setup
 	HOMEDIR=$DATASPOC_PIPE_HOME
-	# The driver as the crontab entries name it.
-	SELF=$(cd "$PIPE_BIN" && pwd)/dataspoc-pipe
+	# The driver as the crontab entries name it: its own path, links resolved.
+	SELF=$(readlink -f "$PIPE_BIN/dataspoc-pipe")
 	# A fake crontab(1): the table lives in $FAKE_CRONTAB; every write is
 	# counted in $FAKE_CRONTAB.writes; $FAKE_CRONTAB.broken makes -l fail.
 	export FAKE_CRONTAB=$BATS_TEST_TMPDIR/crontab

@@ -116,6 +116,24 @@ Done! 5 records in 2 stream(s)
 	[ -e plain/.dataspoc/state/mine/state.json ]
 }
 
+@test "the driver works through symlinks: its pipe-* siblings are found" {
+	use_tap tap-shop
+	shop_records
+	shop_stream "$FAKE_DIR/tap-shop/out"
+	printf 'source:\n  tap: tap-shop\ndestination:\n  bucket: %s\n  format: jsonl\n' "$BATS_TEST_TMPDIR/plain" >mine.yaml
+	# ~/bin/dp -> links/dp2 -> the driver, with the pipe-* programs off PATH
+	mkdir -p "$HOME/bin" links
+	ln -s "$PIPE_BIN/dataspoc-pipe" links/dp2
+	ln -s ../../links/dp2 "$HOME/bin/dp"
+	run -0 --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$TAPS:/usr/bin:/bin" "$HOME/bin/dp" run -c mine.yaml
+	[[ $stderr != *"not found"* ]]
+	assert_line --index 0 "Running: mine"
+	assert_line --index 1 "Done! 5 records in 2 stream(s)"
+	cd "$HOME/bin"
+	run -0 --separate-stderr env PATH="$HOME/bin:$BATS_TEST_TMPDIR/bin:$TAPS:/usr/bin:/bin" dp run -c "$BATS_TEST_TMPDIR/mine.yaml"
+	assert_line --index 0 "Running: mine"
+}
+
 @test "-v shows the tap's stderr as it runs" {
 	shop_pipeline
 	echo 'tap-shop: hello' >"$FAKE_DIR/tap-shop/stderr"
