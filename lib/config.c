@@ -25,7 +25,7 @@
 #define DEPTH_MAX 64
 #define DEFAULT_MAX_FILE_SIZE (128ULL * 1024 * 1024)
 #define DEFAULT_ROW_GROUP_ROWS 1000000ULL
-#define DEFAULT_ROW_GROUP_SIZE (64ULL * 1024 * 1024)
+#define DEFAULT_ROW_GROUP_SIZE (16ULL * 1024 * 1024)
 
 /* One YAML file being read. */
 struct yctx {

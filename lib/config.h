@@ -44,7 +44,7 @@
  *     row_group_rows: parquet only: rows to a row group, 1..2^31-1,
  *                     default 1000000
  *     row_group_size: parquet only: a size (config_parse_size()), at least
- *                     1 KiB, default 64 MiB: uncompressed value bytes to a
+ *                     1 KiB, default 16 MiB: uncompressed value bytes to a
  *                     row group, and about the memory each open file holds.
  *     string_columns: parquet only: {stream: [column, ...], ...}, both
  *                     fnmatch(3) patterns: those columns are STRING whatever
@@ -132,7 +132,7 @@ struct pipe_config {
 	int parquet;		/* format is parquet */
 	int mismatch_fail;	/* parquet: schema_mismatch: fail */
 	uint64_t row_group_rows;	/* parquet: rows to a row group, default 1,000,000 */
-	uint64_t row_group_size;	/* parquet: uncompressed bytes to a row group, default 64 MiB */
+	uint64_t row_group_size;	/* parquet: uncompressed bytes to a row group, default 16 MiB */
 	char **string_columns;	/* parquet: fnmatch(3) patterns in pairs, stream then column,
 				 * NULL-terminated, or NULL: the columns written as strings */
 

@@ -510,7 +510,7 @@ static void test_destination(void)
 	is_str(cfg.format, "parquet", "parquet");
 	ok(cfg.parquet, "parquet flag");
 	is_int(cfg.row_group_rows, 1000000, "row_group_rows defaults to 1,000,000");
-	is_int(cfg.row_group_size, 64 * 1024 * 1024, "row_group_size defaults to 64 MiB");
+	is_int(cfg.row_group_size, 16 * 1024 * 1024, "row_group_size defaults to 16 MiB");
 	loads(MINI_SOURCE "destination:\n  bucket: /l\n  format: parquet\n  row_group_rows: 5000\n"
 	      "  row_group_size: 8MiB\n", "row group bounds");
 	is_int(cfg.row_group_rows, 5000, "row_group_rows");
