@@ -55,9 +55,16 @@ lens_root() {
 	printf 'def transform(df):\n    return df.drop(columns=["email"])\n' >"$DATASPOC_PIPE_HOME/transforms/py.py"
 	run -2 --separate-stderr dataspoc-pipe run py
 	assert_output ""
-	assert_stderr "pipe-sink: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); nothing ran"
+	assert_stderr "dataspoc-pipe: run 'py' failed: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); nothing ran"
 	[ ! -e "$FAKE_DIR/tap-py/runs" ]
-	bucket_untouched
+	# nothing lands; the failure is logged in the bucket, with its cause
+	run -0 bucket_files
+	assert_output ""
+	last_log py | jq -r '.status, .error' >log
+	expect_file log <<-EOF
+	failure
+	$DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); nothing ran
+	EOF
 	run -1 --separate-stderr dataspoc-pipe validate py
 	assert_line --partial "py: transform: FAIL: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs"
 	echo 'del(.email)' >"$DATASPOC_PIPE_HOME/transforms/py.jq"

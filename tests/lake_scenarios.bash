@@ -152,7 +152,7 @@ scenario_lake_widen() {
 		singer_records t <<<'{"id":6,"n":6,"amount":6.5,"at":"2024-06-01T00:00:00Z","ok":true}'
 	} >"$FAKE_DIR/tap-lie/out"
 	run -0 --separate-stderr dataspoc-pipe run lie
-	assert_stderr "  t: 1 records..."
+	assert_stderr "  t: 1 record..."
 	lens lie/t | tail -n 1 >rows
 	expect_file rows <<<'{"id":"6","n":"6","amount":"6.5","at":"2024-06-01 00:00:00+00","ok":"true","_extra":null}'
 }
@@ -178,7 +178,7 @@ scenario_lake_strict() {
 		echo '{"type":"STATE","value":{"at":3}}'
 	} >"$FAKE_DIR/tap-strict/out"
 	run -1 --separate-stderr dataspoc-pipe run strict
-	[[ $stderr == *"pipe-sink: <stdin>:3: record 2 of stream 't' does not fit its Parquet columns: field 'id' (INT64): \"three\" is not an integer (schema_mismatch: fail; widen, the default, lands it)"* ]]
+	[[ $stderr == *"dataspoc-pipe: run 'strict' failed: the tap's output, line 3: record 2 of stream 't' does not fit its Parquet columns: field 'id' (INT64): \"three\" is not an integer (schema_mismatch: fail; widen, the default, lands it)"* ]]
 	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after
 	diff -u before after
 }
