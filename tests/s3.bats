@@ -368,7 +368,7 @@ Done! 5 records in 2 stream(s)
 	export AWS_ENDPOINT_URL=$MOTO_ENDPOINT AWS_ACCESS_KEY_ID=$MOTO_KEY_ID
 	export AWS_SECRET_ACCESS_KEY=NotTheSecretButLongLikeOne0123456789abcdef
 	run -1 --separate-stderr dataspoc-pipe run shop
-	assert_regex "$stderr" "pipe-state: cannot [a-z ]+ 's3://secrets/[^']*': [A-Za-z]+: HTTP 403 SignatureDoesNotMatch: The request signature we calculated does not match the signature you provided\\."
+	assert_regex "$stderr" "dataspoc-pipe: run 'shop' failed: cannot [a-z ]+ 's3://secrets/[^']*': [A-Za-z]+: HTTP 403 SignatureDoesNotMatch: The request signature we calculated does not match the signature you provided\\."
 	refute_regex "$stderr$output" "NotTheSecret|$MOTO_SECRET"
 	echo '{"bookmarks":{"orders":{"id":7}}}' >state.in
 	run -1 --separate-stderr pipe-state set shop <state.in
