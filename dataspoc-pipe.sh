@@ -81,7 +81,7 @@ help_run() {
 	cat <<'HELP'
 usage: dataspoc-pipe run [--full] [-v] NAME
        dataspoc-pipe run [--full] [-v] -c FILE.yaml
-       dataspoc-pipe run --all [-j N] [--full] [-v]
+       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)
 
 Run one pipeline: pipe-state get | pipe-tap | pipe-sink, then pipe-commit
 only when every stage succeeded.  Records land under
@@ -379,6 +379,8 @@ cmd_run() {
 		shift
 	done
 	if [ "$all" = 1 ]; then
+		# "run _ --all": the Python tool's form, a placeholder NAME.
+		[ "$name" != _ ] || name=
 		if [ -n "$name" ] || [ -n "$file" ]; then
 			err "run: --all runs every pipeline: give no NAME or -c"
 			usage
@@ -538,7 +540,7 @@ HELP
 
 help_version() {
 	cat <<'HELP'
-usage: dataspoc-pipe --version
+usage: dataspoc-pipe --version | -v | -V
 
 Print "dataspoc-pipe VERSION".
 HELP
@@ -1249,6 +1251,6 @@ help)
 	*) err "help: no command '$1'"; exit 2 ;;
 	esac ;;
 -h | --help) help_main ;;
---version | -V) say "dataspoc-pipe $VERSION" ;;
+--version | -V | -v) say "dataspoc-pipe $VERSION" ;;
 *) err "unknown command '$cmd'"; usage ;;
 esac

@@ -228,8 +228,13 @@ static int tap_missing(const char *tap, char **error)
 		*error = xasprintf("%s cannot be run: Permission denied", tap);
 		return 126;
 	}
-	*error = xasprintf("%s not found%s — install it or set source.tap", tap,
-			   strchr(tap, '/') ? "" : " on PATH");
+	/* The Python tool's users come with tap-csv configs, which the bundled
+	 * tap reads as they are. */
+	const char *base = strrchr(tap, '/') ? strrchr(tap, '/') + 1 : tap;
+	*error = xasprintf("%s not found%s — install it or set source.tap%s", tap,
+			   strchr(tap, '/') ? "" : " on PATH",
+			   strcmp(base, "tap-csv") == 0 ?
+			   " (the bundled dataspoc-tap-csv reads tap-csv's config)" : "");
 	return 127;
 }
 

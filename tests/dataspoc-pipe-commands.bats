@@ -55,6 +55,11 @@ add_cron() {	# NAME CRON
 @test "--version prints the version, help names every command" {
 	run -0 --separate-stderr dataspoc-pipe --version
 	assert_output "dataspoc-pipe 0.1.0"
+	# -v and -V, as the Python tool and other CLIs spell it
+	run -0 --separate-stderr dataspoc-pipe -v
+	assert_output "dataspoc-pipe 0.1.0"
+	run -0 --separate-stderr dataspoc-pipe -V
+	assert_output "dataspoc-pipe 0.1.0"
 	run -0 --separate-stderr dataspoc-pipe help
 	for c in "init  " "add NAME  " "run NAME  " "run --all  " "status  " "logs NAME  " \
 		"validate [NAME]  " "manifest BUCKET  " "schedule  " "help [COMMAND]  " "--version  "; do
@@ -78,7 +83,7 @@ add_cron() {	# NAME CRON
 	run -0 dataspoc-pipe help help
 	assert_line --index 0 "usage: dataspoc-pipe help [COMMAND]"
 	run -0 dataspoc-pipe help version
-	assert_line --index 0 "usage: dataspoc-pipe --version"
+	assert_line --index 0 "usage: dataspoc-pipe --version | -v | -V"
 	run -2 --separate-stderr dataspoc-pipe help nothing
 	assert_equal "$stderr" "dataspoc-pipe: help: no command 'nothing'"
 	run -2 dataspoc-pipe help run add
@@ -343,6 +348,16 @@ Summary: 2 success, 1 failure(s)"
 	assert_line --index -1 "Summary: 2 success, 0 failure(s)"
 }
 
+@test "run _ --all: the Python tool's placeholder NAME runs every pipeline" {
+	write_pipeline one cmdtap-ok
+	write_pipeline two cmdtap-ok
+	run -0 --separate-stderr dataspoc-pipe run _ --all
+	assert_line --index 0 "Running: one"
+	assert_line --index -1 "Summary: 2 success, 0 failure(s)"
+	run -0 --separate-stderr dataspoc-pipe run --all _
+	assert_line --index -1 "Summary: 2 success, 0 failure(s)"
+}
+
 @test "run --all: SIGTERM stops starting pipelines and ends the running ones cleanly" {
 	use_tap tap-a
 	use_tap tap-b
@@ -568,6 +583,9 @@ beta: placeholders: ok"
 	run -1 --separate-stderr dataspoc-pipe validate --output json ghost
 	run -0 jq -c '[.[] | select(.status != "ok")]' <<<"$output"
 	assert_output '[{"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"}]'
+	write_pipeline csv tap-csv
+	run -1 --separate-stderr dataspoc-pipe validate csv
+	assert_line --index 1 "csv: tap: FAIL: tap-csv not found on PATH — install it or set source.tap (the bundled dataspoc-tap-csv reads tap-csv's config)"
 	run -1 dataspoc-pipe validate beta-does-not-exist --output json
 	run -1 dataspoc-pipe validate beta-does-not-exist
 	assert_output "beta-does-not-exist: config: FAIL: no pipeline 'beta-does-not-exist' (looked for $HOMEDIR/pipelines/beta-does-not-exist.yaml)"
