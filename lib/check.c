@@ -134,8 +134,12 @@ static int secret_name(const char *name)
 	return hit;
 }
 
-/* Append the names of secret-looking members of v (at any depth) to found. */
-static void find_secrets(const struct json_span *v, struct sb *found, int depth)
+/*
+ * The secret-looking members of v (at any depth, non-empty strings): their
+ * names into names (", "-separated) and their decoded values into vals
+ * (NUL-separated); either may be NULL.
+ */
+static void find_secrets(const struct json_span *v, struct sb *names, struct sb *vals, int depth)
 {
 	struct json_span key, val;
 	size_t pos = 0;
@@ -144,37 +148,7 @@ static void find_secrets(const struct json_span *v, struct sb *found, int depth)
 		return;
 	if (v->type == JSON_ARRAY) {
 		while (json_array_next(v, &pos, &val))
-			find_secrets(&val, found, depth + 1);
-		return;
-	}
-	if (v->type != JSON_OBJECT)
-		return;
-	while (json_object_next(v, &pos, &key, &val)) {
-		struct sb name = SB_INIT;
-
-		json_string_decode(&key, &name);
-		if (val.type == JSON_STRING && val.len > 2 && name.buf && strlen(name.buf) == name.len &&
-		    secret_name(name.buf)) {
-			if (found->len)
-				sb_adds(found, ", ");
-			sb_adds(found, name.buf);
-		}
-		sb_free(&name);
-		find_secrets(&val, found, depth + 1);
-	}
-}
-
-/* Append to vals (NUL-separated) the string values of secret-looking members. */
-static void find_secret_values(const struct json_span *v, struct sb *vals, int depth)
-{
-	struct json_span key, val;
-	size_t pos = 0;
-
-	if (depth > 64)
-		return;
-	if (v->type == JSON_ARRAY) {
-		while (json_array_next(v, &pos, &val))
-			find_secret_values(&val, vals, depth + 1);
+			find_secrets(&val, names, vals, depth + 1);
 		return;
 	}
 	if (v->type != JSON_OBJECT)
@@ -185,13 +159,18 @@ static void find_secret_values(const struct json_span *v, struct sb *vals, int d
 		json_string_decode(&key, &name);
 		if (val.type == JSON_STRING && val.len > 2 && name.buf && strlen(name.buf) == name.len &&
 		    secret_name(name.buf)) {
+			if (names) {
+				if (names->len)
+					sb_adds(names, ", ");
+				sb_adds(names, name.buf);
+			}
 			json_string_decode(&val, &value);
-			if (value.len && strlen(value.buf) == value.len)
+			if (vals && value.len && strlen(value.buf) == value.len)
 				sb_add(vals, value.buf, value.len + 1);
 		}
 		sb_free(&name);
 		sb_free(&value);
-		find_secret_values(&val, vals, depth + 1);
+		find_secrets(&val, names, vals, depth + 1);
 	}
 }
 
@@ -346,7 +325,7 @@ int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
 		ret = 0;
 		goto out;
 	}
-	find_secrets(&v, &found, 0);
+	find_secrets(&v, &found, NULL, 0);
 	ret = 0;
 	if (found.len && (st.st_mode & 044)) {
 		char *real = realpath(holder, NULL);
@@ -380,7 +359,7 @@ void check_mask_secrets(const struct pipe_config *cfg, struct sb *text)
 		jlen = strlen(json);
 	}
 	if (json && json_validate(json, jlen, &v, &errpos, &errmsg) == 0)
-		find_secret_values(&v, &vals, 0);
+		find_secrets(&v, NULL, &vals, 0);
 	/* the longest first, so that a value holding another is masked whole */
 	for (;;) {
 		char *longest = NULL;
