@@ -35,7 +35,9 @@ home=${DATASPOC_PIPE_HOME:-${HOME:-}/.dataspoc-pipe}
 say() { printf '%s\n' "$*"; }
 err() { printf '%s: %s\n' "$prog" "$*" >&2; }
 
-usage() {
+# usage_all [REASON]: what is wrong, then every command's usage; exit 2.
+usage_all() {
+	[ $# -eq 0 ] || err "$1"
 	cat >&2 <<USAGE
 usage: $prog init
        $prog add [--tap TAP] [--config FILE] [--bucket URL] [--path PATH]
@@ -50,6 +52,45 @@ usage: $prog init
        $prog help [COMMAND] | --version
 USAGE
 	exit 2
+}
+
+# usage CMD REASON: what is wrong with CMD's arguments, then CMD's usage
+# lines (its help up to the first blank line), on stderr; exit 2.
+usage() {
+	err "$1: $2"
+	"help_$1" | awk 'NF == 0 { exit } { print }' >&2
+	exit 2
+}
+
+# nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
+# a swap of neighbours counting as one), if any.
+nearest() {
+	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule help' '
+	function dist(a, b,   i, j, la, lb, d, c, x) {
+		la = length(a); lb = length(b)
+		for (i = 0; i <= la; i++) d[i, 0] = i
+		for (j = 0; j <= lb; j++) d[0, j] = j
+		for (i = 1; i <= la; i++)
+			for (j = 1; j <= lb; j++) {
+				c = substr(a, i, 1) != substr(b, j, 1)
+				x = d[i - 1, j] + 1
+				if (d[i, j - 1] + 1 < x) x = d[i, j - 1] + 1
+				if (d[i - 1, j - 1] + c < x) x = d[i - 1, j - 1] + c
+				if (i > 1 && j > 1 && substr(a, i, 1) == substr(b, j - 1, 1) &&
+				    substr(a, i - 1, 1) == substr(b, j, 1) && d[i - 2, j - 2] + 1 < x)
+					x = d[i - 2, j - 2] + 1
+				d[i, j] = x
+			}
+		return d[la, lb]
+	}
+	{
+		n = split(cmds, c, " "); best = ""; bd = 3
+		for (k = 1; k <= n; k++) {
+			e = dist(tolower($0), c[k])
+			if (e < bd && e < length(c[k])) { bd = e; best = c[k] }
+		}
+		if (best != "") print best
+	}'
 }
 
 help_main() {
@@ -116,7 +157,7 @@ cmd_init() {
 	case ${1:-} in
 	-h | --help) help_init; exit 0 ;;
 	esac
-	[ $# -eq 0 ] || usage
+	[ $# -eq 0 ] || usage init "unexpected argument '$1'"
 	mkdir -p "$home/pipelines" "$home/sources" "$home/transforms" || exit 1
 	if [ ! -e "$home/config.yaml" ]; then
 		cat >"$home/config.yaml" <<'YAML' || exit 1
@@ -367,14 +408,14 @@ cmd_run() {
 		--full | -f) full=1 ;;
 		-v | --verbose) verbose=1 ;;
 		--refresh-catalog) refresh_catalog=1 ;;
-		-c) [ $# -ge 2 ] || usage; file=$2; shift ;;
+		-c) [ $# -ge 2 ] || usage run "option '-c' needs a FILE.yaml"; file=$2; shift ;;
 		--all | -a) all=1 ;;
-		-j) [ $# -ge 2 ] || usage; jobs=$2; shift ;;
+		-j) [ $# -ge 2 ] || usage run "option '-j' needs a number"; jobs=$2; shift ;;
 		-j*) jobs=${1#-j} ;;
 		--jobs=*) jobs=${1#*=} ;;
 		-h | --help) help_run; exit 0 ;;
-		-*) err "run: unknown option '$1'"; usage ;;
-		*) [ -z "$name" ] || usage; name=$1 ;;
+		-*) usage run "unknown option '$1'" ;;
+		*) [ -z "$name" ] || usage run "unexpected argument '$1'"; name=$1 ;;
 		esac
 		shift
 	done
@@ -382,23 +423,22 @@ cmd_run() {
 		# "run _ --all": the Python tool's form, a placeholder NAME.
 		[ "$name" != _ ] || name=
 		if [ -n "$name" ] || [ -n "$file" ]; then
-			err "run: --all runs every pipeline: give no NAME or -c"
-			usage
+			usage run "--all runs every pipeline: give no NAME or -c"
 		fi
 		case ${jobs:-1} in
-		'' | *[!0-9]* | 0 | 0*) err "run: -j wants a number of pipelines at a time (1 or more), not '$jobs'"; usage ;;
+		'' | *[!0-9]* | 0 | 0*) usage run "-j wants a number of pipelines at a time (1 or more), not '$jobs'" ;;
 		esac
 		set --
 		[ "$full" = 0 ] || set -- "$@" --full
 		[ "$verbose" = 0 ] || set -- "$@" -v
 		run_all "${jobs:-1}" "$@"
 	fi
-	[ -z "$jobs" ] || { err "run: -j goes with --all"; usage; }
+	[ -z "$jobs" ] || usage run "-j goes with --all"
 	if [ -n "$file" ]; then
-		[ -z "$name" ] || usage
+		[ -z "$name" ] || usage run "give NAME or -c FILE.yaml, not both"
 		run_pipeline "$full" "$verbose" -c "$file"
 	fi
-	[ -n "$name" ] || usage
+	[ -n "$name" ] || usage run "a pipeline NAME (or -c FILE.yaml, or --all) is required"
 	run_pipeline "$full" "$verbose" "$name"
 }
 
@@ -678,7 +718,7 @@ cmd_add() {
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--tap | --config | --bucket | --path | --compression | --cron)
-			[ $# -ge 2 ] || { err "add: $1 needs a value"; usage; }
+			[ $# -ge 2 ] || usage add "option '$1' needs a value"
 			opt=$1 val=$2
 			shift ;;
 		--tap=* | --config=* | --bucket=* | --path=* | --compression=* | --cron=*)
@@ -687,8 +727,8 @@ cmd_add() {
 		--no-incremental) incremental=false; opt= ;;
 		-y | --yes) yes=1; opt= ;;
 		-h | --help) help_add; exit 0 ;;
-		-*) err "add: unknown option '$1'"; usage ;;
-		*) [ -z "$name" ] || usage; name=$1; opt= ;;
+		-*) usage add "unknown option '$1'" ;;
+		*) [ -z "$name" ] || usage add "unexpected argument '$1'"; name=$1; opt= ;;
 		esac
 		case $opt in
 		--tap) tap=$val ;;
@@ -700,7 +740,7 @@ cmd_add() {
 		esac
 		shift
 	done
-	[ -n "$name" ] || usage
+	[ -n "$name" ] || usage add "a pipeline NAME is required"
 	valid_name "$name" || { err "add: invalid pipeline name '$name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"; exit 2; }
 	yaml=$home/pipelines/$name.yaml
 	for f in "$yaml" "$home/pipelines/$name.yml"; do
@@ -952,11 +992,11 @@ cmd_status() {
 	fmt=table
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output | -o) [ $# -ge 2 ] || usage status "option '$1' needs a format"; fmt=$2; shift ;;
 		--output=*) fmt=${1#*=} ;;
 		-h | --help) help_status; exit 0 ;;
 		--) shift; break ;;
-		-*) err "status: unknown option '$1'"; usage ;;
+		-*) usage status "unknown option '$1'" ;;
 		*) break ;;
 		esac
 		shift
@@ -969,17 +1009,17 @@ cmd_logs() {
 	fmt=text n=1 name=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output | -o) [ $# -ge 2 ] || usage logs "option '$1' needs a format"; fmt=$2; shift ;;
 		--output=*) fmt=${1#*=} ;;
-		-n) [ $# -ge 2 ] || usage; n=$2; shift ;;
+		-n) [ $# -ge 2 ] || usage logs "option '-n' needs a number"; n=$2; shift ;;
 		-n*) n=${1#-n} ;;
 		-h | --help) help_logs; exit 0 ;;
-		-*) err "logs: unknown option '$1'"; usage ;;
-		*) [ -z "$name" ] || usage; name=$1 ;;
+		-*) usage logs "unknown option '$1'" ;;
+		*) [ -z "$name" ] || usage logs "unexpected argument '$1'"; name=$1 ;;
 		esac
 		shift
 	done
-	[ -n "$name" ] || usage
+	[ -n "$name" ] || usage logs "a pipeline NAME is required"
 	output_flag logs "$fmt" text json jsonl
 	exec pipe-state logs -n "$n" -o "$fmt" "$name"
 }
@@ -988,15 +1028,15 @@ cmd_manifest() {
 	fmt=table bucket=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output | -o) [ $# -ge 2 ] || usage manifest "option '$1' needs a format"; fmt=$2; shift ;;
 		--output=*) fmt=${1#*=} ;;
 		-h | --help) help_manifest; exit 0 ;;
-		-*) err "manifest: unknown option '$1'"; usage ;;
-		*) [ -z "$bucket" ] || usage; bucket=$1 ;;
+		-*) usage manifest "unknown option '$1'" ;;
+		*) [ -z "$bucket" ] || usage manifest "unexpected argument '$1'"; bucket=$1 ;;
 		esac
 		shift
 	done
-	[ -n "$bucket" ] || usage
+	[ -n "$bucket" ] || usage manifest "a BUCKET is required"
 	output_flag manifest "$fmt" table json
 	exec pipe-state manifest -o "$fmt" -b "$bucket"
 }
@@ -1070,10 +1110,10 @@ cmd_validate() {
 	fmt=text names=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage; fmt=$2; shift ;;
+		--output | -o) [ $# -ge 2 ] || usage validate "option '$1' needs a format"; fmt=$2; shift ;;
 		--output=*) fmt=${1#*=} ;;
 		-h | --help) help_validate; exit 0 ;;
-		-*) err "validate: unknown option '$1'"; usage ;;
+		-*) usage validate "unknown option '$1'" ;;
 		*) valid_name "$1" || { err "validate: invalid pipeline name '$1'"; exit 2; }
 		   names="$names $1" ;;
 		esac
@@ -1157,14 +1197,14 @@ cmd_schedule() {
 	case $action in
 	install | remove | list) ;;
 	-h | --help) help_schedule; exit 0 ;;
-	'') usage ;;
-	*) err "schedule: unknown action '$action' (install, remove or list)"; usage ;;
+	'') usage schedule "an action is required (install, remove or list)" ;;
+	*) usage schedule "unknown action '$action' (install, remove or list)" ;;
 	esac
 	names=
 	for a; do
 		case $a in
 		-h | --help) help_schedule; exit 0 ;;
-		-*) err "schedule: unknown option '$a'"; usage ;;
+		-*) usage schedule "unknown option '$a'" ;;
 		esac
 		valid_name "$a" || { err "schedule: invalid pipeline name '$a'"; exit 2; }
 		names="$names $a"
@@ -1222,7 +1262,7 @@ cmd_schedule() {
 	exit 0
 }
 
-[ $# -gt 0 ] || usage
+[ $# -gt 0 ] || usage_all "a command is required"
 cmd=$1
 shift
 case $cmd in
@@ -1235,7 +1275,7 @@ validate) cmd_validate "$@" ;;
 manifest) cmd_manifest "$@" ;;
 schedule) cmd_schedule "$@" ;;
 help)
-	[ $# -le 1 ] || usage
+	[ $# -le 1 ] || usage help "unexpected argument '$2'"
 	case ${1:-} in
 	'') help_main ;;
 	init) help_init ;;
@@ -1252,5 +1292,13 @@ help)
 	esac ;;
 -h | --help) help_main ;;
 --version | -V | -v) say "dataspoc-pipe $VERSION" ;;
-*) err "unknown command '$cmd'"; usage ;;
+*)
+	case $cmd in
+	-*) usage_all "unknown option '$cmd'" ;;
+	esac
+	near=$(nearest "$cmd")
+	if [ -n "$near" ]; then
+		usage_all "unknown command '$cmd': did you mean '$near'?"
+	fi
+	usage_all "unknown command '$cmd'" ;;
 esac

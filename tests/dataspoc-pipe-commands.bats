@@ -86,8 +86,9 @@ add_cron() {	# NAME CRON
 	assert_line --index 0 "usage: dataspoc-pipe --version | -v | -V"
 	run -2 --separate-stderr dataspoc-pipe help nothing
 	assert_equal "$stderr" "dataspoc-pipe: help: no command 'nothing'"
-	run -2 dataspoc-pipe help run add
-	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 --separate-stderr dataspoc-pipe help run add
+	assert_stderr "dataspoc-pipe: help: unexpected argument 'add'
+usage: dataspoc-pipe help [COMMAND]"
 }
 
 # --- add --------------------------------------------------------------------------
@@ -273,13 +274,18 @@ $HOMEDIR/sources:"
 	[ ! -e s3: ]
 	run -2 --separate-stderr dataspoc-pipe add --yes "bad name"
 	assert_equal "$stderr" "dataspoc-pipe: add: invalid pipeline name 'bad name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"
-	run -2 dataspoc-pipe add --tap
-	assert_line --index 0 "dataspoc-pipe: add: --tap needs a value"
-	assert_line --index 1 "usage: dataspoc-pipe init"
-	run -2 dataspoc-pipe add --frob shop
-	assert_line --index 0 "dataspoc-pipe: add: unknown option '--frob'"
-	run -2 dataspoc-pipe add
-	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 --separate-stderr dataspoc-pipe add --tap
+	assert_stderr "dataspoc-pipe: add: option '--tap' needs a value
+usage: dataspoc-pipe add [options] NAME"
+	run -2 --separate-stderr dataspoc-pipe add --frob shop
+	assert_stderr "dataspoc-pipe: add: unknown option '--frob'
+usage: dataspoc-pipe add [options] NAME"
+	run -2 --separate-stderr dataspoc-pipe add
+	assert_stderr "dataspoc-pipe: add: a pipeline NAME is required
+usage: dataspoc-pipe add [options] NAME"
+	run -2 --separate-stderr dataspoc-pipe add one two
+	assert_stderr "dataspoc-pipe: add: unexpected argument 'two'
+usage: dataspoc-pipe add [options] NAME"
 	printf 'cmdtap-ok\n\n' >answers
 	run -2 --separate-stderr dataspoc-pipe add shop <answers
 	assert_equal "$output" ""
@@ -412,7 +418,7 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 	write_pipeline one cmdtap-ok
 	run -2 dataspoc-pipe run --all -j 0
 	assert_line --index 0 "dataspoc-pipe: run: -j wants a number of pipelines at a time (1 or more), not '0'"
-	assert_line --index 1 "usage: dataspoc-pipe init"
+	assert_line --index 1 "usage: dataspoc-pipe run [--full] [-v] NAME"
 	run -2 dataspoc-pipe run --all -j two
 	assert_line --index 0 "dataspoc-pipe: run: -j wants a number of pipelines at a time (1 or more), not 'two'"
 	run -2 dataspoc-pipe run --all one
@@ -529,8 +535,12 @@ broken    -         error          -        -"
 	assert_equal "$stderr" "pipe-state: -n wants a number of run logs (1 or more), not '0'"
 	run -2 --separate-stderr dataspoc-pipe logs --output csv fails
 	assert_equal "$stderr" "dataspoc-pipe: logs: unknown output format 'csv' (use text json jsonl)"
-	run -2 dataspoc-pipe logs
-	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 --separate-stderr dataspoc-pipe logs
+	assert_stderr "dataspoc-pipe: logs: a pipeline NAME is required
+usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME"
+	run -2 --separate-stderr dataspoc-pipe logs a b
+	assert_stderr "dataspoc-pipe: logs: unexpected argument 'b'
+usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME"
 }
 
 # --- validate ---------------------------------------------------------------------
@@ -711,10 +721,12 @@ sec: placeholders: ok"
 	run -1 --separate-stderr dataspoc-pipe manifest "$(bucket_url)"
 	assert_output ""
 	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
-	run -2 dataspoc-pipe manifest
-	assert_line --index 0 "usage: dataspoc-pipe init"
-	run -2 dataspoc-pipe manifest a b
-	assert_line --index 0 "usage: dataspoc-pipe init"
+	run -2 --separate-stderr dataspoc-pipe manifest
+	assert_stderr "dataspoc-pipe: manifest: a BUCKET is required
+usage: dataspoc-pipe manifest [--output table|json] BUCKET"
+	run -2 --separate-stderr dataspoc-pipe manifest a b
+	assert_stderr "dataspoc-pipe: manifest: unexpected argument 'b'
+usage: dataspoc-pipe manifest [--output table|json] BUCKET"
 	run -2 --separate-stderr dataspoc-pipe manifest --output csv "$(bucket_url)"
 	assert_equal "$stderr" "dataspoc-pipe: manifest: unknown output format 'csv' (use table json)"
 }
@@ -841,10 +853,12 @@ dataspoc-pipe: schedule: crontab left unchanged"
 	: >"$FAKE_CRONTAB.broken"
 	run -1 --separate-stderr dataspoc-pipe schedule list
 	assert_equal "$stderr" "dataspoc-pipe: schedule: crontab -l failed: crontab: cannot connect to cron"
-	run -2 dataspoc-pipe schedule
-	assert_line --index 0 "usage: dataspoc-pipe init"
-	run -2 dataspoc-pipe schedule frob
-	assert_line --index 0 "dataspoc-pipe: schedule: unknown action 'frob' (install, remove or list)"
+	run -2 --separate-stderr dataspoc-pipe schedule
+	assert_stderr "dataspoc-pipe: schedule: an action is required (install, remove or list)
+usage: dataspoc-pipe schedule install|remove|list [NAME...]"
+	run -2 --separate-stderr dataspoc-pipe schedule frob
+	assert_stderr "dataspoc-pipe: schedule: unknown action 'frob' (install, remove or list)
+usage: dataspoc-pipe schedule install|remove|list [NAME...]"
 	run -2 --separate-stderr dataspoc-pipe schedule install 'a b'
 	assert_equal "$stderr" "dataspoc-pipe: schedule: invalid pipeline name 'a b'"
 }

@@ -32,28 +32,58 @@ teardown() {
 	assert_line --index 0 "usage: dataspoc-pipe init"
 }
 
-@test "bad usage prints the usage on stderr and exits 2" {
+@test "bad usage says what is wrong, then the command's usage, on stderr; exit 2" {
 	run -2 --separate-stderr dataspoc-pipe
 	assert_equal "$output" ""
-	assert_equal "${stderr_lines[0]}" "usage: dataspoc-pipe init"
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: a command is required"
+	assert_equal "${stderr_lines[1]}" "usage: dataspoc-pipe init"
 	[[ $stderr == *"dataspoc-pipe run [--full] [-v] NAME | -c FILE.yaml"* ]]
-	local usage=$stderr
 	assert_equal "${stderr_lines[-1]}" "       dataspoc-pipe help [COMMAND] | --version"
+	local usage=${stderr#*$'\n'}
 	run -2 --separate-stderr dataspoc-pipe frobnicate
 	assert_equal "$output" ""
 	assert_stderr "dataspoc-pipe: unknown command 'frobnicate'
 $usage"
+	# a typo: the nearest command
+	run -2 --separate-stderr dataspoc-pipe stauts
+	assert_stderr "dataspoc-pipe: unknown command 'stauts': did you mean 'status'?
+$usage"
+	run -2 --separate-stderr dataspoc-pipe valdiate
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: unknown command 'valdiate': did you mean 'validate'?"
+	run -2 --separate-stderr dataspoc-pipe rn
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: unknown command 'rn': did you mean 'run'?"
+	run -2 --separate-stderr dataspoc-pipe --frob
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: unknown option '--frob'"
+	# a command's error: the reason, then that command's usage only
+	local run_usage="usage: dataspoc-pipe run [--full] [-v] NAME
+       dataspoc-pipe run [--full] [-v] -c FILE.yaml
+       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)"
 	run -2 --separate-stderr dataspoc-pipe run --bogus shop
 	assert_stderr "dataspoc-pipe: run: unknown option '--bogus'
-$usage"
+$run_usage"
 	run -2 --separate-stderr dataspoc-pipe run
-	assert_stderr "$usage"
-	run -2 --separate-stderr dataspoc-pipe run one two
-	assert_stderr "$usage"
+	assert_stderr "dataspoc-pipe: run: a pipeline NAME (or -c FILE.yaml, or --all) is required
+$run_usage"
+	run -2 --separate-stderr dataspoc-pipe run one extra
+	assert_stderr "dataspoc-pipe: run: unexpected argument 'extra'
+$run_usage"
+	run -2 --separate-stderr dataspoc-pipe run -c
+	assert_stderr "dataspoc-pipe: run: option '-c' needs a FILE.yaml
+$run_usage"
+	run -2 --separate-stderr dataspoc-pipe run -c x.yaml one
+	assert_stderr "dataspoc-pipe: run: give NAME or -c FILE.yaml, not both
+$run_usage"
 	run -2 --separate-stderr dataspoc-pipe help nothing
 	assert_stderr "dataspoc-pipe: help: no command 'nothing'"
 	run -2 --separate-stderr dataspoc-pipe init extra
-	assert_stderr "$usage"
+	assert_stderr "dataspoc-pipe: init: unexpected argument 'extra'
+usage: dataspoc-pipe init"
+	run -2 --separate-stderr dataspoc-pipe status --output
+	assert_stderr "dataspoc-pipe: status: option '--output' needs a format
+usage: dataspoc-pipe status [--output table|json] [NAME...]"
+	run -2 --separate-stderr dataspoc-pipe validate -q
+	assert_stderr "dataspoc-pipe: validate: unknown option '-q'
+usage: dataspoc-pipe validate [--output text|json] [NAME...]"
 	run -0 ls -A "$DATASPOC_PIPE_HOME"
 	assert_output "pipelines"
 }
