@@ -22,22 +22,41 @@ teardown() {
 	pipe_teardown
 }
 
+# signal_ignored PID N: status 0 when process PID ignores signal N (its
+# SigIgn mask in /proc has bit N-1 set).
+signal_ignored() {
+	local mask
+	mask=$(awk '$1 == "SigIgn:" { print $2 }' "/proc/$1/status") || return 1
+	(( (16#$mask >> ($2 - 1)) & 1 ))
+}
+
 # signal_during_state_get SIGNAL N
 signal_during_state_get() {
-	local fifo=$BUCKET_DIR/.dataspoc/state/sig/state.json driver st=0 rid
+	local fifo=$BUCKET_DIR/.dataspoc/state/sig/state.json driver st=0 rid watchdog
 	mkdir -p "${fifo%/*}"
 	mkfifo "$fifo"
-	# (a script's background jobs ignore SIGINT unless told otherwise)
-	env --default-signal=INT dataspoc-pipe run sig >out 2>err &
+	# (a script's background jobs ignore SIGINT unless told otherwise, and
+	# under nohup everything inherits SIGHUP ignored: give both back)
+	env --default-signal=INT,HUP dataspoc-pipe run sig >out 2>err &
 	driver=$!
 	BG_PIDS="$BG_PIDS $driver"
 	wait_until bucket_exists .dataspoc/state/sig/lock
 	wait_until pid_of pipe-state >/dev/null
+	# A shell cannot trap a signal ignored when it started: such a driver
+	# would never see the signal, and the test would only wait.
+	if signal_ignored "$driver" "$2"; then
+		skip "the driver started with SIG$1 ignored (nohup?): it cannot be caught"
+	fi
 	rid=$(bucket_cat .dataspoc/state/sig/lock | jq -r .run_id)
 	kill -s "$1" "$driver"
 	# pipe-state gets its state and ends; the driver goes no further
-	echo '{"n":0}' >"$fifo"
+	timeout "$WAIT_LIMIT" sh -c 'echo "{\"n\":0}" >"$1"' sh "$fifo"
+	# bounded: a driver still there after WAIT_LIMIT is killed (137)
+	(sleep "$WAIT_LIMIT"; kill -9 "$driver" 2>/dev/null) &
+	watchdog=$!
+	BG_PIDS="$BG_PIDS $watchdog"
 	wait "$driver" || st=$?
+	kill "$watchdog" 2>/dev/null || true
 	assert_equal "$st" $((128 + $2))
 	[ ! -e "$FAKE_DIR/tap-sig/runs" ]
 	expect_file out <<<"Running: sig"
@@ -63,4 +82,11 @@ signal_during_state_get() {
 
 @test "SIGHUP while pipe-state get runs: 129, the tap never starts" {
 	signal_during_state_get HUP 1
+}
+
+@test "under nohup (SIGHUP ignored) the SIGHUP test ends, bounded, instead of hanging" {
+	run -0 timeout 120 env --ignore-signal=HUP WAIT_LIMIT=20 PIPE_BIN="$PIPE_BIN" \
+		bats -f 'SIGHUP while pipe-state get' "$BATS_TEST_DIRNAME/signals.bats"
+	assert_line --index 0 "1..1"
+	assert_line --index 1 --regexp '^ok 1 SIGHUP while pipe-state get runs'
 }
