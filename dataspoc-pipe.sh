@@ -1211,6 +1211,10 @@ cmd_schedule() {
 	done
 	all=0
 	[ -n "$names" ] || all=1
+	if ! command -v crontab >/dev/null 2>&1; then
+		err "schedule: crontab not found: install cron (Debian: apt-get install cron)"
+		exit 1
+	fi
 	stmp=$(private_dir) || exit 1
 	trap 'rm -rf "$stmp"' EXIT
 	crontab_read "$stmp/old"
@@ -1243,8 +1247,13 @@ cmd_schedule() {
 				[ "$all" = 1 ] || err "schedule: pipeline '$n' has no schedule.cron: nothing to install"
 				continue
 			fi
-			cron_entry "$n" "$c" >>"$stmp/entries"
-			printf 'Installed %s (%s)\n' "$n" "$c" >>"$stmp/report"
+			cron_entry "$n" "$c" >"$stmp/entry"
+			cat "$stmp/entry" >>"$stmp/entries"
+			if grep -qxF -f "$stmp/entry" "$stmp/old"; then
+				printf 'Unchanged: %s (%s)\n' "$n" "$c" >>"$stmp/report"
+			else
+				printf 'Installed %s (%s)\n' "$n" "$c" >>"$stmp/report"
+			fi
 		done
 		if [ "$bad" = 1 ]; then
 			err "schedule: crontab left unchanged"

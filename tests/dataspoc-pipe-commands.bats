@@ -738,6 +738,24 @@ entry() {	# NAME CRON
 		"$HOMEDIR/locks/$1.lock" "$SELF" "$1" "$HOMEDIR/logs/$1.log" "$1"
 }
 
+@test "schedule without crontab(1): says what to install, exit 1" {
+	write_pipeline alpha cmdtap-ok
+	add_cron alpha "@daily"
+	# every program of the system but crontab
+	mkdir nocron
+	local d f
+	for d in /usr/local/bin /usr/bin /bin; do
+		for f in "$d"/*; do
+			[ "${f##*/}" = crontab ] || [ -e "nocron/${f##*/}" ] || ln -s "$f" "nocron/${f##*/}"
+		done
+	done
+	run -1 --separate-stderr env PATH="$PIPE_BIN:$PWD/nocron" "$PIPE_BIN/dataspoc-pipe" schedule install
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: schedule: crontab not found: install cron (Debian: apt-get install cron)"
+	run -1 --separate-stderr env PATH="$PIPE_BIN:$PWD/nocron" "$PIPE_BIN/dataspoc-pipe" schedule list
+	assert_equal "$stderr" "dataspoc-pipe: schedule: crontab not found: install cron (Debian: apt-get install cron)"
+}
+
 @test "schedule install twice: one flock-guarded entry per scheduled pipeline, other lines kept" {
 	write_pipeline alpha cmdtap-ok
 	add_cron alpha "0 */2 * * *"
@@ -757,8 +775,8 @@ Installed beta (@daily)"
 	diff -u want "$FAKE_CRONTAB"
 	[ -d "$HOMEDIR/locks" ] && [ -d "$HOMEDIR/logs" ]
 	run -0 --separate-stderr dataspoc-pipe schedule install
-	assert_equal "$output" "Installed alpha (0 */2 * * *)
-Installed beta (@daily)"
+	assert_equal "$output" "Unchanged: alpha (0 */2 * * *)
+Unchanged: beta (@daily)"
 	diff -u want "$FAKE_CRONTAB"
 	# the second install changed nothing, so it wrote nothing
 	run -0 cat "$FAKE_CRONTAB.writes"
