@@ -418,7 +418,8 @@ void commit_summary(const struct plan *p, struct sb *out)
 
 	sb_adds(out, "Done! ");
 	sb_add_thousands(out, p->records);
-	sb_addf(out, " records in %zu stream(s)\n", p->nstreams);
+	/* "1 record", as the progress line says */
+	sb_addf(out, " record%s in %zu stream(s)\n", p->records == 1 ? "" : "s", p->nstreams);
 	for (i = 0; i < p->nstreams; i++) {
 		sb_addf(out, "  %s: ", p->streams[i].name);
 		sb_add_thousands(out, p->streams[i].records);

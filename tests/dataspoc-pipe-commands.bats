@@ -310,8 +310,8 @@ usage: dataspoc-pipe add [options] NAME"
 		/^Summary: /{ print b; b = ""; next }
 		{ b = b "|" $0 }' got | LC_ALL=C sort >blocks
 	cat >want <<-'EOF'
-	Running: a-pair|Done! 1 records in 1 stream(s)|  pairs: 1
-	Running: b-pair|Done! 1 records in 1 stream(s)|  pairs: 1
+	Running: a-pair|Done! 1 record in 1 stream(s)|  pairs: 1
+	Running: b-pair|Done! 1 record in 1 stream(s)|  pairs: 1
 	Running: c-fail
 	EOF
 	diff -u want blocks

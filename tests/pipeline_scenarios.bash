@@ -893,7 +893,7 @@ scenario_two_pipelines() {
 	for t in alpha beta; do
 		expect_file "$t.out" <<-EOF
 		Running: $t
-		Done! 1 records in 1 stream(s)
+		Done! 1 record in 1 stream(s)
 		  $t: 1
 		EOF
 		bucket_cat ".dataspoc/state/$t/state.json" >"$t.state"

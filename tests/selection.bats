@@ -168,7 +168,7 @@ py_calls() {
 	py_pipeline py a
 	run -0 sh -c 'dataspoc-pipe run py 2>err'
 	assert_output "Running: py
-Done! 1 records in 1 stream(s)
+Done! 1 record in 1 stream(s)
   a: 1"
 	# neither the probe's usage error nor the tap's INFO lines
 	run -1 grep -e INFO -e usage -e 'error:' err
@@ -271,7 +271,7 @@ Done! 1 records in 1 stream(s)
 	rm "$FAKE_DIR/seltap-py/calls"
 	run -0 --separate-stderr dataspoc-pipe run py
 	assert_output "Running: py
-Done! 1 records in 1 stream(s)
+Done! 1 record in 1 stream(s)
   users: 1"
 	run -0 py_calls
 	assert_output "--config F --discover
