@@ -489,7 +489,8 @@ list of {"name", "last_run", "status", "duration", "records"}; a pipeline
 never run has status "never", one whose config or bucket cannot be read
 "error", and nulls.
 
-Exit status: 0, or 1 when a pipeline's config or bucket could not be read.
+Exit status: 0, 1 when a pipeline's config or bucket could not be read, 2 bad
+usage or an unknown pipeline.
 HELP
 }
 
@@ -523,7 +524,7 @@ Each line is "NAME: CHECK: ok", "NAME: CHECK: FAIL: reason" or
 {"pipeline", "check", "status": "ok"|"fail"|"warn", "message"}.
 
 Exit status: 0 every check passed (warnings allowed), 1 one failed, 2 bad
-usage.
+usage or an unknown pipeline.
 HELP
 }
 
@@ -1068,6 +1069,7 @@ reason() {
 
 validate_one() {
 	name=$1 e=$vtmp/err
+	[ -e "$home/pipelines/$name.yaml" ] || [ -e "$home/pipelines/$name.yml" ] || vunknown=1
 	if ! pipe-state check "$name" >/dev/null 2>"$e"; then
 		vcheck "$name" config fail "$(reason "$e")"
 		return
@@ -1128,12 +1130,14 @@ cmd_validate() {
 	fi
 	vtmp=$(private_dir) || exit 1
 	trap 'rm -rf "$vtmp"' EXIT
-	vfailed=0 vcount=0
+	vfailed=0 vcount=0 vunknown=0
 	[ "$fmt" = text ] || printf '[\n'
 	for n in $names; do
 		validate_one "$n"
 	done
 	[ "$fmt" = text ] || printf '\n]\n'
+	# an unknown pipeline is bad usage, as for run and logs
+	[ "$vunknown" = 0 ] || exit 2
 	exit "$vfailed"
 }
 

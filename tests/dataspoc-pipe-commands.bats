@@ -486,6 +486,12 @@ broken    -         error          -        -"
 	assert_equal "$stderr" "dataspoc-pipe: status: unknown output format 'yaml' (use table json)"
 	run -2 dataspoc-pipe status --frob
 	assert_line --index 0 "dataspoc-pipe: status: unknown option '--frob'"
+	# an unknown pipeline: 2, as for run and logs
+	run -2 --separate-stderr dataspoc-pipe status alpha nope
+	assert_equal "$stderr" "pipe-state: no pipeline 'nope' (looked for $HOMEDIR/pipelines/nope.yaml)"
+	run -2 --separate-stderr dataspoc-pipe status --output json nope
+	run -2 --separate-stderr dataspoc-pipe run nope
+	run -2 --separate-stderr dataspoc-pipe logs nope
 }
 
 # --- logs -------------------------------------------------------------------------
@@ -596,8 +602,9 @@ beta: placeholders: ok"
 	write_pipeline csv tap-csv
 	run -1 --separate-stderr dataspoc-pipe validate csv
 	assert_line --index 1 "csv: tap: FAIL: tap-csv not found on PATH — install it or set source.tap (the bundled dataspoc-tap-csv reads tap-csv's config)"
-	run -1 dataspoc-pipe validate beta-does-not-exist --output json
-	run -1 dataspoc-pipe validate beta-does-not-exist
+	# an unknown pipeline: 2, as for run and logs
+	run -2 dataspoc-pipe validate beta-does-not-exist --output json
+	run -2 dataspoc-pipe validate beta-does-not-exist
 	assert_output "beta-does-not-exist: config: FAIL: no pipeline 'beta-does-not-exist' (looked for $HOMEDIR/pipelines/beta-does-not-exist.yaml)"
 }
 

@@ -242,7 +242,8 @@ nobucket  -         error          -        -"
 	assert_output '[
   {"name":"broken","last_run":null,"status":"error","duration":null,"records":null}
 ]'
-	run -1 --separate-stderr pipe-state status ghost
+	# an unknown pipeline is a usage error, as for logs
+	run -2 --separate-stderr pipe-state status ghost
 	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
 	rm -r "$HOMEDIR/pipelines"
 	run -0 pipe-state status -o json

@@ -80,7 +80,7 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0 success, 1 failure (a bucket error, the lock is held, a\n"
 	"pipeline's status could not be read, the probe failed), 2 bad usage or\n"
-	"config.\n";
+	"config (an unknown pipeline too).\n";
 
 static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *run_id, int full)
 {
@@ -279,13 +279,26 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 	return CLI_OK;
 }
 
+/* No pipelines/NAME.yaml (or .yml): an unknown name, a usage error. */
+static int pipeline_missing(const char *name)
+{
+	char *yaml = xasprintf("%s/pipelines/%s.yaml", config_home(), name);
+	char *yml = xasprintf("%s/pipelines/%s.yml", config_home(), name);
+	int missing = access(yaml, F_OK) != 0 && errno == ENOENT &&
+		      access(yml, F_OK) != 0 && errno == ENOENT;
+
+	free(yaml);
+	free(yml);
+	return missing;
+}
+
 static int cmd_status(char **names, size_t n, enum format fmt)
 {
 	struct report_status *rows;
 	char **all = NULL, ***logs;
 	struct sb out = SB_INIT;
 	size_t i, nlogs;
-	int ret = CLI_OK;
+	int ret = CLI_OK, unknown = 0;
 
 	if (n == 0) {
 		if (report_pipelines(&all, &n) != 0)
@@ -300,8 +313,10 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 
 		rows[i].name = names[i];
 		rows[i].error = 1;
-		if (config_load_name(names[i], &cfg) != 0)
+		if (config_load_name(names[i], &cfg) != 0) {
+			unknown |= pipeline_missing(names[i]);
 			continue;
+		}
 		b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
 		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
 			rows[i].log = logs[i][0];
@@ -314,6 +329,8 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		if (rows[i].error)
 			ret = CLI_FAILED;
 	}
+	if (unknown)
+		ret = CLI_USAGE;
 	report_status(rows, n, fmt == FMT_JSON, &out);
 	fwrite(out.buf, 1, out.len, stdout);
 	for (i = 0; i < n; i++)
