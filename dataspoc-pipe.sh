@@ -1195,6 +1195,19 @@ crontab_write() {	# OLD NEW
 	}
 }
 
+# tap_on_cron_path NAME: warn when the pipeline's tap is found on this PATH
+# but not on the one its crontab line runs with: the crontab's PATH= (cron's
+# default: /usr/bin:/bin) after this script's own directory.
+tap_on_cron_path() {
+	_t=$(pipe-state check -p tap "$1" 2>/dev/null) || return 0
+	case $_t in '' | */*) return 0 ;; esac
+	_cp=$(sed -n 's/^[[:space:]]*PATH[[:space:]]*=[[:space:]]*//p' "$stmp/old" | tail -n 1)
+	_cp=${self%/*}:${_cp:-/usr/bin:/bin}
+	_here=$(command -v -- "$_t" 2>/dev/null) || return 0
+	(PATH=$_cp; command -v -- "$_t" >/dev/null 2>&1) && return 0
+	err "schedule: warning: pipeline '$1': tap '$_t' is on your PATH ($_here) but not on cron's ($_cp): add a PATH= line to the crontab or give source.tap as a full path"
+}
+
 cmd_schedule() {
 	action=${1:-}
 	[ $# -eq 0 ] || shift
@@ -1251,6 +1264,7 @@ cmd_schedule() {
 				[ "$all" = 1 ] || err "schedule: pipeline '$n' has no schedule.cron: nothing to install"
 				continue
 			fi
+			tap_on_cron_path "$n"
 			cron_entry "$n" "$c" >"$stmp/entry"
 			cat "$stmp/entry" >>"$stmp/entries"
 			if grep -qxF -f "$stmp/entry" "$stmp/old"; then

@@ -745,8 +745,20 @@ entry() {	# NAME CRON
 		"$HOMEDIR/locks/$1.lock" "$SELF" "$1" "$HOMEDIR/logs/$1.log" "$1"
 }
 
-@test "schedule without crontab(1): says what to install, exit 1" {
+@test "schedule install warns when the tap is on this PATH only, not on cron's" {
 	write_pipeline alpha cmdtap-ok
+	add_cron alpha "@daily"
+	run -0 --separate-stderr dataspoc-pipe schedule install
+	assert_output "Installed alpha (@daily)"
+	assert_equal "$stderr" "dataspoc-pipe: schedule: warning: pipeline 'alpha': tap 'cmdtap-ok' is on your PATH ($TAPS/cmdtap-ok) but not on cron's (${SELF%/*}:/usr/bin:/bin): add a PATH= line to the crontab or give source.tap as a full path"
+	# the crontab's own PATH= line is the one its entries get
+	printf 'PATH=%s:/usr/bin:/bin\n' "$TAPS" >"$FAKE_CRONTAB"
+	run -0 --separate-stderr dataspoc-pipe schedule install
+	assert_equal "$stderr" ""
+}
+
+@test "schedule without crontab(1): says what to install, exit 1" {
+	write_pipeline alpha "$TAPS/cmdtap-ok"
 	add_cron alpha "@daily"
 	# every program of the system but crontab
 	mkdir nocron
@@ -764,11 +776,11 @@ entry() {	# NAME CRON
 }
 
 @test "schedule install twice: one flock-guarded entry per scheduled pipeline, other lines kept" {
-	write_pipeline alpha cmdtap-ok
+	write_pipeline alpha "$TAPS/cmdtap-ok"
 	add_cron alpha "0 */2 * * *"
-	write_pipeline beta cmdtap-ok
+	write_pipeline beta "$TAPS/cmdtap-ok"
 	add_cron beta "@daily"
-	write_pipeline gamma cmdtap-ok
+	write_pipeline gamma "$TAPS/cmdtap-ok"
 	printf 'MAILTO=ops\n5 4 * * * /usr/bin/backup  # mine\n' >"$FAKE_CRONTAB"
 	run -0 --separate-stderr dataspoc-pipe schedule install
 	assert_equal "$stderr" ""
@@ -807,9 +819,9 @@ $(entry beta "@daily")"
 }
 
 @test "schedule install NAME touches only that pipeline's entry; remove and list" {
-	write_pipeline alpha cmdtap-ok
+	write_pipeline alpha "$TAPS/cmdtap-ok"
 	add_cron alpha "15 3 * * *"
-	write_pipeline beta cmdtap-ok
+	write_pipeline beta "$TAPS/cmdtap-ok"
 	add_cron beta "*/10 * * * *"
 	run -0 --separate-stderr dataspoc-pipe schedule list
 	assert_output ""
@@ -835,7 +847,7 @@ $(entry beta "@daily")"
 	assert_output ""
 	assert_equal "$stderr" "dataspoc-pipe: schedule: no dataspoc-pipe entries to remove"
 	# a pipeline without schedule.cron, named
-	write_pipeline gamma cmdtap-ok
+	write_pipeline gamma "$TAPS/cmdtap-ok"
 	run -0 --separate-stderr dataspoc-pipe schedule install gamma
 	assert_output ""
 	assert_equal "$stderr" "dataspoc-pipe: schedule: pipeline 'gamma' has no schedule.cron: nothing to install"
@@ -843,9 +855,9 @@ $(entry beta "@daily")"
 }
 
 @test "schedule install rejects an invalid cron expression and leaves the crontab alone" {
-	write_pipeline alpha cmdtap-ok
+	write_pipeline alpha "$TAPS/cmdtap-ok"
 	add_cron alpha "0 * * * *"
-	write_pipeline beta cmdtap-ok
+	write_pipeline beta "$TAPS/cmdtap-ok"
 	add_cron beta "0 25 * * *"
 	echo "1 1 * * * keep" >"$FAKE_CRONTAB"
 	run -2 --separate-stderr dataspoc-pipe schedule install
@@ -857,7 +869,7 @@ dataspoc-pipe: schedule: crontab left unchanged"
 	[ ! -e "$FAKE_CRONTAB.writes" ]
 	local bad
 	for bad in "every hour" "* * * *" "*/0 * * * *" "@often"; do
-		write_pipeline beta cmdtap-ok
+		write_pipeline beta "$TAPS/cmdtap-ok"
 		add_cron beta "$bad"
 		run -2 dataspoc-pipe schedule install beta
 		assert_line --index 0 --partial "pipe-state: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron"
@@ -870,7 +882,7 @@ dataspoc-pipe: schedule: crontab left unchanged"
 @test "schedule: another home is named in the entry; crontab failures and bad usage" {
 	export DATASPOC_PIPE_HOME=$BATS_TEST_TMPDIR/other\ home
 	mkdir -p "$DATASPOC_PIPE_HOME/pipelines"
-	write_pipeline alpha cmdtap-ok
+	write_pipeline alpha "$TAPS/cmdtap-ok"
 	add_cron alpha "@hourly"
 	run -0 dataspoc-pipe schedule install
 	run -0 cat "$FAKE_CRONTAB"
