@@ -44,10 +44,10 @@ usage: $prog init
            [--compression C] [--incremental|--no-incremental] [--cron EXPR] [--yes] NAME
        $prog run [--full] [-v] NAME | -c FILE.yaml
        $prog run --all [-j N] [--full] [-v]
-       $prog status [--output table|json] [NAME...]
+       $prog status [--output text|json] [NAME...]
        $prog logs [-n K] [--output text|json|jsonl] NAME
        $prog validate [--output text|json] [NAME...]
-       $prog manifest [--output table|json] BUCKET
+       $prog manifest [--output text|json] BUCKET
        $prog schedule install|remove|list [NAME...]
        $prog help [COMMAND] | --version
 USAGE
@@ -480,7 +480,7 @@ HELP
 
 help_status() {
 	cat <<'HELP'
-usage: dataspoc-pipe status [--output table|json] [NAME...]
+usage: dataspoc-pipe status [--output text|json] [NAME...]
 
 The last run of each pipeline (default: every pipelines/*.yaml), read from
 the newest run log in its bucket: pipeline, last run, status, duration,
@@ -530,7 +530,7 @@ HELP
 
 help_manifest() {
 	cat <<'HELP'
-usage: dataspoc-pipe manifest [--output table|json] BUCKET
+usage: dataspoc-pipe manifest [--output text|json] BUCKET
 
 The catalog of BUCKET (<bucket>/.dataspoc/manifest.json): each table with
 its rows, extractions, last extraction and number of columns; --output
@@ -979,9 +979,12 @@ collect_one() {
 # ---- status, logs, manifest ----------------------------------------------------
 
 # output_flag CMD VALUE ALLOWED...: VALUE when it is one of ALLOWED.
+# output_flag COMMAND FORMAT ACCEPTED...: text is every command's human
+# format, and table its other name (status and manifest said table).
 output_flag() {
 	_c=$1 _v=$2
 	shift 2
+	[ "$_v" != table ] || return 0
 	for _a; do
 		[ "$_v" != "$_a" ] || return 0
 	done
@@ -990,7 +993,7 @@ output_flag() {
 }
 
 cmd_status() {
-	fmt=table
+	fmt=text
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--output | -o) [ $# -ge 2 ] || usage status "option '$1' needs a format"; fmt=$2; shift ;;
@@ -1002,7 +1005,7 @@ cmd_status() {
 		esac
 		shift
 	done
-	output_flag status "$fmt" table json
+	output_flag status "$fmt" text json
 	exec pipe-state status -o "$fmt" "$@"
 }
 
@@ -1026,7 +1029,7 @@ cmd_logs() {
 }
 
 cmd_manifest() {
-	fmt=table bucket=
+	fmt=text bucket=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--output | -o) [ $# -ge 2 ] || usage manifest "option '$1' needs a format"; fmt=$2; shift ;;
@@ -1038,7 +1041,7 @@ cmd_manifest() {
 		shift
 	done
 	[ -n "$bucket" ] || usage manifest "a BUCKET is required"
-	output_flag manifest "$fmt" table json
+	output_flag manifest "$fmt" text json
 	exec pipe-state manifest -o "$fmt" -b "$bucket"
 }
 
@@ -1122,6 +1125,7 @@ cmd_validate() {
 		shift
 	done
 	output_flag validate "$fmt" text json
+	[ "$fmt" != table ] || fmt=text
 	[ -n "$names" ] || names=$(pipelines)
 	if [ -z "$names" ]; then
 		err "validate: no pipelines in $home/pipelines"

@@ -482,8 +482,16 @@ broken    -         error          -        -"
 	run -1 --separate-stderr dataspoc-pipe status --output=json
 	run -0 jq -c '.[1]' <<<"$output"
 	assert_output '{"name":"broken","last_run":null,"status":"error","duration":null,"records":null}'
+	# text is every command's human format; table, status's old name, still works
+	local human
+	run -1 --separate-stderr dataspoc-pipe status
+	human=$output
+	run -1 --separate-stderr dataspoc-pipe status --output text
+	assert_equal "$output" "$human"
+	run -1 --separate-stderr dataspoc-pipe status --output table
+	assert_equal "$output" "$human"
 	run -2 --separate-stderr dataspoc-pipe status --output yaml
-	assert_equal "$stderr" "dataspoc-pipe: status: unknown output format 'yaml' (use table json)"
+	assert_equal "$stderr" "dataspoc-pipe: status: unknown output format 'yaml' (use text json)"
 	run -2 dataspoc-pipe status --frob
 	assert_line --index 0 "dataspoc-pipe: status: unknown option '--frob'"
 	# an unknown pipeline: 2, as for run and logs
@@ -535,6 +543,10 @@ broken    -         error          -        -"
 	run -0 dataspoc-pipe logs fails
 	assert_line --index 0 --regexp '^Run [0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}: failure$'
 	assert_line --index -1 "  error     cmdtap-fail exited with status 1"
+	# table, the human format's other name, is the same text
+	local human=$output
+	run -0 dataspoc-pipe logs --output table fails
+	assert_equal "$output" "$human"
 	run -2 --separate-stderr dataspoc-pipe logs ghost
 	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
 	run -2 --separate-stderr dataspoc-pipe logs -n 0 fails
@@ -730,12 +742,12 @@ sec: placeholders: ok"
 	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
 	run -2 --separate-stderr dataspoc-pipe manifest
 	assert_stderr "dataspoc-pipe: manifest: a BUCKET is required
-usage: dataspoc-pipe manifest [--output table|json] BUCKET"
+usage: dataspoc-pipe manifest [--output text|json] BUCKET"
 	run -2 --separate-stderr dataspoc-pipe manifest a b
 	assert_stderr "dataspoc-pipe: manifest: unexpected argument 'b'
-usage: dataspoc-pipe manifest [--output table|json] BUCKET"
+usage: dataspoc-pipe manifest [--output text|json] BUCKET"
 	run -2 --separate-stderr dataspoc-pipe manifest --output csv "$(bucket_url)"
-	assert_equal "$stderr" "dataspoc-pipe: manifest: unknown output format 'csv' (use table json)"
+	assert_equal "$stderr" "dataspoc-pipe: manifest: unknown output format 'csv' (use text json)"
 }
 
 # --- schedule ---------------------------------------------------------------------

@@ -107,10 +107,10 @@ put_manifest() {
 	assert_equal "$stderr" "$usage"
 	run -2 --separate-stderr pipe-state logs shop other
 	assert_equal "$stderr" "$usage"
-	run -2 --separate-stderr pipe-state logs -o table shop
-	assert_equal "$stderr" "pipe-state: logs: unknown output format 'table'"
-	run -2 --separate-stderr pipe-state status -o text
-	assert_equal "$stderr" "pipe-state: status: unknown output format 'text'"
+	run -2 --separate-stderr pipe-state logs -o csv shop
+	assert_equal "$stderr" "pipe-state: logs: unknown output format 'csv'"
+	run -2 --separate-stderr pipe-state status -o xml
+	assert_equal "$stderr" "pipe-state: status: unknown output format 'xml'"
 	run -2 --separate-stderr pipe-state manifest -o jsonl shop
 	assert_equal "$stderr" "pipe-state: manifest: unknown output format 'jsonl'"
 	run -2 --separate-stderr pipe-state logs -n -1 shop

@@ -464,9 +464,11 @@ static int parse_format(const char *cmd, const char *arg, enum format *fmt)
 		const char *cmd, *name;
 		enum format fmt;
 	} ok[] = {
+		/* text is the human format of every command; table is its other name */
 		{ "logs", "jsonl", FMT_JSONL }, { "logs", "json", FMT_JSON }, { "logs", "text", FMT_TEXT },
-		{ "status", "table", FMT_TABLE }, { "status", "json", FMT_JSON },
-		{ "manifest", "json", FMT_JSON }, { "manifest", "table", FMT_TABLE },
+		{ "logs", "table", FMT_TEXT },
+		{ "status", "text", FMT_TABLE }, { "status", "table", FMT_TABLE }, { "status", "json", FMT_JSON },
+		{ "manifest", "json", FMT_JSON }, { "manifest", "text", FMT_TABLE }, { "manifest", "table", FMT_TABLE },
 	};
 	size_t i;
 
