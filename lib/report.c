@@ -234,6 +234,17 @@ void report_log_text(const char *log, struct sb *out)
 			json_compact(&m, out);
 		sb_addc(out, '\n');
 	}
+	/* the tap's last words, as the failure log kept them (secrets masked) */
+	m = member(&v, "tap_stderr");
+	pos = 0;
+	while (m.type == JSON_ARRAY && json_array_next(&m, &pos, &val)) {
+		sb_adds(out, "  tap said  ");
+		if (val.type == JSON_STRING)
+			add_text(out, &val);
+		else
+			json_compact(&val, out);
+		sb_addc(out, '\n');
+	}
 }
 
 /* ---- status ---- */

@@ -542,7 +542,9 @@ broken    -         error          -        -"
 	run -1 dataspoc-pipe run fails
 	run -0 dataspoc-pipe logs fails
 	assert_line --index 0 --regexp '^Run [0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}: failure$'
-	assert_line --index -1 "  error     cmdtap-fail exited with status 1"
+	assert_line --index -2 "  error     cmdtap-fail exited with status 1"
+	# the tap's last words, from the failure log
+	assert_line --index -1 "  tap said  cmdtap-fail: the source went away"
 	# table, the human format's other name, is the same text
 	local human=$output
 	run -0 dataspoc-pipe logs --output table fails
