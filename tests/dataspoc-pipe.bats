@@ -176,6 +176,24 @@ Done! 5 records in 2 stream(s)
   users: 2 records..."
 }
 
+@test "-v into a redirected log (> v.out 2>&1): the tap's lines go through the inherited descriptor, nothing clobbered" {
+	shop_pipeline
+	seq 1 50 | sed 's/^/tap-shop: line /' >"$FAKE_DIR/tap-shop/stderr"
+	dataspoc-pipe run -v shop >v.out 2>&1
+	# every line whole, in order, none lost or overwritten by another writer
+	grep '^tap-shop: ' v.out >tap.lines
+	diff -u "$FAKE_DIR/tap-shop/stderr" tap.lines
+	grep -v '^tap-shop: ' v.out | LC_ALL=C sort >rest
+	expect_file rest <<-'EOF'
+	  orders: 3
+	  orders: 3 records...
+	  users: 2
+	  users: 2 records...
+	Done! 5 records in 2 stream(s)
+	Running: shop
+	EOF
+}
+
 @test "a failed run's log keeps the tap's last 20 stderr lines, secrets masked" {
 	printf '{"user": "bob", "password": "hunter2xyz", "api_key": "K-77-secret"}\n' >tapconf.json
 	PIPELINE_CONFIG=$BATS_TEST_TMPDIR/tapconf.json shop_pipeline
