@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 const char *err_prog = "dataspoc-pipe";
+const char *err_context;
 
 void err_init(const char *argv0)
 {
@@ -28,7 +29,8 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	size_t n, flen = strlen(fmt);
 	int r;
 
-	r = snprintf(buf, sizeof(buf), "%s: %s", err_prog, prefix);
+	r = snprintf(buf, sizeof(buf), "%s: %s%s%s", err_prog, err_context ? err_context : "",
+		     err_context ? ": " : "", prefix);
 	n = r < 0 ? 0 : (size_t)r;
 	if (n < sizeof(buf)) {
 		r = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);

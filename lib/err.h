@@ -7,6 +7,13 @@
 /* Name printed before every message; set once by main() through err_init(). */
 extern const char *err_prog;
 
+/*
+ * What the program is working on, printed after its name when not NULL
+ * ("pipe-state: pipeline 'x': cannot ..."): set around work done for one of
+ * several subjects, so that a message from lib/ names it.
+ */
+extern const char *err_context;
+
 /* Take the program's name from argv[0] (its last path component). */
 void err_init(const char *argv0);
 

@@ -310,6 +310,7 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 	for (i = 0; i < n; i++) {
 		struct pipe_config cfg;
 		struct bucket *b = NULL;
+		char *context;
 
 		rows[i].name = names[i];
 		rows[i].error = 1;
@@ -317,11 +318,16 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 			unknown |= pipeline_missing(names[i]);
 			continue;
 		}
+		/* a bucket that cannot be read says whose it is */
+		context = xasprintf("pipeline '%s'", cfg.name);
+		err_context = context;
 		b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
 		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
 			rows[i].log = logs[i][0];
 			rows[i].error = 0;
 		}
+		err_context = NULL;
+		free(context);
 		bucket_free(b);
 		config_free(&cfg);
 	}
