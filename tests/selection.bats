@@ -13,12 +13,13 @@ teardown() {
 	pipe_teardown
 }
 
-# pg_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]
-pg_pipeline() {
-	local name=$1 stream=$2 line
-	shift 2
+# sel_pipeline TAP NAME STREAM [EXTRA-SOURCE-LINE...]: a pipeline of TAP
+# selecting STREAM.
+sel_pipeline() {
+	local tap=$1 name=$2 stream=$3 line
+	shift 3
 	{
-		printf 'source:\n  tap: seltap-pg\n  config: {host: localhost}\n'
+		printf 'source:\n  tap: %s\n  config: {host: localhost}\n' "$tap"
 		printf '  streams: [%s]\n' "$stream"
 		for line; do
 			printf '  %s\n' "$line"
@@ -27,6 +28,11 @@ pg_pipeline() {
 		bucket_yaml
 		printf '  format: jsonl\nincremental:\n  enabled: true\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
+}
+
+# pg_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]: a pipeline of seltap-pg.
+pg_pipeline() {
+	sel_pipeline seltap-pg "$@"
 }
 
 @test "tap-postgres gets --properties with the stream selected and the metadata applied" {
@@ -143,20 +149,10 @@ Done! 2 records in 1 stream(s)
 	run -1 grep -q -- '--discover' "$FAKE_DIR/seltap-sdk/calls"
 }
 
-# py_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]: a pipeline of seltap-py.
+# py_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]: a pipeline of seltap-py
+# (or of $PY_TAP).
 py_pipeline() {
-	local name=$1 stream=$2 line
-	shift 2
-	{
-		printf 'source:\n  tap: %s\n  config: {host: localhost}\n' "${PY_TAP:-seltap-py}"
-		printf '  streams: [%s]\n' "$stream"
-		for line; do
-			printf '  %s\n' "$line"
-		done
-		printf 'destination:\n'
-		bucket_yaml
-		printf '  format: jsonl\nincremental:\n  enabled: true\n'
-	} >"$DATASPOC_PIPE_HOME/pipelines/$name.yaml"
+	sel_pipeline "${PY_TAP:-seltap-py}" "$@"
 }
 
 # The tap's runs so far, one per line, its file arguments as F.
