@@ -265,18 +265,24 @@ run_pipeline() {
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet; the
 	# discovery's stderr comes only when it fails, or with -v).
-	tapv=
-	[ "$verbose" = 1 ] && tapv=-v
-	if [ "${refresh_catalog:-0}" = 1 ]; then
-		pipe-tap -n $tapv --refresh-catalog "$@" </dev/null 2>"$tmp/check.err"
+	refresh=
+	[ "${refresh_catalog:-0}" = 1 ] && refresh=--refresh-catalog
+	if [ "$verbose" = 1 ]; then
+		# live: the tap's words as discovery runs, and kept for the failure line
+		{ pipe-tap -n -v $refresh "$@" </dev/null 2>&1 1>&3 3>&-; echo $? >"$tmp/check.rc"; } 3>&1 |
+			tee "$tmp/check.err" >&2
+		rc=$(cat "$tmp/check.rc")
 	else
-		pipe-tap -n $tapv "$@" </dev/null 2>"$tmp/check.err"
+		pipe-tap -n $refresh "$@" </dev/null 2>"$tmp/check.err"
+		rc=$?
 	fi
-	rc=$?
 	# A tap that is not there or cannot run is a config error too.
 	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"
+	: >"$tmp/check.shown"
+	[ "$verbose" = 1 ] && wc -c <"$tmp/check.err" >"$tmp/check.shown"
 	pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err" || checks_failed 2 "$@"
-	cat "$tmp/check.err" >&2
+	# what the checks said and was not shown live yet (warnings)
+	tail -c +$(( $(cat "$tmp/check.shown" 2>/dev/null || echo 0) + 1 )) "$tmp/check.err" >&2
 
 	run_id=$(new_run_id)
 	DATASPOC_RUN_ID=$run_id

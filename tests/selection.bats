@@ -232,6 +232,23 @@ Done! 1 record in 1 stream(s)
 	grep -qx 'seltap-py: error: unrecognized arguments: --about' err.f
 }
 
+@test "-v: the discovery's stderr is shown while the discovery still runs" {
+	py_pipeline py a
+	mkdir -p "$FAKE_DIR/seltap-py"
+	: >"$FAKE_DIR/seltap-py/discover-block"
+	dataspoc-pipe run -v py >out 2>err &
+	BG_PIDS="$BG_PIDS $!"
+	local driver=$!
+	wait_for "$FAKE_DIR/seltap-py/discovering"
+	# the tap's line is out before its discovery ends
+	WAIT_LIMIT=10 wait_until grep -q 'INFO seltap-py .*--discover' err
+	: >"$FAKE_DIR/seltap-py/release"
+	wait "$driver"
+	grep -c 'INFO seltap-py .*--discover' err >n
+	expect_file n <<<1
+	grep -qx 'Done! 1 record in 1 stream(s)' out
+}
+
 @test "a discovery that fails: the tap's stderr is shown, then the error" {
 	py_pipeline py a
 	mkdir -p "$FAKE_DIR/seltap-py"
