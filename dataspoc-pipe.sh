@@ -238,6 +238,11 @@ status_words() {
 # that does not load has said so, naming file:line:col.  Otherwise record
 # the failure in the bucket (a run at 2 a.m. that cannot find its tap is a
 # failed run, for status and logs), then say why in one line.
+# What the checks said that run -v has not shown live yet.
+check_unshown() {
+	tail -c +$((check_shown + 1)) "$tmp/check.err"
+}
+
 checks_failed() {
 	_st=$1
 	shift
@@ -245,10 +250,10 @@ checks_failed() {
 	[ -n "$reason" ] || reason="the checks before the run failed (status $_st)"
 	DATASPOC_RUN_ID=$(new_run_id) pipe-commit -a -e "$reason" "$@" </dev/null >/dev/null 2>&1
 	if [ $? -eq 2 ]; then
-		cat "$tmp/check.err" >&2
+		check_unshown >&2
 		exit "$_st"
 	fi
-	grep -v -x -F -e "pipe-tap: $reason" -e "pipe-sink: $reason" "$tmp/check.err" >&2
+	check_unshown | grep -v -x -F -e "pipe-tap: $reason" -e "pipe-sink: $reason" >&2
 	err "run '$label' failed: $reason"
 	exit "$_st"
 }
@@ -265,24 +270,22 @@ run_pipeline() {
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet; the
 	# discovery's stderr comes only when it fails, or with -v).
-	refresh=
+	refresh= check_shown=0
 	[ "${refresh_catalog:-0}" = 1 ] && refresh=--refresh-catalog
 	if [ "$verbose" = 1 ]; then
 		# live: the tap's words as discovery runs, and kept for the failure line
 		{ pipe-tap -n -v $refresh "$@" </dev/null 2>&1 1>&3 3>&-; echo $? >"$tmp/check.rc"; } 3>&1 |
 			tee "$tmp/check.err" >&2
 		rc=$(cat "$tmp/check.rc")
+		check_shown=$(wc -c <"$tmp/check.err")
 	else
 		pipe-tap -n $refresh "$@" </dev/null 2>"$tmp/check.err"
 		rc=$?
 	fi
 	# A tap that is not there or cannot run is a config error too.
 	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"
-	: >"$tmp/check.shown"
-	[ "$verbose" = 1 ] && wc -c <"$tmp/check.err" >"$tmp/check.shown"
 	pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err" || checks_failed 2 "$@"
-	# what the checks said and was not shown live yet (warnings)
-	tail -c +$(( $(cat "$tmp/check.shown" 2>/dev/null || echo 0) + 1 )) "$tmp/check.err" >&2
+	check_unshown >&2
 
 	run_id=$(new_run_id)
 	DATASPOC_RUN_ID=$run_id

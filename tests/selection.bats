@@ -249,6 +249,16 @@ Done! 1 record in 1 stream(s)
 	grep -qx 'Done! 1 record in 1 stream(s)' out
 }
 
+@test "run -v, a discovery that fails: the tap's words shown once, live, then the one failure line" {
+	py_pipeline py a
+	mkdir -p "$FAKE_DIR/seltap-py"
+	echo 1 >"$FAKE_DIR/seltap-py/discover-exit"
+	run -2 --separate-stderr dataspoc-pipe run -v py
+	grep -c 'CRITICAL cannot connect to the database' <<<"$stderr" >n
+	expect_file n <<<1
+	assert_equal "${stderr_lines[${#stderr_lines[@]}-1]}" "$(grep "^dataspoc-pipe: run 'py' failed: " <<<"$stderr")"
+}
+
 @test "a discovery that fails: the tap's stderr is shown, then the error" {
 	py_pipeline py a
 	mkdir -p "$FAKE_DIR/seltap-py"
