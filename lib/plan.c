@@ -29,6 +29,14 @@ static char *get_raw(const struct json_span *obj, const char *key, enum json_typ
 	return sb_detach(&s);
 }
 
+/* A table version: a JSON number or string, raw, or NULL. */
+static char *get_version(const struct json_span *obj, const char *key)
+{
+	char *v = get_raw(obj, key, JSON_NUMBER);
+
+	return v ? v : get_raw(obj, key, JSON_STRING);
+}
+
 static int get_bool(const struct json_span *obj, const char *key)
 {
 	struct json_span v;
@@ -103,9 +111,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			f.final = get_str(&obj, "final");
 			f.records = get_count(&obj, "records");
 			f.bytes = get_count(&obj, "bytes");
-			f.version = get_raw(&obj, "version", JSON_NUMBER);
-			if (f.version == NULL)
-				f.version = get_raw(&obj, "version", JSON_STRING);
+			f.version = get_version(&obj, "version");
 			p->files = xrealloc(p->files, (p->nfiles + 1) * sizeof(*p->files));
 			p->files[p->nfiles++] = f;
 			if (!f.stream || !f.staged || !f.final) {
@@ -123,9 +129,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			s.key_properties = get_raw(&obj, "key_properties", JSON_ARRAY);
 			s.parquet_types = get_raw(&obj, "parquet_types", JSON_OBJECT);
 			s.inferred = get_bool(&obj, "inferred");
-			s.activated = get_raw(&obj, "activated", JSON_NUMBER);
-			if (s.activated == NULL)
-				s.activated = get_raw(&obj, "activated", JSON_STRING);
+			s.activated = get_version(&obj, "activated");
 			s.widened = get_raw(&obj, "widened", JSON_ARRAY);
 			p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
 			p->streams[p->nstreams++] = s;
