@@ -178,18 +178,39 @@ YAML
 	say "  transforms/  jq programs"
 }
 
-# A private folder for this driver in TMPDIR, holding its pid.  The folders
-# of drivers killed outright (SIGKILL, a crash) cannot remove themselves: the
-# next driver removes those whose process is gone.
-private_dir() {
-	for d in "${TMPDIR:-/tmp}"/dataspoc-pipe.*; do
-		[ -f "$d/pid" ] && [ -O "$d" ] || continue
-		p=$(cat "$d/pid" 2>/dev/null) || continue
-		case $p in '' | *[!0-9]*) continue ;; esac
-		[ -d "/proc/$p" ] || kill -0 "$p" 2>/dev/null || rm -rf "$d"
+# Folders in TMPDIR that no live run holds (see open_private_dir): those of
+# drivers and pipe-taps killed outright, which could not remove themselves
+# (a pipe-tap's may hold the tap's config, password included).  A folder is
+# proven dead when its lock can be taken; one changed in the last minute is
+# left alone, as its maker may be about to lock it.  A pid would prove
+# nothing: drivers in other PID namespaces may share this TMPDIR.
+sweep_private_dirs() {
+	find "${TMPDIR:-/tmp}/" -maxdepth 1 -name 'dataspoc-pipe.*' -type d -user "$(id -u)" \
+		-mmin +1 2>/dev/null |
+		while IFS= read -r d; do
+			flock -n "$d" rm -rf -- "$d" 2>/dev/null
+		done
+}
+
+# tmp: a private folder for this driver in TMPDIR, open on descriptor 9
+# with a flock(2) lock on it.  Every process of the run inherits the
+# descriptor (the stages, the tap, its children), so the lock is held while
+# any of them lives, whatever was killed: the bucket's run lock names the
+# folder (DATASPOC_PIPE_RUN_DIR), and the next run takes a lock over on
+# this machine only once nothing holds this one.
+open_private_dir() {
+	sweep_private_dirs
+	for _i in 1 2 3 4 5; do
+		tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
+		# (a sweep may remove a folder between mktemp and flock: try anew)
+		if [ -d "$tmp" ]; then
+			exec 9<"$tmp"
+			flock -n 9 && [ -d "$tmp" ] && return 0
+			exec 9<&-
+		fi
 	done
-	d=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
-	echo $$ >"$d/pid" && printf '%s\n' "$d"
+	err "cannot lock a private folder in ${TMPDIR:-/tmp}"
+	return 1
 }
 
 # A run id: UTC time to the second, then a suffix that starts with the
@@ -264,8 +285,10 @@ run_pipeline() {
 	shift 2
 	label=$1
 	[ "$1" = -c ] && label=$(basename -- "$2" | sed 's/\.ya\{0,1\}ml$//')
-	tmp=$(private_dir) || exit 1
+	open_private_dir || exit 1
 	trap 'rm -rf "$tmp"' EXIT
+	DATASPOC_PIPE_RUN_DIR=$tmp
+	export DATASPOC_PIPE_RUN_DIR
 
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet; the
@@ -833,7 +856,8 @@ cmd_add() {
 		[ "$cron_set" = 1 ] || ask cron "Cron schedule (e.g. 0 */2 * * *; empty for none)" "" 0 --cron
 		[ -n "$cron" ] || break
 		# checked by the loader itself, in a pipeline of its own
-		crondir=$(private_dir) || exit 1
+		open_private_dir || exit 1
+	crondir=$tmp
 		{
 			say "source: {tap: x}"
 			say "destination: {bucket: /}"
@@ -919,7 +943,7 @@ run_all() {
 		say "Summary: 0 success, 0 failure(s)"
 		exit 0
 	fi
-	tmp=$(private_dir) || exit 1
+	open_private_dir || exit 1
 	trap 'rm -rf "$tmp"' EXIT
 	mkfifo "$tmp/done" || exit 1
 	# Read and write: never an end of file, and no open(2) blocks.
@@ -1141,7 +1165,8 @@ cmd_validate() {
 		[ "$fmt" = text ] || say '[]'
 		exit 0
 	fi
-	vtmp=$(private_dir) || exit 1
+	open_private_dir || exit 1
+	vtmp=$tmp
 	trap 'rm -rf "$vtmp"' EXIT
 	vfailed=0 vcount=0 vunknown=0
 	[ "$fmt" = text ] || printf '[\n'
@@ -1245,7 +1270,8 @@ cmd_schedule() {
 		err "schedule: crontab not found: install cron (Debian: apt-get install cron)"
 		exit 1
 	fi
-	stmp=$(private_dir) || exit 1
+	open_private_dir || exit 1
+	stmp=$tmp
 	trap 'rm -rf "$stmp"' EXIT
 	crontab_read "$stmp/old"
 	case $action in
