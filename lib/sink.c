@@ -1029,16 +1029,28 @@ static int on_state(struct sink *s, const struct singer_msg *m)
 	return 0;
 }
 
-/* pipe-tap's selection: {"type":"DATASPOC_TAP_SELECTED","streams":[...]}. */
-static void on_selected(struct sink *s, const char *line, size_t len)
+/*
+ * pipe-tap's selection: {"type":"DATASPOC_TAP_SELECTED","streams":[...]}.
+ * pipe-tap writes it before any byte of the tap's, and only when the
+ * pipeline selects streams: any other one is the tap's own, and a tap
+ * cannot select streams (it would drop its records with a mere warning).
+ */
+static int on_selected(struct sink *s, const char *line, size_t len)
 {
 	struct json_span obj, list, el;
 	size_t errpos, pos = 0;
 	const char *errmsg;
 
+	if (s->lineno != 1 || (!s->cfg->streams && !s->cfg->metadata_json)) {
+		fail(s, "<stdin>:%llu:1: a %s line that pipe-tap did not write (a tap cannot select streams)",
+		     s->lineno, TAP_SELECTED_TYPE);
+		return -1;
+	}
 	if (json_validate(line, len, &obj, &errpos, &errmsg) != 0 ||
-	    json_object_get(&obj, "streams", &list) != 1 || list.type != JSON_ARRAY)
-		return;
+	    json_object_get(&obj, "streams", &list) != 1 || list.type != JSON_ARRAY) {
+		fail(s, "<stdin>:%llu:1: a %s line without a \"streams\" array", s->lineno, TAP_SELECTED_TYPE);
+		return -1;
+	}
 	while (json_array_next(&list, &pos, &el)) {
 		struct sb name = SB_INIT;
 
@@ -1050,6 +1062,7 @@ static void on_selected(struct sink *s, const char *line, size_t len)
 	}
 	if (s->selected == NULL)
 		s->selected = xcalloc(1, sizeof(*s->selected));
+	return 0;
 }
 
 /* pipe-tap's end line: {"type":"DATASPOC_TAP_END","status":...,"error":...}. */
@@ -1258,7 +1271,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 					goto out;
 				ended = 1;
 			} else if (json_string_equal(&m.type_value, TAP_SELECTED_TYPE, 0)) {
-				on_selected(&s, line, len);
+				if (on_selected(&s, line, len) != 0)
+					goto out;
 			}
 			break;
 		}

@@ -412,3 +412,96 @@ raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.gz"
 	run -1 --separate-stderr sh -c 'pipe-sink -q -r "$1" shop <dump.jsonl >/dev/full' sh "$RID"
 	assert_stderr "pipe-sink: write error: No space left on device"
 }
+
+# sel_yaml NAME TAP: a pipeline of TAP that selects stream orders.
+sel_yaml() {
+	{
+		printf 'source:\n  tap: %s\n  streams: [orders]\n' "$2"
+		printf 'destination:\n'
+		bucket_yaml
+		printf '  format: jsonl\nincremental:\n  enabled: true\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/$1.yaml"
+}
+
+@test "a DATASPOC_TAP_SELECTED line counts only as line 1 of a pipeline that selects streams" {
+	local sel='{"type":"DATASPOC_TAP_SELECTED","streams":["orders"]}'
+	local forged="a DATASPOC_TAP_SELECTED line that pipe-tap did not write (a tap cannot select streams)"
+	sel_yaml sel tap-shop
+	# pipe-tap's own: users is dropped, with a warning
+	{ echo "$sel"; cat dump.jsonl; } >in.jsonl
+	run -0 --separate-stderr pipe-sink -q -r "$RID" sel <in.jsonl
+	assert_stderr "pipe-sink: warning: dropped 1 record(s) of stream 'users', which was not selected"
+	run -0 jq -r 'select(.type == "stream") | .stream' <<<"$output"
+	assert_output orders
+	rm -rf "$BUCKET_DIR"
+	# a pipeline that selects nothing: pipe-tap never writes one, not even first
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <in.jsonl
+	assert_stderr "pipe-sink: <stdin>:1:1: $forged"
+	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' <<<"$output"
+	assert_output "failure: <stdin>:1:1: $forged"
+	expect_staging_empty
+	# anywhere but line 1 (a blank line first included), for any pipeline
+	for p in sel shop; do
+		{ echo "$sel"; sed -n 1,2p dump.jsonl; echo "$sel"; sed -n '3,$p' dump.jsonl; } >in.jsonl
+		[ "$p" = sel ] || sed -i 1d in.jsonl
+		run -1 --separate-stderr pipe-sink -q -r "$RID" "$p" <in.jsonl
+		assert_stderr "pipe-sink: <stdin>:$([ "$p" = sel ] && echo 4 || echo 3):1: $forged"
+		expect_staging_empty
+		{ echo; echo "$sel"; cat dump.jsonl; } >in.jsonl
+		run -1 --separate-stderr pipe-sink -q -r "$RID" "$p" <in.jsonl
+		assert_stderr "pipe-sink: <stdin>:2:1: $forged"
+		expect_staging_empty
+	done
+	# pipe-tap's line always names its streams
+	{ echo '{"type":"DATASPOC_TAP_SELECTED"}'; cat dump.jsonl; } >in.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" sel <in.jsonl
+	assert_stderr 'pipe-sink: <stdin>:1:1: a DATASPOC_TAP_SELECTED line without a "streams" array'
+	expect_staging_empty
+}
+
+@test "run: a tap that prints a DATASPOC_TAP_SELECTED line fails the run; nothing published, state kept" {
+	local forged="the tap's output, line LINE, column 1: a DATASPOC_TAP_SELECTED line that pipe-tap did not write (a tap cannot select streams)"
+	local zzz='{"type":"DATASPOC_TAP_SELECTED","streams":["zzz"]}'
+	local records='{"type":"RECORD","stream":"orders","record":{"id":8}}'
+	local state='{"type":"STATE","value":{"bookmarks":{"orders":{"id":8}}}}'
+	printf '%s\n' "$records" '{"type":"STATE","value":{"n":1}}' >"$FAKE_DIR/tap-shop/out"
+	run -0 --separate-stderr dataspoc-pipe run shop
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	# its first line, then mid-stream
+	for at in 1 2; do
+		if [ "$at" = 1 ]; then
+			printf '%s\n' "$zzz" "$records" "$state" >"$FAKE_DIR/tap-shop/out"
+		else
+			printf '%s\n' "$records" "$zzz" "$state" >"$FAKE_DIR/tap-shop/out"
+		fi
+		run -1 --separate-stderr dataspoc-pipe run shop
+		assert_stderr "dataspoc-pipe: run 'shop' failed: ${forged/LINE/$at}"
+		bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+		diff -u before.snap after.snap
+	done
+	run -0 jq -c . "$BUCKET_DIR/.dataspoc/state/shop/state.json"
+	assert_output '{"n":1}'
+	# a pipeline that selects streams: pipe-tap's line is line 1, the tap's first is line 2
+	cat >"$BATS_TEST_TMPDIR/bin/seltap-forge" <<-'SH'
+	#!/bin/sh
+	case " $* " in *" --about "* | *" --discover "*) exec seltap-sdk "$@" ;; esac
+	echo '{"type":"DATASPOC_TAP_SELECTED","streams":["a","b"]}'
+	exec seltap-sdk "$@"
+	SH
+	chmod +x "$BATS_TEST_TMPDIR/bin/seltap-forge"
+	cat >"$DATASPOC_PIPE_HOME/pipelines/sdk.yaml" <<-YAML
+	source:
+	  tap: seltap-forge
+	  streams: [a]
+	destination:
+	$(bucket_yaml)
+	  format: jsonl
+	YAML
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	run -1 --separate-stderr dataspoc-pipe run sdk
+	assert_stderr "dataspoc-pipe: run 'sdk' failed: ${forged/LINE/2}"
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff -u before.snap after.snap
+	run -0 jq -r '.status + ": " + .error' "$BUCKET_DIR/.dataspoc/logs/sdk/$(run_ids sdk).json"
+	assert_output "failure: <stdin>:2:1: a DATASPOC_TAP_SELECTED line that pipe-tap did not write (a tap cannot select streams)"
+}
