@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 
 #include "err.h"
 #include "util.h"
@@ -38,6 +40,27 @@ const char *cli_run_id(const char *arg, int *bad)
 long cli_lock_pid(void)
 {
 	return util_env_long("DATASPOC_PIPE_PID", 1, 0x7fffffffL, (long)getppid());
+}
+
+const char *cli_run_dir(void)
+{
+	const char *dir = getenv("DATASPOC_PIPE_RUN_DIR");
+
+	if (getenv("DATASPOC_PIPE_PID") == NULL || dir == NULL || dir[0] != '/')
+		return NULL;
+	return dir;
+}
+
+void cli_die_with_driver(void)
+{
+	long driver = util_env_long("DATASPOC_PIPE_PID", 2, 0x7fffffffL, 0);
+
+	if (driver == 0 || (long)getppid() != driver)
+		return;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* it may have died before the call */
+	if ((long)getppid() != driver)
+		_exit(CLI_FAILED);
 }
 
 int cli_close_stdout(void)

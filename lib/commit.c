@@ -38,6 +38,7 @@ static int in_plan(const struct plan *p, const char *key)
 	return 0;
 }
 
+/* 0 published, 2 never can be (a staged copy is gone), -1 error. */
 static int publish_files(struct bucket *b, const struct plan *p)
 {
 	size_t i;
@@ -55,7 +56,7 @@ static int publish_files(struct bucket *b, const struct plan *p)
 				return -1;
 			if (r == 0) {
 				err_msg("cannot publish '%s': its staged copy '%s' is gone", f->final, f->staged);
-				return -1;
+				return 2;
 			}
 		}
 	}
@@ -298,27 +299,91 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 	return ret;
 }
 
-int commit_finish(struct bucket *b, const struct plan *p)
-{
-	char *pending = util_pending_key(p->pipeline);
-	char *staging = util_staging_prefix(p->pipeline, p->run_id);
-	int ret = -1;
+/*
+ * Each step of a commit first checks that the run doing it (holder: the
+ * plan's, or the recovering run's) still holds the pipeline's lock, so that
+ * a commit whose run lost the lock stops before it writes anything more.
+ */
+struct fence {
+	struct bucket *b;
+	char *lock;
+	char *what;
+	const char *holder;
+};
 
-	if (publish_files(b, p) != 0)
+static void fence_init(struct fence *f, struct bucket *b, const char *pipeline, const char *holder)
+{
+	f->b = b;
+	f->lock = util_lock_key(pipeline);
+	f->what = xasprintf("pipeline '%s'", pipeline);
+	f->holder = holder;
+}
+
+static int fence_pass(const struct fence *f, const char *step)
+{
+	return lock_check(f->b, f->lock, f->what, f->holder, step);
+}
+
+static void fence_free(struct fence *f)
+{
+	free(f->lock);
+	free(f->what);
+}
+
+/*
+ * A pending commit that can never be finished (a staged copy is gone, so
+ * no earlier attempt got past publishing: the state never moved): undo
+ * what it published, log the run as failed, drop the pending plan.
+ */
+static int give_up(struct bucket *b, const struct plan *p, const char *pending, const struct fence *f)
+{
+	char *staging = util_staging_prefix(p->pipeline, p->run_id);
+	char *why = xasprintf("its commit could not be finished: the staged copy of one of its files is gone, so none of them was published");
+	size_t i;
+	int ret = fence_pass(f, "undoing a commit that cannot be finished");
+
+	for (i = 0; ret == 0 && i < p->nfiles; i++)
+		ret = bucket_delete(b, p->files[i].final);
+	if (ret == 0)
+		ret = delete_prefix(b, staging);
+	if (ret == 0)
+		ret = write_log(b, p->pipeline, p->run_id, p, why, NULL);
+	if (ret == 0)
+		ret = bucket_delete(b, pending);
+	if (ret == 0)
+		err_warn("the commit of run %s could not be finished (a staged file is gone); its files were withdrawn and the run is logged as failed",
+			 p->run_id);
+	free(staging);
+	free(why);
+	return ret;
+}
+
+/* Carry out the plan saved at pending; 0, 2 it never can be, -1 error. */
+static int finish(struct bucket *b, const struct plan *p, const char *pending, const struct fence *f)
+{
+	char *staging = util_staging_prefix(p->pipeline, p->run_id);
+	int ret = -1, r;
+
+	if (fence_pass(f, "publishing the files") != 0)
 		goto out;
-	if (replace_old_files(b, p) != 0)
+	r = publish_files(b, p);
+	if (r != 0) {
+		ret = r;
 		goto out;
-	if (save_state(b, p) != 0)
+	}
+	if (fence_pass(f, "replacing the old files") != 0 || replace_old_files(b, p) != 0)
 		goto out;
-	if (manifest_update(b, p) != 0)
+	if (fence_pass(f, "saving the state") != 0 || save_state(b, p) != 0)
 		goto out;
-	if (write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0)
+	if (fence_pass(f, "updating the manifest") != 0 || manifest_update(b, p) != 0)
 		goto out;
-	if (bucket_delete(b, pending) != 0)
+	if (fence_pass(f, "writing the run log") != 0 ||
+	    write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0)
+		goto out;
+	if (fence_pass(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0)
 		goto out;
 	ret = delete_prefix(b, staging);
 out:
-	free(pending);
 	free(staging);
 	return ret;
 }
@@ -326,16 +391,36 @@ out:
 int commit_publish(struct bucket *b, const struct plan *p)
 {
 	struct sb text = SB_INIT;
-	char *pending = util_pending_key(p->pipeline);
-	int ret;
+	struct fence f;
+	char *pending = util_pending_key(p->pipeline, p->run_id);
+	int ret = -1;
 
+	fence_init(&f, b, p->pipeline, p->run_id);
 	plan_format(p, &text);
-	ret = bucket_put(b, pending, text.buf, text.len);
+	if (fence_pass(&f, "saving the pending commit") == 0 &&
+	    bucket_put(b, pending, text.buf, text.len) == 0)
+		ret = finish(b, p, pending, &f) == 0 ? 0 : -1;
+	fence_free(&f);
 	free(pending);
 	sb_free(&text);
-	if (ret != 0)
-		return -1;
-	return commit_finish(b, p);
+	return ret;
+}
+
+int commit_pending(struct bucket *b, const char *pipeline, const char *run_id)
+{
+	char *key = util_pending_key(pipeline, run_id);
+	char *legacy = util_pending_legacy_key(pipeline);
+	struct sb text = SB_INIT;
+	int r = bucket_exists(b, key);
+
+	if (r == 0) {
+		r = bucket_get(b, legacy, &text);
+		r = r == 0 ? strstr(text.buf, run_id) != NULL : r == 1 ? 0 : -1;
+	}
+	sb_free(&text);
+	free(key);
+	free(legacy);
+	return r;
 }
 
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
@@ -350,39 +435,126 @@ int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
 	return ret;
 }
 
+/* The run id of a key ".../<run-id>.json" into id, or -1. */
+static int key_run_id(const char *key, char *id, size_t size)
+{
+	const char *base = strrchr(key, '/');
+	size_t n;
+
+	base = base ? base + 1 : key;
+	n = strlen(base);
+	if (n <= 5 || strcmp(base + n - 5, ".json") != 0 || n - 5 >= size)
+		return -1;
+	memcpy(id, base, n - 5);
+	id[n - 5] = '\0';
+	return util_run_id_ok(id) ? 0 : -1;
+}
+
+/* A run log at key says success: 1, 0 not, -1 error. */
+static int log_success(struct bucket *b, const char *key)
+{
+	struct sb text = SB_INIT;
+	int r = bucket_get(b, key, &text);
+
+	if (r == 0)
+		r = strstr(text.buf, "\"status\": \"success\"") != NULL;
+	else if (r == 1)
+		r = 0;
+	sb_free(&text);
+	return r;
+}
+
+int commit_later_run(struct bucket *b, const char *pipeline, const char *run_id, char **later)
+{
+	char *dirs[2] = { util_log_key(pipeline, NULL), util_pending_key(pipeline, NULL) };
+	char id[64];
+	size_t d, i, n;
+	int ret = 0;
+
+	*later = NULL;
+	for (d = 0; d < 2 && ret == 0; d++) {
+		char **keys = NULL;
+
+		n = 0;
+		if (bucket_list(b, dirs[d], &keys, &n) != 0)
+			ret = -1;
+		/* sorted: the latest runs last */
+		for (i = n; ret == 0 && i-- > 0;) {
+			if (key_run_id(keys[i], id, sizeof(id)) != 0)
+				continue;
+			if (strcmp(id, run_id) <= 0)
+				break;
+			ret = d == 1 ? 1 : log_success(b, keys[i]);
+			if (ret == 1)
+				*later = xstrdup(id);
+		}
+		bucket_list_free(keys);
+	}
+	free(dirs[0]);
+	free(dirs[1]);
+	return ret;
+}
+
+/*
+ * Finish the commit saved at key (a run's pending plan) under the lock of
+ * run_id: 0 finished or given up, -1 not.
+ */
+static int recover_one(struct bucket *b, const char *pipeline, const char *run_id, const char *key)
+{
+	struct sb text = SB_INIT;
+	struct plan p;
+	struct fence f;
+	char *origin;
+	int r;
+
+	r = bucket_get(b, key, &text);
+	if (r != 0) {
+		sb_free(&text);
+		return r < 0 ? -1 : 0;
+	}
+	origin = xasprintf("%s/%s", bucket_url(b), key);
+	r = plan_parse(text.buf, text.len, origin, &p);
+	free(origin);
+	sb_free(&text);
+	if (r != 0)
+		return -1;
+	if (!p.ended || !p.success || p.pipeline == NULL || strcmp(p.pipeline, pipeline) != 0) {
+		err_msg("%s: pending commit is not a successful plan of pipeline '%s'; inspect and remove it by hand",
+			key, pipeline);
+		plan_free(&p);
+		return -1;
+	}
+	err_warn("finishing the commit of run %s, which was interrupted", p.run_id);
+	fence_init(&f, b, pipeline, run_id);
+	r = finish(b, &p, key, &f);
+	if (r == 2)
+		r = give_up(b, &p, key, &f);
+	fence_free(&f);
+	plan_free(&p);
+	return r == 0 ? 0 : -1;
+}
+
 int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 {
-	char *pending = util_pending_key(pipeline);
+	char *legacy = util_pending_legacy_key(pipeline);
+	char *pendings = util_pending_key(pipeline, NULL);
 	char *staging = util_staging_prefix(pipeline, NULL);
 	char *mine = util_staging_prefix(pipeline, run_id);
-	struct sb text = SB_INIT;
 	char **keys = NULL;
 	size_t n = 0, i;
-	int ret = -1, r;
+	int ret = -1;
 
-	r = bucket_get(b, pending, &text);
-	if (r < 0)
+	/* an older version's one pending commit, then each run's, oldest first */
+	if (recover_one(b, pipeline, run_id, legacy) != 0)
 		goto out;
-	if (r == 0) {
-		struct plan p;
-		char *origin = xasprintf("%s/%s", bucket_url(b), pending);
-
-		r = plan_parse(text.buf, text.len, origin, &p);
-		free(origin);
-		if (r != 0)
-			goto out;
-		if (!p.ended || !p.success || p.pipeline == NULL || strcmp(p.pipeline, pipeline) != 0) {
-			err_msg("%s: pending commit is not a successful plan of pipeline '%s'; inspect and remove it by hand",
-				pending, pipeline);
-			plan_free(&p);
-			goto out;
-		}
-		err_warn("finishing the commit of run %s, which was interrupted", p.run_id);
-		r = commit_finish(b, &p);
-		plan_free(&p);
-		if (r != 0)
+	if (bucket_list(b, pendings, &keys, &n) != 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (recover_one(b, pipeline, run_id, keys[i]) != 0)
 			goto out;
 	}
+	bucket_list_free(keys);
+	keys = NULL;
 	if (bucket_list(b, staging, &keys, &n) != 0)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -405,8 +577,8 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 	ret = 0;
 out:
 	bucket_list_free(keys);
-	sb_free(&text);
-	free(pending);
+	free(legacy);
+	free(pendings);
 	free(staging);
 	free(mine);
 	return ret;

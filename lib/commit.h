@@ -1,8 +1,11 @@
 /*
  * commit: publishing a run (DESIGN.md, "Commit protocol").  Objects first,
- * the reference last: pending.json, then the data files, then state.json,
- * the manifest and the run log, then pending.json goes.  Every step can be
- * repeated, so a commit cut short by kill -9 is finished by the next run.
+ * the reference last: the run's pending plan (pending/RUN.json), then the
+ * data files, then state.json, the manifest and the run log, then the
+ * pending plan goes.  Every step can be repeated, so a commit cut short by
+ * kill -9 is finished by the next run; and every step first checks that
+ * the run doing it still holds the pipeline's lock (lock_check), so a
+ * commit whose run lost it stops there.
  */
 #ifndef PIPE_COMMIT_H
 #define PIPE_COMMIT_H
@@ -12,13 +15,20 @@
 #include "sb.h"
 
 /*
- * Publish a plan that ended in success: save it as pending.json, then
- * commit_finish().  The caller holds the run lock.  0 or -1.
+ * Publish a plan that ended in success: save it as its run's pending plan,
+ * then carry it out.  The caller holds the run lock.  0 or -1.
  */
 int commit_publish(struct bucket *b, const struct plan *p);
 
-/* Carry out a saved plan; idempotent.  0 or -1. */
-int commit_finish(struct bucket *b, const struct plan *p);
+/*
+ * A run that started after run_id and committed (a success log), or whose
+ * commit is pending: 1 with its id in *later (newly allocated), 0 none,
+ * -1 error.  A plan of run_id published after it would set the state back.
+ */
+int commit_later_run(struct bucket *b, const char *pipeline, const char *run_id, char **later);
+
+/* 1 when run_id's commit is pending (it began), 0 not, -1 error. */
+int commit_pending(struct bucket *b, const char *pipeline, const char *run_id);
 
 /*
  * Clean up after a failed run: delete its staging, write a failure run log
@@ -31,9 +41,10 @@ int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
 		 const struct plan *p, const char *error, const char *tap_stderr);
 
 /*
- * Recovery, under the run lock held by run_id: finish a pending commit, then
- * delete staging left by runs that died before committing (all but run_id's).
- * 0 or -1.
+ * Recovery, under the run lock held by run_id: finish the pending commits,
+ * oldest first (one that can never be finished, its staged files gone, is
+ * withdrawn and its run logged as failed), then delete staging left by runs
+ * that died before committing (all but run_id's).  0 or -1.
  */
 int commit_recover(struct bucket *b, const char *pipeline, const char *run_id);
 

@@ -1,23 +1,36 @@
-/* lock: locks kept in the bucket (see lock.h). */
+/* lock: the run lock kept in the bucket (see lock.h). */
 #include "lock.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jv.h>
 
 #include "err.h"
+#include "json.h"
 #include "util.h"
 
 /* Seconds a lock may read as garbage before it is reported. */
 #define LOCK_UNREADABLE_GRACE 2.0
+/* The longest renewal interval believed when confirming an expiry. */
+#define LOCK_RENEW_MAX 600
 
 struct holder {
 	char run_id[64];
 	char host[256];
+	char host_id[128];
+	char run_dir[4096];
 	long pid;
+	long long pid_start;		/* -1: not recorded */
+	long renew_every;		/* 0: never renewed (an older writer) */
 	char started[32];
 	char expires[32];
 	time_t expires_at;
@@ -35,10 +48,19 @@ static void copy_field(jv obj, const char *name, char *dst, size_t size)
 	jv_free(v);
 }
 
+static double number_field(jv obj, const char *name, double def)
+{
+	jv v = jv_object_get(jv_copy(obj), jv_string(name));
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : def;
+
+	jv_free(v);
+	return d;
+}
+
 static int parse_holder(const struct sb *text, struct holder *h)
 {
 	jv obj = jv_parse_sized(text->buf ? text->buf : "", (int)text->len);
-	jv pid;
+	double every;
 
 	memset(h, 0, sizeof(*h));
 	if (jv_get_kind(obj) != JV_KIND_OBJECT) {
@@ -47,12 +69,14 @@ static int parse_holder(const struct sb *text, struct holder *h)
 	}
 	copy_field(obj, "run_id", h->run_id, sizeof(h->run_id));
 	copy_field(obj, "host", h->host, sizeof(h->host));
+	copy_field(obj, "host_id", h->host_id, sizeof(h->host_id));
+	copy_field(obj, "run_dir", h->run_dir, sizeof(h->run_dir));
 	copy_field(obj, "started_at", h->started, sizeof(h->started));
 	copy_field(obj, "expires_at", h->expires, sizeof(h->expires));
-	pid = jv_object_get(jv_copy(obj), jv_string("pid"));
-	if (jv_get_kind(pid) == JV_KIND_NUMBER)
-		h->pid = (long)jv_number_value(pid);
-	jv_free(pid);
+	h->pid = (long)number_field(obj, "pid", 0);
+	h->pid_start = (long long)number_field(obj, "pid_start", -1);
+	every = number_field(obj, "renew_every", 0);
+	h->renew_every = every < 0 ? 0 : every > LOCK_RENEW_MAX ? LOCK_RENEW_MAX : (long)every;
 	jv_free(obj);
 	h->expires_at = util_parse_iso_time(h->expires);
 	return h->run_id[0] && h->expires_at != -1 ? 0 : -1;
@@ -63,27 +87,233 @@ long lock_default_ttl(void)
 	return util_env_long("DATASPOC_PIPE_LOCK_TTL", 1, 100L * 365 * 86400, 6 * 3600);
 }
 
-int lock_take(struct bucket *b, const char *key, const char *what,
-	      const char *run_id, long pid, long ttl, long wait_ms)
+long lock_renew_interval(void)
 {
-	struct sb content = SB_INIT, seen = SB_INIT, again = SB_INIT;
+	return util_env_long("DATASPOC_PIPE_LOCK_RENEW", 1, LOCK_RENEW_MAX, 60);
+}
+
+static double steady_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+const char *lock_host_id(void)
+{
+	static char id[128];
+	static int done;
+
+	if (!done) {
+		char boot[64] = "";
+		struct stat st;
+		FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+		done = 1;
+		if (f) {
+			if (fgets(boot, sizeof(boot), f) == NULL)
+				boot[0] = '\0';
+			fclose(f);
+		}
+		boot[strcspn(boot, "\n")] = '\0';
+		if (boot[0] && stat("/proc/self/ns/pid", &st) == 0)
+			snprintf(id, sizeof(id), "%s:%llu", boot, (unsigned long long)st.st_ino);
+	}
+	return id;
+}
+
+/* When process pid started, in clock ticks since boot; -1 unknown. */
+static long long pid_start(long pid)
+{
+	char path[64], buf[1024], *p;
+	long long start = -1;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after "pid (comm)", which may hold spaces: field 3 on; starttime is 22 */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		start = strtoll(p + 1, NULL, 10);
+	return start;
+}
+
+/* The run's folder is held by a process (flock): 1 yes, 0 no, -1 cannot tell. */
+static int run_dir_held(const char *dir)
+{
+	int fd, r;
+
+	if (dir[0] != '/')
+		return -1;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	r = flock(fd, LOCK_EX | LOCK_NB);
+	if (r == 0)
+		flock(fd, LOCK_UN);
+	close(fd);
+	if (r == 0)
+		return 0;
+	return errno == EWOULDBLOCK ? 1 : -1;
+}
+
+/* The driver's process is alive (and is the one the lock names). */
+static int holder_pid_alive(const struct holder *h)
+{
+	long long start;
+
+	if (!util_pid_alive(h->pid))
+		return 0;
+	start = pid_start(h->pid);
+	return h->pid_start < 0 || start < 0 || start == h->pid_start;
+}
+
+enum liveness { LIVE, STAGES_LEFT, GONE, NOT_LOCAL };
+
+/* What this machine can prove of the holder's processes. */
+static enum liveness judge(const struct holder *h)
+{
+	int held;
+
+	if (!h->host_id[0] || strcmp(h->host_id, lock_host_id()) != 0 ||
+	    strcmp(h->host, util_hostname()) != 0)
+		return NOT_LOCAL;
+	held = h->run_dir[0] ? run_dir_held(h->run_dir) : 0;
+	if (holder_pid_alive(h))
+		return LIVE;
+	if (held == 1)
+		return STAGES_LEFT;
+	return held == 0 ? GONE : LIVE;
+}
+
+static char *renewal_key(const char *key, const char *run_id)
+{
+	return xasprintf("%s.%s.renewed", key, run_id);
+}
+
+/* A renewal's expiry, -1 when there is none or it is unreadable. */
+static time_t renewed_until(const struct sb *text)
+{
+	jv obj = jv_parse_sized(text->buf ? text->buf : "", (int)text->len);
+	char until[32];
+	time_t t = -1;
+
+	if (jv_get_kind(obj) == JV_KIND_OBJECT) {
+		copy_field(obj, "expires_at", until, sizeof(until));
+		t = util_parse_iso_time(until);
+	}
+	jv_free(obj);
+	return t;
+}
+
+/*
+ * An expired lock of another machine: its last renewal, read now and again
+ * after two of its renewal intervals on this machine's steady clock.  0
+ * expired for sure, 1 renewed meanwhile (a clock is off), -1 error.
+ */
+static int confirm_expired(struct bucket *b, const char *key, const struct holder *h,
+			   time_t *until)
+{
+	char *rkey = renewal_key(key, h->run_id);
+	struct sb first = SB_INIT, later = SB_INIT;
+	double deadline;
+	int r, ret = 0;
+
+	r = bucket_get(b, rkey, &first);
+	if (r < 0) {
+		ret = -1;
+		goto out;
+	}
+	*until = r == 0 ? renewed_until(&first) : -1;
+	if (*until != -1 && *until >= time(NULL))
+		goto out;	/* renewed: the caller sees it is not expired */
+	if (h->renew_every == 0)
+		goto out;
+	deadline = steady_now() + 2.0 * (double)h->renew_every + 1.0;
+	while (steady_now() < deadline) {
+		util_sleep_ms(h->renew_every >= 4 ? 1000 : 250);
+		sb_reset(&later);
+		r = bucket_get(b, rkey, &later);
+		if (r < 0) {
+			ret = -1;
+			goto out;
+		}
+		if (r == 0 && (later.len != first.len || memcmp(later.buf, first.buf, first.len) != 0)) {
+			ret = 1;
+			break;
+		}
+	}
+out:
+	free(rkey);
+	sb_free(&first);
+	sb_free(&later);
+	return ret;
+}
+
+static void lock_document(struct sb *out, const char *run_id, long pid, const char *run_dir,
+			  long ttl)
+{
 	char started[32], expires[32];
 	time_t now = time(NULL);
-	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
-	int ret = -1, r, tries;
+	long long start = pid_start(pid);
 
 	util_iso_time(now, started, sizeof(started));
 	util_iso_time(now + ttl, expires, sizeof(expires));
-	sb_addf(&content, "{\"run_id\": \"%s\", \"host\": \"", run_id);
-	/* host names are plain; keep the document valid even if one is not */
-	for (const char *p = util_hostname(); *p; p++)
-		sb_addc(&content, (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) ? '_' : *p);
-	sb_addf(&content, "\", \"pid\": %ld, \"started_at\": \"%s\", \"expires_at\": \"%s\"}\n",
-		pid, started, expires);
+	sb_addf(out, "{\"run_id\": \"%s\", \"host\": ", run_id);
+	json_quote(out, util_hostname(), strlen(util_hostname()));
+	sb_adds(out, ", \"host_id\": ");
+	json_quote(out, lock_host_id(), strlen(lock_host_id()));
+	sb_addf(out, ", \"pid\": %ld", pid);
+	if (start >= 0)
+		sb_addf(out, ", \"pid_start\": %lld", start);
+	if (run_dir && *run_dir) {
+		sb_adds(out, ", \"run_dir\": ");
+		json_quote(out, run_dir, strlen(run_dir));
+	}
+	sb_addf(out, ", \"renew_every\": %ld, \"started_at\": \"%s\", \"expires_at\": \"%s\"}\n",
+		lock_renew_interval(), started, expires);
+}
 
+/* Delete the lock we judged (seen), not one a rival just took. */
+static int delete_if_same(struct bucket *b, const char *key, const struct sb *seen)
+{
+	struct sb again = SB_INIT;
+	int r = bucket_get(b, key, &again);
+
+	if (r == 0 && again.len == seen->len && memcmp(again.buf, seen->buf, seen->len) == 0)
+		r = bucket_delete(b, key);
+	else if (r == 1)
+		r = 0;
+	sb_free(&again);
+	return r;
+}
+
+int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
+		  long pid, const char *run_dir, long ttl, long wait_ms)
+{
+	struct sb content = SB_INIT, seen = SB_INIT;
+	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
+	/* the stages of a run whose driver is gone get the tap's grace, twice */
+	double stages_since = 0, stages_grace = 2.0 + 2.0 * (double)util_env_long(
+		"DATASPOC_PIPE_KILL_GRACE", 0, 3600, 5);
+	int ret = -1, r, tries;
+
+	lock_document(&content, run_id, pid, run_dir, ttl);
 	for (tries = 0; tries < 100000; tries++) {
 		struct holder h;
-		int stale_dead, stale_expired;
+		enum liveness live;
+		time_t renewed = -1, expires;
 
 		r = bucket_put_new(b, key, content.buf, content.len);
 		if (r == 0) {
@@ -119,25 +349,47 @@ int lock_take(struct bucket *b, const char *key, const char *what,
 			ret = 0;
 			goto out;
 		}
-		stale_dead = strcmp(h.host, util_hostname()) == 0 && !util_pid_alive(h.pid);
-		stale_expired = time(NULL) > h.expires_at;
-		if (stale_dead || stale_expired) {
-			/* Delete only the lock we judged, not one a rival just took. */
-			sb_reset(&again);
-			r = bucket_get(b, key, &again);
+		live = judge(&h);
+		if (live == GONE) {
+			err_warn("%s: taking over the lock of run %s (pid %ld on %s), which is no longer running",
+				 what, h.run_id, h.pid, h.host);
+			if (delete_if_same(b, key, &seen) != 0)
+				goto out;
+			continue;
+		}
+		if (live == STAGES_LEFT) {
+			/* its driver is gone; its stages are going down with it */
+			if (stages_since == 0)
+				stages_since = util_now();
+			if (util_now() - stages_since < stages_grace) {
+				util_sleep_ms(100);
+				continue;
+			}
+			err_msg("%s is locked by run %s: its driver (pid %ld on %s) is gone, but processes of that run still hold %s; stop them, or wait for them to end",
+				what, h.run_id, h.pid, h.host, h.run_dir);
+			ret = 1;
+			goto out;
+		}
+		expires = h.expires_at;
+		if (live == NOT_LOCAL && time(NULL) > expires) {
+			r = confirm_expired(b, key, &h, &renewed);
 			if (r < 0)
 				goto out;
-			if (r == 0 && again.len == seen.len && memcmp(again.buf, seen.buf, seen.len) == 0) {
-				if (stale_dead)
-					err_warn("%s: taking over the lock of run %s (pid %ld on %s), which is no longer running",
-						 what, h.run_id, h.pid, h.host);
-				else
-					err_warn("%s: taking over the lock of run %s (pid %ld on %s), which expired at %s",
-						 what, h.run_id, h.pid, h.host, h.expires);
-				if (bucket_delete(b, key) != 0)
-					goto out;
+			if (renewed > expires)
+				expires = renewed;
+			if (r == 1) {
+				err_msg("%s is locked by run %s (pid %ld on %s), which renewed it just now although it expired at %s by this machine's clock: check the clocks of both machines",
+					what, h.run_id, h.pid, h.host, h.expires);
+				ret = 1;
+				goto out;
 			}
-			continue;
+			if (time(NULL) > expires) {
+				err_warn("%s: taking over the lock of run %s (pid %ld on %s), which expired at %s",
+					 what, h.run_id, h.pid, h.host, h.expires);
+				if (delete_if_same(b, key, &seen) != 0)
+					goto out;
+				continue;
+			}
 		}
 		if (util_now() < deadline) {
 			util_sleep_ms(20 + (tries % 5) * 10);
@@ -152,32 +404,211 @@ int lock_take(struct bucket *b, const char *key, const char *what,
 out:
 	sb_free(&content);
 	sb_free(&seen);
-	sb_free(&again);
 	return ret;
 }
 
-int lock_held_by(struct bucket *b, const char *key, const char *run_id)
+int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
+	      long pid, long ttl, long wait_ms)
+{
+	return lock_take_run(b, key, what, run_id, pid, NULL, ttl, wait_ms);
+}
+
+/* The holder of the lock at key: 0, 1 when there is none, -1 error or unreadable. */
+static int read_holder(struct bucket *b, const char *key, struct holder *h)
 {
 	struct sb seen = SB_INIT;
-	struct holder h;
 	int r = bucket_get(b, key, &seen);
 
-	if (r == 0)
-		r = parse_holder(&seen, &h) == 0 && strcmp(h.run_id, run_id) == 0;
-	else if (r == 1)
-		r = 0;
+	if (r == 0 && parse_holder(&seen, h) != 0)
+		r = -1;
 	sb_free(&seen);
 	return r;
 }
 
+int lock_held_by(struct bucket *b, const char *key, const char *run_id)
+{
+	struct holder h;
+	int r = read_holder(b, key, &h);
+
+	if (r == 0)
+		return strcmp(h.run_id, run_id) == 0;
+	return r == 1 ? 0 : r;
+}
+
+int lock_check(struct bucket *b, const char *key, const char *what, const char *run_id,
+	       const char *step)
+{
+	struct holder h;
+	int r = read_holder(b, key, &h);
+
+	if (r == 0 && strcmp(h.run_id, run_id) == 0)
+		return 0;
+	if (r == 0)
+		err_msg("%s: run %s no longer holds the lock (now run %s's, pid %ld on %s): stopping before %s",
+			what, run_id, h.run_id, h.pid, h.host, step);
+	else if (r == 1)
+		err_msg("%s: run %s no longer holds the lock (no run does): stopping before %s",
+			what, run_id, step);
+	else
+		err_msg("%s: cannot tell whether run %s still holds the lock: stopping before %s",
+			what, run_id, step);
+	return -1;
+}
+
+int lock_renew(struct bucket *b, const char *key, const char *run_id, long ttl)
+{
+	char *rkey;
+	char now[32], until[32];
+	struct sb text = SB_INIT;
+	time_t t;
+	int r = lock_held_by(b, key, run_id);
+
+	if (r != 1)
+		return r == 0 ? 1 : -1;
+	t = time(NULL);
+	util_iso_time(t, now, sizeof(now));
+	util_iso_time(t + ttl, until, sizeof(until));
+	/* the steady clock's reading makes every renewal differ from the last */
+	sb_addf(&text, "{\"run_id\": \"%s\", \"renewed_at\": \"%s\", \"expires_at\": \"%s\", \"beat\": %.3f}\n",
+		run_id, now, until, steady_now());
+	rkey = renewal_key(key, run_id);
+	r = bucket_put(b, rkey, text.buf, text.len);
+	free(rkey);
+	sb_free(&text);
+	return r == 0 ? 0 : -1;
+}
+
+/* The renewals beside key of runs other than keep (NULL: all). */
+static int delete_renewals(struct bucket *b, const char *key, const char *keep)
+{
+	const char *slash = strrchr(key, '/');
+	char *dir = xasprintf("%.*s/", (int)(slash ? slash - key : 0), key);
+	char *mine = keep ? renewal_key(key, keep) : NULL;
+	char **keys = NULL;
+	size_t n = 0, i, klen = strlen(key);
+	int ret = bucket_list(b, dir, &keys, &n);
+
+	for (i = 0; ret == 0 && i < n; i++) {
+		size_t len = strlen(keys[i]);
+
+		if (strncmp(keys[i], key, klen) != 0 || keys[i][klen] != '.' ||
+		    len < 8 || strcmp(keys[i] + len - 8, ".renewed") != 0)
+			continue;
+		if (mine && strcmp(keys[i], mine) == 0)
+			continue;
+		ret = bucket_delete(b, keys[i]);
+	}
+	bucket_list_free(keys);
+	free(dir);
+	free(mine);
+	return ret;
+}
+
 int lock_release(struct bucket *b, const char *key, const char *run_id)
 {
-	int held;
+	struct holder h;
+	int r = read_holder(b, key, &h);
 
-	if (run_id != NULL) {
-		held = lock_held_by(b, key, run_id);
-		if (held <= 0)
-			return held;
+	if (r < 0 && run_id != NULL)
+		return -1;
+	if (r == 0 && run_id != NULL && strcmp(h.run_id, run_id) != 0)
+		return 0;	/* another's: leave it, and its renewals */
+	if (r != 1 && bucket_delete(b, key) != 0)
+		return -1;
+	return delete_renewals(b, key, NULL);
+}
+
+struct lock_keeper {
+	struct bucket *b;
+	char *key;
+	char *what;
+	char *run_id;
+	long ttl, every;
+	int stop, lost;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t wake;
+};
+
+static void *keeper_main(void *arg)
+{
+	struct lock_keeper *k = arg;
+	struct timespec at;
+
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	pthread_mutex_lock(&k->mu);
+	while (!k->stop && !k->lost) {
+		int r;
+
+		at.tv_sec += k->every;
+		while (!k->stop && pthread_cond_timedwait(&k->wake, &k->mu, &at) == 0)
+			;
+		if (k->stop)
+			break;
+		pthread_mutex_unlock(&k->mu);
+		/* an error of the store is said by it and tried again next time */
+		r = lock_renew(k->b, k->key, k->run_id, k->ttl);
+		pthread_mutex_lock(&k->mu);
+		if (r == 1) {
+			k->lost = 1;
+			err_warn("%s: the run lock was taken over by another run while run %s ran; it will not be committed",
+				 k->what, k->run_id);
+		}
 	}
-	return bucket_delete(b, key);
+	pthread_mutex_unlock(&k->mu);
+	return NULL;
+}
+
+struct lock_keeper *lock_keeper_start(struct bucket *b, const char *key, const char *what,
+				      const char *run_id, long ttl)
+{
+	struct lock_keeper *k;
+	pthread_condattr_t attr;
+
+	if (lock_held_by(b, key, run_id) != 1)
+		return NULL;
+	k = xcalloc(1, sizeof(*k));
+	k->b = b;
+	k->key = xstrdup(key);
+	k->what = xstrdup(what);
+	k->run_id = xstrdup(run_id);
+	k->ttl = ttl;
+	k->every = lock_renew_interval();
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
+		err_warn("%s: cannot start renewing the run lock", what);
+		pthread_cond_destroy(&k->wake);
+		pthread_mutex_destroy(&k->mu);
+		free(k->key);
+		free(k->what);
+		free(k->run_id);
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+int lock_keeper_stop(struct lock_keeper *k)
+{
+	int lost;
+
+	if (k == NULL)
+		return 0;
+	pthread_mutex_lock(&k->mu);
+	k->stop = 1;
+	pthread_cond_signal(&k->wake);
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL);
+	lost = k->lost;
+	pthread_cond_destroy(&k->wake);
+	pthread_mutex_destroy(&k->mu);
+	free(k->key);
+	free(k->what);
+	free(k->run_id);
+	free(k);
+	return lost;
 }

@@ -188,7 +188,14 @@ char *util_lock_key(const char *pipeline)
 	return xasprintf(".dataspoc/state/%s/lock", pipeline);
 }
 
-char *util_pending_key(const char *pipeline)
+char *util_pending_key(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/state/%s/pending/", pipeline);
+	return xasprintf(".dataspoc/state/%s/pending/%s.json", pipeline, run_id);
+}
+
+char *util_pending_legacy_key(const char *pipeline)
 {
 	return xasprintf(".dataspoc/state/%s/pending.json", pipeline);
 }

@@ -140,7 +140,7 @@ expect_accepted() {
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 	run -1 bucket_exists ".dataspoc/state/$1/lock"
-	run -1 bucket_exists ".dataspoc/state/$1/pending.json"
+	no_pending "$1"
 }
 
 # --- the runners -------------------------------------------------------------------

@@ -131,3 +131,224 @@ Done! 0 records in 0 stream(s)"
 	run -0 ls -A "$TMPDIR"
 	assert_output ""
 }
+
+# --- the run lock names what really runs (issue #12) --------------------------
+
+# A lock of run $1, held by pid $2 on this machine, whose processes hold the
+# folder $3 (empty: none), as pipe-state writes it; $4: the host id.
+forge_lock() {
+	local dir=
+	[ -z "$3" ] || dir=", \"run_dir\": \"$3\""
+	printf '{"run_id": "%s", "host": "%s", "host_id": "%s", "pid": %s%s, "renew_every": %s, "started_at": "2026-01-01T00:00:00Z", "expires_at": "%s"}\n' \
+		"$1" "$(hostname)" "${4:-$(this_host_id)}" "$2" "$dir" "${RENEW:-60}" "${EXPIRES:-2999-01-01T00:00:00Z}" |
+		bucket_put .dataspoc/state/orph/lock
+}
+
+# A process that holds folder $1 locked, as every process of a run holds
+# its driver's folder.
+hold_folder() {
+	exec 8<"$1"
+	flock 8
+	exec sleep 1000
+}
+
+gone_pid() {
+	sh -c 'exit 0' &
+	local p=$!
+	wait "$p" || true
+	echo "$p"
+}
+
+@test "kill -9 of the driver during its commit: pipe-commit dies with it, and the next run finishes the commit, every record once" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	# the commit waits for the manifest lock a live process holds
+	sleep 1000 &
+	local holder=$! driver st=0 commit rid
+	BG_PIDS="$BG_PIDS $holder"
+	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+		"$(hostname)" "$(this_host_id)" "$holder" | bucket_put .dataspoc/manifest.lock
+	dataspoc-pipe run orph >run.out 2>run.err &
+	driver=$!
+	BG_PIDS="$BG_PIDS $driver"
+	wait_until pid_of pipe-commit >/dev/null
+	commit=$(pid_of pipe-commit)
+	rid=$(bucket_keys .dataspoc/state/orph/pending/ | sed -n 's|.*/\(.*\)\.json$|\1|p')
+	[ -n "$rid" ]
+	kill -9 "$driver"
+	wait "$driver" || st=$?
+	assert_equal "$st" 137
+	# the stage is gone with its driver: it writes nothing more
+	WAIT_LIMIT=$QUICK wait_until dead "$commit"
+	bucket_rm .dataspoc/manifest.lock
+	: >"$T/out"
+	run -0 --separate-stderr dataspoc-pipe run orph
+	grep -qxF "pipe-state: warning: finishing the commit of run $rid, which was interrupted" <<<"$stderr"
+	table_data raw/orph/s | jq -c .n >got
+	echo 1 | expect_file got
+	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
+	echo '{"n":1}' | expect_file state.got
+	no_pending orph
+}
+
+@test "a run whose driver is gone but whose processes live: the next run waits for them, refuses, and takes over once they are gone" {
+	local dir=$BATS_TEST_TMPDIR/run-dir dead
+	mkdir "$dir"
+	hold_folder "$dir" &
+	local stage=$!
+	BG_PIDS="$BG_PIDS $stage"
+	WAIT_LIMIT=$QUICK wait_until sh -c '! flock -n "$1" true' sh "$dir"
+	dead=$(gone_pid)
+	forge_lock 20260101T000000Z-0a0a0a "$dead" "$dir"
+	bucket_snapshot >before.snap
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -1 --separate-stderr env DATASPOC_PIPE_KILL_GRACE=0 dataspoc-pipe run orph
+	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0a0a0a: its driver (pid $dead on $(hostname)) is gone, but processes of that run still hold $dir; stop them, or wait for them to end"
+	bucket_snapshot >after.snap
+	diff -u before.snap after.snap
+	[ ! -e "$T/runs" ]
+	kill "$stage"
+	wait "$stage" 2>/dev/null || true
+	run -0 --separate-stderr dataspoc-pipe run orph
+	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0a0a0a (pid $dead on $(hostname)), which is no longer running"
+}
+
+@test "the same host name in another PID namespace or machine: a dead-looking pid proves nothing; only an expired lock, no longer renewed, is taken over" {
+	local dead rkey=.dataspoc/state/orph/lock.20260101T000000Z-0b0b0b.renewed
+	dead=$(gone_pid)
+	forge_lock 20260101T000000Z-0b0b0b "$dead" "" "0123-other-boot:4026531836"
+	bucket_snapshot >before.snap
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -1 --separate-stderr dataspoc-pipe run orph
+	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	bucket_snapshot >after.snap
+	diff -u before.snap after.snap
+
+	# expired by our clock, yet its holder renews it (its clock or ours is off)
+	EXPIRES=2026-01-01T06:00:00Z RENEW=1 forge_lock 20260101T000000Z-0b0b0b "$dead" "" "0123-other-boot:4026531836"
+	( while :; do
+		printf '{"run_id": "20260101T000000Z-0b0b0b", "expires_at": "2026-01-01T06:00:00Z", "beat": %s}\n' "$(date +%s%N)" |
+			bucket_put "$rkey"
+		sleep 0.3
+	done ) &
+	local beater=$!
+	BG_PIDS="$BG_PIDS $beater"
+	run -1 --separate-stderr dataspoc-pipe run orph
+	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname)), which renewed it just now although it expired at 2026-01-01T06:00:00Z by this machine's clock: check the clocks of both machines"
+	[ ! -e "$T/runs" ]
+
+	# no renewal for two intervals: gone
+	kill "$beater"
+	wait "$beater" 2>/dev/null || true
+	run -0 --separate-stderr dataspoc-pipe run orph
+	assert_line --index 0 "Running: orph"
+	grep -qxF "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0b0b0b (pid $dead on $(hostname)), which expired at 2026-01-01T06:00:00Z" <<<"$stderr"
+	run -0 bucket_keys .dataspoc/state/orph/
+	refute_output --partial .renewed
+	refute_output --partial /lock
+}
+
+@test "a lock of an older version (no host id) of a dead pid on this host name is taken over only once expired" {
+	local dead
+	dead=$(gone_pid)
+	printf '{"run_id": "20260101T000000Z-0c0c0c", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+		"$(hostname)" "$dead" | bucket_put .dataspoc/state/orph/lock
+	run -1 --separate-stderr dataspoc-pipe run orph
+	grep -qF "is locked by run 20260101T000000Z-0c0c0c (pid $dead on $(hostname)" <<<"$stderr"
+}
+
+@test "the lock is renewed while the tap runs, and its renewals go with it" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	: >"$T/block"
+	DATASPOC_PIPE_LOCK_RENEW=1 dataspoc-pipe run orph >run.out 2>run.err &
+	local driver=$! rid
+	BG_PIDS="$BG_PIDS $driver"
+	wait_for "$T/ready"
+	rid=$(bucket_cat .dataspoc/state/orph/lock | jq -r .run_id)
+	renewed() { bucket_exists ".dataspoc/state/orph/lock.$rid.renewed"; }
+	wait_until renewed
+	bucket_cat ".dataspoc/state/orph/lock.$rid.renewed" | jq -e --arg r "$rid" '.run_id == $r and (.expires_at | type == "string")' >/dev/null
+	: >"$T/release"
+	wait "$driver"
+	run -0 bucket_keys .dataspoc/state/orph/
+	refute_output --partial .renewed
+	refute_output --partial /lock
+}
+
+@test "a plan whose run started before a run that has committed since is refused: the state never goes back" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	echo '{}' | pipe-tap orph | pipe-sink -q -r 20200101T000000Z-000aaa orph >stale.plan
+	run -0 dataspoc-pipe run orph
+	bucket_snapshot >before.snap
+	run -1 --separate-stderr pipe-commit orph <stale.plan
+	grep -qx "pipe-commit: run [0-9TZ-]*[0-9a-f]*, which started after run 20200101T000000Z-000aaa, has committed since: publishing this plan would set the state back; nothing published" <<<"$stderr"
+	bucket_snapshot >after.snap
+	diff -u before.snap after.snap
+}
+
+@test "a pending commit that can never be finished (its staged files gone) is withdrawn and logged as failed; the run goes on" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -0 dataspoc-pipe run orph
+	local rid=20261201T000000Z-000bbb
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":2}}' '{"type":"STATE","value":{"n":2}}' >"$T/out"
+	echo '{"n":1}' | pipe-tap orph | pipe-sink -q -r "$rid" orph >plan.jsonl
+	bucket_put ".dataspoc/state/orph/pending/$rid.json" <plan.jsonl
+	bucket_keys ".dataspoc/staging/orph/$rid/" | while read -r k; do bucket_rm "$k"; done
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":3}}' '{"type":"STATE","value":{"n":3}}' >"$T/out"
+	run -0 --separate-stderr dataspoc-pipe run orph
+	grep -qxF "pipe-state: warning: the commit of run $rid could not be finished (a staged file is gone); its files were withdrawn and the run is logged as failed" <<<"$stderr"
+	bucket_cat ".dataspoc/logs/orph/$rid.json" | jq -e '.status == "failure" and (.error | test("could not be finished"))' >/dev/null
+	table_data raw/orph/s | jq -c .n | sort >got
+	printf '1\n3\n' | expect_file got
+	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
+	echo '{"n":3}' | expect_file state.got
+	no_pending orph
+	# and the next run is not wedged
+	: >"$T/out"
+	run -0 dataspoc-pipe run orph
+}
+
+@test "a commit whose run lost the lock stops before its next step; the holder's next run finishes it" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	sleep 1000 &
+	local holder=$! driver st=0 rid
+	BG_PIDS="$BG_PIDS $holder"
+	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+		"$(hostname)" "$(this_host_id)" "$holder" | bucket_put .dataspoc/manifest.lock
+	dataspoc-pipe run orph >run.out 2>run.err &
+	driver=$!
+	BG_PIDS="$BG_PIDS $driver"
+	wait_until pid_of pipe-commit >/dev/null
+	rid=$(bucket_cat .dataspoc/state/orph/lock | jq -r .run_id)
+	# another run (on another machine) takes the lock meanwhile
+	printf '{"run_id": "20991231T000000Z-cccccc", "host": "elsewhere", "pid": 1, "started_at": "2099-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' |
+		bucket_put .dataspoc/state/orph/lock
+	bucket_rm .dataspoc/manifest.lock
+	wait "$driver" || st=$?
+	assert_equal "$st" 1
+	grep -qF "pipe-commit: pipeline 'orph': run $rid no longer holds the lock (now run 20991231T000000Z-cccccc's, pid 1 on elsewhere): stopping before writing the run log" run.err
+	run -1 bucket_exists ".dataspoc/logs/orph/$rid.json"
+	# the other run's lock is untouched
+	bucket_cat .dataspoc/state/orph/lock | jq -e '.run_id == "20991231T000000Z-cccccc"' >/dev/null
+	bucket_exists ".dataspoc/state/orph/pending/$rid.json"
+}
+
+@test "a live run's private folder is never swept, whatever pid it names; a dead one's goes once a minute old" {
+	local live=$TMPDIR/dataspoc-pipe.live01 dead=$TMPDIR/dataspoc-pipe.dead01
+	mkdir -m 700 "$live" "$dead"
+	# a pid that means nothing here (a driver in another PID namespace)
+	gone_pid >"$live/pid"
+	gone_pid >"$dead/pid"
+	echo secret >"$dead/config.json"
+	touch -d '2 minutes ago' "$live" "$dead"
+	hold_folder "$live" &
+	local holder=$!
+	BG_PIDS="$BG_PIDS $holder"
+	WAIT_LIMIT=$QUICK wait_until sh -c '! flock -n "$1" true' sh "$live"
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -0 dataspoc-pipe run orph
+	[ -d "$live" ]
+	[ ! -e "$dead" ]
+	kill "$holder"
+	wait "$holder" 2>/dev/null || true
+	rm -rf "$live"
+}

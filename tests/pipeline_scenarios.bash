@@ -719,8 +719,11 @@ scenario_kill_pipe_commit() {
 	wait_until state_is_new
 	wait_until pid_of pipe-commit >/dev/null
 	commit=$(pid_of pipe-commit)
-	bucket_exists .dataspoc/state/shop/pending.json
-	rid=$(bucket_cat .dataspoc/state/shop/pending.json | jq -r 'select(.type == "run") | .run_id')
+	rid=$(bucket_keys .dataspoc/state/shop/pending/ | sed -n 's|.*/\(.*\)\.json$|\1|p')
+	bucket_exists ".dataspoc/state/shop/pending/$rid.json"
+	bucket_cat ".dataspoc/state/shop/pending/$rid.json" >pending.got
+	jq -r 'select(.type == "run") | .run_id' pending.got >pending.rid
+	echo "$rid" | expect_file pending.rid
 	kill -9 "$commit"
 	DRIVER_STATUS=0
 	wait "$DRIVER" || DRIVER_STATUS=$?
@@ -738,7 +741,7 @@ scenario_kill_pipe_commit() {
   Incremental mode (using previous checkpoint)
 Done! 0 records in 0 stream(s)"
 	assert_stderr "pipe-state: warning: finishing the commit of run $rid, which was interrupted"
-	run -1 bucket_exists .dataspoc/state/shop/pending.json
+	no_pending shop
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 	cat orders.jsonl more.jsonl >want
@@ -791,15 +794,20 @@ pipe-state: warning: finishing the commit of run $rid, which was interrupted"
 	diff -u want got
 	bucket_cat .dataspoc/state/shop/state.json >state.got
 	jq . <<<'{"bookmarks":{"orders":{"id":5},"users":{"id":"u2"}}}' | expect_file state.got
-	run -1 bucket_exists .dataspoc/state/shop/pending.json
+	no_pending shop
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 }
 
 # --- locks -------------------------------------------------------------------------
 
-lock_json() {	# run_id host pid started expires
-	printf '{"run_id": "%s", "host": "%s", "pid": %s, "started_at": "%s", "expires_at": "%s"}\n' "$@"
+lock_json() {	# run_id host pid started expires [host_id]
+	if [ $# -ge 6 ]; then
+		printf '{"run_id": "%s", "host": "%s", "host_id": "%s", "pid": %s, "started_at": "%s", "expires_at": "%s"}\n' \
+			"$1" "$2" "$6" "$3" "$4" "$5"
+	else
+		printf '{"run_id": "%s", "host": "%s", "pid": %s, "started_at": "%s", "expires_at": "%s"}\n' "$@"
+	fi
 }
 
 # A lock left by a dead process on this host is taken over at once.
@@ -809,7 +817,7 @@ scenario_lock_dead_holder() {
 	sh -c 'exit 0' &
 	dead=$!
 	wait "$dead"
-	lock_json 20260101T000000Z-dead00 "$(hostname)" "$dead" 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z |
+	lock_json 20260101T000000Z-dead00 "$(hostname)" "$dead" 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z "$(this_host_id)" |
 		bucket_put .dataspoc/state/shop/lock
 	shop_run
 	assert_equal "$output" "Running: shop

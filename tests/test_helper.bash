@@ -83,6 +83,18 @@ bucket_keys() {
 		done
 }
 
+# What a run lock calls this machine and PID namespace (lock.h: host_id).
+this_host_id() {
+	printf '%s:%s\n' "$(cat /proc/sys/kernel/random/boot_id)" "$(stat -L -c %i /proc/self/ns/pid)"
+}
+
+# No commit of pipeline $1 is pending (none of a run's, none of an older version's).
+no_pending() {
+	run -1 bucket_exists ".dataspoc/state/$1/pending.json"
+	run -0 bucket_keys ".dataspoc/state/$1/pending/"
+	assert_output ""
+}
+
 bucket_files() {
 	bucket_keys | grep -v '^\.dataspoc/' || true
 }

@@ -87,44 +87,71 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 		    const struct plan *p, const char *message, const char *tap_stderr)
 {
 	char *lock = util_lock_key(cfg->name);
-	char *pending = util_pending_key(cfg->name);
-	struct sb text = SB_INIT;
-	int ret = CLI_OK, r;
+	int ret = CLI_OK, r, held = lock_held_by(b, lock, run_id);
+	int other = held == 0 ? bucket_exists(b, lock) : 0;
 
-	r = bucket_get(b, pending, &text);
+	r = held < 0 || other < 0 ? -1 : commit_pending(b, cfg->name, run_id);
 	if (r < 0) {
 		ret = CLI_FAILED;
-	} else if (r == 0 && strstr(text.buf, run_id) != NULL) {
+	} else if (r == 1) {
 		/* Its commit began: the next run finishes it, so keep its files. */
 		err_msg("the commit of run %s is pending; the next run of '%s' finishes it", run_id, cfg->name);
+	} else if (other == 1) {
+		/* another run holds the lock: write nothing beside it */
+		err_msg("pipeline '%s' is now locked by another run: the staged files of run %s are left to its recovery, and no log is written",
+			cfg->name, run_id);
+		ret = CLI_FAILED;
 	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message, tap_stderr) != 0) {
 		ret = CLI_FAILED;
 	}
 	if (lock_release(b, lock, run_id) != 0)
 		ret = CLI_FAILED;
-	sb_free(&text);
 	free(lock);
-	free(pending);
 	return ret;
 }
 
+/*
+ * Publish under the run's lock.  A plan whose run does not hold it (run
+ * alone, without pipe-state get; or its lock was taken over) takes a free
+ * lock, unless a later run has committed meanwhile.
+ */
 static int do_commit(struct bucket *b, const struct pipe_config *cfg, const struct plan *p)
 {
 	char *lock = util_lock_key(cfg->name);
 	char *what = xasprintf("pipeline '%s'", cfg->name);
+	char *later = NULL;
 	struct sb out = SB_INIT;
-	int ret = CLI_FAILED;
+	long ttl = lock_default_ttl();
+	int ret = CLI_FAILED, r;
 
 	if (strcmp(p->pipeline, cfg->name) != 0) {
 		err_msg("the plan is for pipeline '%s', not '%s'", p->pipeline, cfg->name);
 		goto out;
 	}
-	if (lock_take(b, lock, what, p->run_id, cli_lock_pid(), lock_default_ttl(), 0) != 0)
+	r = lock_held_by(b, lock, p->run_id);
+	if (r < 0)
 		goto out;
+	if (r == 0) {
+		r = commit_later_run(b, cfg->name, p->run_id, &later);
+		if (r < 0)
+			goto out;
+		if (r == 1) {
+			err_msg("run %s, which started after run %s, has committed since: publishing this plan would set the state back; nothing published",
+				later, p->run_id);
+			goto out;
+		}
+		if (lock_take_run(b, lock, what, p->run_id, cli_lock_pid(), cli_run_dir(), ttl, 0) != 0)
+			goto out;
+	}
+	if (lock_renew(b, lock, p->run_id, ttl) < 0)
+		goto release;
 	if (commit_publish(b, p) == 0)
 		ret = CLI_OK;
-	else
+	else if (commit_pending(b, cfg->name, p->run_id) == 1)
 		err_msg("the commit of run %s did not finish; the next run of '%s' finishes it", p->run_id, cfg->name);
+	else
+		err_msg("the commit of run %s did not begin; nothing published", p->run_id);
+release:
 	if (lock_release(b, lock, p->run_id) != 0)
 		ret = CLI_FAILED;
 	if (ret == CLI_OK) {
@@ -135,6 +162,7 @@ out:
 	sb_free(&out);
 	free(lock);
 	free(what);
+	free(later);
 	return ret;
 }
 
@@ -154,6 +182,7 @@ int main(int argc, char **argv)
 	int c, abort_run = 0, bad, parsed, ret = CLI_FAILED;
 
 	err_init(argv[0]);
+	cli_die_with_driver();
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&plan, 0, sizeof(plan));
 	while ((c = getopt_long(argc, argv, "ac:e:hr:t:", longopts, NULL)) != -1) {

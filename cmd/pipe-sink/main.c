@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "config.h"
 #include "err.h"
+#include "lock.h"
 #include "plan.h"
 #include "sink.h"
 #include "transform.h"
@@ -144,8 +145,26 @@ int main(int argc, char **argv)
 		/* Still end the plan, so a reader of it knows. */
 		plan.ended = 1;
 		plan.error = xasprintf("cannot open the bucket '%s'", cfg.bucket);
-	} else if (sink_run(b, &cfg, &opt, STDIN_FILENO, &plan) == 0) {
-		ret = CLI_OK;
+	} else {
+		/* the run's lock (pipe-state get took it) is renewed while the tap runs */
+		char *lock = util_lock_key(cfg.name);
+		char *what = xasprintf("pipeline '%s'", cfg.name);
+		struct bucket *kb = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+		struct lock_keeper *keeper = kb ? lock_keeper_start(kb, lock, what, opt.run_id,
+								    lock_default_ttl()) : NULL;
+
+		if (sink_run(b, &cfg, &opt, STDIN_FILENO, &plan) == 0)
+			ret = CLI_OK;
+		if (lock_keeper_stop(keeper) && plan.success) {
+			plan.success = 0;
+			free(plan.error);
+			plan.error = xasprintf("the run lock of pipeline '%s' was taken over by another run while this one ran",
+					       cfg.name);
+			ret = CLI_FAILED;
+		}
+		bucket_free(kb);
+		free(lock);
+		free(what);
 	}
 	plan_format(&plan, &out);
 	fwrite(out.buf, 1, out.len, stdout);

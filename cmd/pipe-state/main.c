@@ -90,7 +90,7 @@ static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *
 	int ret = CLI_FAILED, r = 1, locked = 0, write_errno = 0;
 
 	if (run_id) {
-		r = lock_take(b, lock, what, run_id, cli_lock_pid(), lock_default_ttl(), 0);
+		r = lock_take_run(b, lock, what, run_id, cli_lock_pid(), cli_run_dir(), lock_default_ttl(), 0);
 		if (r != 0)
 			goto out;
 		locked = 1;
@@ -234,7 +234,7 @@ static int cmd_unlock(struct bucket *b, const struct pipe_config *cfg)
 	if (r == 1) {
 		fprintf(stderr, "pipeline '%s' is not locked\n", cfg->name);
 	} else {
-		if (bucket_delete(b, lock) != 0)
+		if (lock_release(b, lock, NULL) != 0)
 			goto out;
 		fprintf(stderr, "removed the lock of pipeline '%s': %s", cfg->name, text.buf);
 	}
@@ -519,6 +519,7 @@ int main(int argc, char **argv)
 	int c, full = 0, force = 0, have_n = 0, bad, ret = CLI_USAGE;
 
 	err_init(argv[0]);
+	cli_die_with_driver();
 	memset(&cfg, 0, sizeof(cfg));
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(help_text, stdout);

@@ -112,7 +112,7 @@ expect_next_run_works() {
 	printf '%s\n' "$stderr" >err
 	grep -qx "pipe-commit: the commit of run $rid did not finish; the next run of 'disk' finishes it" err
 	grep -q "No space left on device" err
-	bucket_exists .dataspoc/state/disk/pending.json
+	bucket_exists ".dataspoc/state/disk/pending/$rid.json"
 	run -0 --separate-stderr pipe-commit -a -r "$rid" -e "the disk is full" disk <plan.jsonl
 	assert_stderr "pipe-commit: the commit of run $rid is pending; the next run of 'disk' finishes it"
 	# the old state until the commit is finished
@@ -122,7 +122,7 @@ expect_next_run_works() {
 	printf '%s\n' '{"type":"STATE","value":{"n":2}}' >"$FAKE_DIR/tap-disk/out"
 	run -0 --separate-stderr dataspoc-pipe run disk
 	assert_stderr "pipe-state: warning: finishing the commit of run $rid, which was interrupted"
-	run -1 bucket_exists .dataspoc/state/disk/pending.json
+	no_pending disk
 	# every record once: n=1 of the first run, n=2 of the finished commit
 	for i in $(bucket_files); do bucket_cat "$i"; done | jq -c .n | sort >got
 	printf '1\n2\n' | expect_file got
