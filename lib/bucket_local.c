@@ -37,8 +37,13 @@ struct local_writer {
 	char *path;	/* for messages */
 };
 
-/* A failed create may race with another process pruning the directory. */
-enum { MKDIR_TRIES = 5 };
+/*
+ * A create may race with another process pruning the directories it needs
+ * (prune_parents(): a folder is empty from its mkdir until the entry lands
+ * in it).  Each loss is one prune of another process, so a bound this high
+ * is never reached but by a directory removed on purpose, again and again.
+ */
+enum { MKDIR_TRIES = 100 };
 
 static struct local_bucket *lb(struct bucket *b)
 {
@@ -101,13 +106,21 @@ static int sync_dir_fd(int fd)
 	return 0;
 }
 
-/* fsync the directory holding key; reports its own error. */
-static int sync_parent(struct local_bucket *l, const char *key)
+/*
+ * fsync the directory holding key; reports its own error.  With gone_ok,
+ * a directory that is no more (another process pruned it once it was
+ * empty: key was just removed from it) has nothing left to sync.
+ */
+static int sync_parent(struct local_bucket *l, const char *key, int gone_ok)
 {
 	char *dir = dir_of(key);
 	int fd, r = 0;
 
 	fd = open_dir(l->fd, dir);
+	if (fd < 0 && errno == ENOENT && gone_ok) {
+		free(dir);
+		return 0;
+	}
 	if (fd < 0 || sync_dir_fd(fd) < 0) {
 		char *p = strcmp(dir, ".") ? path_of(l, dir) : xstrdup(l->root);
 
@@ -124,20 +137,29 @@ static int sync_parent(struct local_bucket *l, const char *key)
 /*
  * Create the directories leading to key.  A directory made here is
  * fsynced into its parent so that what is renamed into it survives a crash.
- * Reports its own error.
+ * When a parent vanishes on the way down (another process pruned it while
+ * it was empty, as it may be between its mkdir and ours), the walk starts
+ * again from the top.  Reports its own error.
  */
 static int mkdir_parents(struct local_bucket *l, const char *key)
 {
 	char *dir = xstrdup(key);
 	char *p;
-	int r = 0;
+	int r = 0, tries = 0;
 
+again:
 	for (p = strchr(dir, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
 		if (mkdirat(l->fd, dir, 0777) == 0) {
 			char *parent = dir_of(dir);
 			int pfd = open_dir(l->fd, parent);
 
+			/* the parent gone: so is the empty folder just made in it */
+			if (pfd < 0 && errno == ENOENT && ++tries < MKDIR_TRIES) {
+				free(parent);
+				*p = '/';
+				goto again;
+			}
 			if (pfd < 0 || sync_dir_fd(pfd) < 0) {
 				char *path = path_of(l, dir);
 
@@ -150,6 +172,9 @@ static int mkdir_parents(struct local_bucket *l, const char *key)
 			free(parent);
 			if (r < 0)
 				break;
+		} else if (errno == ENOENT && ++tries < MKDIR_TRIES) {
+			*p = '/';
+			goto again;
 		} else if (errno != EEXIST) {
 			char *path = path_of(l, dir);
 
@@ -165,16 +190,53 @@ static int mkdir_parents(struct local_bucket *l, const char *key)
 }
 
 /*
+ * How many leading bytes of key name folders that prune_parents() keeps:
+ * those shared by pipelines, which other processes create and fill at any
+ * time.  They are
+ * - .dataspoc and its areas (.dataspoc/staging, state, logs, probe, ...):
+ *   every run of every pipeline works in them;
+ * - the base folders of a data file in the bucket layout
+ *   ([PATH/]SOURCE/TABLE/dt=DAY/FILE): PATH and PATH/SOURCE, where the
+ *   tables of every pipeline of a tap meet.
+ * A table folder and its dt= folders are shared only by pipelines landing
+ * in one table; they go when empty, and whoever makes them again retries
+ * (mkdir_parents() and its callers).
+ */
+static size_t prune_floor(const char *key)
+{
+	static const char meta[] = ".dataspoc/";
+	const char *slash = strrchr(key, '/'), *p;
+
+	if (strncmp(key, meta, sizeof(meta) - 1) == 0) {
+		p = strchr(key + sizeof(meta) - 1, '/');
+		return p ? (size_t)(p - key) : sizeof(meta) - 2;
+	}
+	if (slash == NULL)
+		return 0;
+	/* the parent, a dt= folder; p: the slash before it */
+	for (p = slash; p > key && p[-1] != '/'; p--)
+		;
+	if (p == key || strncmp(p, "dt=", 3) != 0)
+		return 0;
+	/* the table folder above it; the folder above that stays */
+	for (p--; p > key && p[-1] != '/'; p--)
+		;
+	return p == key ? 0 : (size_t)(p - 1 - key);
+}
+
+/*
  * Remove the directories above key that are empty, deepest first, up to
- * but not including the root.  Best effort: the first directory that
- * cannot go (not empty, busy, no permission) ends it quietly.
+ * but not including the root and the folders shared by pipelines
+ * (prune_floor()).  Best effort: the first directory that cannot go (not
+ * empty, busy, no permission) ends it quietly.
  */
 static void prune_parents(struct local_bucket *l, const char *key)
 {
 	char *dir = xstrdup(key);
+	size_t floor = prune_floor(key);
 	char *slash;
 
-	while ((slash = strrchr(dir, '/')) != NULL) {
+	while ((slash = strrchr(dir, '/')) != NULL && (size_t)(slash - dir) > floor) {
 		*slash = '\0';
 		if (unlinkat(l->fd, dir, AT_REMOVEDIR) < 0 && errno != ENOENT)
 			break;
@@ -286,26 +348,34 @@ static char *write_temp(struct local_bucket *l, const char *key,
 	int fd = -1, tries;
 
 	*dfd = -1;
-	for (tries = 0; tries < MKDIR_TRIES; tries++) {
+	for (tries = 0;; tries++) {
+		int names;
+
 		if (mkdir_parents(l, key) < 0)
 			goto fail;
 		*dfd = open_dir(l->fd, dir);
-		if (*dfd >= 0 || errno != ENOENT)
-			break;
-	}
-	if (*dfd < 0) {
-		path = strcmp(dir, ".") ? path_of(l, dir) : xstrdup(l->root);
-		err_msg("cannot open directory '%s':", path);
-		goto fail;
-	}
-	for (tries = 0; tries < 10; tries++) {
-		free(tmp);
-		tmp = temp_name(base_of(key));
-		fd = openat(*dfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
+		if (*dfd < 0) {
+			if (errno == ENOENT && tries + 1 < MKDIR_TRIES)
+				continue;
+			path = strcmp(dir, ".") ? path_of(l, dir) : xstrdup(l->root);
+			err_msg("cannot open directory '%s':", path);
+			goto fail;
+		}
+		for (names = 0; names < 10; names++) {
+			free(tmp);
+			tmp = temp_name(base_of(key));
+			fd = openat(*dfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+			if (fd >= 0 || errno != EEXIST)
+				break;
+		}
+		if (fd >= 0)
+			break;	/* the temp file keeps the directory from pruning */
+		/* pruned between its open and the create: make it again */
+		if (errno == ENOENT && tries + 1 < MKDIR_TRIES) {
+			close(*dfd);
+			*dfd = -1;
+			continue;
+		}
 		path = path_of(l, key);
 		err_msg("cannot create a temporary file for '%s':", path);
 		goto fail;
@@ -432,7 +502,7 @@ static int local_delete(struct bucket *b, const char *key)
 		free(path);
 		return -1;
 	}
-	if (sync_parent(l, key) < 0)
+	if (sync_parent(l, key, 1) < 0)
 		return -1;
 	prune_parents(l, key);
 	return 0;
@@ -473,7 +543,7 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 	}
 	if (tries == MKDIR_TRIES)
 		goto fail;
-	if (sync_parent(l, to) < 0)
+	if (sync_parent(l, to, 0) < 0)
 		return -1;
 	{
 		/* The source's directory changed too, when it is another one. */
@@ -482,7 +552,7 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 
 		free(df);
 		free(dt);
-		if (!same && sync_parent(l, from) < 0)
+		if (!same && sync_parent(l, from, 1) < 0)
 			return -1;
 	}
 	prune_parents(l, from);
@@ -750,7 +820,7 @@ static int local_writer_close(struct bucket_writer *bw)
 		err_msg("cannot write '%s':", w->path);
 		goto fail;
 	}
-	if (sync_parent(lb(bw->b), bw->key) < 0)
+	if (sync_parent(lb(bw->b), bw->key, 0) < 0)
 		goto fail;
 	free(w->path);
 	free(w);

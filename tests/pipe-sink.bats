@@ -170,6 +170,13 @@ $USAGE"
 	expect_staging_empty
 }
 
+@test "a failed run removes its staging folders, but not .dataspoc/staging, which every pipeline shares" {
+	head -n 6 dump.jsonl >cut.jsonl
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <cut.jsonl
+	(cd "$BUCKET_DIR" && find . -printf '%P\n' | LC_ALL=C sort) >got
+	printf '%s\n' "" .dataspoc .dataspoc/staging | expect_file got
+}
+
 @test "empty input: failure" {
 	run -1 --separate-stderr pipe-sink -q -r "$RID" shop </dev/null
 	assert_stderr "pipe-sink: input ended without pipe-tap's end line: the tap or pipe-tap did not finish"

@@ -22,6 +22,89 @@ teardown() {
 	scenario_concurrent "${LOAD_PIPE_RECORDS:-2000}"
 }
 
+# hammer_setup WORKERS: the input and the pipelines of sink_hammer, in
+# hammer/ (not in pipelines/, which run --all runs).
+hammer_setup() {
+	local w
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"id":1}}' \
+		'{"type":"DATASPOC_TAP_END","status":"failure","exit_status":1,"error":"tap-race failed"}' >hammer.jsonl
+	mkdir -p hammer
+	for w in $(seq 1 $((($1 + 1) / 2))); do
+		write_pipeline "w$w" tap-race
+		mv "$DATASPOC_PIPE_HOME/pipelines/w$w.yaml" hammer/
+	done
+}
+
+# sink_hammer WORKERS RUNS: WORKERS loops at once into the bucket, each
+# running pipe-sink RUNS times on a stream whose tap failed: each run
+# stages a file (making .dataspoc/staging/NAME/RUN/...) and removes it
+# (pruning the folders it emptied).  Two workers share a pipeline (each
+# its own run id), so staging/NAME is made and pruned by two processes at
+# once, and .dataspoc/staging by all.  Their stderr goes to hammer.err.N,
+# their statuses to hammer.status.N.
+sink_hammer() {
+	local workers=$1 runs=$2 w p st pids=
+	for w in $(seq 1 "$workers"); do
+		p=w$(((w + 1) / 2))
+		(
+			for _ in $(seq 1 "$runs"); do
+				st=0
+				pipe-sink -q -r "20260102T030405Z-abc$(printf %03d "$w")" -c "hammer/$p.yaml" \
+					<hammer.jsonl >/dev/null 2>>"hammer.err.$w" || st=$?
+				echo "$st" >>"hammer.status.$w"
+			done
+		) &
+		pids="$pids $!"
+	done
+	for w in $pids; do
+		wait "$w"
+	done
+}
+
+# Every run of sink_hammer WORKERS RUNS failed as its tap did, and only so.
+hammer_check() {
+	cat hammer.err.* | LC_ALL=C sort | uniq -c | sed 's/^ *//' >hammer.err
+	echo "$(($1 * $2)) pipe-sink: tap-race failed" | expect_file hammer.err
+	cat hammer.status.* | LC_ALL=C sort | uniq -c | sed 's/^ *//' >hammer.status
+	echo "$(($1 * $2)) 1" | expect_file hammer.status
+}
+
+@test "run --all -j 4 round after round, pipe-sink runs beside it: no run trips on a folder another pruned" {
+	# Small pipelines: each run makes and prunes its staging folders within
+	# milliseconds, beside the others' (issue #12, item 9: one pruned the
+	# shared .dataspoc/staging while another made its folder in it).  The
+	# hammer beside them does the same hundreds of times, so that the
+	# race, rare between whole runs, is met for sure.
+	local LOAD_PIPELINES=${LOAD_RACE_PIPELINES:-12} LOAD_STREAMS=2
+	local rounds=${LOAD_RACE_ROUNDS:-10} jobs=${LOAD_RACE_JOBS:-4}
+	local workers=${LOAD_RACE_WORKERS:-4} runs=${LOAD_RACE_RUNS:-150} i r name failed=0 hammer
+	for i in $(seq 1 "$LOAD_PIPELINES"); do
+		name=$(printf 'p%02d' "$i")
+		load_pipeline "$name" "{\"pipeline\":\"$name\",\"streams\":$LOAD_STREAMS,\"records\":2,\"block\":1}"
+	done
+	hammer_setup "$workers"
+	sink_hammer "$workers" "$runs" &
+	hammer=$!
+	BG_PIDS="$BG_PIDS $hammer"
+	for r in $(seq 1 "$rounds"); do
+		status=0
+		dataspoc-pipe run --all -j "$jobs" >out 2>err || status=$?
+		if [ "$status" -ne 0 ] || [ "$(tail -n 1 out)" != "Summary: $LOAD_PIPELINES success, 0 failure(s)" ]; then
+			echo "round $r: exit $status, $(tail -n 1 out)" >&2
+			grep -h 'pipe-\|failed' out err | LC_ALL=C sort | uniq -c | head -n 5 >&2
+			failed=$((failed + 1))
+		fi
+	done
+	wait "$hammer"
+	hammer_check "$workers" "$runs"
+	[ "$failed" -eq 0 ] || { echo "$failed of $rounds rounds failed" >&2; false; }
+	pipelines_check "$rounds" 2
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+	figure "$rounds rounds of $LOAD_PIPELINES pipelines x $LOAD_STREAMS streams x 2 records, -j $jobs," \
+		"beside $workers x $runs pipe-sink runs staging and removing a file: none failed"
+}
+
 @test "one stream of 10,000,000 records: every record once, memory and files bounded" {
 	local n=$LOAD_RECORDS files first last
 	load_pipeline big "{\"pipeline\":\"big\",\"streams\":1,\"records\":$n,\"block\":$n,\"state_every\":1000000,\"prefix\":\"big\"}" \
