@@ -10,6 +10,7 @@
 #include "err.h"
 #include "json.h"
 #include "lock.h"
+#include "sink.h"
 #include "util.h"
 
 static int table_at(jv t, const char *dir);
@@ -290,9 +291,582 @@ static void check_owner(jv t, const struct plan *p, const char *dir)
 	jv_free(owner);
 }
 
-int manifest_table_versions(struct bucket *b, const struct plan *p, char **versions)
+/*
+ * The manifest text[0..len) as a jv object, or jv_invalid() with what is
+ * wrong with it in why: it is not JSON (cut short, invalid UTF-8, a NUL),
+ * not an object, or its "tables" or one of its tables is not an object.
+ */
+static jv manifest_parse(const char *text, size_t len, struct sb *why)
+{
+	struct json_span v;
+	size_t errpos;
+	const char *errmsg;
+	jv m, tables;
+	int bad = 0;
+
+	if (len == 0) {
+		sb_adds(why, "it is empty");
+		return jv_invalid();
+	}
+	if (json_validate(text, len, &v, &errpos, &errmsg) != 0) {
+		sb_addf(why, "byte %zu: %s", errpos + 1, errmsg);
+		return jv_invalid();
+	}
+	if (v.type != JSON_OBJECT) {
+		sb_adds(why, "not a JSON object");
+		return jv_invalid();
+	}
+	m = jv_parse_sized(text, (int)len);
+	if (jv_get_kind(m) != JV_KIND_OBJECT) {
+		jv msg = jv_invalid_get_msg(m);
+
+		sb_addf(why, "jq cannot read it: %s",
+			jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "not an object");
+		jv_free(msg);
+		return jv_invalid();
+	}
+	tables = jv_object_get(jv_copy(m), jv_string("tables"));
+	if (jv_get_kind(tables) == JV_KIND_OBJECT) {
+		jv_object_foreach(tables, k, t) {
+			if (!bad && jv_get_kind(t) != JV_KIND_OBJECT) {
+				sb_adds(why, "its table ");
+				json_quote(why, jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)));
+				sb_adds(why, " is not an object");
+				bad = 1;
+			}
+			jv_free(k);
+			jv_free(t);
+		}
+	} else if (jv_get_kind(tables) != JV_KIND_INVALID && jv_get_kind(tables) != JV_KIND_NULL) {
+		sb_adds(why, "its \"tables\" is not an object");
+		bad = 1;
+	}
+	jv_free(tables);
+	if (bad) {
+		jv_free(m);
+		return jv_invalid();
+	}
+	return m;
+}
+
+/* ---- rebuilding a broken manifest from what the bucket holds ---- */
+
+/* A run that landed files: its success log, read once. */
+struct rb_run {
+	char *id;
+	const char *log;	/* its log's key among the listed keys, or NULL */
+	jv obj;			/* the log, JV_KIND_INVALID until read or when unusable */
+	int read;
+};
+
+/* A table folder holding data files, and the runs whose files are there. */
+struct rb_table {
+	char *dir;
+	char *safe;		/* the stream's folder-safe name, as the file names give it */
+	const char *format;
+	const char *compression;	/* NULL: the files do not say (Parquet) */
+	char **runs;
+	size_t nruns;
+	const char *first;	/* the earliest run counted, NULL: none */
+	jv json;		/* the table for the manifest, jv_null(): none */
+};
+
+struct rebuild {
+	struct rb_run *runs;
+	size_t nruns;
+	struct rb_table *tables;
+	size_t ntables;
+	size_t logs_read;	/* success logs that gave rows */
+	size_t unlogged;	/* runs with files and no success log naming the stream */
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_id_run(const void *id, const void *r)
+{
+	return strcmp(id, ((const struct rb_run *)r)->id);
+}
+
+static struct rb_run *find_run(struct rebuild *rb, const char *id)
+{
+	return bsearch(id, rb->runs, rb->nruns, sizeof(*rb->runs), cmp_id_run);
+}
+
+/*
+ * A data file's key, <dir>/dt=D/<safe>_<run-id>_<NNNN><ext> (DESIGN.md,
+ * "Bucket layout"), split; 0, or -1 when the key is of another shape.
+ */
+static int data_key(const char *key, char **dir, char **safe, char **run,
+		    const char **format, const char **compression)
+{
+	static const struct {
+		const char *ext, *format, *compression;
+	} exts[] = {
+		{ ".parquet", "parquet", NULL },
+		{ ".jsonl.zst", "jsonl", "zstd" },
+		{ ".jsonl.gz", "jsonl", "gzip" },
+		{ ".jsonl", "jsonl", "none" },
+	};
+	const char *base = strrchr(key, '/'), *end, *p, *seq, *id;
+	size_t i, n;
+
+	if (base == NULL || base == key || strncmp(key, ".dataspoc/", 10) == 0)
+		return -1;
+	/* the parent is dt=D, and a folder is above it */
+	for (p = base - 1; p > key && *p != '/'; p--)
+		;
+	if (p == key || strncmp(p + 1, "dt=", 3) != 0)
+		return -1;
+	base++;
+	n = strlen(base);
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t e = strlen(exts[i].ext);
+
+		if (n > e && strcmp(base + n - e, exts[i].ext) == 0)
+			break;
+	}
+	if (i == sizeof(exts) / sizeof(exts[0]))
+		return -1;
+	end = base + n - strlen(exts[i].ext);
+	for (seq = end; seq > base && seq[-1] >= '0' && seq[-1] <= '9'; seq--)
+		;
+	if (end - seq < 4 || seq - 1 <= base || seq[-1] != '_')
+		return -1;
+	for (id = seq - 1; id > base && id[-1] != '_'; id--)
+		;
+	if (id - 1 <= base)
+		return -1;
+	*run = xstrndup(id, (size_t)(seq - 1 - id));
+	if (!util_run_id_ok(*run)) {
+		free(*run);
+		return -1;
+	}
+	*dir = xstrndup(key, (size_t)(p - key));
+	*safe = xstrndup(base, (size_t)(id - 1 - base));
+	*format = exts[i].format;
+	*compression = exts[i].compression;
+	return 0;
+}
+
+/* The run log key .dataspoc/logs/<pipeline>/<run-id>.json's run id, or NULL. */
+static char *log_run(const char *key)
+{
+	const char *base = strrchr(key, '/');
+	size_t n;
+	char *id;
+
+	if (strncmp(key, ".dataspoc/logs/", 15) != 0 || base == NULL || base < key + 16)
+		return NULL;
+	n = strlen(++base);
+	if (n <= 5 || strcmp(base + n - 5, ".json") != 0)
+		return NULL;
+	id = xstrndup(base, n - 5);
+	if (!util_run_id_ok(id)) {
+		free(id);
+		return NULL;
+	}
+	return id;
+}
+
+/* The folders and runs of every data file but this run's, and the runs' logs. */
+static void rb_scan(struct rebuild *rb, char **keys, size_t n, const char *run_id)
+{
+	size_t i, j, nids = 0;
+	char **ids = NULL;
+
+	for (i = 0; i < n; i++) {
+		char *dir, *safe, *run;
+		const char *format, *compression;
+		struct rb_table *t = NULL;
+
+		if (data_key(keys[i], &dir, &safe, &run, &format, &compression) != 0)
+			continue;
+		if (strcmp(run, run_id) == 0) {
+			/* this run's own files: the merge counts them */
+			free(dir);
+			free(safe);
+			free(run);
+			continue;
+		}
+		/* keys come sorted: a folder's files are together */
+		if (rb->ntables > 0 && strcmp(rb->tables[rb->ntables - 1].dir, dir) == 0)
+			t = &rb->tables[rb->ntables - 1];
+		for (j = 0; t == NULL && j < rb->ntables; j++) {
+			if (strcmp(rb->tables[j].dir, dir) == 0)
+				t = &rb->tables[j];
+		}
+		if (t == NULL) {
+			rb->tables = xrealloc(rb->tables, (rb->ntables + 1) * sizeof(*rb->tables));
+			t = &rb->tables[rb->ntables++];
+			memset(t, 0, sizeof(*t));
+			t->dir = dir;
+			t->safe = safe;
+			t->format = format;
+			t->compression = compression;
+			t->json = jv_null();
+			dir = safe = NULL;
+		}
+		free(dir);
+		free(safe);
+		/* a run's files are together too; repeats that are not go below */
+		if (t->nruns > 0 && strcmp(t->runs[t->nruns - 1], run) == 0) {
+			free(run);
+			continue;
+		}
+		t->runs = xrealloc(t->runs, (t->nruns + 1) * sizeof(*t->runs));
+		t->runs[t->nruns++] = run;
+	}
+	/* each folder's distinct runs, sorted, then every folder's */
+	for (i = 0; i < rb->ntables; i++) {
+		struct rb_table *t = &rb->tables[i];
+		size_t kept = 0;
+
+		if (t->nruns > 1)
+			qsort(t->runs, t->nruns, sizeof(*t->runs), cmp_str);
+		for (j = 0; j < t->nruns; j++) {
+			if (kept > 0 && strcmp(t->runs[kept - 1], t->runs[j]) == 0) {
+				free(t->runs[j]);
+				continue;
+			}
+			t->runs[kept++] = t->runs[j];
+		}
+		t->nruns = kept;
+		ids = xrealloc(ids, (nids + kept + 1) * sizeof(*ids));
+		memcpy(ids + nids, t->runs, kept * sizeof(*ids));
+		nids += kept;
+	}
+	if (nids > 1)
+		qsort(ids, nids, sizeof(*ids), cmp_str);
+	rb->runs = xcalloc(nids + 1, sizeof(*rb->runs));
+	for (i = 0; i < nids; i++) {
+		if (rb->nruns > 0 && strcmp(rb->runs[rb->nruns - 1].id, ids[i]) == 0)
+			continue;
+		rb->runs[rb->nruns].id = xstrdup(ids[i]);
+		rb->runs[rb->nruns].obj = jv_invalid();
+		rb->nruns++;
+	}
+	free(ids);
+	for (i = 0; i < n; i++) {
+		char *id = log_run(keys[i]);
+		struct rb_run *r = id ? find_run(rb, id) : NULL;
+
+		/* a run id in two pipelines' logs: the first one listed */
+		if (r != NULL && r->log == NULL)
+			r->log = keys[i];
+		free(id);
+	}
+}
+
+/* Run r's log, when it says success; read once.  0, or -1 on a store error. */
+static int rb_log(struct bucket *b, struct rb_run *r)
 {
 	struct sb text = SB_INIT;
+	struct json_span v;
+	size_t errpos;
+	const char *errmsg;
+	jv obj, status;
+	int got;
+
+	if (r->read || r->log == NULL)
+		return 0;
+	r->read = 1;
+	got = bucket_get(b, r->log, &text);
+	if (got != 0) {
+		sb_free(&text);
+		return got < 0 ? -1 : 0;
+	}
+	if (json_validate(text.buf, text.len, &v, &errpos, &errmsg) != 0 || v.type != JSON_OBJECT) {
+		sb_free(&text);
+		return 0;
+	}
+	obj = jv_parse_sized(text.buf, (int)text.len);
+	sb_free(&text);
+	status = jv_object_get(jv_copy(obj), jv_string("status"));
+	if (jv_get_kind(status) == JV_KIND_STRING && strcmp(jv_string_value(status), "success") == 0) {
+		jv_free(r->obj);
+		r->obj = obj;
+	} else {
+		jv_free(obj);
+	}
+	jv_free(status);
+	return 0;
+}
+
+/*
+ * The records a success log gives the stream whose safe name is safe, and
+ * its name as the tap gave it (*name, newly allocated); 0, or -1 when the
+ * log names no such stream.
+ */
+static int log_records(jv log, const char *safe, double *records, char **name)
+{
+	jv streams = jv_object_get(jv_copy(log), jv_string("streams"));
+	int ret = -1;
+
+	if (jv_get_kind(streams) == JV_KIND_OBJECT) {
+		jv_object_foreach(streams, k, s) {
+			const char *why;
+			char *sn = NULL;
+			jv rec = jv_invalid();
+
+			if (ret != 0) {
+				sn = sink_safe_name(jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)), &why);
+				if (jv_get_kind(s) == JV_KIND_OBJECT)
+					rec = jv_object_get(jv_copy(s), jv_string("records"));
+			}
+			if (sn != NULL && strcmp(sn, safe) == 0 && jv_get_kind(rec) == JV_KIND_NUMBER) {
+				*records = jv_number_value(rec);
+				*name = xstrdup(jv_string_value(k));
+				ret = 0;
+			}
+			jv_free(rec);
+			free(sn);
+			jv_free(k);
+			jv_free(s);
+		}
+	}
+	jv_free(streams);
+	return ret;
+}
+
+static char *str_of(jv obj, const char *key)
+{
+	jv v = jv_object_get(jv_copy(obj), jv_string(key));
+	char *s = jv_get_kind(v) == JV_KIND_STRING ? xstrdup(jv_string_value(v)) : NULL;
+
+	jv_free(v);
+	return s;
+}
+
+/*
+ * Table t as the manifest would hold it after the runs whose files are in
+ * its folder, as their success logs tell: rows, extractions, the last one,
+ * its owner; the columns, key properties and table version no file says.
+ * jv_null() when no success log names the stream.
+ */
+static jv rb_table_json(struct bucket *b, struct rebuild *rb, struct rb_table *t,
+			const struct plan *p, int *err)
+{
+	double total = 0, extractions = 0, last_rows = 0;
+	char *stream = NULL, *owner = NULL, *last = NULL, *finished = NULL, *location;
+	const char *seg, *table;
+	char *source;
+	size_t i;
+	jv o, stats;
+
+	for (i = 0; i < t->nruns; i++) {
+		struct rb_run *r = find_run(rb, t->runs[i]);
+		double records;
+		char *name;
+
+		if (r == NULL || rb_log(b, r) != 0) {
+			*err = 1;
+			break;
+		}
+		if (jv_get_kind(r->obj) != JV_KIND_OBJECT || log_records(r->obj, t->safe, &records, &name) != 0) {
+			rb->unlogged++;
+			continue;
+		}
+		rb->logs_read++;
+		total += records;
+		extractions++;
+		last_rows = records;
+		free(stream);
+		stream = name;
+		if (owner == NULL) {
+			/* the first pipeline to land there; its log's folder names it too */
+			owner = str_of(r->obj, "pipeline");
+			if (owner == NULL)
+				owner = xstrndup(r->log + 15, (size_t)(strrchr(r->log, '/') - r->log - 15));
+			t->first = r->id;
+		}
+		last = r->id;
+		free(finished);
+		finished = str_of(r->obj, "finished_at");
+	}
+	if (*err || last == NULL) {
+		free(stream);
+		free(owner);
+		free(finished);
+		return jv_null();
+	}
+	if (finished == NULL || util_parse_iso_time(finished) == -1) {
+		char iso[32];
+		time_t when = util_run_id_time(last);
+
+		util_iso_time(when == -1 ? time(NULL) : when, iso, sizeof(iso));
+		free(finished);
+		finished = xstrdup(iso);
+	}
+	/* <path>/<source>/<table>: the folder's last two segments */
+	table = strrchr(t->dir, '/') ? strrchr(t->dir, '/') + 1 : t->dir;
+	for (seg = table - 1; seg > t->dir && seg[-1] != '/'; seg--)
+		;
+	source = table > t->dir ? xstrndup(seg, (size_t)(table - 1 - seg)) : xstrdup(table);
+	location = bucket_location(b, t->dir);
+	stats = jv_object();
+	stats = jv_object_set(stats, jv_string("total_rows"), jv_number(total));
+	stats = jv_object_set(stats, jv_string("extractions"), jv_number(extractions));
+	stats = jv_object_set(stats, jv_string("last_extraction"), jv_string(finished));
+	stats = jv_object_set(stats, jv_string("last_extraction_rows"), jv_number(last_rows));
+	o = jv_object();
+	o = jv_object_set(o, jv_string("source"), jv_string(source));
+	o = jv_object_set(o, jv_string("table"), jv_string(table));
+	o = jv_object_set(o, jv_string("stream"), jv_string(stream));
+	o = jv_object_set(o, jv_string("path"), jv_string(t->dir));
+	o = jv_object_set(o, jv_string("location"), jv_string(location));
+	o = jv_object_set(o, jv_string("pipeline"), jv_string(owner));
+	o = jv_object_set(o, jv_string("columns"), jv_array());
+	o = jv_object_set(o, jv_string("key_properties"), jv_array());
+	o = jv_object_set(o, jv_string("format"), jv_string(t->format));
+	/* Parquet's codec is inside the files: known for this pipeline's only */
+	if (t->compression)
+		o = jv_object_set(o, jv_string("compression"), jv_string(t->compression));
+	else if (owner && strcmp(owner, p->pipeline) == 0 && p->compression)
+		o = jv_object_set(o, jv_string("compression"), jv_string(p->compression));
+	o = jv_object_set(o, jv_string("last_extraction"), jv_string(finished));
+	o = jv_object_set(o, jv_string("stats"), stats);
+	o = jv_object_set(o, jv_string("last_run_id"), jv_string(last));
+	free(location);
+	free(source);
+	free(stream);
+	free(owner);
+	free(finished);
+	return o;
+}
+
+/* Folders by the first run counted in them: the first landed keeps the Python key. */
+static int cmp_table(const void *a, const void *b)
+{
+	const struct rb_table *x = a, *y = b;
+
+	if (x->first && y->first && strcmp(x->first, y->first) != 0)
+		return strcmp(x->first, y->first);
+	return strcmp(x->dir, y->dir);
+}
+
+/*
+ * Keep the broken manifest text[0..len) as <manifest>.broken-<run-id> (a
+ * recovery of this run finds its copy there; another content gets -2, -3...)
+ * and name its key in *kept.  0 or -1.
+ */
+static int keep_broken(struct bucket *b, const char *run_id, const char *text, size_t len, char **kept)
+{
+	struct sb there = SB_INIT;
+	int i, r;
+
+	for (i = 1; i < 100; i++) {
+		char *key = i == 1 ? xasprintf("%s.broken-%s", UTIL_MANIFEST_KEY, run_id)
+				   : xasprintf("%s.broken-%s-%d", UTIL_MANIFEST_KEY, run_id, i);
+
+		sb_reset(&there);
+		r = bucket_get(b, key, &there);
+		if (r == 1)
+			r = bucket_put(b, key, text, len);
+		else if (r == 0)
+			r = there.len == len && (len == 0 || memcmp(there.buf, text, len) == 0) ? 0 : 1;
+		if (r == 0) {
+			*kept = key;
+			sb_free(&there);
+			return 0;
+		}
+		free(key);
+		if (r < 0)
+			break;
+	}
+	if (r > 0)
+		err_msg("cannot keep the broken manifest aside in %s: 99 copies of run %s are there already",
+			bucket_url(b), run_id);
+	sb_free(&there);
+	return -1;
+}
+
+/*
+ * manifest.json is unreadable (text[0..len), why says how): keep it aside,
+ * then rebuild its tables from the bucket — every folder of data files,
+ * counted by the success run logs of the runs whose files are there (this
+ * run's own are left to the merge).  *m is the new manifest, and *said the
+ * warning to print once it is written.  0, or -1 on a store error only.
+ */
+static int manifest_rebuild(struct bucket *b, const struct plan *p, const char *text, size_t len,
+			    const char *why, jv *m, struct sb *said)
+{
+	struct rebuild rb;
+	char **keys = NULL, *kept = NULL;
+	size_t n = 0, i, j, ntables = 0, others = 0;
+	int err = 0, ret = -1;
+	jv tables = jv_object();
+
+	memset(&rb, 0, sizeof(rb));
+	if (keep_broken(b, p->run_id, text, len, &kept) != 0 || bucket_list(b, "", &keys, &n) != 0)
+		goto out;
+	rb_scan(&rb, keys, n, p->run_id);
+	for (i = 0; i < rb.ntables && !err; i++)
+		rb.tables[i].json = rb_table_json(b, &rb, &rb.tables[i], p, &err);
+	if (err)
+		goto out;
+	if (rb.ntables > 1)
+		qsort(rb.tables, rb.ntables, sizeof(*rb.tables), cmp_table);
+	for (i = 0; i < rb.ntables; i++) {
+		struct rb_table *t = &rb.tables[i];
+		jv src, tbl;
+		char *key;
+
+		if (jv_get_kind(t->json) != JV_KIND_OBJECT)
+			continue;
+		src = jv_object_get(jv_copy(t->json), jv_string("source"));
+		tbl = jv_object_get(jv_copy(t->json), jv_string("table"));
+		key = table_key(tables, jv_string_value(src), jv_string_value(tbl), t->dir);
+		tables = jv_object_set(tables, jv_string(key), t->json);
+		t->json = jv_null();
+		free(key);
+		jv_free(src);
+		jv_free(tbl);
+		ntables++;
+		for (j = 0; j < p->nstreams && strcmp(p->streams[j].dir, t->dir) != 0; j++)
+			;
+		others += j == p->nstreams;
+	}
+	*m = jv_object();
+	*m = jv_object_set(*m, jv_string("version"), jv_string(MANIFEST_VERSION));
+	*m = jv_object_set(*m, jv_string("updated_at"), jv_null());
+	*m = jv_object_set(*m, jv_string("tables"), tables);
+	tables = jv_invalid();
+	sb_addf(said, "%s/%s was unreadable (%s): kept it as '%s' and rebuilt it from the bucket: "
+		"%zu table(s) of earlier runs, their rows from %zu success run log(s)",
+		bucket_url(b), UTIL_MANIFEST_KEY, why, kept, ntables, rb.logs_read);
+	if (rb.unlogged)
+		sb_addf(said, ", not counting the files of %zu run(s) that no success log names", rb.unlogged);
+	if (others)
+		sb_addf(said, "; the columns, key properties and table version of the %zu table(s) this run "
+			"did not land come back with their pipeline's next run", others);
+	ret = 0;
+out:
+	for (i = 0; i < rb.ntables; i++) {
+		for (j = 0; j < rb.tables[i].nruns; j++)
+			free(rb.tables[i].runs[j]);
+		free(rb.tables[i].runs);
+		free(rb.tables[i].dir);
+		free(rb.tables[i].safe);
+		jv_free(rb.tables[i].json);
+	}
+	for (i = 0; i < rb.nruns; i++) {
+		free(rb.runs[i].id);
+		jv_free(rb.runs[i].obj);
+	}
+	free(rb.tables);
+	free(rb.runs);
+	bucket_list_free(keys);
+	free(kept);
+	jv_free(tables);
+	return ret;
+}
+
+int manifest_table_versions(struct bucket *b, const struct plan *p, char **versions)
+{
+	struct sb text = SB_INIT, why = SB_INIT;
 	jv m, tables;
 	size_t i;
 	int r = bucket_get(b, UTIL_MANIFEST_KEY, &text);
@@ -303,13 +877,18 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 		sb_free(&text);
 		return r < 0 ? -1 : 0;
 	}
-	m = jv_parse_sized(text.buf, (int)text.len);
+	m = manifest_parse(text.buf, text.len, &why);
 	sb_free(&text);
 	if (jv_get_kind(m) != JV_KIND_OBJECT) {
+		/* the update rebuilds it; no version is known meanwhile, so nothing is dropped */
+		err_warn("%s/%s is unreadable (%s): the table versions it recorded are unknown, so the "
+			 "earlier files of the streams that activated one are kept", bucket_url(b),
+			 UTIL_MANIFEST_KEY, why.buf);
 		jv_free(m);
-		err_msg("%s/%s is not a JSON object; fix or remove it", bucket_url(b), UTIL_MANIFEST_KEY);
-		return -1;
+		sb_free(&why);
+		return 0;
 	}
+	sb_free(&why);
 	tables = jv_object_get(m, jv_string("tables"));
 	if (jv_get_kind(tables) == JV_KIND_OBJECT) {
 		jv_object_foreach(tables, k, v) {
@@ -328,7 +907,7 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 
 int manifest_update(struct bucket *b, const struct plan *p)
 {
-	struct sb text = SB_INIT;
+	struct sb text = SB_INIT, said = SB_INIT;
 	jv m = jv_invalid(), tables, dumped;
 	char now[32];
 	size_t i;
@@ -343,11 +922,31 @@ int manifest_update(struct bucket *b, const struct plan *p)
 	if (r < 0)
 		goto out;
 	if (r == 0) {
-		m = jv_parse_sized(text.buf, (int)text.len);
+		struct sb why = SB_INIT;
+
+		m = manifest_parse(text.buf, text.len, &why);
 		if (jv_get_kind(m) != JV_KIND_OBJECT) {
-			err_msg("%s/%s is not a JSON object; fix or remove it", bucket_url(b), UTIL_MANIFEST_KEY);
-			goto out;
+			/*
+			 * The state has moved already: a broken manifest must not fail
+			 * the commit, so it is rebuilt from what the bucket holds.
+			 */
+			jv_free(m);
+			m = jv_invalid();
+			r = manifest_rebuild(b, p, text.buf, text.len, why.buf, &m, &said);
+			sb_free(&why);
+			if (r != 0)
+				goto out;
+			/* the rebuild may outlast the lock's 120 s: write only while it is ours */
+			r = lock_held_by(b, UTIL_MANIFEST_LOCK_KEY, p->run_id);
+			if (r != 1) {
+				if (r == 0)
+					err_msg("lost the manifest lock '%s' in %s while rebuilding the manifest; "
+						"the next run finishes the commit", UTIL_MANIFEST_LOCK_KEY, bucket_url(b));
+				goto out;
+			}
+			changed = 1;
 		}
+		sb_free(&why);
 	} else {
 		m = jv_object();
 		m = jv_object_set(m, jv_string("version"), jv_string(MANIFEST_VERSION));
@@ -398,9 +997,12 @@ int manifest_update(struct bucket *b, const struct plan *p)
 	sb_addc(&text, '\n');
 	jv_free(dumped);
 	ret = bucket_put(b, UTIL_MANIFEST_KEY, text.buf, text.len);
+	if (ret == 0 && said.len)
+		err_warn("%s", said.buf);
 out:
 	jv_free(m);
 	sb_free(&text);
+	sb_free(&said);
 	if (lock_release(b, UTIL_MANIFEST_LOCK_KEY, p->run_id) != 0)
 		ret = -1;
 	return ret;
