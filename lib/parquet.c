@@ -706,8 +706,14 @@ int pq_parse_date(const char *p, size_t n, int32_t *days)
 
 /* TOO_FINE: a valid date-time finer than a microsecond, which would be rounded. */
 #define TOO_FINE (-2)
+/*
+ * LEAP_SECOND: a valid date-time at second 60 (RFC 3339 allows a leap
+ * second), which a TIMESTAMP, a count of microseconds without leap
+ * seconds, holds only as the next minute's first second.
+ */
+#define LEAP_SECOND (-3)
 
-/* pq_parse_timestamp(), or TOO_FINE. */
+/* pq_parse_timestamp(), or TOO_FINE or LEAP_SECOND. */
 static int parse_timestamp(const char *p, size_t n, int64_t *us)
 {
 	int64_t days, secs, frac = 0;
@@ -754,6 +760,8 @@ static int parse_timestamp(const char *p, size_t n, int64_t *us)
 	}
 	if (fine)
 		return TOO_FINE;
+	if (s == 60)
+		return LEAP_SECOND;
 	secs = days * 86400 + h * 3600 + mi * 60 + s - off;
 	*us = secs * 1000000 + frac;
 	return 0;
@@ -1850,6 +1858,9 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 			return 0;
 		}
 		r = parse_timestamp(p, cell->len, &cell->i);
+		if (r == LEAP_SECOND)
+			return widen(f, PQ_TEXT, JSON_NONE, 0,
+				     "is a leap second (second 60), which a TIMESTAMP cannot hold");
 		if (r != 0)
 			return widen(f, PQ_TEXT, JSON_NONE, r != TOO_FINE,
 				     "is not an RFC 3339 date-time with a time zone offset, "

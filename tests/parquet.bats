@@ -178,6 +178,43 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	EOF
 }
 
+@test "a leap second (second 60) is kept exactly: the column becomes STRING, in a new file, with a warning" {
+	pq_pipeline leap
+	{
+		echo '{"type":"SCHEMA","stream":"t","schema":{"properties":{"id":{"type":"integer"},"at":{"type":"string","format":"date-time"}}}}'
+		singer_records t <<-'EOF'
+		{"id":1,"at":"2016-12-31T23:59:59Z"}
+		{"id":2,"at":"2016-12-31T23:59:60Z"}
+		{"id":3,"at":"2017-01-01T00:00:00Z"}
+		{"id":4,"at":"2017-01-01T08:59:60.5+09:00"}
+		EOF
+	} >"$FAKE_DIR/tap-leap/out"
+	run -0 sh -c 'dataspoc-pipe run leap 2>err'
+	printf '%s\n' "pipe-sink: warning: <stdin>:3: record 2 of stream 't': field 'at' (TIMESTAMP(MICROS,UTC)): \"2016-12-31T23:59:60Z\" is a leap second (second 60), which a TIMESTAMP cannot hold: the column is STRING from this record on (in a new file; earlier files keep TIMESTAMP(MICROS,UTC))" \
+		"  t: 4 records..." >want.err
+	diff -u want.err err
+	local files
+	files=($(pq_files raw/leap/t))
+	[ "${#files[@]}" -eq 2 ]
+	pq_rows "${files[0]}" >got0
+	expect_file got0 <<<'{"id":"1","at":"1483228799000000","_extra":null}'
+	pq_rows "${files[1]}" >got1
+	expect_file got1 <<-'EOF'
+	{"id":"2","at":"2016-12-31T23:59:60Z","_extra":null}
+	{"id":"3","at":"2017-01-01T00:00:00Z","_extra":null}
+	{"id":"4","at":"2017-01-01T08:59:60.5+09:00","_extra":null}
+	EOF
+	bucket_cat .dataspoc/manifest.json | jq -c '[.tables["leap/t"].columns[] | [.name, .parquet_type]]' >m
+	expect_file m <<<'[["id","INT64"],["at","STRING"],["_extra","JSON"]]'
+	# schema_mismatch: fail refuses it, and says so; nothing lands
+	rm -rf "$BUCKET_DIR"
+	pq_pipeline leap "schema_mismatch: fail"
+	run -1 --separate-stderr dataspoc-pipe run leap
+	assert_stderr "dataspoc-pipe: run 'leap' failed: the tap's output, line 3: record 2 of stream 't' does not fit its Parquet columns: field 'at' (TIMESTAMP(MICROS,UTC)): \"2016-12-31T23:59:60Z\" is a leap second (second 60), which a TIMESTAMP cannot hold (schema_mismatch: fail; widen, the default, lands it)"
+	run -0 bucket_files
+	assert_output ""
+}
+
 @test "nested values and undeclared members keep their bytes" {
 	pq_pipeline nest
 	{
