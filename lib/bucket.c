@@ -233,6 +233,28 @@ int bucket_probe_conditional(struct bucket *b, const char *key)
 	return b->ops->probe_conditional ? b->ops->probe_conditional(b, key) : 1;
 }
 
+int bucket_version(struct bucket *b, const char *key, char *buf, size_t size)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	buf[0] = '\0';
+	return b->ops->version ? b->ops->version(b, key, buf, size) : 2;
+}
+
+int bucket_put_if(struct bucket *b, const char *key, const void *data, size_t len,
+		  const char *version)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	if (version == NULL || b->ops->put_if == NULL)
+		return b->ops->put(b, key, data, len);
+	return b->ops->put_if(b, key, data, len, version);
+}
+
 int bucket_sweep(struct bucket *b, const char *dir)
 {
 	return b->ops->sweep ? b->ops->sweep(b, dir) : 0;

@@ -79,6 +79,22 @@ int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t l
 int bucket_probe_conditional(struct bucket *b, const char *key);
 
 /*
+ * The version of key's content, for bucket_put_if(), into buf (size
+ * bytes): 1 it exists (S3: its ETag), 0 missing (buf ""), 2 the store
+ * keeps no versions (buf ""; locally), -1 error.
+ */
+int bucket_version(struct bucket *b, const char *key, char *buf, size_t size);
+
+/*
+ * Write key only if it still is at version, as bucket_version() gave it
+ * ("": only if it is still missing; NULL: whatever it holds).  0 written,
+ * 1 it changed meanwhile (nothing written), -1 error.  A store that cannot
+ * make a write conditional writes it as bucket_put() does.
+ */
+int bucket_put_if(struct bucket *b, const char *key, const void *data, size_t len,
+		  const char *version);
+
+/*
  * Delete an object; a missing one is fine.  Locally, directories left empty
  * up to the bucket's root are removed too.  0 or -1.
  */

@@ -46,6 +46,10 @@ struct bucket_ops {
 	int (*put_new)(struct bucket *b, const char *key, const void *data, size_t len);
 	/* bucket_probe_conditional(); NULL: put_new is atomic by itself (1) */
 	int (*probe_conditional)(struct bucket *b, const char *key);
+	/* bucket_version(), bucket_put_if(); NULL: the store keeps no versions */
+	int (*version)(struct bucket *b, const char *key, char *buf, size_t size);
+	int (*put_if)(struct bucket *b, const char *key, const void *data, size_t len,
+		      const char *version);
 	int (*del)(struct bucket *b, const char *key);
 	int (*move)(struct bucket *b, const char *from, const char *to);
 	int (*exists)(struct bucket *b, const char *key);

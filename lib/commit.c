@@ -205,26 +205,79 @@ static int replace_old_files(struct bucket *b, const struct plan *p)
 	return ret;
 }
 
-static int save_state(struct bucket *b, const struct plan *p)
+/*
+ * Each step of a commit first checks that the run doing it (holder: the
+ * plan's, or the recovering run's) still holds the pipeline's lock, so that
+ * a commit whose run lost the lock stops before it writes anything more.
+ */
+struct fence {
+	struct bucket *b;
+	char *lock;
+	char *what;
+	const char *holder;
+};
+
+static void fence_init(struct fence *f, struct bucket *b, const char *pipeline, const char *holder)
 {
-	struct sb pretty = SB_INIT;
+	f->b = b;
+	f->lock = util_lock_key(pipeline);
+	f->what = xasprintf("pipeline '%s'", pipeline);
+	f->holder = holder;
+}
+
+static int fence_pass(const struct fence *f, const char *step)
+{
+	return lock_check(f->b, f->lock, f->what, f->holder, step);
+}
+
+static void fence_free(struct fence *f)
+{
+	free(f->lock);
+	free(f->what);
+}
+
+/*
+ * The plan's state into state.json.  The object's version is read before
+ * fence checks the lock, and the write is conditional on it (on stores that
+ * can), so a commit that lost its lock after the check, and wakes up late,
+ * cannot write over the state of the run that took it over.
+ */
+static int save_state(struct bucket *b, const struct plan *p, const struct fence *f)
+{
+	struct sb pretty = SB_INIT, now = SB_INIT;
 	struct json_span v;
 	size_t errpos;
 	const char *errmsg;
-	char *key;
-	int ret;
+	char *key, version[256];
+	int ret = -1, r;
 
 	if (p->state == NULL)
-		return 0;
+		return fence_pass(f, "saving the state");
 	if (json_validate(p->state, strlen(p->state), &v, &errpos, &errmsg) != 0) {
 		err_msg("the plan's state is not JSON: %s", errmsg);
 		return -1;
 	}
 	json_pretty(&v, &pretty);
 	key = util_state_key(p->pipeline);
-	ret = bucket_put(b, key, pretty.buf, pretty.len);
+	r = bucket_version(b, key, version, sizeof(version));
+	if (r < 0 || fence_pass(f, "saving the state") != 0)
+		goto out;
+	r = bucket_put_if(b, key, pretty.buf, pretty.len, r == 2 ? NULL : version);
+	if (r == 1) {
+		/* changed meanwhile: by an earlier try of this same write, or by another run */
+		r = bucket_get(b, key, &now);
+		if (r == 0 && now.len == pretty.len && memcmp(now.buf, pretty.buf, now.len) == 0)
+			ret = 0;
+		else if (r >= 0)
+			err_msg("%s: '%s' changed while run %s was saving its own: another run has committed; this run's state is not saved",
+				f->what, key, p->run_id);
+		goto out;
+	}
+	ret = r;
+out:
 	free(key);
 	sb_free(&pretty);
+	sb_free(&now);
 	return ret;
 }
 
@@ -300,37 +353,6 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 }
 
 /*
- * Each step of a commit first checks that the run doing it (holder: the
- * plan's, or the recovering run's) still holds the pipeline's lock, so that
- * a commit whose run lost the lock stops before it writes anything more.
- */
-struct fence {
-	struct bucket *b;
-	char *lock;
-	char *what;
-	const char *holder;
-};
-
-static void fence_init(struct fence *f, struct bucket *b, const char *pipeline, const char *holder)
-{
-	f->b = b;
-	f->lock = util_lock_key(pipeline);
-	f->what = xasprintf("pipeline '%s'", pipeline);
-	f->holder = holder;
-}
-
-static int fence_pass(const struct fence *f, const char *step)
-{
-	return lock_check(f->b, f->lock, f->what, f->holder, step);
-}
-
-static void fence_free(struct fence *f)
-{
-	free(f->lock);
-	free(f->what);
-}
-
-/*
  * A pending commit that can never be finished (a staged copy is gone, so
  * no earlier attempt got past publishing: the state never moved): undo
  * what it published, log the run as failed, drop the pending plan.
@@ -373,7 +395,7 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 	}
 	if (fence_pass(f, "replacing the old files") != 0 || replace_old_files(b, p) != 0)
 		goto out;
-	if (fence_pass(f, "saving the state") != 0 || save_state(b, p) != 0)
+	if (save_state(b, p, f) != 0)
 		goto out;
 	if (fence_pass(f, "updating the manifest") != 0 || manifest_update(b, p) != 0)
 		goto out;

@@ -202,6 +202,16 @@ static char *renewal_key(const char *key, const char *run_id)
 	return xasprintf("%s.%s.renewed", key, run_id);
 }
 
+/* The renewal of run_id, if any (a missing key is no error). */
+static int delete_renewal(struct bucket *b, const char *key, const char *run_id)
+{
+	char *rkey = renewal_key(key, run_id);
+	int r = bucket_delete(b, rkey);
+
+	free(rkey);
+	return r;
+}
+
 /* A renewal's expiry, -1 when there is none or it is unreadable. */
 static time_t renewed_until(const struct sb *text)
 {
@@ -285,14 +295,21 @@ static void lock_document(struct sb *out, const char *run_id, long pid, const ch
 		lock_renew_interval(), started, expires);
 }
 
-/* Delete the lock we judged (seen), not one a rival just took. */
-static int delete_if_same(struct bucket *b, const char *key, const struct sb *seen)
+/*
+ * Delete the lock we judged (seen, held by run_id), not one a rival just
+ * took; and that run's renewal.
+ */
+static int delete_if_same(struct bucket *b, const char *key, const struct sb *seen,
+			  const char *run_id)
 {
 	struct sb again = SB_INIT;
 	int r = bucket_get(b, key, &again);
 
-	if (r == 0 && again.len == seen->len && memcmp(again.buf, seen->buf, seen->len) == 0)
+	if (r == 0 && again.len == seen->len && memcmp(again.buf, seen->buf, seen->len) == 0) {
 		r = bucket_delete(b, key);
+		if (r == 0)
+			r = delete_renewal(b, key, run_id);
+	}
 	else if (r == 1)
 		r = 0;
 	sb_free(&again);
@@ -353,7 +370,7 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
 		if (live == GONE) {
 			err_warn("%s: taking over the lock of run %s (pid %ld on %s), which is no longer running",
 				 what, h.run_id, h.pid, h.host);
-			if (delete_if_same(b, key, &seen) != 0)
+			if (delete_if_same(b, key, &seen, h.run_id) != 0)
 				goto out;
 			continue;
 		}
@@ -386,7 +403,7 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
 			if (time(NULL) > expires) {
 				err_warn("%s: taking over the lock of run %s (pid %ld on %s), which expired at %s",
 					 what, h.run_id, h.pid, h.host, h.expires);
-				if (delete_if_same(b, key, &seen) != 0)
+				if (delete_if_same(b, key, &seen, h.run_id) != 0)
 					goto out;
 				continue;
 			}
@@ -478,32 +495,6 @@ int lock_renew(struct bucket *b, const char *key, const char *run_id, long ttl)
 	return r == 0 ? 0 : -1;
 }
 
-/* The renewals beside key of runs other than keep (NULL: all). */
-static int delete_renewals(struct bucket *b, const char *key, const char *keep)
-{
-	const char *slash = strrchr(key, '/');
-	char *dir = xasprintf("%.*s/", (int)(slash ? slash - key : 0), key);
-	char *mine = keep ? renewal_key(key, keep) : NULL;
-	char **keys = NULL;
-	size_t n = 0, i, klen = strlen(key);
-	int ret = bucket_list(b, dir, &keys, &n);
-
-	for (i = 0; ret == 0 && i < n; i++) {
-		size_t len = strlen(keys[i]);
-
-		if (strncmp(keys[i], key, klen) != 0 || keys[i][klen] != '.' ||
-		    len < 8 || strcmp(keys[i] + len - 8, ".renewed") != 0)
-			continue;
-		if (mine && strcmp(keys[i], mine) == 0)
-			continue;
-		ret = bucket_delete(b, keys[i]);
-	}
-	bucket_list_free(keys);
-	free(dir);
-	free(mine);
-	return ret;
-}
-
 int lock_release(struct bucket *b, const char *key, const char *run_id)
 {
 	struct holder h;
@@ -512,10 +503,12 @@ int lock_release(struct bucket *b, const char *key, const char *run_id)
 	if (r < 0 && run_id != NULL)
 		return -1;
 	if (r == 0 && run_id != NULL && strcmp(h.run_id, run_id) != 0)
-		return 0;	/* another's: leave it, and its renewals */
+		return 0;	/* another's: leave it, and its renewal */
 	if (r != 1 && bucket_delete(b, key) != 0)
 		return -1;
-	return delete_renewals(b, key, NULL);
+	if (r == 0)
+		return delete_renewal(b, key, h.run_id);
+	return run_id ? delete_renewal(b, key, run_id) : 0;
 }
 
 struct lock_keeper {

@@ -544,8 +544,12 @@ static int s3_put(struct bucket *b, const char *key, const void *data, size_t le
 	return put_object(sb3(b), "write", key, data, len, NULL, NULL);
 }
 
-/* HEAD: 1 exists (size in *len), 0 missing, -1 error (reported). */
-static int head(struct s3_bucket *s, const char *verb, const char *key, uint64_t *len)
+/*
+ * HEAD: 1 exists (size in *len, ETag into etag when not NULL), 0 missing,
+ * -1 error (reported).
+ */
+static int head_etag(struct s3_bucket *s, const char *verb, const char *key, uint64_t *len,
+		     char *etag, size_t size)
 {
 	struct call c;
 	int r = -1;
@@ -555,6 +559,8 @@ static int head(struct s3_bucket *s, const char *verb, const char *key, uint64_t
 	if (ok(&c)) {
 		if (len)
 			*len = c.length;
+		if (etag)
+			snprintf(etag, size, "%s", c.etag);
 		r = 1;
 	} else if (c.status == 404) {
 		r = 0;
@@ -576,6 +582,11 @@ static int head(struct s3_bucket *s, const char *verb, const char *key, uint64_t
 	}
 	call_free(&c);
 	return r;
+}
+
+static int head(struct s3_bucket *s, const char *verb, const char *key, uint64_t *len)
+{
+	return head_etag(s, verb, key, len, NULL, 0);
 }
 
 static int s3_exists(struct bucket *b, const char *key)
@@ -663,6 +674,45 @@ static int s3_probe_conditional(struct bucket *b, const char *key)
 		return 1;
 	s->no_conditional = 1;	/* 501 NotImplemented */
 	return 0;
+}
+
+/*
+ * An object's version is its ETag.  GCS conditions writes on generations,
+ * not ETags, and a store that refused If-None-Match refuses If-Match too:
+ * those keep no versions here.
+ */
+static int s3_version(struct bucket *b, const char *key, char *buf, size_t size)
+{
+	struct s3_bucket *s = sb3(b);
+	int r;
+
+	if (s->t.gcs || s->no_conditional)
+		return 2;
+	r = head_etag(s, "read", key, NULL, buf, size);
+	if (r == 1 && buf[0] == '\0')
+		return 2;	/* a store that sends no ETag */
+	return r;
+}
+
+/* PutObject with If-Match: ETAG (If-None-Match: * for ""). */
+static int s3_put_if(struct bucket *b, const char *key, const void *data, size_t len,
+		     const char *version)
+{
+	struct s3_bucket *s = sb3(b);
+	char *cond;
+	long status = 0;
+	int r;
+
+	if (s->t.gcs || s->no_conditional)
+		return put_object(s, "write", key, data, len, NULL, NULL);
+	cond = version[0] ? xasprintf("If-Match: %s", version) : xstrdup("If-None-Match: *");
+	r = put_object(s, "write", key, data, len, cond, &status);
+	free(cond);
+	if (r == 1 && (status == 501 || status == 400)) {
+		s->no_conditional = 1;
+		r = put_object(s, "write", key, data, len, NULL, NULL);
+	}
+	return r;
 }
 
 static int delete_object(struct s3_bucket *s, const char *verb, const char *key)
@@ -1206,6 +1256,8 @@ static const struct bucket_ops s3_ops = {
 	.put = s3_put,
 	.put_new = s3_put_new,
 	.probe_conditional = s3_probe_conditional,
+	.version = s3_version,
+	.put_if = s3_put_if,
 	.del = s3_delete,
 	.move = s3_move,
 	.exists = s3_exists,

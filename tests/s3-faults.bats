@@ -120,6 +120,11 @@ store_snapshot() {
 		while IFS= read -r f; do printf '%s %s\n' "$(sha256sum <"$f" | cut -c1-64)" "$f"; done)
 }
 
+# store_cat KEY: an object's bytes, from s3rver's folder.
+store_cat() {
+	cat -- "$S3_DIR/$S3_BUCKET/$1._S3rver_object"
+}
+
 # store_uploads [BUCKET]: the multipart uploads in progress, one id a line.
 store_uploads() {
 	ls -A "$S3_DIR/${1:-$S3_BUCKET}/._S3rver_uploads" 2>/dev/null || true
@@ -392,4 +397,39 @@ lost_answer() {
 	assert_output 2
 	export AWS_ENDPOINT_URL=$S3_ENDPOINT
 	same_as_reference 1
+}
+
+# --- a commit that lost its lock, and wakes up late (issue #12) ----------------------
+
+@test "s3 faults: a commit held up after its lock check, its lock taken over meanwhile: its late state write loses (If-Match), the state is the new run's" {
+	local ra=20261201T000000Z-0000aa dead
+	sh -c 'exit 0' &
+	dead=$!
+	wait "$dead" || true
+	EV_EVENTS=100 ev_out 1
+	# run A's write of state.json is held by the proxy until release exists
+	with_faults hold='^PUT [^ ?]*/\.dataspoc/state/ev/state\.json$' release="$BATS_TEST_TMPDIR/release"
+	# run A by hand, its lock naming a process already gone
+	DATASPOC_PIPE_PID=$dead pipe-state get -r "$ra" ev >state.a
+	pipe-tap ev <state.a | pipe-sink -q -r "$ra" ev >plan.a
+	pipe-commit ev <plan.a >commit.out 2>commit.err &
+	local commit=$! st=0
+	BG_PIDS="$BG_PIDS $commit"
+	held() { grep -q '^held PUT .*/state/ev/state\.json$' "$PROXY_LOG"; }
+	wait_until held
+	# run B takes the lock over, finishes A's commit, lands its own
+	ev_out 2
+	run -0 --separate-stderr dataspoc-pipe run ev
+	grep -qxF "pipe-state: warning: pipeline 'ev': taking over the lock of run $ra (pid $dead on $(hostname)), which is no longer running" <<<"$stderr"
+	store_cat .dataspoc/state/ev/state.json | jq -c . >state.b
+	# A's held write goes on now, and must lose
+	: >"$BATS_TEST_TMPDIR/release"
+	wait "$commit" || st=$?
+	assert_equal "$st" 1
+	grep -qxF "pipe-commit: pipeline 'ev': '.dataspoc/state/ev/state.json' changed while run $ra was saving its own: another run has committed; this run's state is not saved" commit.err
+	store_cat .dataspoc/state/ev/state.json | jq -c . >state.now
+	diff -u state.b state.now
+	echo '{"bookmarks":{"events":{"i":61000},"users":{"id":"u2"}}}' | expect_file state.now
+	run -0 grep -c '^conditional 412 PUT .*/\.dataspoc/state/ev/state\.json$' "$PROXY_LOG"
+	assert_output 1
 }

@@ -42,8 +42,11 @@
 //                    /BUCKET?uploads) lists that folder; s3rver answers 405
 //                    and 501 to them
 //   conditional      with s3dir: a PutObject with If-None-Match: * of a key
-//                    that exists gets 412 PreconditionFailed, as S3 answers
-//                    (s3rver ignores the header)
+//                    that exists, or with If-Match: ETAG of a key that is
+//                    missing or whose content's MD5 is not ETAG, gets 412
+//                    PreconditionFailed, as S3 answers (s3rver ignores both)
+//   hold=REGEX       the first request whose "METHOD URL" matches is held,
+//   release=FILE     unread, until FILE exists; then it goes on as any other
 //
 // Prints "listening on PORT" once listening on 127.0.0.1 (a free port).
 // Appends to LOGFILE a first line "# seed=S rate=P kinds=..." when a
@@ -64,7 +67,7 @@ const [upstreamPort, logFile, ...ruleArgs] = process.argv.slice(2);
 const rules = {
   first503: 0, every503: 0, reset: 0, head404: null,
   rate: 0, seed: null, kinds: ALL_KINDS, only: null, after: 0, count: Infinity, stall: 300,
-  s3dir: null, conditional: false,
+  s3dir: null, conditional: false, hold: null, release: null,
 };
 for (const r of ruleArgs) {
   const [name, value] = r.split(/=(.*)/s);
@@ -81,6 +84,8 @@ for (const r of ruleArgs) {
   else if (name === 'stall') rules.stall = Number(value);
   else if (name === 's3dir') rules.s3dir = value;
   else if (name === 'conditional' && value === undefined) rules.conditional = true;
+  else if (name === 'hold') rules.hold = new RegExp(value);
+  else if (name === 'release') rules.release = value;
   else {
     console.error(`s3_fault_proxy: unknown rule '${r}'`);
     process.exit(2);
@@ -94,6 +99,10 @@ for (const k of rules.kinds) {
 }
 if (!(rules.rate >= 0 && rules.rate <= 1) || !(rules.stall >= 0) || !(rules.after >= 0) || !(rules.count >= 0)) {
   console.error('s3_fault_proxy: rate is from 0 to 1 (or 0% to 100%); stall, after and count at least 0');
+  process.exit(2);
+}
+if ((rules.hold === null) !== (rules.release === null)) {
+  console.error('s3_fault_proxy: hold=REGEX and release=FILE go together');
   process.exit(2);
 }
 if (rules.conditional && !rules.s3dir) {
@@ -192,11 +201,25 @@ const emulate = (req) => {
     body += '</ListMultipartUploadsResult>';
     return { what: 'uploads', status: 200, headers: xml, body };
   }
-  if (rules.conditional && req.method === 'PUT' && req.headers['if-none-match'] === '*' &&
+  const match = req.headers['if-match'];
+  if (rules.conditional && req.method === 'PUT' && (req.headers['if-none-match'] === '*' || match) &&
       ![...query.keys()].length && key) {
     const dirs = key.split('/');
     const last = dirs.pop();
-    if (fs.existsSync(path.join(rules.s3dir, bucket, ...dirs, `${last}._S3rver_object`)))
+    const file = path.join(rules.s3dir, bucket, ...dirs, `${last}._S3rver_object`);
+    let failed;
+    if (match) {
+      let etag = null;
+      try {
+        etag = require('crypto').createHash('md5').update(fs.readFileSync(file)).digest('hex');
+      } catch (e) {
+        etag = null;
+      }
+      failed = etag === null || match.replace(/"/g, '') !== etag;
+    } else {
+      failed = fs.existsSync(file);
+    }
+    if (failed)
       return {
         what: 'conditional', status: 412, headers: xml,
         body: xmlError('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold'),
@@ -257,8 +280,24 @@ const deliver = (req, res, kind, what, status, headers, body) => {
 let n = 0;
 let candidates = 0;
 let faults = 0;
+let held = false;
 
 const server = http.createServer((req, res) => {
+  if (rules.hold !== null && !held && rules.hold.test(`${req.method} ${req.url}`)) {
+    held = true;
+    log('held', req);
+    req.pause();
+    const wait = setInterval(() => {
+      if (!fs.existsSync(rules.release)) return;
+      clearInterval(wait);
+      handle(req, res);
+    }, 50);
+    return;
+  }
+  handle(req, res);
+});
+
+const handle = (req, res) => {
   n++;
   const path0 = req.url.split('?')[0];
   if (n <= rules.reset) {
@@ -321,7 +360,7 @@ const server = http.createServer((req, res) => {
   );
   up.on('error', () => req.socket.destroy());
   req.pipe(up);
-});
+};
 
 // a client that gives up on a stalled answer is no error here
 server.on('clientError', (err, socket) => socket.destroy());
