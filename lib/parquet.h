@@ -202,8 +202,8 @@ struct pq_options {
  *	  that is not a number: TEXT
  *	BOOL, STRING column:  a value of another type: TEXT
  *	TIMESTAMP, DATE column:  a value that is not a string, a string that is
- *	  not an RFC 3339 date-time with an offset (YYYY-MM-DD), or one finer
- *	  than a microsecond: TEXT
+ *	  not an RFC 3339 date-time with an offset (YYYY-MM-DD), one finer
+ *	  than a microsecond, or one at a leap second (second 60): TEXT
  *	JSON column of objects (arrays) only:  another value: JSON, any value
  *
  * "Reads back as the same decimal value": the number's decimal value

@@ -249,6 +249,8 @@ corpus_state() {
 
 @test "singer: activate-version" { corpus_singer activate-version; }
 @test "singer: after-end-line" { corpus_singer after-end-line; }
+@test "singer: selected-forged" { corpus_singer selected-forged; }
+@test "singer: selected-first-unselecting" { corpus_singer selected-first-unselecting; }
 @test "singer: bare-string" { corpus_singer bare-string; }
 @test "singer: blank-lines" { corpus_singer blank-lines; }
 @test "singer: bom" { corpus_singer bom; }
