@@ -1,10 +1,9 @@
-# dataspoc-pipe — see README.md.  Targets: all test check install uninstall
-# clean bench demo fuzz fuzz-smoke fuzz-merge test-faults test-faults-long
-# test-load.
+# dataspoc-pipe — see README.md.  Targets: all test check check-unit install
+# uninstall clean bench demo fuzz fuzz-smoke fuzz-merge test-faults
+# test-faults-long test-load.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
-LIBEXECDIR ?= $(PREFIX)/libexec/dataspoc-pipe
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -17,6 +16,8 @@ DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
 	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) \
 	$(shell $(PKG_CONFIG) --libs snappy 2>/dev/null || echo -lsnappy) -lm -lpthread
 ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(EXTRA_CFLAGS)
+# Each object depends on the headers it includes (the .d files beside it).
+DEPFLAGS = -MMD -MP
 
 # Sanitizer build for `make check`, in its own tree; FUZZ: the same with
 # libFuzzer's coverage, for the fuzz targets (clang only).
@@ -39,36 +40,42 @@ PROGS := $(notdir $(sort $(wildcard cmd/*)))
 BINS := $(PROGS:%=$(O)/bin/%) $(O)/bin/dataspoc-pipe
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
-HDRS := $(wildcard lib/*.h tests/unit/*.h)
 
-all: $(BINS) $(if $(SAN),,bin)
+# bin/ is where people and the test suite find the programs of the default
+# build (build/rel): other trees (O=..., SAN=1) leave it alone.
+all: $(BINS) $(if $(filter build/rel,$(O)),bin,)
 
-# bin/ is where people and the test suite find the programs of the default build.
 bin: $(BINS)
 	@mkdir -p bin
 	@for p in $(notdir $(BINS)); do ln -sf ../$(O)/bin/$$p bin/$$p; done
 .PHONY: bin
 
-$(O)/lib/%.o: lib/%.c $(HDRS)
+$(O)/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(O)/cmd/%.o: cmd/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(O)/libpipe.a: $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(O)/bin/%: cmd/%/*.c $(O)/libpipe.a $(HDRS)
+# A program is the objects of its folder cmd/NAME/ and the library.
+.SECONDEXPANSION:
+$(O)/bin/%: $$(foreach f,$$(wildcard cmd/$$*/*.c),$(O)/$$(basename $$f).o) $(O)/libpipe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
 
 $(O)/bin/dataspoc-pipe: dataspoc-pipe.sh
 	@mkdir -p $(dir $@)
 	cp $< $@
 	chmod +x $@
 
-$(O)/tests/%: tests/unit/%.c $(O)/libpipe.a $(HDRS)
+$(O)/tests/%: tests/unit/%.c $(O)/libpipe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $@.d -Itests/unit -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
 
 unit: $(UNITS)
 	@fail=0; for t in $(UNITS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
@@ -80,6 +87,10 @@ test: all unit
 
 check:
 	$(MAKE) SAN=1 test
+
+# The unit tests under ASan and UBSan: a minute, run by CI.
+check-unit:
+	$(MAKE) SAN=1 unit
 
 bench: all
 	bench/run
@@ -142,9 +153,9 @@ FUZZ_RUN = $(MAKE) FUZZ=1 fuzz-bins && for t in $(FUZZ_TARGETS); do \
 
 fuzz-bins: $(FUZZ_TARGETS:%=$(O)/fuzz/%)
 
-$(O)/fuzz/%: tests/fuzz/%.c $(O)/libpipe.a $(HDRS)
+$(O)/fuzz/%: tests/fuzz/%.c $(O)/libpipe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $@.d -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
 
 fuzz:
 	$(call FUZZ_RUN,$(FUZZ_SECONDS))
@@ -162,6 +173,8 @@ fuzz-merge:
 			tests/fuzz/corpus/$$t tests/fuzz/out/$$t && \
 		rm -rf tests/fuzz/corpus/$$t && mv tests/fuzz/corpus/$$t.new tests/fuzz/corpus/$$t || exit 1; done
 
-.PHONY: all unit test check bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke fuzz-merge \
-	test-faults test-faults-long test-load
+.PHONY: all unit test check check-unit bench demo install uninstall clean fuzz fuzz-bins fuzz-smoke \
+	fuzz-merge test-faults test-faults-long test-load
 .SECONDARY:
+
+-include $(wildcard $(O)/lib/*.d $(O)/cmd/*/*.d $(O)/tests/*.d $(O)/fuzz/*.d)

@@ -2,8 +2,8 @@
 # dataspoc-tap-csv: the built-in Singer tap for CSV files.
 
 bats_require_minimum_version 1.5.0
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+bats_load_library bats-support
+bats_load_library bats-assert
 
 setup() {
 	TAP="${PIPE_BIN:-$BATS_TEST_DIRNAME/../bin}/dataspoc-tap-csv"

@@ -21,8 +21,8 @@
 #   bucket_untouched      status 0 when nothing at all was written
 
 bats_require_minimum_version 1.5.0
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+bats_load_library bats-support
+bats_load_library bats-assert
 
 PIPE_BIN=${PIPE_BIN:-$BATS_TEST_DIRNAME/../bin}
 TAPS=$BATS_TEST_DIRNAME/taps
