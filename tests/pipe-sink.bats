@@ -157,6 +157,33 @@ $USAGE"
 	diff -u orders.jsonl got
 }
 
+# sink_threads J WANT: the threads of a pipe-sink -j J compressing 3.6 MB
+# of one stream, once they are WANT (or after 5 s).
+sink_threads() {
+	local p n i=0
+	mkfifo "in$1"
+	pipe-sink -q -j "$1" shop <"in$1" >/dev/null 2>&1 &
+	p=$!
+	exec 7>"in$1"
+	awk 'BEGIN { for (i = 0; i < 40000; i++)
+		printf "{\"type\":\"RECORD\",\"stream\":\"orders\",\"record\":{\"a\":%d,\"p\":\"%060d\"}}\n", i, i }' >&7
+	# (the workers start once the first job is full; the input stays open)
+	while n=$(awk '/^Threads:/ { print $2 }' "/proc/$p/status") && [ "$n" != "$2" ] && [ $i -lt 50 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	exec 7>&-
+	wait "$p" || true
+	echo "$n"
+}
+
+@test "-j: zstd gets that many worker threads (-j 0: none, compressing in pipe-sink's own)" {
+	run -0 sink_threads 0 1
+	assert_output 1
+	run -0 sink_threads 2 3
+	assert_output 3
+}
+
 @test "input without pipe-tap's end line: failure, staging emptied" {
 	head -n 6 dump.jsonl >cut.jsonl
 	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <cut.jsonl
