@@ -361,6 +361,16 @@ struct bucket_writer *bucket_writer_open(struct bucket *b, const char *key)
 	return w;
 }
 
+const struct bucket *bucket_writer_bucket(const struct bucket_writer *w)
+{
+	return w->b;
+}
+
+const char *bucket_writer_key(const struct bucket_writer *w)
+{
+	return w->key;
+}
+
 int bucket_writer_write(struct bucket_writer *w, const void *data, size_t len)
 {
 	if (len == 0)

@@ -137,4 +137,8 @@ int bucket_writer_write(struct bucket_writer *w, const void *data, size_t len);
 int bucket_writer_close(struct bucket_writer *w);
 void bucket_writer_abort(struct bucket_writer *w);
 
+/* The bucket and the key a writer writes, for messages (until it is closed). */
+const struct bucket *bucket_writer_bucket(const struct bucket_writer *w);
+const char *bucket_writer_key(const struct bucket_writer *w);
+
 #endif

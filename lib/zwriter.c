@@ -5,7 +5,6 @@
  * to the bucket writer.  Memory is the two buffers plus the compressor's.
  */
 #include "zwriter.h"
-#include "bucket_impl.h"
 #include "err.h"
 
 #include <limits.h>
@@ -34,7 +33,7 @@ struct zwriter {
 /* "bucket/key", for messages. */
 static char *zpath(const struct zwriter *z)
 {
-	return xasprintf("%s/%s", bucket_url(z->w->b), z->w->key);
+	return xasprintf("%s/%s", bucket_url(bucket_writer_bucket(z->w)), bucket_writer_key(z->w));
 }
 
 static void zfail(struct zwriter *z, const char *what, const char *why)
