@@ -37,20 +37,6 @@ const char *cli_run_id(const char *arg, int *bad)
 	return id;
 }
 
-long cli_lock_pid(void)
-{
-	return util_env_long("DATASPOC_PIPE_PID", 1, 0x7fffffffL, (long)getppid());
-}
-
-const char *cli_run_dir(void)
-{
-	const char *dir = getenv("DATASPOC_PIPE_RUN_DIR");
-
-	if (getenv("DATASPOC_PIPE_PID") == NULL || dir == NULL || dir[0] != '/')
-		return NULL;
-	return dir;
-}
-
 void cli_die_with_driver(void)
 {
 	long driver = util_env_long("DATASPOC_PIPE_PID", 2, 0x7fffffffL, 0);

@@ -21,16 +21,6 @@ int cli_load_config(const char *file, const char *name, struct pipe_config *cfg)
  */
 const char *cli_run_id(const char *arg, int *bad);
 
-/* The pid that holds the run lock: $DATASPOC_PIPE_PID, else the parent's. */
-long cli_lock_pid(void);
-
-/*
- * The driver's private folder, which every process of its run holds with a
- * flock (lock.h): $DATASPOC_PIPE_RUN_DIR when $DATASPOC_PIPE_PID is set too,
- * else NULL.
- */
-const char *cli_run_dir(void);
-
 /*
  * A program started by the driver itself ($DATASPOC_PIPE_PID is its
  * parent) dies with it (SIGKILL), so that no stage of a killed run goes on

@@ -206,43 +206,12 @@ static int replace_old_files(struct bucket *b, const struct plan *p)
 }
 
 /*
- * Each step of a commit first checks that the run doing it (holder: the
- * plan's, or the recovering run's) still holds the pipeline's lock, so that
- * a commit whose run lost the lock stops before it writes anything more.
- */
-struct fence {
-	struct bucket *b;
-	char *lock;
-	char *what;
-	const char *holder;
-};
-
-static void fence_init(struct fence *f, struct bucket *b, const char *pipeline, const char *holder)
-{
-	f->b = b;
-	f->lock = util_lock_key(pipeline);
-	f->what = xasprintf("pipeline '%s'", pipeline);
-	f->holder = holder;
-}
-
-static int fence_pass(const struct fence *f, const char *step)
-{
-	return lock_check(f->b, f->lock, f->what, f->holder, step);
-}
-
-static void fence_free(struct fence *f)
-{
-	free(f->lock);
-	free(f->what);
-}
-
-/*
  * The plan's state into state.json.  The object's version is read before
- * fence checks the lock, and the write is conditional on it (on stores that
+ * the lock is checked, and the write is conditional on it (on stores that
  * can), so a commit that lost its lock after the check, and wakes up late,
  * cannot write over the state of the run that took it over.
  */
-static int save_state(struct bucket *b, const struct plan *p, const struct fence *f)
+static int save_state(struct bucket *b, const struct plan *p, const struct runlock *f)
 {
 	struct sb pretty = SB_INIT, now = SB_INIT;
 	struct json_span v;
@@ -252,7 +221,7 @@ static int save_state(struct bucket *b, const struct plan *p, const struct fence
 	int ret = -1, r;
 
 	if (p->state == NULL)
-		return fence_pass(f, "saving the state");
+		return runlock_check(f, "saving the state");
 	if (json_validate(p->state, strlen(p->state), &v, &errpos, &errmsg) != 0) {
 		err_msg("the plan's state is not JSON: %s", errmsg);
 		return -1;
@@ -260,7 +229,7 @@ static int save_state(struct bucket *b, const struct plan *p, const struct fence
 	json_pretty(&v, &pretty);
 	key = util_state_key(p->pipeline);
 	r = bucket_version(b, key, version, sizeof(version));
-	if (r < 0 || fence_pass(f, "saving the state") != 0)
+	if (r < 0 || runlock_check(f, "saving the state") != 0)
 		goto out;
 	r = bucket_put_if(b, key, pretty.buf, pretty.len, r == 2 ? NULL : version);
 	if (r == 1) {
@@ -357,12 +326,12 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
  * no earlier attempt got past publishing: the state never moved): undo
  * what it published, log the run as failed, drop the pending plan.
  */
-static int give_up(struct bucket *b, const struct plan *p, const char *pending, const struct fence *f)
+static int give_up(struct bucket *b, const struct plan *p, const char *pending, const struct runlock *f)
 {
 	char *staging = util_staging_prefix(p->pipeline, p->run_id);
 	char *why = xasprintf("its commit could not be finished: the staged copy of one of its files is gone, so none of them was published");
 	size_t i;
-	int ret = fence_pass(f, "undoing a commit that cannot be finished");
+	int ret = runlock_check(f, "undoing a commit that cannot be finished");
 
 	for (i = 0; ret == 0 && i < p->nfiles; i++)
 		ret = bucket_delete(b, p->files[i].final);
@@ -380,29 +349,34 @@ static int give_up(struct bucket *b, const struct plan *p, const char *pending, 
 	return ret;
 }
 
-/* Carry out the plan saved at pending; 0, 2 it never can be, -1 error. */
-static int finish(struct bucket *b, const struct plan *p, const char *pending, const struct fence *f)
+/*
+ * Carry out the plan saved at pending; 0, 2 it never can be, -1 error.
+ * Each step first checks that the run doing it (f: the plan's, or the
+ * recovering run's) still holds the pipeline's lock, so that a commit
+ * whose run lost the lock stops before it writes anything more.
+ */
+static int finish(struct bucket *b, const struct plan *p, const char *pending, const struct runlock *f)
 {
 	char *staging = util_staging_prefix(p->pipeline, p->run_id);
 	int ret = -1, r;
 
-	if (fence_pass(f, "publishing the files") != 0)
+	if (runlock_check(f, "publishing the files") != 0)
 		goto out;
 	r = publish_files(b, p);
 	if (r != 0) {
 		ret = r;
 		goto out;
 	}
-	if (fence_pass(f, "replacing the old files") != 0 || replace_old_files(b, p) != 0)
+	if (runlock_check(f, "replacing the old files") != 0 || replace_old_files(b, p) != 0)
 		goto out;
 	if (save_state(b, p, f) != 0)
 		goto out;
-	if (fence_pass(f, "updating the manifest") != 0 || manifest_update(b, p) != 0)
+	if (runlock_check(f, "updating the manifest") != 0 || manifest_update(b, p) != 0)
 		goto out;
-	if (fence_pass(f, "writing the run log") != 0 ||
+	if (runlock_check(f, "writing the run log") != 0 ||
 	    write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0)
 		goto out;
-	if (fence_pass(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0)
+	if (runlock_check(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0)
 		goto out;
 	ret = delete_prefix(b, staging);
 out:
@@ -413,16 +387,16 @@ out:
 int commit_publish(struct bucket *b, const struct plan *p)
 {
 	struct sb text = SB_INIT;
-	struct fence f;
+	struct runlock f;
 	char *pending = util_pending_key(p->pipeline, p->run_id);
 	int ret = -1;
 
-	fence_init(&f, b, p->pipeline, p->run_id);
+	runlock_init(&f, b, p->pipeline, p->run_id);
 	plan_format(p, &text);
-	if (fence_pass(&f, "saving the pending commit") == 0 &&
+	if (runlock_check(&f, "saving the pending commit") == 0 &&
 	    bucket_put(b, pending, text.buf, text.len) == 0)
 		ret = finish(b, p, pending, &f) == 0 ? 0 : -1;
-	fence_free(&f);
+	runlock_free(&f);
 	free(pending);
 	sb_free(&text);
 	return ret;
@@ -525,7 +499,7 @@ static int recover_one(struct bucket *b, const char *pipeline, const char *run_i
 {
 	struct sb text = SB_INIT;
 	struct plan p;
-	struct fence f;
+	struct runlock f;
 	char *origin;
 	int r;
 
@@ -547,11 +521,11 @@ static int recover_one(struct bucket *b, const char *pipeline, const char *run_i
 		return -1;
 	}
 	err_warn("finishing the commit of run %s, which was interrupted", p.run_id);
-	fence_init(&f, b, pipeline, run_id);
+	runlock_init(&f, b, pipeline, run_id);
 	r = finish(b, &p, key, &f);
 	if (r == 2)
 		r = give_up(b, &p, key, &f);
-	fence_free(&f);
+	runlock_free(&f);
 	plan_free(&p);
 	return r == 0 ? 0 : -1;
 }

@@ -511,6 +511,68 @@ int lock_release(struct bucket *b, const char *key, const char *run_id)
 	return run_id ? delete_renewal(b, key, run_id) : 0;
 }
 
+void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, const char *run_id)
+{
+	l->b = b;
+	l->key = util_lock_key(pipeline);
+	l->what = xasprintf("pipeline '%s'", pipeline);
+	l->run_id = run_id;
+}
+
+void runlock_free(struct runlock *l)
+{
+	free(l->key);
+	free(l->what);
+	l->key = l->what = NULL;
+}
+
+/* The driver's pid ($DATASPOC_PIPE_PID), else the parent's. */
+static long owner_pid(void)
+{
+	return util_env_long("DATASPOC_PIPE_PID", 1, 0x7fffffffL, (long)getppid());
+}
+
+/* The driver's folder, which every process of its run holds (lock.h). */
+static const char *owner_dir(void)
+{
+	const char *dir = getenv("DATASPOC_PIPE_RUN_DIR");
+
+	if (getenv("DATASPOC_PIPE_PID") == NULL || dir == NULL || dir[0] != '/')
+		return NULL;
+	return dir;
+}
+
+int runlock_take(const struct runlock *l)
+{
+	return lock_take_run(l->b, l->key, l->what, l->run_id, owner_pid(), owner_dir(),
+			     lock_default_ttl(), 0);
+}
+
+int runlock_take_here(const struct runlock *l, long ttl)
+{
+	return lock_take(l->b, l->key, l->what, l->run_id, (long)getpid(), ttl, 0);
+}
+
+int runlock_held(const struct runlock *l)
+{
+	return lock_held_by(l->b, l->key, l->run_id);
+}
+
+int runlock_check(const struct runlock *l, const char *step)
+{
+	return lock_check(l->b, l->key, l->what, l->run_id, step);
+}
+
+int runlock_renew(const struct runlock *l)
+{
+	return lock_renew(l->b, l->key, l->run_id, lock_default_ttl());
+}
+
+int runlock_release(const struct runlock *l)
+{
+	return lock_release(l->b, l->key, l->run_id);
+}
+
 struct lock_keeper {
 	struct bucket *b;
 	char *key;
@@ -583,6 +645,11 @@ struct lock_keeper *lock_keeper_start(struct bucket *b, const char *key, const c
 		return NULL;
 	}
 	return k;
+}
+
+struct lock_keeper *runlock_keep(const struct runlock *l, struct bucket *b)
+{
+	return lock_keeper_start(b, l->key, l->what, l->run_id, lock_default_ttl());
 }
 
 int lock_keeper_stop(struct lock_keeper *k)

@@ -99,4 +99,35 @@ long lock_renew_interval(void);
 /* This machine and PID namespace: "<boot id>:<pid namespace inode>", or "". */
 const char *lock_host_id(void);
 
+/*
+ * The run lock of one pipeline, .dataspoc/state/NAME/lock, as the
+ * programs of a run hold it (the life above): each call is the lock_*()
+ * call of the same name on its key, in the pipeline's words.
+ */
+struct runlock {
+	struct bucket *b;
+	char *key;		/* util_lock_key(NAME) */
+	char *what;		/* "pipeline 'NAME'", for messages */
+	const char *run_id;	/* the run that takes, holds, checks it */
+};
+
+void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, const char *run_id);
+void runlock_free(struct runlock *l);
+
+/*
+ * Take it for the run of the driver $DATASPOC_PIPE_PID (by hand: the
+ * parent, your shell), held too by every process holding the driver's
+ * folder $DATASPOC_PIPE_RUN_DIR, for lock_default_ttl(); no wait.
+ */
+int runlock_take(const struct runlock *l);
+/* Take it for a moment, for this process alone (pipe-state set, clear). */
+int runlock_take_here(const struct runlock *l, long ttl);
+int runlock_held(const struct runlock *l);
+int runlock_check(const struct runlock *l, const char *step);
+int runlock_renew(const struct runlock *l);
+/* Release it if the run holds it (run_id NULL: whoever holds it). */
+int runlock_release(const struct runlock *l);
+/* lock_keeper_start() through b, a bucket of the keeper's own. */
+struct lock_keeper *runlock_keep(const struct runlock *l, struct bucket *b);
+
 #endif

@@ -86,9 +86,12 @@ static char *tap_tail(const struct pipe_config *cfg, const char *path)
 static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
 		    const struct plan *p, const char *message, const char *tap_stderr)
 {
-	char *lock = util_lock_key(cfg->name);
-	int ret = CLI_OK, r, held = lock_held_by(b, lock, run_id);
-	int other = held == 0 ? bucket_exists(b, lock) : 0;
+	struct runlock lock;
+	int ret = CLI_OK, r, held, other;
+
+	runlock_init(&lock, b, cfg->name, run_id);
+	held = runlock_held(&lock);
+	other = held == 0 ? bucket_exists(b, lock.key) : 0;
 
 	r = held < 0 || other < 0 ? -1 : commit_pending(b, cfg->name, run_id);
 	if (r < 0) {
@@ -104,9 +107,9 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message, tap_stderr) != 0) {
 		ret = CLI_FAILED;
 	}
-	if (lock_release(b, lock, run_id) != 0)
+	if (runlock_release(&lock) != 0)
 		ret = CLI_FAILED;
-	free(lock);
+	runlock_free(&lock);
 	return ret;
 }
 
@@ -117,18 +120,17 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
  */
 static int do_commit(struct bucket *b, const struct pipe_config *cfg, const struct plan *p)
 {
-	char *lock = util_lock_key(cfg->name);
-	char *what = xasprintf("pipeline '%s'", cfg->name);
+	struct runlock lock;
 	char *later = NULL;
 	struct sb out = SB_INIT;
-	long ttl = lock_default_ttl();
 	int ret = CLI_FAILED, r;
 
+	runlock_init(&lock, b, cfg->name, p->run_id);
 	if (strcmp(p->pipeline, cfg->name) != 0) {
 		err_msg("the plan is for pipeline '%s', not '%s'", p->pipeline, cfg->name);
 		goto out;
 	}
-	r = lock_held_by(b, lock, p->run_id);
+	r = runlock_held(&lock);
 	if (r < 0)
 		goto out;
 	if (r == 0) {
@@ -140,10 +142,10 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 				later, p->run_id);
 			goto out;
 		}
-		if (lock_take_run(b, lock, what, p->run_id, cli_lock_pid(), cli_run_dir(), ttl, 0) != 0)
+		if (runlock_take(&lock) != 0)
 			goto out;
 	}
-	if (lock_renew(b, lock, p->run_id, ttl) < 0)
+	if (runlock_renew(&lock) < 0)
 		goto release;
 	if (commit_publish(b, p) == 0)
 		ret = CLI_OK;
@@ -152,7 +154,7 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 	else
 		err_msg("the commit of run %s did not begin; nothing published", p->run_id);
 release:
-	if (lock_release(b, lock, p->run_id) != 0)
+	if (runlock_release(&lock) != 0)
 		ret = CLI_FAILED;
 	if (ret == CLI_OK) {
 		commit_summary(p, &out);
@@ -160,8 +162,7 @@ release:
 	}
 out:
 	sb_free(&out);
-	free(lock);
-	free(what);
+	runlock_free(&lock);
 	free(later);
 	return ret;
 }

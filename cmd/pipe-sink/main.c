@@ -147,12 +147,12 @@ int main(int argc, char **argv)
 		plan.error = xasprintf("cannot open the bucket '%s'", cfg.bucket);
 	} else {
 		/* the run's lock (pipe-state get took it) is renewed while the tap runs */
-		char *lock = util_lock_key(cfg.name);
-		char *what = xasprintf("pipeline '%s'", cfg.name);
+		struct runlock lock;
 		struct bucket *kb = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
-		struct lock_keeper *keeper = kb ? lock_keeper_start(kb, lock, what, opt.run_id,
-								    lock_default_ttl()) : NULL;
+		struct lock_keeper *keeper;
 
+		runlock_init(&lock, b, cfg.name, opt.run_id);
+		keeper = kb ? runlock_keep(&lock, kb) : NULL;
 		if (sink_run(b, &cfg, &opt, STDIN_FILENO, &plan) == 0)
 			ret = CLI_OK;
 		if (lock_keeper_stop(keeper) && plan.success) {
@@ -163,8 +163,7 @@ int main(int argc, char **argv)
 			ret = CLI_FAILED;
 		}
 		bucket_free(kb);
-		free(lock);
-		free(what);
+		runlock_free(&lock);
 	}
 	plan_format(&plan, &out);
 	fwrite(out.buf, 1, out.len, stdout);

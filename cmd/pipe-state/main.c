@@ -85,12 +85,12 @@ static const char help_text[] =
 static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *run_id, int full)
 {
 	struct sb out = SB_INIT;
-	char *lock = util_lock_key(cfg->name);
-	char *what = xasprintf("pipeline '%s'", cfg->name);
+	struct runlock lock;
 	int ret = CLI_FAILED, r = 1, locked = 0, write_errno = 0;
 
+	runlock_init(&lock, b, cfg->name, run_id);
 	if (run_id) {
-		r = lock_take_run(b, lock, what, run_id, cli_lock_pid(), cli_run_dir(), lock_default_ttl(), 0);
+		r = runlock_take(&lock);
 		if (r != 0)
 			goto out;
 		locked = 1;
@@ -120,10 +120,9 @@ static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *
 	locked = 0;
 out:
 	if (locked)
-		lock_release(b, lock, run_id);
+		runlock_release(&lock);
 	sb_free(&out);
-	free(lock);
-	free(what);
+	runlock_free(&lock);
 	if (write_errno)
 		errno = write_errno;
 	return ret;
@@ -162,22 +161,21 @@ out:
 /* Change the state under the run lock, so no run commits meanwhile. */
 static int locked_change(struct bucket *b, const struct pipe_config *cfg, const struct sb *pretty)
 {
-	char *lock = util_lock_key(cfg->name);
 	char *key = util_state_key(cfg->name);
-	char *what = xasprintf("pipeline '%s'", cfg->name);
 	char *run_id = util_new_run_id();
+	struct runlock lock;
 	int ret = CLI_FAILED;
 
-	if (lock_take(b, lock, what, run_id, (long)getpid(), 600, 0) != 0)
+	runlock_init(&lock, b, cfg->name, run_id);
+	if (runlock_take_here(&lock, 600) != 0)
 		goto out;
 	if ((pretty ? bucket_put(b, key, pretty->buf, pretty->len) : bucket_delete(b, key)) == 0)
 		ret = CLI_OK;
-	if (lock_release(b, lock, run_id) != 0)
+	if (runlock_release(&lock) != 0)
 		ret = CLI_FAILED;
 out:
-	free(lock);
+	runlock_free(&lock);
 	free(key);
-	free(what);
 	free(run_id);
 	return ret;
 }
@@ -226,22 +224,25 @@ static int cmd_list(struct bucket *b)
 static int cmd_unlock(struct bucket *b, const struct pipe_config *cfg)
 {
 	struct sb text = SB_INIT;
-	char *lock = util_lock_key(cfg->name);
-	int r = bucket_get(b, lock, &text), ret = CLI_FAILED;
+	struct runlock lock;
+	int r, ret = CLI_FAILED;
 
+	/* no run id: whoever holds it */
+	runlock_init(&lock, b, cfg->name, NULL);
+	r = bucket_get(b, lock.key, &text);
 	if (r < 0)
 		goto out;
 	if (r == 1) {
 		fprintf(stderr, "pipeline '%s' is not locked\n", cfg->name);
 	} else {
-		if (lock_release(b, lock, NULL) != 0)
+		if (runlock_release(&lock) != 0)
 			goto out;
 		fprintf(stderr, "removed the lock of pipeline '%s': %s", cfg->name, text.buf);
 	}
 	ret = CLI_OK;
 out:
 	sb_free(&text);
-	free(lock);
+	runlock_free(&lock);
 	return ret;
 }
 
