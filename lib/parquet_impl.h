@@ -1,0 +1,270 @@
+/*
+ * parquet_impl: what the files of the Parquet writer share; only they
+ * include this header.  The writer is cut along its seams:
+ *
+ *	parquet_schema.c	columns from a JSON Schema or a record, their widening
+ *	parquet_value.c		a record's values checked, converted and put into
+ *				their pages: the per-value path, in one file
+ *	parquet.c		the writer: pages, row groups, the footer
+ *	parquet_codec.c		pages compressed, in this thread or by the worker
+ *	parquet_enc.c		the Thrift compact and RLE encoders
+ *
+ * The helpers of the per-value path are static inline here, so that every
+ * file's compiler can still inline them.
+ */
+#ifndef PIPE_PARQUET_IMPL_H
+#define PIPE_PARQUET_IMPL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include "parquet.h"
+#include "sb.h"
+
+/* parquet.thrift's enums. */
+enum { TY_BOOLEAN = 0, TY_INT32 = 1, TY_INT64 = 2, TY_DOUBLE = 5, TY_BYTE_ARRAY = 6, TY_FLBA = 7 };
+enum { CV_UTF8 = 0, CV_DECIMAL = 5, CV_DATE = 6, CV_TIMESTAMP_MICROS = 10, CV_JSON = 19 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
+enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
+enum { REP_OPTIONAL = 1 };
+enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
+
+#define DEFAULT_PAGE_SIZE (1024 * 1024)
+#define PAGE_ROWS_MAX (1u << 20)
+/* A STRING column's dictionary, per row group; past this it falls back to PLAIN. */
+#define DICT_MAX_BYTES (1024 * 1024)
+
+/*
+ * The hash of the name index and of the dictionaries: eight bytes at a
+ * time (a dictionary hashes every STRING value).  Only its spread matters:
+ * entries keep their order of arrival whatever the hash.
+ */
+static inline uint64_t hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL ^ n, w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	if (n > 0) {
+		w = 0;
+		memcpy(&w, p, n);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	}
+	h ^= h >> 32;
+	h *= 0xd6e8feb86659fd93ULL;
+	return h ^ (h >> 32);
+}
+
+static inline size_t schema_find(const struct pq_schema *s, const char *name, size_t len)
+{
+	size_t j;
+
+	if (s->nslots == 0)
+		return SIZE_MAX;
+	j = hash_bytes(name, len) & (s->nslots - 1);
+	while (s->slots[j]) {
+		const struct pq_column *c = &s->cols[s->slots[j] - 1];
+
+		if (c->name_len == len && memcmp(c->name, name, len) == 0)
+			return s->slots[j] - 1;
+		j = (j + 1) & (s->nslots - 1);
+	}
+	return SIZE_MAX;
+}
+
+/* 1 when a JSON number's text is a plain integer (no fraction, no exponent). */
+static inline int integer_syntax(const char *p, size_t n)
+{
+	size_t i;
+
+	/* One pass: numbers are short, three memchr() calls cost more. */
+	for (i = 0; i < n; i++) {
+		if (p[i] == '.' || p[i] == 'e' || p[i] == 'E')
+			return 0;
+	}
+	return 1;
+}
+
+static inline void put_le(struct sb *b, uint64_t v, int n)
+{
+	unsigned char *q;
+	int i;
+
+	/* In place: a call of sb_add() per value cost more than the value. */
+	if (b->cap - b->len < 9)
+		sb_grow(b, 8);
+	q = (unsigned char *)b->buf + b->len;
+	for (i = 0; i < n; i++)
+		q[i] = (unsigned char)(v >> (8 * i));
+	b->len += (size_t)n;
+	b->buf[b->len] = '\0';
+}
+
+static inline uint64_t double_bits(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+/* ---- codec ---- */
+
+/* One thread's compressor: its contexts and output buffer. */
+struct pq_comp {
+	enum compression c;
+	int level;
+	ZSTD_CCtx *zc;
+	z_stream zs;
+	int zs_ready;
+	struct sb out;
+	struct sb header;	/* the worker's page header */
+};
+
+/* Pages waiting for the worker (each up to page_size bytes, 1 MiB by default). */
+#define PQ_QUEUE 4
+
+/* A page for the worker: its body, uncompressed, and what its header says. */
+struct pq_job {
+	struct pq_writer *pw;
+	size_t ci;
+	struct sb raw;
+	uint32_t rows;
+	int encoding;
+};
+
+/*
+ * The codec: the parsing thread's compressor and, with a worker, the
+ * worker's, and a ring of PQ_QUEUE pages between them.  The worker takes
+ * pages in order, so every column chunk gets its pages in order and the
+ * bytes are those of the single-threaded writer.  The mutex guards the
+ * ring's counters and each writer's inflight, inflight_bound, pending and
+ * wfailed; a writer's chunks belong to the worker while it has pages
+ * inflight.
+ */
+struct pq_codec {
+	struct pq_comp main;
+	struct pq_comp wk;
+	int threaded;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t job;	/* a page was queued, or quit */
+	pthread_cond_t done;	/* a page was done: room in the ring */
+	struct pq_job ring[PQ_QUEUE];
+	size_t head, count;
+	int quit;
+};
+
+/* ---- the writer ---- */
+
+/* One value of the row being added. */
+struct pq_cell {
+	uint32_t gen;		/* the writer's gen: set in this row */
+	int null;
+	int64_t i;		/* INT64, TIMESTAMP, DATE, BOOL */
+	double d;
+	unsigned char dec[16];
+	const char *p;		/* STRING, DIGITS, JSON bytes; NULL: in scratch at off */
+	size_t off, len;
+};
+
+/* A column's open page and its row group's chunk. */
+struct pq_colw {
+	struct sb vals;		/* PLAIN values of the page */
+	struct sb levels;	/* definition levels of the page */
+	struct pq_rle rle;
+	uint32_t page_rows;	/* values in the page, nulls included */
+	unsigned bits, nbits;	/* BOOLEAN: the byte being packed */
+	struct sb chunk;	/* page headers and bodies of the row group */
+	uint64_t chunk_raw;	/* the chunk, uncompressed */
+	uint64_t values, nulls;	/* in the row group */
+	int has_minmax;
+	int64_t imin, imax;
+	double dmin, dmax;
+
+	/*
+	 * STRING columns start each row group dictionary-encoded: the
+	 * distinct values (PLAIN) go into one dictionary page, written
+	 * before the chunk's data pages, and pages hold their indices.  A
+	 * dictionary past DICT_MAX_BYTES ends that: the rest of the row
+	 * group's pages are PLAIN.
+	 */
+	int dict;		/* the open page is dictionary-encoded */
+	struct sb dvals;	/* the dictionary's entries, PLAIN */
+	uint32_t *doff, *dlen;	/* entry i's bytes: dvals.buf + doff[i], dlen[i] of them */
+	uint32_t ndict, dcap;
+	uint32_t *dslots;	/* hash of the entries: index + 1, 0 empty */
+	uint32_t nslots;
+	uint32_t *idx;		/* the open page's indices */
+	uint32_t nidx, idxcap;
+};
+
+struct pq_writer {
+	struct bucket_writer *w;
+	const struct pq_schema *s;
+	struct pq_options o;
+	size_t n;		/* columns */
+	struct pq_colw *cols;
+	struct pq_cell *cells;
+	uint32_t gen;
+	struct sb scratch;	/* decoded strings of the row */
+	struct sb extra;	/* the row's extra object */
+	struct sb key;		/* a decoded key */
+	struct sb page;		/* a page's body */
+	struct sb header;	/* a page's header */
+	struct sb rowgroups;	/* RowGroup structs so far */
+	size_t nrowgroups;
+	uint64_t offset;	/* bytes written */
+	uint64_t rows, rg_rows, rg_bytes, pending;
+	int failed;
+	/* With a worker (struct pq_codec's mutex): */
+	size_t inflight;	/* pages queued or being compressed */
+	uint64_t inflight_bound;	/* the most they can add to pending */
+	int wfailed;		/* the worker could not compress a page */
+};
+
+/* ---- between the files ---- */
+
+/* parquet_codec.c */
+
+/* The codec's id in ColumnMetaData (parquet.thrift's CompressionCodec). */
+int pq_codec_id(const struct pq_codec *k);
+/* Compress src into k->out (or point at src when uncompressed).  0 or -1. */
+int pq_compress_page(struct pq_comp *k, const char *src, size_t n, const char **dst, size_t *dlen);
+/* The most a page of n bytes can take in a file: header and compressed body. */
+uint64_t pq_page_bound(const struct pq_comp *k, size_t n);
+/* A data page's header; dict_entries > 0: a dictionary page's instead. */
+void pq_page_header(struct sb *h, size_t raw, size_t comp, uint32_t values, int encoding,
+		    uint32_t dict_entries);
+/*
+ * Compress a page's body (raw) with k, append its header and body to the
+ * column's chunk; *added: the bytes it takes in the file.  0 or -1.
+ */
+int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const struct sb *raw,
+		   uint32_t rows, int encoding, struct sb *header, uint64_t *added);
+/* Wait until the worker is done with pw's pages.  0, or -1 when one failed. */
+int pq_drain(const struct pq_writer *pw);
+
+/* parquet.c */
+
+/*
+ * End the column's open page: its body is built here, compressed here or,
+ * with a worker, there (into a free slot of the ring, waiting for one).
+ */
+int pq_flush_page(struct pq_writer *pw, size_t ci);
+/*
+ * Write the open row group out: each column's last page, then its
+ * dictionary page and chunk; its RowGroup goes into pw->rowgroups for the
+ * footer.  0 (nothing to do when it holds no rows) or -1.
+ */
+int pq_flush_row_group(struct pq_writer *pw);
+
+#endif
