@@ -100,12 +100,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum compression {
-	COMPRESSION_ZSTD = 0,
-	COMPRESSION_GZIP,
-	COMPRESSION_NONE,
-	COMPRESSION_SNAPPY	/* format: parquet only */
-};
+#include "compression.h"
 
 struct pipe_config {
 	char *name;		/* pipeline name */

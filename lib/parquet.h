@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #include "bucket.h"
-#include "config.h"
+#include "compression.h"
 #include "json.h"
 #include "sb.h"
 

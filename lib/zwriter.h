@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "bucket.h"
-#include "config.h"
+#include "compression.h"
 
 struct zwriter;
 
