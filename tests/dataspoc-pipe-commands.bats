@@ -918,16 +918,25 @@ usage: dataspoc-pipe schedule install|remove|list [NAME...]"
 	use_tap tap-shop
 	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$FAKE_DIR/tap-shop/out"
 	write_pipeline shop tap-shop
-	local dead
-	sleep 60 & dead=$!
-	kill "$dead"
-	wait "$dead" 2>/dev/null || true
-	mkdir "$TMPDIR/dataspoc-pipe.dead01" "$TMPDIR/dataspoc-pipe.live01" "$TMPDIR/dataspoc-pipe.nopid1"
-	echo "$dead" >"$TMPDIR/dataspoc-pipe.dead01/pid"
+	local holder
+	mkdir "$TMPDIR/dataspoc-pipe.dead01" "$TMPDIR/dataspoc-pipe.live01" "$TMPDIR/dataspoc-pipe.nopid1" \
+		"$TMPDIR/dataspoc-pipe.fresh1"
 	touch "$TMPDIR/dataspoc-pipe.dead01/plan" "$TMPDIR/dataspoc-pipe.dead01/state"
-	echo $$ >"$TMPDIR/dataspoc-pipe.live01/pid"
+	# a pipe-tap's folder (no pid file), its tap's config left in it
+	echo '{"password":"x"}' >"$TMPDIR/dataspoc-pipe.nopid1/config.json"
+	# a live run holds its folder locked, whatever its pid file says
+	echo 1 >"$TMPDIR/dataspoc-pipe.live01/pid"
+	( exec 8<"$TMPDIR/dataspoc-pipe.live01"; flock 8; exec sleep 1000 ) &
+	holder=$!
+	BG_PIDS="$BG_PIDS $holder"
+	wait_until sh -c '! flock -n "$1" true' sh "$TMPDIR/dataspoc-pipe.live01"
+	touch -d '2 minutes ago' "$TMPDIR"/dataspoc-pipe.dead01 "$TMPDIR"/dataspoc-pipe.live01 "$TMPDIR"/dataspoc-pipe.nopid1
 	run -0 --separate-stderr dataspoc-pipe run shop
 	run -0 ls -A "$TMPDIR"
-	assert_output "dataspoc-pipe.live01
-dataspoc-pipe.nopid1"
+	# (one not a minute old may be about to be locked by its maker: left)
+	assert_output "dataspoc-pipe.fresh1
+dataspoc-pipe.live01"
+	kill "$holder"
+	wait "$holder" 2>/dev/null || true
+	rm -rf "$TMPDIR"/dataspoc-pipe.live01 "$TMPDIR"/dataspoc-pipe.fresh1
 }

@@ -27,7 +27,8 @@ static const char usage_line[] =
 	"pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
 	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
-	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET   (-c FILE.yaml may replace NAME)";
+	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | new-run-id | pipelines\n"
+	"       (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
 	"usage: pipe-state COMMAND [options] NAME\n"
@@ -60,6 +61,8 @@ static const char help_text[] =
 	"            config.yaml's default bucket, and fails when there is none)\n"
 	"  probe     write, read back, list and delete a probe object in the bucket,\n"
 	"            and see whether it honours conditional creates\n"
+	"  new-run-id  print a new run id (UTC time, milliseconds, random hex)\n"
+	"  pipelines   list the pipelines of $DATASPOC_PIPE_HOME/pipelines, sorted\n"
 	"\n"
 	"Options:\n"
 	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;\n"
@@ -489,16 +492,108 @@ static int parse_format(const char *cmd, const char *arg, enum format *fmt)
 	return -1;
 }
 
-static int is(const char *cmd, const char *list)
-{
-	size_t n = strlen(cmd);
-	const char *p;
+/* What a command works on: its options and arguments, the loaded pipeline, the bucket. */
+struct ctx {
+	const char *cmd;
+	struct pipe_config cfg;
+	struct bucket *b;
+	const char *bucket, *key, *run_id;
+	char **names;		/* the NAMEs of status */
+	size_t nnames;
+	enum format fmt;
+	unsigned long max;
+	int full;
+};
 
-	for (p = list; (p = strstr(p, cmd)) != NULL; p += n) {
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-			return 1;
+static int run_get(struct ctx *c) { return cmd_get(c->b, &c->cfg, c->run_id, c->full); }
+static int run_show(struct ctx *c) { return cmd_show(c->b, &c->cfg); }
+static int run_set(struct ctx *c) { return cmd_set(c->b, &c->cfg); }
+static int run_clear(struct ctx *c) { return locked_change(c->b, &c->cfg, NULL); }
+static int run_list(struct ctx *c) { return cmd_list(c->b); }
+static int run_unlock(struct ctx *c) { return cmd_unlock(c->b, &c->cfg); }
+static int run_manifest(struct ctx *c) { return cmd_manifest(c->b, c->fmt); }
+static int run_probe(struct ctx *c) { return cmd_probe(c->b); }
+
+static int run_logs(struct ctx *c)
+{
+	return cmd_logs(c->b, &c->cfg, c->max, c->fmt == FMT_DEFAULT ? FMT_JSONL : c->fmt);
+}
+
+static int run_status(struct ctx *c)
+{
+	return cmd_status(c->names, c->nnames, c->fmt);
+}
+
+/* check: a check touches no bucket (opening a local one would create it) */
+static int run_check(struct ctx *c)
+{
+	return c->bucket ? cmd_check_bucket(c->bucket) : cmd_check(&c->cfg, c->key);
+}
+
+/* A new run id, for the driver (util_new_run_id()). */
+static int run_new_run_id(struct ctx *c)
+{
+	char *id = util_new_run_id();
+
+	(void)c;
+	printf("%s\n", id);
+	free(id);
+	return CLI_OK;
+}
+
+/* The pipelines of $DATASPOC_PIPE_HOME, one a line, sorted. */
+static int run_pipelines(struct ctx *c)
+{
+	char **names = NULL;
+	size_t n = 0, i;
+
+	(void)c;
+	if (report_pipelines(&names, &n) != 0)
+		return CLI_FAILED;
+	for (i = 0; i < n; i++)
+		printf("%s\n", names[i]);
+	report_logs_free(names);
+	return CLI_OK;
+}
+
+/* What a command takes (besides -c FILE or NAME, which all but these take). */
+#define TAKES_BUCKET	0x01	/* -b BUCKET instead of a pipeline */
+#define TAKES_KEY	0x02	/* -p KEY */
+#define TAKES_COUNT	0x04	/* -n K */
+#define TAKES_NAMES	0x08	/* NAME... (none: every pipeline), no -c */
+#define NO_PIPELINE	0x10	/* neither NAME nor -c */
+#define NO_BUCKET	0x20	/* the pipeline's bucket is not opened */
+#define NEEDS_FORCE	0x40	/* --force */
+
+static const struct command {
+	const char *name;
+	unsigned flags;
+	int (*run)(struct ctx *c);
+} commands[] = {
+	{ "get", 0, run_get },
+	{ "show", 0, run_show },
+	{ "set", 0, run_set },
+	{ "clear", NEEDS_FORCE, run_clear },
+	{ "list", TAKES_BUCKET, run_list },
+	{ "unlock", 0, run_unlock },
+	{ "logs", TAKES_COUNT, run_logs },
+	{ "status", TAKES_NAMES | NO_BUCKET, run_status },
+	{ "manifest", TAKES_BUCKET, run_manifest },
+	{ "check", TAKES_BUCKET | TAKES_KEY | NO_BUCKET, run_check },
+	{ "probe", TAKES_BUCKET, run_probe },
+	{ "new-run-id", NO_PIPELINE | NO_BUCKET, run_new_run_id },
+	{ "pipelines", NO_PIPELINE | NO_BUCKET, run_pipelines },
+};
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
 	}
-	return 0;
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -510,18 +605,18 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 }
 	};
-	static const char commands[] = "get show set clear list unlock logs status manifest check probe";
-	struct pipe_config cfg;
-	struct bucket *b = NULL;
-	const char *file = NULL, *bucket = NULL, *key = NULL, *run_arg = NULL, *run_id, *cmd;
-	enum format fmt = FMT_DEFAULT;
-	unsigned long max = 1;
+	const struct command *cmd;
+	struct ctx c;
+	const char *file = NULL, *run_arg = NULL;
 	char *end;
-	int c, full = 0, force = 0, have_n = 0, bad, ret = CLI_USAGE;
+	unsigned flags;
+	int opt, force = 0, have_n = 0, bad, ret = CLI_USAGE, nargs;
 
 	err_init(argv[0]);
 	cli_die_with_driver();
-	memset(&cfg, 0, sizeof(cfg));
+	memset(&c, 0, sizeof(c));
+	c.fmt = FMT_DEFAULT;
+	c.max = 1;
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(help_text, stdout);
 		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
@@ -530,25 +625,27 @@ int main(int argc, char **argv)
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
-	cmd = argv[1];
+	c.cmd = argv[1];
 	argv[1] = argv[0];	/* getopt's messages name the program, not the command */
 	argv++;
 	argc--;
-	if (!is(cmd, commands)) {
-		err_msg("unknown command '%s'", cmd);
+	cmd = find_command(c.cmd);
+	if (cmd == NULL) {
+		err_msg("unknown command '%s'", c.cmd);
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
-	while ((c = getopt_long(argc, argv, "b:c:fhn:o:p:r:", longopts, NULL)) != -1) {
-		switch (c) {
+	flags = cmd->flags;
+	while ((opt = getopt_long(argc, argv, "b:c:fhn:o:p:r:", longopts, NULL)) != -1) {
+		switch (opt) {
 		case 'b':
-			bucket = optarg;
+			c.bucket = optarg;
 			break;
 		case 'c':
 			file = optarg;
 			break;
 		case 'f':
-			full = 1;
+			c.full = 1;
 			break;
 		case 'F':
 			force = 1;
@@ -557,19 +654,19 @@ int main(int argc, char **argv)
 			fputs(help_text, stdout);
 			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 		case 'n':
-			max = strtoul(optarg, &end, 10);
-			if (*optarg < '0' || *optarg > '9' || *end != '\0' || max == 0) {
+			c.max = strtoul(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end != '\0' || c.max == 0) {
 				err_msg("-n wants a number of run logs (1 or more), not '%s'", optarg);
 				return CLI_USAGE;
 			}
 			have_n = 1;
 			break;
 		case 'o':
-			if (parse_format(cmd, optarg, &fmt) != 0)
+			if (parse_format(c.cmd, optarg, &c.fmt) != 0)
 				return CLI_USAGE;
 			break;
 		case 'p':
-			key = optarg;
+			c.key = optarg;
 			break;
 		case 'r':
 			run_arg = optarg;
@@ -579,61 +676,40 @@ int main(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if ((bucket && !is(cmd, "list manifest probe check")) || (key && strcmp(cmd, "check") != 0) ||
-	    (bucket && key) ||
-	    (have_n && strcmp(cmd, "logs") != 0) || (bucket && (file || optind < argc)) ||
-	    (strcmp(cmd, "status") == 0 ? file != NULL : argc - optind > 1)) {
+	nargs = argc - optind;
+	if ((c.bucket && !(flags & TAKES_BUCKET)) || (c.key && !(flags & TAKES_KEY)) ||
+	    (c.bucket && c.key) || (have_n && !(flags & TAKES_COUNT)) ||
+	    (c.bucket && (file || nargs > 0)) ||
+	    ((flags & TAKES_NAMES) ? file != NULL : nargs > 1) ||
+	    ((flags & NO_PIPELINE) && (file || nargs > 0))) {
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
-	if (strcmp(cmd, "clear") == 0 && !force) {
-		err_msg("clear deletes the saved state: add --force to do it");
+	if ((flags & NEEDS_FORCE) && !force) {
+		err_msg("%s deletes the saved state: add --force to do it", c.cmd);
 		return CLI_USAGE;
 	}
-	run_id = cli_run_id(run_arg, &bad);
+	c.run_id = cli_run_id(run_arg, &bad);
 	if (bad)
 		return CLI_USAGE;
-	if (strcmp(cmd, "status") == 0) {
-		ret = cmd_status(argv + optind, (size_t)(argc - optind), fmt);
-		goto out;
-	}
-	if (bucket && strcmp(cmd, "check") == 0) {
-		ret = cmd_check_bucket(bucket);
-		goto out;
-	}
-	if (bucket == NULL && cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
+	if (flags & TAKES_NAMES) {
+		c.names = argv + optind;
+		c.nnames = (size_t)nargs;
+	} else if (!(flags & NO_PIPELINE) && c.bucket == NULL &&
+		   cli_load_config(file, nargs > 0 ? argv[optind] : NULL, &c.cfg) != 0) {
 		return CLI_USAGE;
-	if (strcmp(cmd, "check") == 0) {
-		/* a check touches no bucket: opening a local one would create it */
-		ret = cmd_check(&cfg, key);
-		goto out;
 	}
-	b = bucket_open_opts(bucket ? bucket : cfg.bucket, bucket ? NULL : cfg.endpoint_url);
-	if (b == NULL) {
-		ret = CLI_FAILED;
-		goto out;
+	if (!(flags & NO_BUCKET)) {
+		c.b = bucket_open_opts(c.bucket ? c.bucket : c.cfg.bucket, c.bucket ? NULL : c.cfg.endpoint_url);
+		if (c.b == NULL) {
+			ret = CLI_FAILED;
+			goto out;
+		}
 	}
-	if (strcmp(cmd, "get") == 0)
-		ret = cmd_get(b, &cfg, run_id, full);
-	else if (strcmp(cmd, "show") == 0)
-		ret = cmd_show(b, &cfg);
-	else if (strcmp(cmd, "set") == 0)
-		ret = cmd_set(b, &cfg);
-	else if (strcmp(cmd, "clear") == 0)
-		ret = locked_change(b, &cfg, NULL);
-	else if (strcmp(cmd, "list") == 0)
-		ret = cmd_list(b);
-	else if (strcmp(cmd, "unlock") == 0)
-		ret = cmd_unlock(b, &cfg);
-	else if (strcmp(cmd, "logs") == 0)
-		ret = cmd_logs(b, &cfg, max, fmt == FMT_DEFAULT ? FMT_JSONL : fmt);
-	else if (strcmp(cmd, "manifest") == 0)
-		ret = cmd_manifest(b, fmt);
-	else
-		ret = cmd_probe(b);
+	ret = cmd->run(&c);
 out:
-	bucket_free(b);
-	config_free(&cfg);
+	bucket_free(c.b);
+	config_free(&c.cfg);
 	if (cli_close_stdout() != 0 && ret == CLI_OK)
 		ret = CLI_FAILED;
 	return ret;
