@@ -17,6 +17,7 @@
 #include "err.h"
 #include "json.h"
 #include "parquet.h"
+#include "recwriter.h"
 #include "singer.h"
 #include "tap.h"
 #include "transform.h"
@@ -28,8 +29,7 @@ struct stream {
 	size_t name_len;
 	char *dir;		/* <path>/<source>/<safe> */
 	char *safe;
-	struct zwriter *zw;	/* open jsonl file, or NULL */
-	struct pq_writer *pw;	/* open Parquet file, or NULL */
+	void *file;		/* its open file (lib/recwriter.h), or NULL */
 	struct pq_schema *pqs;	/* parquet: the columns of its last SCHEMA, or NULL */
 	char *staged;		/* its staged key */
 	char *final;		/* its final key */
@@ -70,8 +70,8 @@ struct sink {
 	struct plan *plan;
 	char *source;
 	char date[16];
-	const char *ext;
-	int parquet;		/* destination.format: parquet */
+	const struct recwriter *rw;	/* the files' format (destination.format) */
+	const char *ext;	/* after the format's suffix: the compression's (".zst"; Parquet: "") */
 	struct pq_codec *codec;	/* parquet: the page compressor all files share */
 	struct pq_options pqo;
 
@@ -269,17 +269,15 @@ static int close_file(struct sink *s, struct stream *st)
 	struct plan_file f;
 	uint64_t bytes;
 
-	if (st->zw == NULL && st->pw == NULL)
+	if (st->file == NULL)
 		return 0;
-	if (st->pw ? pq_writer_close(st->pw, &bytes) != 0 : zwriter_close_size(st->zw, &bytes) != 0) {
-		st->zw = NULL;
-		st->pw = NULL;
+	if (s->rw->close(st->file, &bytes) != 0) {
+		st->file = NULL;
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
 	}
-	st->zw = NULL;
-	st->pw = NULL;
+	st->file = NULL;
 	s->open--;
 	f.stream = xstrdup(st->name);
 	f.staged = st->staged;
@@ -304,7 +302,7 @@ static int open_file(struct sink *s, struct stream *st)
 		size_t i;
 
 		for (i = 0; i < s->n; i++) {
-			if ((s->streams[i].zw || s->streams[i].pw) &&
+			if (s->streams[i].file &&
 			    (idle == NULL || s->streams[i].last_used < idle->last_used))
 				idle = &s->streams[i];
 		}
@@ -313,16 +311,14 @@ static int open_file(struct sink *s, struct stream *st)
 	}
 	staging = util_staging_prefix(s->cfg->name, s->opt->run_id);
 	st->final = xasprintf("%s/dt=%s/%s_%s_%04u%s%s", st->dir, s->date, st->safe,
-			      s->opt->run_id, st->file_index++, s->parquet ? "" : ".jsonl", s->ext);
+			      s->opt->run_id, st->file_index++, s->rw->suffix, s->ext);
 	st->staged = xasprintf("%s%s", staging, st->final);
 	free(staging);
 	st->file_records = 0;
 	w = bucket_writer_open(s->b, st->staged);
-	if (w != NULL && s->parquet)
-		st->pw = pq_writer_open(w, st->pqs, &s->pqo);
-	else if (w != NULL)
-		st->zw = zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
-	if (st->zw == NULL && st->pw == NULL) {
+	if (w != NULL)
+		st->file = s->rw->open(s, st, w);
+	if (st->file == NULL) {
 		fail(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		free(st->staged);
@@ -524,10 +520,10 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	int r, rolled;
 
 	for (;;) {
-		if (st->pw == NULL && open_file(s, st) != 0)
+		if (st->file == NULL && open_file(s, st) != 0)
 			return -1;
-		r = from && from->members ? pq_writer_add_members(st->pw, from->members, from->nmembers, &f) :
-		    pq_writer_add(st->pw, rec, &f);
+		r = from && from->members ? pq_writer_add_members(st->file, from->members, from->nmembers, &f) :
+		    pq_writer_add(st->file, rec, &f);
 		if (r != PQ_WIDEN || (s->cfg->mismatch_fail && f.need != PQ_DECIMAL && f.need != PQ_DIGITS))
 			break;
 		/*
@@ -535,7 +531,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		 * narrower type, the stream goes on in a new file whose column
 		 * holds it exactly (a file with no rows yet just changes it).
 		 */
-		rolled = pq_writer_rows(st->pw) > 0;
+		rolled = pq_writer_rows(st->file) > 0;
 		if (rolled && close_file(s, st) != 0)
 			return -1;
 		note_widening(s, st, &f, rolled);
@@ -560,7 +556,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	}
 	st->records++;
 	st->file_records++;
-	if (pq_writer_reached(st->pw, s->cfg->max_file_size) && close_file(s, st) != 0)
+	if (pq_writer_reached(st->file, s->cfg->max_file_size) && close_file(s, st) != 0)
 		return -1;
 	return 0;
 }
@@ -640,9 +636,6 @@ struct spill_head {
 	unsigned long long failed_in;	/* the stream's failed_in then */
 };
 
-static int land(struct sink *s, struct stream *st, const char *bytes, size_t len,
-		unsigned long long count, const struct singer_msg *from);
-
 static int spill_open(struct sink *s)
 {
 	const char *dir = getenv("TMPDIR");
@@ -715,7 +708,7 @@ static int land_entries(struct sink *s, struct stream *st, const char *buf, size
 		/* Messages name the line and record the entry came from. */
 		s->lineno = h.lineno;
 		st->failed_in = h.failed_in;
-		if (land(s, st, buf + pos, (size_t)h.len, h.count, NULL) != 0)
+		if (s->rw->land(s, st, buf + pos, (size_t)h.len, h.count, NULL) != 0)
 			return -1;
 		pos += (size_t)h.len;
 	}
@@ -788,8 +781,8 @@ static int route(struct sink *s, struct stream *st, const char *bytes, size_t le
 
 	if (st->waiting > 0 && s->open < s->opt->max_open && drain(s, st) != 0)
 		return -1;
-	if (st->waiting == 0 && (st->zw || st->pw || s->open < s->opt->max_open))
-		return land(s, st, bytes, len, count, from);
+	if (st->waiting == 0 && (st->file || s->open < s->opt->max_open))
+		return s->rw->land(s, st, bytes, len, count, from);
 	memset(&h, 0, sizeof(h));
 	h.len = len;
 	h.count = count;
@@ -930,22 +923,18 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 	return route(s, st, bytes, len, count, from);
 }
 
-/*
- * A record's bytes (count records, one per line) into the stream's file;
- * from: see parquet_add().
- */
-static int land(struct sink *s, struct stream *st, const char *bytes, size_t len,
-		unsigned long long count, const struct singer_msg *from)
+/* JSON lines: a record's bytes (count records, one per line) into the stream's file. */
+static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		      unsigned long long count, const struct singer_msg *from)
 {
 	uint64_t size;
 
-	if (s->parquet)
-		return parquet_records(s, st, bytes, len, count, from);
-	if (st->zw == NULL && open_file(s, st) != 0)
+	(void)from;
+	if (st->file == NULL && open_file(s, st) != 0)
 		return -1;
 	/* The record's bytes and its newline, as the tap printed them. */
-	if (zwriter_write(st->zw, bytes, len) != 0 ||
-	    zwriter_write(st->zw, "\n", 1) != 0) {
+	if (zwriter_write(st->file, bytes, len) != 0 ||
+	    zwriter_write(st->file, "\n", 1) != 0) {
 		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
@@ -954,12 +943,59 @@ static int land(struct sink *s, struct stream *st, const char *bytes, size_t len
 	st->file_records += count;
 	/* Uncompressed, the writer's buffer is part of the file: without it a
 	 * file would overshoot its size by a whole buffer. */
-	size = s->cfg->compression == COMPRESSION_NONE ? zwriter_in_bytes(st->zw) :
-	       zwriter_out_bytes(st->zw);
+	size = s->cfg->compression == COMPRESSION_NONE ? zwriter_in_bytes(st->file) :
+	       zwriter_out_bytes(st->file);
 	if (size >= s->cfg->max_file_size && close_file(s, st) != 0)
 		return -1;
 	return 0;
 }
+
+static int jsonl_start(struct sink *s)
+{
+	s->ext = config_compression_ext(s->cfg->compression);
+	return 0;
+}
+
+static void jsonl_finish(struct sink *s)
+{
+	(void)s;
+}
+
+static void *jsonl_open(struct sink *s, struct stream *st, struct bucket_writer *w)
+{
+	(void)st;
+	return zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
+}
+
+/* A line is a line, whatever the schema. */
+static int jsonl_schema(struct sink *s, struct stream *st, const char *schema)
+{
+	(void)s, (void)st, (void)schema;
+	return 0;
+}
+
+static int jsonl_close(void *file, uint64_t *bytes)
+{
+	return zwriter_close_size(file, bytes);
+}
+
+static void jsonl_abort(void *file)
+{
+	zwriter_abort(file);
+}
+
+static const struct recwriter jsonl_writer = {
+	.format = "jsonl",
+	.suffix = ".jsonl",
+	.members = 0,
+	.start = jsonl_start,
+	.finish = jsonl_finish,
+	.open = jsonl_open,
+	.land = jsonl_land,
+	.schema = jsonl_schema,
+	.close = jsonl_close,
+	.abort = jsonl_abort,
+};
 
 static char *compact(const struct json_span *v)
 {
@@ -990,6 +1026,67 @@ static struct pq_schema *stream_columns(struct sink *s, const struct stream *st,
 	return pqs;
 }
 
+static int parquet_start(struct sink *s)
+{
+	s->ext = "";	/* the pages are compressed, not the file */
+	s->codec = pq_codec_new(s->cfg->compression, s->cfg->compression_level, s->opt->threads);
+	s->pqo.codec = s->codec;
+	s->pqo.row_group_rows = s->cfg->row_group_rows;
+	s->pqo.row_group_size = s->cfg->row_group_size;
+	if (s->codec == NULL) {
+		s->reported = 1;
+		fail(s, "cannot start the Parquet page compressor");
+		return -1;
+	}
+	return 0;
+}
+
+static void parquet_finish(struct sink *s)
+{
+	pq_codec_free(s->codec);
+}
+
+static void *parquet_open(struct sink *s, struct stream *st, struct bucket_writer *w)
+{
+	return pq_writer_open(w, st->pqs, &s->pqo);
+}
+
+static int parquet_schema(struct sink *s, struct stream *st, const char *schema)
+{
+	if (st->schema != NULL && strcmp(st->schema, schema) == 0)
+		return 0;
+	/* New columns: a new file, once the records of the old ones that
+	 * wait have landed. */
+	if ((st->waiting > 0 && drain(s, st) != 0) || close_file(s, st) != 0)
+		return -1;
+	pq_schema_free(st->pqs);
+	st->pqs = stream_columns(s, st, schema);
+	return 0;
+}
+
+static int parquet_close(void *file, uint64_t *bytes)
+{
+	return pq_writer_close(file, bytes);
+}
+
+static void parquet_abort(void *file)
+{
+	pq_writer_abort(file);
+}
+
+static const struct recwriter parquet_writer = {
+	.format = "parquet",
+	.suffix = ".parquet",
+	.members = 1,
+	.start = parquet_start,
+	.finish = parquet_finish,
+	.open = parquet_open,
+	.land = parquet_records,
+	.schema = parquet_schema,
+	.close = parquet_close,
+	.abort = parquet_abort,
+};
+
 static int on_schema(struct sink *s, const struct singer_msg *m)
 {
 	struct stream *st = lookup(s, &m->stream);
@@ -1000,15 +1097,9 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 	if (st->dropped)
 		return 0;
 	schema = compact(&m->schema);
-	if (s->parquet && (st->schema == NULL || strcmp(st->schema, schema) != 0)) {
-		/* New columns: a new file, once the records of the old ones
-		 * that wait have landed. */
-		if ((st->waiting > 0 && drain(s, st) != 0) || close_file(s, st) != 0) {
-			free(schema);
-			return -1;
-		}
-		pq_schema_free(st->pqs);
-		st->pqs = stream_columns(s, st, schema);
+	if (s->rw->schema(s, st, schema) != 0) {
+		free(schema);
+		return -1;
 	}
 	st->inferred = 0;
 	free(st->schema);
@@ -1099,13 +1190,9 @@ static void cleanup_files(struct sink *s)
 	for (i = 0; i < s->n; i++) {
 		struct stream *st = &s->streams[i];
 
-		if (st->zw) {
-			zwriter_abort(st->zw);
-			st->zw = NULL;
-		}
-		if (st->pw) {
-			pq_writer_abort(st->pw);
-			st->pw = NULL;
+		if (st->file) {
+			s->rw->abort(st->file);
+			st->file = NULL;
 		}
 	}
 	for (i = 0; i < s->plan->nfiles; i++) {
@@ -1134,7 +1221,7 @@ static void fill_plan(struct sink *s, const struct sink_options *opt)
 	p->run_id = xstrdup(opt->run_id);
 	p->started_at = xstrdup(started);
 	p->source = xstrdup(s->source);
-	p->format = xstrdup(s->parquet ? "parquet" : "jsonl");
+	p->format = xstrdup(s->rw->format);
 	p->compression = xstrdup(config_compression_name(s->cfg->compression));
 	p->incremental = s->cfg->incremental;
 	p->replace = !s->cfg->incremental;
@@ -1183,7 +1270,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	time_t t = util_run_id_time(opt->run_id);
 	struct tm tm;
 	unsigned long long reads = 0;
-	int got, ended = 0, ok = 0;
+	int got, started, ended = 0, ok = 0;
 
 	memset(&s, 0, sizeof(s));
 	memset(plan, 0, sizeof(*plan));
@@ -1192,20 +1279,9 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	s.opt = opt;
 	s.plan = plan;
 	s.source = config_source_name(cfg);
-	s.ext = config_compression_ext(cfg->compression);
 	s.spill_fd = -1;
-	if (cfg->parquet) {
-		s.parquet = 1;
-		s.ext = ".parquet";	/* the pages are compressed, not the file */
-		s.codec = pq_codec_new(cfg->compression, cfg->compression_level, opt->threads);
-		s.pqo.codec = s.codec;
-		s.pqo.row_group_rows = cfg->row_group_rows;
-		s.pqo.row_group_size = cfg->row_group_size;
-		if (s.codec == NULL) {
-			s.reported = 1;
-			fail(&s, "cannot start the Parquet page compressor");
-		}
-	}
+	s.rw = cfg->parquet ? &parquet_writer : &jsonl_writer;
+	started = s.rw->start(&s);
 	/* A live line on a terminal, unless the tap's lines share it (run -v). */
 	s.tty = isatty(STDERR_FILENO) && !env_is("DATASPOC_PIPE_PROGRESS", "lines");
 	s.next_progress = util_now() + (s.tty ? 0.2 : 10.0);
@@ -1214,7 +1290,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	gmtime_r(&t, &tm);
 	strftime(s.date, sizeof(s.date), "%Y-%m-%d", &tm);
 
-	if (s.parquet && s.codec == NULL)
+	if (started != 0)
 		goto out;
 	while ((got = singer_reader_next(r, &line, &len)) == 1) {
 		/* Parquet: a RECORD's members, noted as the line is validated. */
@@ -1239,7 +1315,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			fail(&s, "<stdin>:%llu: input ends in the middle of a line: the tap's output was cut short", s.lineno);
 			goto out;
 		}
-		if ((s.parquet ? singer_parse_members(line, len, &m, room, SINK_MEMBERS, &errcol, &errmsg) :
+		if ((s.rw->members ? singer_parse_members(line, len, &m, room, SINK_MEMBERS, &errcol, &errmsg) :
 		     singer_parse(line, len, &m, &errcol, &errmsg)) != 0) {
 			struct sb q = SB_INIT;
 
@@ -1333,7 +1409,7 @@ out:
 	}
 	if (s.spill_fd >= 0)
 		close(s.spill_fd);
-	pq_codec_free(s.codec);
+	s.rw->finish(&s);
 	for (i = 0; i < s.nselected; i++)
 		free(s.selected[i]);
 	free(s.selected);

@@ -1,0 +1,72 @@
+/*
+ * recwriter: how the sink's files take records, one interface over its two
+ * formats.  A run writes one format (destination.format), so the sink holds
+ * one struct recwriter for the run and calls it, never a format's writer:
+ *
+ *	JSON lines	each record's bytes as the tap printed them, and a
+ *			newline, through a zwriter (lib/zwriter.h)
+ *	Parquet		rows through a pq_writer (lib/parquet.h), the columns
+ *			those of the stream's SCHEMA or its first record,
+ *			widened as values need (a file rolled when it holds rows)
+ *
+ * A stream has at most one open file, a handle only the recwriter knows
+ * (struct stream's file, NULL when none).  The sink opens, rolls and closes
+ * files (open_file(), close_file(): the open-file slots, the commit plan);
+ * the recwriter says how a file starts, takes records and ends.  Every
+ * function that fails has put why into the sink's plan (fail()) or on
+ * stderr (the writer's own errors) and returns -1.
+ */
+#ifndef PIPE_RECWRITER_H
+#define PIPE_RECWRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bucket_writer;
+struct singer_msg;
+struct sink;
+struct stream;
+
+struct recwriter {
+	const char *format;	/* the plan's "format": "jsonl", "parquet" */
+	const char *suffix;	/* of its file names, before the compression's */
+	/* RECORDs are parsed with their members noted (singer_parse_members()) */
+	int members;
+
+	/*
+	 * The run's start: what its files share (the compression's file name
+	 * extension, s->ext; Parquet's page compressor).  0 or -1.  finish()
+	 * frees it, whether start() succeeded or not.
+	 */
+	int (*start)(struct sink *s);
+	void (*finish)(struct sink *s);
+
+	/*
+	 * A new file of st on w (the file owns w from now on, and aborts it on
+	 * failure).  NULL on error.
+	 */
+	void *(*open)(struct sink *s, struct stream *st, struct bucket_writer *w);
+
+	/*
+	 * count records of st (their bytes, one per line, the last newline
+	 * left out) into its file, opened when it has none and closed once it
+	 * reaches max_file_size.  from: the RECORD message the bytes are the
+	 * record of, as parsed (with its members noted when members is set),
+	 * or NULL (a transform's output, a record that waited).  0 or -1.
+	 */
+	int (*land)(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		    unsigned long long count, const struct singer_msg *from);
+
+	/*
+	 * st has a SCHEMA (its compact text), before st->schema takes it:
+	 * the files that follow take its columns.  0 or -1.
+	 */
+	int (*schema)(struct sink *s, struct stream *st, const char *schema);
+
+	/* Finish a file: the object's size into *bytes; frees it.  0 or -1. */
+	int (*close)(void *file, uint64_t *bytes);
+	/* Drop a file (its partial object is removed); frees it. */
+	void (*abort)(void *file);
+};
+
+#endif
