@@ -614,6 +614,16 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
+static void keeper_free(struct lock_keeper *k)
+{
+	pthread_cond_destroy(&k->wake);
+	pthread_mutex_destroy(&k->mu);
+	free(k->key);
+	free(k->what);
+	free(k->run_id);
+	free(k);
+}
+
 struct lock_keeper *lock_keeper_start(struct bucket *b, const char *key, const char *what,
 				      const char *run_id, long ttl)
 {
@@ -636,12 +646,7 @@ struct lock_keeper *lock_keeper_start(struct bucket *b, const char *key, const c
 	pthread_condattr_destroy(&attr);
 	if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
 		err_warn("%s: cannot start renewing the run lock", what);
-		pthread_cond_destroy(&k->wake);
-		pthread_mutex_destroy(&k->mu);
-		free(k->key);
-		free(k->what);
-		free(k->run_id);
-		free(k);
+		keeper_free(k);
 		return NULL;
 	}
 	return k;
@@ -664,11 +669,6 @@ int lock_keeper_stop(struct lock_keeper *k)
 	pthread_mutex_unlock(&k->mu);
 	pthread_join(k->thread, NULL);
 	lost = k->lost;
-	pthread_cond_destroy(&k->wake);
-	pthread_mutex_destroy(&k->mu);
-	free(k->key);
-	free(k->what);
-	free(k->run_id);
-	free(k);
+	keeper_free(k);
 	return lost;
 }

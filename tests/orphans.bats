@@ -152,6 +152,15 @@ hold_folder() {
 	exec sleep 1000
 }
 
+# A live process of this machine holds the manifest lock: a commit waits
+# at its manifest step until the test removes it.
+hold_manifest_lock() {
+	sleep 1000 &
+	BG_PIDS="$BG_PIDS $!"
+	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+		"$(hostname)" "$(this_host_id)" "$!" | bucket_put .dataspoc/manifest.lock
+}
+
 gone_pid() {
 	sh -c 'exit 0' &
 	local p=$!
@@ -162,11 +171,8 @@ gone_pid() {
 @test "kill -9 of the driver during its commit: pipe-commit dies with it, and the next run finishes the commit, every record once" {
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	# the commit waits for the manifest lock a live process holds
-	sleep 1000 &
-	local holder=$! driver st=0 commit rid
-	BG_PIDS="$BG_PIDS $holder"
-	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
-		"$(hostname)" "$(this_host_id)" "$holder" | bucket_put .dataspoc/manifest.lock
+	local driver st=0 commit rid
+	hold_manifest_lock
 	dataspoc-pipe run orph >run.out 2>run.err &
 	driver=$!
 	BG_PIDS="$BG_PIDS $driver"
@@ -309,11 +315,8 @@ gone_pid() {
 
 @test "a commit whose run lost the lock stops before its next step; the holder's next run finishes it" {
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
-	sleep 1000 &
-	local holder=$! driver st=0 rid
-	BG_PIDS="$BG_PIDS $holder"
-	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
-		"$(hostname)" "$(this_host_id)" "$holder" | bucket_put .dataspoc/manifest.lock
+	local driver st=0 rid
+	hold_manifest_lock
 	dataspoc-pipe run orph >run.out 2>run.err &
 	driver=$!
 	BG_PIDS="$BG_PIDS $driver"
