@@ -36,8 +36,8 @@
  *                     format: parquet (the Python tool's Parquet codecs)
  *     compression_level:  zstd 1..19 (default 3), gzip 1..9 (default 6);
  *                     none for snappy
- *     max_file_size:  bytes, or a size for config_parse_size(); at least
- *                     1 KiB; default 128 MiB
+ *     max_file_size:  bytes, or a size for config_parse_size() (lib/size.h);
+ *                     at least 1 KiB; default 128 MiB
  *     endpoint_url:   http:// or https:// URL of an S3-compatible store
  *     format:         parquet (default, as the Python tool) or jsonl
  *                     (lib/parquet.h, lib/zwriter.h)
@@ -210,13 +210,5 @@ char *config_source_name(const struct pipe_config *cfg);
 const char *config_compression_ext(enum compression c);
 /* "zstd", "gzip", "none" or "snappy". */
 const char *config_compression_name(enum compression c);
-
-/*
- * Parse a size: a non-negative decimal integer with an optional suffix
- * K, KB, KiB, M, MB, MiB, G, GB, GiB (all powers of 1024; any letter case;
- * spaces allowed before the suffix).  Returns 0, or -1 (nothing printed) on
- * bad syntax or a value above UINT64_MAX.
- */
-int config_parse_size(const char *s, uint64_t *out);
 
 #endif

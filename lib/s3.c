@@ -9,9 +9,9 @@
  */
 #include "bucket.h"
 #include "bucket_impl.h"
-#include "config.h"
 #include "err.h"
 #include "s3.h"
+#include "size.h"
 #include "util.h"
 
 #include <errno.h>

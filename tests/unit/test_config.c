@@ -12,6 +12,7 @@
 #include "config.h"
 #include "err.h"
 #include "sb.h"
+#include "size.h"
 #include "tap.h"
 
 static char *tmp;		/* the sandbox, canonical */
