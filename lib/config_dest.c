@@ -1,0 +1,504 @@
+/*
+ * config_dest: a pipeline's destination: mapping and its checks, the
+ * defaults of <home>/config.yaml, and the two merged into the pipeline's.
+ */
+#include "config_impl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "err.h"
+#include "size.h"
+
+#define DEFAULT_MAX_FILE_SIZE (128ULL * 1024 * 1024)
+#define DEFAULT_ROW_GROUP_ROWS 1000000ULL
+#define DEFAULT_ROW_GROUP_SIZE (16ULL * 1024 * 1024)
+
+static const char *const home_names[] = { "destination", "defaults" };
+static const struct keys home_keys = { NULL, home_names, 2, 1 };
+
+static const char *const dest_names[] = {
+	"bucket", "path", "compression", "compression_level", "max_file_size",
+	"endpoint_url", "format", "row_group_rows", "row_group_size", "string_columns",
+	"schema_mismatch", "partition_by"
+};
+static const struct keys dest_keys = { "destination", dest_names, D_NKEYS, D_NKEYS - 1 };
+
+void config_dest_free(struct dest *d)
+{
+	free(d->bucket);
+	free(d->path);
+	free(d->endpoint_url);
+	free_argv(d->strcols);
+	memset(d, 0, sizeof(*d));
+}
+
+/*
+ * Check destination.bucket value b; *url is set when it is a URL (kept as
+ * written), not a path.  0, or -1 with the reason in why.
+ */
+static int bucket_problem(const char *b, int *url, char *why, size_t whysz)
+{
+	const char *hint = "expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path";
+	size_t i = 0;
+
+	*url = 0;
+	if (*b == '\0') {
+		snprintf(why, whysz, "destination.bucket is empty");
+		return -1;
+	}
+	if (isalpha((unsigned char)b[0])) {
+		while (isalnum((unsigned char)b[i]) || b[i] == '+' || b[i] == '-' || b[i] == '.')
+			i++;
+	}
+	if (i == 0 || b[i] != ':')
+		return 0;
+	if (strncmp(b + i, "://", 3) != 0) {
+		if ((i == 4 && strncasecmp(b, "file", 4) == 0) ||
+		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0))) {
+			snprintf(why, whysz, "destination.bucket '%s' is not a valid URL (%s)", b, hint);
+			return -1;
+		}
+		return 0;	/* a relative directory such as "lake:2024" */
+	}
+	*url = 1;
+	if (i == 4 && strncmp(b, "file", 4) == 0) {
+		if (b[7] != '/') {
+			snprintf(why, whysz, "destination.bucket '%s': a file:// URL needs an "
+				 "absolute path, as in file:///data/lake", b);
+			return -1;
+		}
+		return 0;
+	}
+	if (i == 2 && (strncmp(b, "s3", 2) == 0 || strncmp(b, "gs", 2) == 0)) {
+		if (b[5] == '\0' || b[5] == '/') {
+			snprintf(why, whysz, "destination.bucket '%s' names no bucket", b);
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(why, whysz, "destination.bucket: unsupported scheme '%.*s://' (%s)", (int)i, b, hint);
+	return -1;
+}
+
+char *config_bucket_resolve(const char *bucket, const char *dir, char *why, size_t whysz)
+{
+	int url;
+
+	if (bucket_problem(bucket, &url, why, whysz) < 0)
+		return NULL;
+	if (url)
+		return xstrdup(bucket);
+	return config_resolve_path(bucket, dir, "destination.bucket", why, whysz);
+}
+
+static int check_path(struct yctx *c, yaml_node_t *v, const char *p)
+{
+	const char *comp = p;
+
+	if (*p == '\0')
+		return 0;
+	if (*p == '/')
+		return config_yerr(c, v->start_mark, "destination.path '%s' must be relative (no leading '/')", p);
+	for (;;) {
+		size_t n = strcspn(comp, "/");
+		size_t j;
+
+		if (n == 0)
+			return config_yerr(c, v->start_mark, "destination.path '%s' has an empty component", p);
+		if ((n == 1 && comp[0] == '.') || (n == 2 && comp[0] == '.' && comp[1] == '.'))
+			return config_yerr(c, v->start_mark, "destination.path '%s' must not have '.' or '..' components", p);
+		for (j = 0; j < n; j++)
+			if ((unsigned char)comp[j] < 0x20 || comp[j] == 0x7f)
+				return config_yerr(c, v->start_mark, "destination.path has a control character");
+		if (comp[n] == '\0')
+			return 0;
+		comp += n + 1;
+	}
+}
+
+static int valid_level(struct yctx *c, const struct dest *d, enum compression comp)
+{
+	long max = comp == COMPRESSION_ZSTD ? 19 : 9;
+
+	if (!d->set[D_LEVEL])
+		return 0;
+	if (comp == COMPRESSION_NONE || comp == COMPRESSION_SNAPPY)
+		return config_yerr(c, d->at[D_LEVEL], "destination.compression_level does not apply to compression %s",
+				   comp == COMPRESSION_NONE ? "none" : "snappy");
+	if (d->level < 1 || d->level > max)
+		return config_yerr(c, d->at[D_LEVEL], "destination.compression_level must be from 1 to %ld for %s, not %s",
+				   max, comp == COMPRESSION_ZSTD ? "zstd" : "gzip", d->level_text);
+	return 0;
+}
+
+/*
+ * destination.string_columns: {STREAM-PATTERN: [COLUMN-PATTERN, ...], ...},
+ * into d->strcols as pairs.
+ */
+static int parse_strcols(struct yctx *c, yaml_node_t *v, struct dest *d)
+{
+	static const char what[] = "a mapping of stream names to lists of column names";
+	yaml_node_pair_t *pair;
+	char **pairs = NULL;
+	size_t n = 0;
+
+	if (v->type != YAML_MAPPING_NODE)
+		return config_yerr(c, v->start_mark, "destination.string_columns must be %s", what);
+	FOR_PAIRS(v, pair) {
+		yaml_node_t *key = node(c, pair->key), *list = node(c, pair->value);
+		yaml_node_item_t *it;
+		const char *stream, *col;
+
+		if (config_get_str(c, key, "destination.string_columns", what, &stream) < 0)
+			goto fail;
+		if (*stream == '\0') {
+			config_yerr(c, key->start_mark, "destination.string_columns: a stream name is empty");
+			goto fail;
+		}
+		if (list->type != YAML_SEQUENCE_NODE ||
+		    list->data.sequence.items.start == list->data.sequence.items.top) {
+			config_yerr(c, list->start_mark, "destination.string_columns.%s must be a list of column names",
+				    stream);
+			goto fail;
+		}
+		for (it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+			yaml_node_t *e = node(c, *it);
+
+			if (config_get_str(c, e, "destination.string_columns", "a list of column names", &col) < 0)
+				goto fail;
+			if (*col == '\0') {
+				config_yerr(c, e->start_mark, "destination.string_columns.%s: a column name is empty", stream);
+				goto fail;
+			}
+			push(&pairs, &n, xstrdup(stream));
+			push(&pairs, &n, xstrdup(col));
+		}
+	}
+	free_argv(d->strcols);
+	d->strcols = pairs;
+	return 0;
+fail:
+	free_argv(pairs);
+	return -1;
+}
+
+static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *d)
+{
+	const char *s;
+
+	if (k == D_BUCKET) {
+		char why[1536];
+
+		if (config_get_str(c, v, "destination.bucket", "a string", &s) < 0)
+			return -1;
+		if ((d->bucket = config_bucket_resolve(s, c->dir, why, sizeof(why))) == NULL)
+			return config_yerr(c, v->start_mark, "%s", why);
+		return 0;
+	}
+	if (k == D_PATH) {
+		if (config_get_str(c, v, "destination.path", "a string", &s) < 0 || check_path(c, v, s) < 0)
+			return -1;
+		d->path = xstrdup(s);
+		return 0;
+	}
+	if (k == D_COMPRESSION) {
+		if (config_get_str(c, v, "destination.compression", "a string", &s) < 0)
+			return -1;
+		if (strcmp(s, "zstd") == 0)
+			d->compression = COMPRESSION_ZSTD;
+		else if (strcmp(s, "gzip") == 0)
+			d->compression = COMPRESSION_GZIP;
+		else if (strcmp(s, "none") == 0)
+			d->compression = COMPRESSION_NONE;
+		else if (strcmp(s, "snappy") == 0)
+			d->compression = COMPRESSION_SNAPPY;
+		else
+			return config_yerr(c, v->start_mark, "destination.compression must be one of zstd, snappy, gzip, none, not '%s'", s);
+		return 0;
+	}
+	if (k == D_LEVEL) {
+		const char *p;
+
+		if (config_get_str(c, v, "destination.compression_level", "an integer", &s) < 0)
+			return -1;
+		p = s + (*s == '-' || *s == '+');
+		if (!all_digits(p, strlen(p), 10))
+			return config_yerr(c, v->start_mark, "destination.compression_level must be an integer, not '%s'", s);
+		errno = 0;
+		d->level = strtol(s, NULL, 10);
+		if (errno == ERANGE)
+			d->level = *s == '-' ? -1 : 1000;
+		d->level_text = s;
+		return 0;
+	}
+	if (k == D_MAXSIZE) {
+		if (config_get_str(c, v, "destination.max_file_size", "a size", &s) < 0)
+			return -1;
+		if (config_parse_size(s, &d->max_file_size) < 0)
+			return config_yerr(c, v->start_mark, "destination.max_file_size must be a size such as "
+					   "134217728, 64MiB or 1G, not '%s'", s);
+		if (d->max_file_size < 1024)
+			return config_yerr(c, v->start_mark, "destination.max_file_size must be at least 1 KiB, not '%s'", s);
+		return 0;
+	}
+	if (k == D_ENDPOINT) {
+		if (config_get_str(c, v, "destination.endpoint_url", "a string", &s) < 0)
+			return -1;
+		if (!((strncasecmp(s, "http://", 7) == 0 && s[7]) ||
+		      (strncasecmp(s, "https://", 8) == 0 && s[8])))
+			return config_yerr(c, v->start_mark, "destination.endpoint_url must be an http:// or https:// URL, not '%s'", s);
+		d->endpoint_url = xstrdup(s);
+		return 0;
+	}
+	if (k == D_FORMAT) {
+		if (config_get_str(c, v, "destination.format", "a string", &s) < 0)
+			return -1;
+		if (strcmp(s, "jsonl") != 0 && strcmp(s, "parquet") != 0)
+			return config_yerr(c, v->start_mark, "destination.format must be jsonl or parquet, not '%s'", s);
+		d->parquet = strcmp(s, "parquet") == 0;
+		return 0;
+	}
+	if (k == D_MISMATCH) {
+		if (config_get_str(c, v, "destination.schema_mismatch", "a string", &s) < 0)
+			return -1;
+		if (strcmp(s, "widen") != 0 && strcmp(s, "fail") != 0)
+			return config_yerr(c, v->start_mark, "destination.schema_mismatch must be widen or fail, not '%s'", s);
+		d->mismatch_fail = strcmp(s, "fail") == 0;
+		return 0;
+	}
+	if (k == D_RG_ROWS) {
+		if (config_get_str(c, v, "destination.row_group_rows", "an integer", &s) < 0)
+			return -1;
+		errno = 0;
+		if (!all_digits(s, strlen(s), 10) || (d->rg_rows = strtoull(s, NULL, 10)) < 1 ||
+		    d->rg_rows > INT32_MAX || errno == ERANGE)
+			return config_yerr(c, v->start_mark, "destination.row_group_rows must be an integer "
+					   "from 1 to 2147483647, not '%s'", s);
+		return 0;
+	}
+	if (k == D_STRCOLS)
+		return parse_strcols(c, v, d);
+	if (k == D_RG_SIZE) {
+		if (config_get_str(c, v, "destination.row_group_size", "a size", &s) < 0)
+			return -1;
+		if (config_parse_size(s, &d->rg_size) < 0)
+			return config_yerr(c, v->start_mark, "destination.row_group_size must be a size such as "
+					   "67108864, 64MiB or 1G, not '%s'", s);
+		if (d->rg_size < 1024)
+			return config_yerr(c, v->start_mark, "destination.row_group_size must be at least 1 KiB, not '%s'", s);
+		return 0;
+	}
+	/* D_PARTITION: the Python tool wrote it into every pipeline. */
+	if (config_get_str(c, v, "destination.partition_by", "a string", &s) < 0)
+		return -1;
+	if (strcmp(s, "_extraction_date") != 0)
+		return config_yerr(c, v->start_mark, "destination.partition_by must be _extraction_date "
+				   "(files are partitioned by extraction date), not '%s'", s);
+	return 0;
+}
+
+int config_parse_dest(struct yctx *c, yaml_node_t *map, struct dest *d)
+{
+	yaml_node_t *seen[D_NKEYS] = { NULL };
+	yaml_node_pair_t *pair;
+
+	if (map->type != YAML_MAPPING_NODE)
+		return config_yerr(c, map->start_mark, "destination must be a mapping");
+	FOR_PAIRS(map, pair) {
+		int k = config_key_index(c, &dest_keys, pair, seen);
+		yaml_node_t *v = node(c, pair->value);
+
+		if (k < 0)
+			return -1;
+		if (is_null(v) && k == D_BUCKET)
+			return config_yerr(c, node(c, pair->key)->start_mark,
+					   "destination.bucket must be a string");
+		if (is_null(v))
+			continue;
+		/* A later mapping (destination: after defaults:) wins. */
+		if (k == D_BUCKET || k == D_PATH || k == D_ENDPOINT) {
+			char **slot = k == D_BUCKET ? &d->bucket : k == D_PATH ? &d->path : &d->endpoint_url;
+
+			free(*slot);
+			*slot = NULL;
+		}
+		if (parse_dest_value(c, k, v, d) < 0)
+			return -1;
+		d->set[k] = 1;
+		d->at[k] = v->start_mark;
+	}
+	return 0;
+}
+
+/* ---- the pipeline's destination, with the defaults ---- */
+
+static char **take_argv(char ***p)
+{
+	char **v = *p;
+
+	*p = NULL;
+	return v;
+}
+
+static char **copy_argv(char *const *v)
+{
+	char **out = NULL;
+	size_t n = 0;
+
+	while (*v)
+		push(&out, &n, xstrdup(*v++));
+	return out;
+}
+
+static char *take(char **p)
+{
+	char *s = *p;
+
+	*p = NULL;
+	return s;
+}
+
+int config_dest_merge(struct yctx *c, struct dest *d, const struct dest *def,
+		      const yaml_node_t *dmap, const yaml_node_t *root, struct pipe_config *cfg)
+{
+	enum compression comp, defcomp;
+
+	if (d->bucket)
+		cfg->bucket = take(&d->bucket);
+	else if (def->bucket)
+		cfg->bucket = xstrdup(def->bucket);
+	else if (dmap == NULL) {
+		config_yerr(c, root->start_mark, "missing required key 'destination' (with a bucket: "
+			    "config.yaml gives no destination.bucket)");
+		return -1;
+	} else {
+		config_yerr(c, dmap->start_mark, "missing required key 'bucket' in destination");
+		return -1;
+	}
+	cfg->path = xstrdup(d->path ? d->path : def->path ? def->path : "raw");
+	if (d->endpoint_url)
+		cfg->endpoint_url = take(&d->endpoint_url);
+	else if (def->endpoint_url)
+		cfg->endpoint_url = xstrdup(def->endpoint_url);
+	cfg->max_file_size = d->set[D_MAXSIZE] ? d->max_file_size :
+			     def->set[D_MAXSIZE] ? def->max_file_size : DEFAULT_MAX_FILE_SIZE;
+
+	defcomp = def->set[D_COMPRESSION] ? def->compression : COMPRESSION_ZSTD;
+	comp = d->set[D_COMPRESSION] ? d->compression : defcomp;
+	cfg->compression = comp;
+	if (valid_level(c, d, comp) < 0)
+		return -1;
+	if (d->set[D_LEVEL])
+		cfg->compression_level = (int)d->level;
+	else if (def->set[D_LEVEL] && defcomp == comp)
+		cfg->compression_level = (int)def->level;
+	else
+		cfg->compression_level = comp == COMPRESSION_ZSTD ? 3 :
+					 comp == COMPRESSION_GZIP ? 6 : 0;
+	cfg->parquet = d->set[D_FORMAT] ? d->parquet : def->set[D_FORMAT] ? def->parquet : 1;
+	cfg->format = xstrdup(cfg->parquet ? "parquet" : "jsonl");
+	if (!cfg->parquet && (d->set[D_RG_ROWS] || d->set[D_RG_SIZE] || d->set[D_STRCOLS] ||
+			      d->set[D_MISMATCH])) {
+		int k = d->set[D_RG_ROWS] ? D_RG_ROWS : d->set[D_RG_SIZE] ? D_RG_SIZE :
+			d->set[D_STRCOLS] ? D_STRCOLS : D_MISMATCH;
+
+		config_yerr(c, d->at[k], "destination.%s applies only to format: parquet", dest_names[k]);
+		return -1;
+	}
+	if (!cfg->parquet && comp == COMPRESSION_SNAPPY) {
+		config_yerr(c, d->set[D_COMPRESSION] ? d->at[D_COMPRESSION] : dmap ? dmap->start_mark : root->start_mark,
+			    "destination.compression snappy applies only to format: parquet "
+			    "(JSON lines take zstd, gzip or none)");
+		return -1;
+	}
+	cfg->mismatch_fail = d->set[D_MISMATCH] ? d->mismatch_fail :
+			     def->set[D_MISMATCH] ? def->mismatch_fail : 0;
+	if (d->strcols)
+		cfg->string_columns = take_argv(&d->strcols);
+	else if (def->strcols)
+		cfg->string_columns = copy_argv(def->strcols);
+	cfg->row_group_rows = d->set[D_RG_ROWS] ? d->rg_rows :
+			      def->set[D_RG_ROWS] ? def->rg_rows : DEFAULT_ROW_GROUP_ROWS;
+	cfg->row_group_size = d->set[D_RG_SIZE] ? d->rg_size :
+			      def->set[D_RG_SIZE] ? def->rg_size : DEFAULT_ROW_GROUP_SIZE;
+	return 0;
+}
+
+/* ---- config.yaml ---- */
+
+/*
+ * Read <home>/config.yaml into d.  Its own compression_level is checked
+ * against its own compression here, while its document is loaded.
+ */
+int config_load_home(struct dest *d)
+{
+	char *file = xasprintf("%s/config.yaml", config_home());
+	char *buf = NULL;
+	size_t len = 0;
+	struct yctx c;
+	yaml_node_t *root, *seen[2] = { NULL, NULL };
+	yaml_node_pair_t *pair;
+	int rc = -1, r;
+
+	memset(&c, 0, sizeof(c));
+	r = config_read_file(file, "config file", 1, &buf, &len);
+	if (r == -2)
+		rc = 0;
+	if (r < 0)
+		goto out;
+	if (config_yaml_load(&c, file, buf, len) < 0)
+		goto out;
+	root = yaml_document_get_root_node(&c.doc);
+	if (root == NULL || is_null(root)) {
+		rc = 0;
+		goto out;
+	}
+	if (root->type != YAML_MAPPING_NODE) {
+		config_yerr(&c, root->start_mark, "config.yaml must be a mapping (with destination:)");
+		goto out;
+	}
+	/* defaults: first, so that destination: wins wherever it is written. */
+	for (r = 1; r >= 0; r--) {
+		FOR_PAIRS(root, pair) {
+			yaml_node_t *v = node(&c, pair->value);
+			int k = config_key_index(&c, &home_keys, pair, seen);
+
+			if (k < 0)
+				goto out;
+			if (k == r && !is_null(v) && config_parse_dest(&c, v, d) < 0)
+				goto out;
+		}
+		memset(seen, 0, sizeof(seen));
+	}
+	if (valid_level(&c, d, d->set[D_COMPRESSION] ? d->compression : COMPRESSION_ZSTD) < 0)
+		goto out;
+	d->level_text = NULL;
+	rc = 0;
+out:
+	config_yaml_close(&c);
+	free(buf);
+	free(file);
+	if (rc < 0)
+		config_dest_free(d);
+	return rc;
+}
+
+int config_default_bucket(char **out)
+{
+	struct dest def;
+
+	*out = NULL;
+	memset(&def, 0, sizeof(def));
+	if (config_load_home(&def) < 0)
+		return -1;
+	*out = take(&def.bucket);
+	config_dest_free(&def);
+	return 0;
+}

@@ -1,0 +1,113 @@
+/* config_words: source.tap written as a string, split into its words. */
+#include "config_impl.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sb.h"
+
+/*
+ * Split s into words as sh(1) would split a simple command, refusing
+ * anything sh would expand or interpret: no shell runs the tap, and passing
+ * "$HOME" on literally would be a silent surprise.  On error returns -1 with
+ * why[] filled.
+ */
+int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
+{
+	struct sb w = SB_INIT;
+	char **argv = NULL;
+	size_t n = 0, i = 0;
+	int inword = 0;
+
+	for (;;) {
+		char ch = s[i];
+
+		if (ch == '\\' && s[i + 1] == '\n') {
+			i += 2;
+			continue;
+		}
+		if (ch == '\0' || ch == ' ' || ch == '\t') {
+			if (inword) {
+				push(&argv, &n, sb_detach(&w));
+				inword = 0;
+			}
+			if (ch == '\0')
+				break;
+			i++;
+			continue;
+		}
+		if (!inword && (ch == '#' || ch == '~')) {
+			snprintf(why, whysz, "a word starting with '%c' is special to a shell, "
+				 "and the tap runs without one: quote it, or write source.tap as a list", ch);
+			goto fail;
+		}
+		inword = 1;
+		if (ch == '\'') {
+			const char *end = strchr(s + i + 1, '\'');
+
+			if (end == NULL) {
+				snprintf(why, whysz, "unterminated single quote");
+				goto fail;
+			}
+			sb_add(&w, s + i + 1, (size_t)(end - (s + i + 1)));
+			i = (size_t)(end - s) + 1;
+		} else if (ch == '"') {
+			for (i++; s[i] != '"'; i++) {
+				if (s[i] == '\0') {
+					snprintf(why, whysz, "unterminated double quote");
+					goto fail;
+				}
+				if (s[i] == '\\' && s[i + 1] && strchr("$`\"\\\n", s[i + 1])) {
+					if (s[++i] != '\n')
+						sb_addc(&w, s[i]);
+				} else if (s[i] == '$' || s[i] == '`') {
+					snprintf(why, whysz, "'%c' inside double quotes is expanded by a shell, "
+						 "and the tap runs without one: use single quotes, or write "
+						 "source.tap as a list", s[i]);
+					goto fail;
+				} else {
+					sb_addc(&w, s[i]);
+				}
+			}
+			i++;
+		} else if (ch == '\\') {
+			if (s[i + 1] == '\0') {
+				snprintf(why, whysz, "a backslash at the end");
+				goto fail;
+			}
+			sb_addc(&w, s[i + 1]);
+			i += 2;
+		} else if (ch == '\n') {
+			snprintf(why, whysz, "a newline separates commands in a shell, "
+				 "and the tap runs without one: write source.tap on one line or as a list");
+			goto fail;
+		} else if (strchr("$`|&;<>()*?[", ch)) {
+			snprintf(why, whysz, "'%c' is special to a shell, and the tap runs without one: "
+				 "quote it, or write source.tap as a list", ch);
+			goto fail;
+		} else {
+			sb_addc(&w, ch);
+			i++;
+		}
+	}
+	if (n > 0) {
+		const char *p = argv[0];
+
+		if (isalpha((unsigned char)*p) || *p == '_') {
+			while (isalnum((unsigned char)*p) || *p == '_')
+				p++;
+			if (*p == '=') {
+				snprintf(why, whysz, "'%.64s' would set a variable in a shell, "
+					 "and the tap runs without one: set it in the environment", argv[0]);
+				goto fail;
+			}
+		}
+	}
+	*argvp = argv;
+	return 0;
+fail:
+	sb_free(&w);
+	free_argv(argv);
+	return -1;
+}
