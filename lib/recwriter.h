@@ -11,9 +11,9 @@
  *
  * A stream has at most one open file, a handle only the recwriter knows
  * (struct stream's file, NULL when none).  The sink opens, rolls and closes
- * files (open_file(), close_file(): the open-file slots, the commit plan);
+ * files (sink_open_file(), sink_close_file(): the open-file slots, the plan);
  * the recwriter says how a file starts, takes records and ends.  Every
- * function that fails has put why into the sink's plan (fail()) or on
+ * function that fails has put why into the sink's plan (sink_fail()) or on
  * stderr (the writer's own errors) and returns -1.
  */
 #ifndef PIPE_RECWRITER_H

@@ -1,5 +1,6 @@
 /* sink: Singer stream in, staged compressed files and a commit plan out. */
 #include "sink.h"
+#include "sink_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,150 +24,7 @@
 #include "util.h"
 #include "zwriter.h"
 
-struct stream {
-	char *name;		/* decoded, as the tap named it */
-	size_t name_len;
-	char *dir;		/* <path>/<source>/<safe> */
-	char *safe;
-	void *file;		/* its open file (lib/recwriter.h), or NULL */
-	struct pq_schema *pqs;	/* parquet: the columns of its last SCHEMA, or NULL */
-	char *staged;		/* its staged key */
-	char *final;		/* its final key */
-	unsigned long long file_records;
-	unsigned file_index;
-	unsigned long long records;
-	unsigned long long shown;	/* count last shown as progress */
-	uint64_t last_used;
-	char *schema;
-	char *key_properties;
-	int dropped;		/* not selected: its records are dropped */
-	unsigned long long failed_in;	/* records a transform dropped */
-	int inferred;		/* parquet: schema inferred from its first record */
-	char *version;		/* raw JSON "version" of its latest records, or NULL */
-	char *activated;	/* raw JSON of the version last activated, or NULL */
-	struct sb widened;	/* parquet: JSON array members of the columns widened */
-	char **warned;		/* columns widened with a warning already, NULL-terminated */
-	size_t nwarned;
-
-	/*
-	 * A cold stream: its records wait, in order, for a file of its own
-	 * (see "Spill" below): spilled chunks first, then the tail in memory.
-	 */
-	struct sb cold;
-	struct spill_chunk *chunks;
-	size_t nchunks, chunks_cap;
-	uint64_t waiting;	/* bytes waiting: chunks and tail */
-};
-
-struct spill_chunk {
-	uint64_t off, len;
-};
-
-struct sink {
-	struct bucket *b;
-	const struct pipe_config *cfg;
-	const struct sink_options *opt;
-	struct plan *plan;
-	char *source;
-	char date[16];
-	const struct recwriter *rw;	/* the files' format (destination.format) */
-	const char *ext;	/* after the format's suffix: the compression's (".zst"; Parquet: "") */
-	struct pq_codec *codec;	/* parquet: the page compressor all files share */
-	struct pq_options pqo;
-
-	struct stream *streams;
-	size_t n, cap;
-	size_t *slots;		/* open addressing: index + 1, 0 empty */
-	size_t nslots;
-	struct stream *last;	/* the stream of the previous RECORD */
-	size_t open;
-	uint64_t tick;
-
-	struct sb name;		/* scratch for decoded names */
-	unsigned long long lineno;
-	double next_progress;
-	int tty;
-	int live;		/* a live progress line is on the terminal */
-	int reported;		/* the bucket already printed why it failed */
-	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
-	size_t nselected;
-	struct sb transformed;	/* scratch for a transform's output */
-
-	int spill_fd;		/* the spill file, unlinked; -1 until needed */
-	uint64_t spill_end;	/* its size */
-	uint64_t waiting;	/* bytes of records waiting, all streams */
-};
-
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
-	return h;
-}
-
-char *sink_safe_name(const char *name, size_t len, const char **why)
-{
-	char *safe;
-	size_t i;
-
-	if (len == 0) {
-		*why = "the name is empty";
-		return NULL;
-	}
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c < 0x20 || c == 0x7f) {
-			*why = "the name holds control characters";
-			return NULL;
-		}
-	}
-	safe = xstrndup(name, len);
-	for (i = 0; i < len; i++) {
-		if (safe[i] == '/' || safe[i] == '\\' || (i == 0 && safe[i] == '.'))
-			safe[i] = '_';
-	}
-	return safe;
-}
-
-static void grow_slots(struct sink *s)
-{
-	size_t i, nslots = s->nslots ? s->nslots * 2 : 64;
-	size_t *slots = xcalloc(nslots, sizeof(*slots));
-
-	for (i = 0; i < s->n; i++) {
-		size_t j = hash_bytes(s->streams[i].name, s->streams[i].name_len) & (nslots - 1);
-
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = i + 1;
-	}
-	free(s->slots);
-	s->slots = slots;
-	s->nslots = nslots;
-}
-
-static struct stream *find(struct sink *s, const char *name, size_t len)
-{
-	size_t j;
-
-	if (s->nslots == 0)
-		return NULL;
-	j = hash_bytes(name, len) & (s->nslots - 1);
-	while (s->slots[j]) {
-		struct stream *st = &s->streams[s->slots[j] - 1];
-
-		if (st->name_len == len && memcmp(st->name, name, len) == 0)
-			return st;
-		j = (j + 1) & (s->nslots - 1);
-	}
-	return NULL;
-}
-
-static void fail(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(struct sink *s, const char *fmt, ...)
+void sink_fail(struct sink *s, const char *fmt, ...)
 {
 	va_list ap;
 	char buf[2048];
@@ -177,157 +34,6 @@ static void fail(struct sink *s, const char *fmt, ...)
 	va_end(ap);
 	if (s->plan->error == NULL)
 		s->plan->error = xstrdup(buf);
-}
-
-static struct stream *add_stream(struct sink *s, const char *name, size_t len)
-{
-	struct stream *st;
-	const char *why = NULL;
-	char *safe = sink_safe_name(name, len, &why);
-	size_t i;
-
-	int dropped = 0;
-
-	if (s->selected) {
-		dropped = 1;
-		for (i = 0; i < s->nselected; i++) {
-			if (strlen(s->selected[i]) == len && memcmp(s->selected[i], name, len) == 0)
-				dropped = 0;
-		}
-	}
-	if (safe == NULL && !dropped) {
-		fail(s, "<stdin>:%llu: stream name cannot be used: %s", s->lineno, why);
-		return NULL;
-	}
-	for (i = 0; i < s->n && !dropped; i++) {
-		/* Orders/ and orders/ are one folder in a copy of the bucket on
-		 * a Mac or Windows, and one table to case-blind catalogs. */
-		if (!s->streams[i].dropped && strcasecmp(s->streams[i].safe, safe) == 0) {
-			fail(s, "<stdin>:%llu: streams '%s' and '%.*s' would share the folder '%s'%s",
-			     s->lineno, s->streams[i].name, (int)len, name, safe,
-			     strcmp(s->streams[i].safe, safe) ? " where case is ignored" : "");
-			free(safe);
-			return NULL;
-		}
-	}
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 16;
-		s->streams = xrealloc(s->streams, s->cap * sizeof(*s->streams));
-		s->last = NULL;
-	}
-	st = &s->streams[s->n++];
-	memset(st, 0, sizeof(*st));
-	st->name = xstrndup(name, len);
-	st->name_len = len;
-	st->safe = safe;
-	st->dropped = dropped;
-	if (dropped)
-		st->dir = NULL;
-	else if (s->cfg->path && *s->cfg->path)
-		st->dir = xasprintf("%s/%s/%s", s->cfg->path, s->source, safe);
-	else
-		st->dir = xasprintf("%s/%s", s->source, safe);
-	if (s->n * 2 > s->nslots)
-		grow_slots(s);
-	else {
-		size_t j = hash_bytes(name, len) & (s->nslots - 1);
-
-		while (s->slots[j])
-			j = (j + 1) & (s->nslots - 1);
-		s->slots[j] = s->n;
-	}
-	return st;
-}
-
-/* The stream a message names; its "stream" span is a validated string. */
-static struct stream *lookup(struct sink *s, const struct json_span *span)
-{
-	const char *p = span->p + 1;
-	size_t len = span->len - 2;
-	struct stream *st;
-
-	if (memchr(p, '\\', len) != NULL) {
-		sb_reset(&s->name);
-		json_string_decode(span, &s->name);
-		p = s->name.buf;
-		len = s->name.len;
-		if (memchr(p, '\0', len) != NULL) {
-			fail(s, "<stdin>:%llu: stream name cannot be used: the name holds control characters", s->lineno);
-			return NULL;
-		}
-	}
-	if (s->last && s->last->name_len == len && memcmp(s->last->name, p, len) == 0)
-		return s->last;
-	st = find(s, p, len);
-	if (st == NULL)
-		st = add_stream(s, p, len);
-	return st;
-}
-
-static int close_file(struct sink *s, struct stream *st)
-{
-	struct plan_file f;
-	uint64_t bytes;
-
-	if (st->file == NULL)
-		return 0;
-	if (s->rw->close(st->file, &bytes) != 0) {
-		st->file = NULL;
-		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
-		return -1;
-	}
-	st->file = NULL;
-	s->open--;
-	f.stream = xstrdup(st->name);
-	f.staged = st->staged;
-	f.final = st->final;
-	f.records = st->file_records;
-	f.bytes = bytes;
-	f.version = st->version ? xstrdup(st->version) : NULL;
-	st->staged = st->final = NULL;
-	s->plan->files = xrealloc(s->plan->files, (s->plan->nfiles + 1) * sizeof(*s->plan->files));
-	s->plan->files[s->plan->nfiles++] = f;
-	return 0;
-}
-
-static int open_file(struct sink *s, struct stream *st)
-{
-	struct bucket_writer *w;
-	char *staging;
-
-	if (s->open >= s->opt->max_open) {
-		/* Too many open: roll the file of the stream idle the longest. */
-		struct stream *idle = NULL;
-		size_t i;
-
-		for (i = 0; i < s->n; i++) {
-			if (s->streams[i].file &&
-			    (idle == NULL || s->streams[i].last_used < idle->last_used))
-				idle = &s->streams[i];
-		}
-		if (idle && close_file(s, idle) != 0)
-			return -1;
-	}
-	staging = util_staging_prefix(s->cfg->name, s->opt->run_id);
-	st->final = xasprintf("%s/dt=%s/%s_%s_%04u%s%s", st->dir, s->date, st->safe,
-			      s->opt->run_id, st->file_index++, s->rw->suffix, s->ext);
-	st->staged = xasprintf("%s%s", staging, st->final);
-	free(staging);
-	st->file_records = 0;
-	w = bucket_writer_open(s->b, st->staged);
-	if (w != NULL)
-		st->file = s->rw->open(s, st, w);
-	if (st->file == NULL) {
-		fail(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
-		free(st->staged);
-		free(st->final);
-		st->staged = st->final = NULL;
-		return -1;
-	}
-	s->open++;
-	return 0;
 }
 
 static int env_is(const char *name, const char *value)
@@ -520,7 +226,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	int r, rolled;
 
 	for (;;) {
-		if (st->file == NULL && open_file(s, st) != 0)
+		if (st->file == NULL && sink_open_file(s, st) != 0)
 			return -1;
 		r = from && from->members ? pq_writer_add_members(st->file, from->members, from->nmembers, &f) :
 		    pq_writer_add(st->file, rec, &f);
@@ -532,7 +238,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		 * holds it exactly (a file with no rows yet just changes it).
 		 */
 		rolled = pq_writer_rows(st->file) > 0;
-		if (rolled && close_file(s, st) != 0)
+		if (rolled && sink_close_file(s, st) != 0)
 			return -1;
 		note_widening(s, st, &f, rolled);
 		pq_schema_widen(st->pqs, &f);
@@ -542,21 +248,21 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		struct sb v = SB_INIT;
 
 		quote_value(&v, &f.value);
-		fail(s, "<stdin>:%llu: record %llu of stream '%s' does not fit its Parquet columns: "
-		     "field '%s' (%s): %s %s%s", s->lineno, st->records + st->failed_in + 1, st->name,
-		     col->name, pq_kind_name(col->kind), v.buf, f.why,
-		     r == PQ_WIDEN ? " (schema_mismatch: fail; widen, the default, lands it)" : "");
+		sink_fail(s, "<stdin>:%llu: record %llu of stream '%s' does not fit its Parquet columns: "
+			  "field '%s' (%s): %s %s%s", s->lineno, st->records + st->failed_in + 1, st->name,
+			  col->name, pq_kind_name(col->kind), v.buf, f.why,
+			  r == PQ_WIDEN ? " (schema_mismatch: fail; widen, the default, lands it)" : "");
 		sb_free(&v);
 		return -1;
 	}
 	if (r != 0) {
-		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
 	}
 	st->records++;
 	st->file_records++;
-	if (pq_writer_reached(st->file, s->cfg->max_file_size) && close_file(s, st) != 0)
+	if (pq_writer_reached(st->file, s->cfg->max_file_size) && sink_close_file(s, st) != 0)
 		return -1;
 	return 0;
 }
@@ -601,9 +307,9 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 		const char *errmsg;
 
 		if (json_validate(p, n, &rec, &errpos, &errmsg) != 0 || rec.type != JSON_OBJECT) {
-			fail(s, "<stdin>:%llu: the transform's output for record %llu of stream '%s' is not "
-			     "a JSON object: a Parquet row needs one", s->lineno,
-			     st->records + st->failed_in + 1, st->name);
+			sink_fail(s, "<stdin>:%llu: the transform's output for record %llu of stream '%s' is not "
+				  "a JSON object: a Parquet row needs one", s->lineno,
+				  st->records + st->failed_in + 1, st->name);
 			return -1;
 		}
 		if (st->pqs == NULL)
@@ -654,8 +360,8 @@ static int spill_open(struct sink *s)
 		unlink(path);
 		fcntl(s->spill_fd, F_SETFD, FD_CLOEXEC);
 	} else {
-		fail(s, "cannot create a spill file in '%s' for the streams beyond %zu open files: %s",
-		     dir, s->opt->max_open, strerror(errno));
+		sink_fail(s, "cannot create a spill file in '%s' for the streams beyond %zu open files: %s",
+			  dir, s->opt->max_open, strerror(errno));
 	}
 	free(path);
 	return s->spill_fd >= 0 ? 0 : -1;
@@ -677,8 +383,8 @@ static int spill_chunk(struct sink *s, struct stream *st)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			fail(s, "cannot write the spill file of stream '%s': %s", st->name,
-			     n < 0 ? strerror(errno) : "no progress");
+			sink_fail(s, "cannot write the spill file of stream '%s': %s", st->name,
+				  n < 0 ? strerror(errno) : "no progress");
 			return -1;
 		}
 		p += n;
@@ -735,8 +441,8 @@ static int drain(struct sink *s, struct stream *st)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0) {
-				fail(s, "cannot read the spill file of stream '%s': %s", st->name,
-				     n < 0 ? strerror(errno) : "it is shorter than written");
+				sink_fail(s, "cannot read the spill file of stream '%s': %s", st->name,
+					  n < 0 ? strerror(errno) : "it is shorter than written");
 				r = -1;
 				break;
 			}
@@ -822,7 +528,7 @@ static int new_version(const struct stream *st, const struct json_span *v)
  */
 static int switch_version(struct sink *s, struct stream *st, const struct json_span *v)
 {
-	if ((st->waiting > 0 && drain(s, st) != 0) || close_file(s, st) != 0)
+	if ((st->waiting > 0 && drain(s, st) != 0) || sink_close_file(s, st) != 0)
 		return -1;
 	free(st->version);
 	st->version = v->type == JSON_NONE ? NULL : xstrndup(v->p, v->len);
@@ -845,7 +551,7 @@ static int on_activate(struct sink *s, const struct singer_msg *m)
 		err_warn("<stdin>:%llu: ACTIVATE_VERSION without a stream: passed over", s->lineno);
 		return 0;
 	}
-	st = lookup(s, &m->stream);
+	st = sink_lookup(s, &m->stream);
 	if (st == NULL)
 		return -1;
 	if (st->dropped)
@@ -865,7 +571,7 @@ static int on_activate(struct sink *s, const struct singer_msg *m)
 		    strcmp(f->version, st->version) != 0) {
 			if (bucket_delete(s->b, f->staged) != 0) {
 				s->reported = 1;
-				fail(s, "cannot delete '%s' in %s", f->staged, bucket_url(s->b));
+				sink_fail(s, "cannot delete '%s' in %s", f->staged, bucket_url(s->b));
 				return -1;
 			}
 			st->records -= f->records;
@@ -885,7 +591,7 @@ static int on_activate(struct sink *s, const struct singer_msg *m)
 
 static int on_record(struct sink *s, const struct singer_msg *m)
 {
-	struct stream *st = lookup(s, &m->stream);
+	struct stream *st = sink_lookup(s, &m->stream);
 	const char *bytes = m->record.p;
 	size_t len = m->record.len;
 	unsigned long long count = 1;
@@ -907,8 +613,8 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 		sb_reset(&s->transformed);
 		if (transform_apply(s->opt->transform, st->name, bytes, len, &s->transformed,
 				    &count, &err) != 0) {
-			fail(s, "<stdin>:%llu: the transform failed on record %llu of stream '%s': %s",
-			     s->lineno, st->records + st->failed_in + 1, st->name, err.buf ? err.buf : "");
+			sink_fail(s, "<stdin>:%llu: the transform failed on record %llu of stream '%s': %s",
+				  s->lineno, st->records + st->failed_in + 1, st->name, err.buf ? err.buf : "");
 			sb_free(&err);
 			return -1;
 		}
@@ -930,12 +636,12 @@ static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size
 	uint64_t size;
 
 	(void)from;
-	if (st->file == NULL && open_file(s, st) != 0)
+	if (st->file == NULL && sink_open_file(s, st) != 0)
 		return -1;
 	/* The record's bytes and its newline, as the tap printed them. */
 	if (zwriter_write(st->file, bytes, len) != 0 ||
 	    zwriter_write(st->file, "\n", 1) != 0) {
-		fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
 	}
@@ -945,7 +651,7 @@ static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size
 	 * file would overshoot its size by a whole buffer. */
 	size = s->cfg->compression == COMPRESSION_NONE ? zwriter_in_bytes(st->file) :
 	       zwriter_out_bytes(st->file);
-	if (size >= s->cfg->max_file_size && close_file(s, st) != 0)
+	if (size >= s->cfg->max_file_size && sink_close_file(s, st) != 0)
 		return -1;
 	return 0;
 }
@@ -1035,7 +741,7 @@ static int parquet_start(struct sink *s)
 	s->pqo.row_group_size = s->cfg->row_group_size;
 	if (s->codec == NULL) {
 		s->reported = 1;
-		fail(s, "cannot start the Parquet page compressor");
+		sink_fail(s, "cannot start the Parquet page compressor");
 		return -1;
 	}
 	return 0;
@@ -1057,7 +763,7 @@ static int parquet_schema(struct sink *s, struct stream *st, const char *schema)
 		return 0;
 	/* New columns: a new file, once the records of the old ones that
 	 * wait have landed. */
-	if ((st->waiting > 0 && drain(s, st) != 0) || close_file(s, st) != 0)
+	if ((st->waiting > 0 && drain(s, st) != 0) || sink_close_file(s, st) != 0)
 		return -1;
 	pq_schema_free(st->pqs);
 	st->pqs = stream_columns(s, st, schema);
@@ -1089,7 +795,7 @@ static const struct recwriter parquet_writer = {
 
 static int on_schema(struct sink *s, const struct singer_msg *m)
 {
-	struct stream *st = lookup(s, &m->stream);
+	struct stream *st = sink_lookup(s, &m->stream);
 	char *schema;
 
 	if (st == NULL)
@@ -1112,7 +818,7 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 static int on_state(struct sink *s, const struct singer_msg *m)
 {
 	if (m->value.type != JSON_OBJECT) {
-		fail(s, "<stdin>:%llu: STATE value is not a JSON object", s->lineno);
+		sink_fail(s, "<stdin>:%llu: STATE value is not a JSON object", s->lineno);
 		return -1;
 	}
 	free(s->plan->state);
@@ -1133,13 +839,13 @@ static int on_selected(struct sink *s, const char *line, size_t len)
 	const char *errmsg;
 
 	if (s->lineno != 1 || (!s->cfg->streams && !s->cfg->metadata_json)) {
-		fail(s, "<stdin>:%llu:1: a %s line that pipe-tap did not write (a tap cannot select streams)",
-		     s->lineno, TAP_SELECTED_TYPE);
+		sink_fail(s, "<stdin>:%llu:1: a %s line that pipe-tap did not write (a tap cannot select streams)",
+			  s->lineno, TAP_SELECTED_TYPE);
 		return -1;
 	}
 	if (json_validate(line, len, &obj, &errpos, &errmsg) != 0 ||
 	    json_object_get(&obj, "streams", &list) != 1 || list.type != JSON_ARRAY) {
-		fail(s, "<stdin>:%llu:1: a %s line without a \"streams\" array", s->lineno, TAP_SELECTED_TYPE);
+		sink_fail(s, "<stdin>:%llu:1: a %s line without a \"streams\" array", s->lineno, TAP_SELECTED_TYPE);
 		return -1;
 	}
 	while (json_array_next(&list, &pos, &el)) {
@@ -1178,7 +884,7 @@ static int on_end(struct sink *s, const char *line, size_t len)
 		return 0;
 	if (json_object_get(&obj, "error", &v) == 1 && v.type == JSON_STRING)
 		json_string_decode(&v, &text);
-	fail(s, "%s", text.len ? text.buf : "the tap failed");
+	sink_fail(s, "%s", text.len ? text.buf : "the tap failed");
 	sb_free(&text);
 	return -1;
 }
@@ -1306,13 +1012,13 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			maybe_progress(&s);
 		}
 		if (ended) {
-			fail(&s, "<stdin>:%llu: input goes on after pipe-tap's end line", s.lineno);
+			sink_fail(&s, "<stdin>:%llu: input goes on after pipe-tap's end line", s.lineno);
 			goto out;
 		}
 		if (len == 0 || (len == 1 && line[0] == '\r'))
 			continue;
 		if (singer_reader_last_unterminated(r)) {
-			fail(&s, "<stdin>:%llu: input ends in the middle of a line: the tap's output was cut short", s.lineno);
+			sink_fail(&s, "<stdin>:%llu: input ends in the middle of a line: the tap's output was cut short", s.lineno);
 			goto out;
 		}
 		if ((s.rw->members ? singer_parse_members(line, len, &m, room, SINK_MEMBERS, &errcol, &errmsg) :
@@ -1320,7 +1026,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			struct sb q = SB_INIT;
 
 			quote_line(&s, &q, line, len);
-			fail(&s, "<stdin>:%llu:%zu: %s: %s", s.lineno, errcol, errmsg, q.buf);
+			sink_fail(&s, "<stdin>:%llu:%zu: %s: %s", s.lineno, errcol, errmsg, q.buf);
 			sb_free(&q);
 			goto out;
 		}
@@ -1354,11 +1060,11 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 		}
 	}
 	if (got < 0) {
-		fail(&s, "cannot read the tap's output: %s", strerror(errno));
+		sink_fail(&s, "cannot read the tap's output: %s", strerror(errno));
 		goto out;
 	}
 	if (!ended) {
-		fail(&s, "input ended without pipe-tap's end line: the tap or pipe-tap did not finish");
+		sink_fail(&s, "input ended without pipe-tap's end line: the tap or pipe-tap did not finish");
 		goto out;
 	}
 	for (i = 0; i < s.n; i++) {
@@ -1366,7 +1072,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 			goto out;
 	}
 	for (i = 0; i < s.n; i++) {
-		if (close_file(&s, &s.streams[i]) != 0)
+		if (sink_close_file(&s, &s.streams[i]) != 0)
 			goto out;
 	}
 	ok = 1;
@@ -1387,26 +1093,7 @@ out:
 	/* Under the driver, which says why the run failed in one line. */
 	if (!ok && !s.reported && !env_is("DATASPOC_PIPE_DRIVER", "1"))
 		err_msg("%s", plan->error ? plan->error : "the run failed");
-	for (i = 0; i < s.n; i++) {
-		struct stream *st = &s.streams[i];
-
-		free(st->name);
-		free(st->dir);
-		free(st->safe);
-		free(st->staged);
-		free(st->final);
-		free(st->schema);
-		free(st->key_properties);
-		pq_schema_free(st->pqs);
-		sb_free(&st->cold);
-		free(st->chunks);
-		free(st->version);
-		free(st->activated);
-		sb_free(&st->widened);
-		while (st->nwarned > 0)
-			free(st->warned[--st->nwarned]);
-		free(st->warned);
-	}
+	sink_streams_free(&s);
 	if (s.spill_fd >= 0)
 		close(s.spill_fd);
 	s.rw->finish(&s);
@@ -1414,8 +1101,6 @@ out:
 		free(s.selected[i]);
 	free(s.selected);
 	sb_free(&s.transformed);
-	free(s.streams);
-	free(s.slots);
 	free(s.source);
 	sb_free(&s.name);
 	singer_reader_free(r);

@@ -1,0 +1,124 @@
+/*
+ * sink_impl: what the files of the sink (lib/sink.h) share.  Only they
+ * include this header:
+ *
+ *	sink.c		the dispatch: the input read line by line, each message
+ *			type, the commit plan
+ *	sink_streams.c	the stream table, and the open files (at most max_open,
+ *			the one idle the longest rolled to make room)
+ *
+ * One struct sink lives for one sink_run(), one struct stream for each
+ * stream the input names.  Functions that fail say why with sink_fail()
+ * (or the bucket on stderr, and s->reported is set) and return -1.
+ */
+#ifndef PIPE_SINK_IMPL_H
+#define PIPE_SINK_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+#include "parquet.h"
+#include "plan.h"
+#include "sb.h"
+#include "sink.h"
+
+struct stream {
+	char *name;		/* decoded, as the tap named it */
+	size_t name_len;
+	char *dir;		/* <path>/<source>/<safe> */
+	char *safe;
+	void *file;		/* its open file (lib/recwriter.h), or NULL */
+	struct pq_schema *pqs;	/* parquet: the columns of its last SCHEMA, or NULL */
+	char *staged;		/* its staged key */
+	char *final;		/* its final key */
+	unsigned long long file_records;
+	unsigned file_index;
+	unsigned long long records;
+	unsigned long long shown;	/* count last shown as progress */
+	uint64_t last_used;
+	char *schema;
+	char *key_properties;
+	int dropped;		/* not selected: its records are dropped */
+	unsigned long long failed_in;	/* records a transform dropped */
+	int inferred;		/* parquet: schema inferred from its first record */
+	char *version;		/* raw JSON "version" of its latest records, or NULL */
+	char *activated;	/* raw JSON of the version last activated, or NULL */
+	struct sb widened;	/* parquet: JSON array members of the columns widened */
+	char **warned;		/* columns widened with a warning already, NULL-terminated */
+	size_t nwarned;
+
+	/*
+	 * A cold stream: its records wait, in order, for a file of its own
+	 * (see "Spill" in sink.c): spilled chunks first, then the tail in memory.
+	 */
+	struct sb cold;
+	struct spill_chunk *chunks;
+	size_t nchunks, chunks_cap;
+	uint64_t waiting;	/* bytes waiting: chunks and tail */
+};
+
+struct spill_chunk {
+	uint64_t off, len;
+};
+
+struct sink {
+	struct bucket *b;
+	const struct pipe_config *cfg;
+	const struct sink_options *opt;
+	struct plan *plan;
+	char *source;
+	char date[16];
+	const struct recwriter *rw;	/* the files' format (destination.format) */
+	const char *ext;	/* after the format's suffix: the compression's (".zst"; Parquet: "") */
+	struct pq_codec *codec;	/* parquet: the page compressor all files share */
+	struct pq_options pqo;
+
+	struct stream *streams;
+	size_t n, cap;
+	size_t *slots;		/* open addressing: index + 1, 0 empty */
+	size_t nslots;
+	struct stream *last;	/* the stream of the previous RECORD */
+	size_t open;
+	uint64_t tick;
+
+	struct sb name;		/* scratch for decoded names */
+	unsigned long long lineno;
+	double next_progress;
+	int tty;
+	int live;		/* a live progress line is on the terminal */
+	int reported;		/* the bucket already printed why it failed */
+	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
+	size_t nselected;
+	struct sb transformed;	/* scratch for a transform's output */
+
+	int spill_fd;		/* the spill file, unlinked; -1 until needed */
+	uint64_t spill_end;	/* its size */
+	uint64_t waiting;	/* bytes of records waiting, all streams */
+};
+
+/* The run's error, for the plan: the first one set stays.  printf-like. */
+void sink_fail(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- sink_streams.c ---- */
+
+/*
+ * The stream a message names (its "stream" span, a validated string),
+ * added to the table the first time.  NULL on error.
+ */
+struct stream *sink_lookup(struct sink *s, const struct json_span *span);
+
+/*
+ * A new file for st (its staged and final keys set, in the plan once
+ * closed), first rolling the file of the stream idle the longest when
+ * max_open are open.  0 or -1.
+ */
+int sink_open_file(struct sink *s, struct stream *st);
+
+/* Close st's file, if it has one, into the plan's files.  0 or -1. */
+int sink_close_file(struct sink *s, struct stream *st);
+
+/* Free the stream table: every stream and what it holds. */
+void sink_streams_free(struct sink *s);
+
+#endif
