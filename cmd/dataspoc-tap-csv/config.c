@@ -1,0 +1,433 @@
+/* dataspoc-tap-csv: the config and the catalog, JSON files read with libjq. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jv.h>
+
+#include "err.h"
+#include "sb.h"
+#include "tap_csv.h"
+
+static int load_json(const char *what, const char *path, jv *out)
+{
+	struct sb text = SB_INIT;
+	jv v, msg;
+
+	if (slurp(path, &text) < 0) {
+		err_msg("%s '%s':", what, path);
+		sb_free(&text);
+		return EXIT_USAGE;
+	}
+	if (text.len > INT32_MAX) {
+		sb_free(&text);
+		return bad(what, path, "too large");
+	}
+	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
+	sb_free(&text);
+	if (!jv_is_valid(v)) {
+		msg = jv_invalid_get_msg(v);
+		if (jv_get_kind(msg) == JV_KIND_STRING) {
+			/* jq quotes the whole text: it may hold secrets. */
+			const char *m = jv_string_value(msg);
+			const char *cut = strstr(m, " (while parsing '");
+
+			bad(what, path, "%.*s", cut ? (int)(cut - m) : (int)strlen(m), m);
+		} else
+			bad(what, path, "not JSON");
+		jv_free(msg);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return 0;
+}
+
+/* obj[key], obj borrowed; invalid when absent. */
+static jv jget(jv obj, const char *key)
+{
+	return jv_object_get(jv_copy(obj), jv_string(key));
+}
+
+/* A C copy of the JSON string v (borrowed), or NULL when it holds a NUL. */
+static char *jcstr(jv v)
+{
+	const char *s = jv_string_value(v);
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+
+	if (memchr(s, '\0', n) != NULL)
+		return NULL;
+	return xstrndup(s, n);
+}
+
+/* An array of strings into a list; -1 when v is not one. */
+static int jstrlist(jv v, char ***list, size_t *n)
+{
+	int i, len;
+
+	*list = NULL;
+	*n = 0;
+	if (jv_get_kind(v) != JV_KIND_ARRAY)
+		return -1;
+	len = jv_array_length(jv_copy(v));
+	*list = xcalloc((size_t)len + 1, sizeof(**list));
+	for (i = 0; i < len; i++) {
+		jv s = jv_array_get(jv_copy(v), i);
+		char *c = NULL;
+
+		if (jv_get_kind(s) == JV_KIND_STRING)
+			c = jcstr(s);
+		jv_free(s);
+		if (c == NULL)
+			return -1;
+		(*list)[(*n)++] = c;
+	}
+	return 0;
+}
+
+static int encoding_ok(const char *e)
+{
+	static const char *const ok[] = {
+		"utf-8", "utf8", "utf_8", "utf-8-sig", "utf_8_sig", "ascii",
+		"us-ascii"
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (strcasecmp(e, ok[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int config_entity(const char *file, int idx, jv f, struct entity *e)
+{
+	static const char *const known[] = {
+		"entity", "path", "keys", "replication_key", "delimiter",
+		"encoding"
+	};
+	jv v;
+	int it, rc = 0;
+	size_t i;
+
+	e->delim = ',';
+	e->selected = 1;
+	if (jv_get_kind(f) != JV_KIND_OBJECT)
+		return bad("config", file, "files[%d]: not an object", idx);
+
+	v = jget(f, "entity");
+	if (jv_get_kind(v) == JV_KIND_STRING)
+		e->name = jcstr(v);
+	jv_free(v);
+	if (e->name == NULL || *e->name == '\0')
+		return bad("config", file,
+			   "files[%d]: \"entity\" must be a non-empty string", idx);
+
+	v = jget(f, "path");
+	if (jv_get_kind(v) == JV_KIND_STRING)
+		e->path = jcstr(v);
+	jv_free(v);
+	if (e->path == NULL || *e->path == '\0')
+		return bad("config", file,
+			   "%s: \"path\" must be a non-empty string", e->name);
+
+	v = jget(f, "keys");
+	if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL &&
+	    jstrlist(v, &e->keys, &e->nkeys) < 0)
+		rc = bad("config", file,
+			 "%s: \"keys\" must be an array of strings", e->name);
+	jv_free(v);
+	if (rc)
+		return rc;
+
+	v = jget(f, "replication_key");
+	if (jv_get_kind(v) == JV_KIND_STRING) {
+		e->rk = jcstr(v);
+		if (e->rk == NULL || *e->rk == '\0')
+			rc = bad("config", file, "%s: \"replication_key\" "
+				 "must be a non-empty string", e->name);
+	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+		rc = bad("config", file,
+			 "%s: \"replication_key\" must be a string", e->name);
+	jv_free(v);
+	if (rc)
+		return rc;
+
+	v = jget(f, "delimiter");
+	if (jv_get_kind(v) == JV_KIND_STRING) {
+		const char *d = jv_string_value(v);
+
+		if (jv_string_length_bytes(jv_copy(v)) != 1 || *d == '"' ||
+		    *d == '\n' || *d == '\r' || (*d & 0x80))
+			rc = bad("config", file, "%s: \"delimiter\" must be one "
+				 "ASCII character other than a quote or a line break",
+				 e->name);
+		else
+			e->delim = *d;
+	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+		rc = bad("config", file,
+			 "%s: \"delimiter\" must be a string", e->name);
+	jv_free(v);
+	if (rc)
+		return rc;
+
+	v = jget(f, "encoding");
+	if (jv_get_kind(v) == JV_KIND_STRING) {
+		if (!encoding_ok(jv_string_value(v)))
+			rc = bad("config", file, "%s: encoding '%s' is not "
+				 "supported (only UTF-8)", e->name,
+				 jv_string_value(v));
+	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
+		rc = bad("config", file,
+			 "%s: \"encoding\" must be a string", e->name);
+	jv_free(v);
+	if (rc)
+		return rc;
+
+	/* Other tap-csv settings (quotechar, ...) are not supported: say so. */
+	for (it = jv_object_iter(f); jv_object_iter_valid(f, it);
+	     it = jv_object_iter_next(f, it)) {
+		jv k = jv_object_iter_key(f, it);
+		const char *ks = jv_string_value(k);
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (strcmp(ks, known[i]) == 0)
+				break;
+		if (i == sizeof(known) / sizeof(known[0]))
+			err_warn("config '%s': %s: key '%s' ignored", file,
+				 e->name, ks);
+		jv_free(k);
+	}
+	return 0;
+}
+
+int load_config(struct tap *t)
+{
+	const char *file = t->config_file;
+	const char *list_file = file;
+	jv conf = jv_invalid(), files = jv_invalid(), def = jv_invalid();
+	int rc, i, n;
+	size_t j, k;
+
+	rc = load_json("config", file, &conf);
+	if (rc)
+		goto out;
+	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
+		rc = bad("config", file, "not a JSON object");
+		goto out;
+	}
+	files = jget(conf, "files");
+	def = jget(conf, "csv_files_definition");
+	if (jv_is_valid(def) && jv_get_kind(def) != JV_KIND_NULL) {
+		char *path;
+
+		if (jv_is_valid(files) && jv_get_kind(files) != JV_KIND_NULL) {
+			rc = bad("config", file, "both \"files\" and "
+				 "\"csv_files_definition\" are set");
+			goto out;
+		}
+		if (jv_get_kind(def) != JV_KIND_STRING ||
+		    (path = jcstr(def)) == NULL || *path == '\0') {
+			rc = bad("config", file, "\"csv_files_definition\" "
+				 "must be a file name");
+			goto out;
+		}
+		free(path);
+		list_file = jv_string_value(def);
+		jv_free(files);
+		files = jv_invalid();
+		rc = load_json("config", list_file, &files);
+		if (rc)
+			goto out;
+	}
+	if (!jv_is_valid(files) || jv_get_kind(files) == JV_KIND_NULL) {
+		rc = bad("config", file,
+			 "\"files\" or \"csv_files_definition\" is required");
+		goto out;
+	}
+	if (jv_get_kind(files) != JV_KIND_ARRAY) {
+		rc = bad("config", list_file,
+			 "the list of files must be a JSON array");
+		goto out;
+	}
+	n = jv_array_length(jv_copy(files));
+	if (n == 0) {
+		rc = bad("config", list_file, "the list of files is empty");
+		goto out;
+	}
+	t->ents = xcalloc((size_t)n, sizeof(*t->ents));
+	for (i = 0; i < n; i++) {
+		jv f = jv_array_get(jv_copy(files), i);
+
+		t->nents++;
+		rc = config_entity(list_file, i, f, &t->ents[i]);
+		jv_free(f);
+		if (rc)
+			goto out;
+	}
+	for (j = 0; j < t->nents; j++)
+		for (k = 0; k < j; k++)
+			if (strcmp(t->ents[j].name, t->ents[k].name) == 0) {
+				rc = bad("config", list_file, "entity '%s' is "
+					 "listed twice", t->ents[j].name);
+				goto out;
+			}
+out:
+	jv_free(conf);
+	jv_free(files);
+	jv_free(def);
+	return rc;
+}
+
+/* ---- the catalog ---- */
+
+struct entity *find_entity(struct tap *t, const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < t->nents; i++)
+		if (bytes_eq(name, len, t->ents[i].name))
+			return &t->ents[i];
+	return NULL;
+}
+
+/* 1 when metadata entry m (an object) says "selected": false. */
+static int deselected(jv m)
+{
+	jv md = jget(m, "metadata");
+	int r = 0;
+
+	if (jv_get_kind(md) == JV_KIND_OBJECT) {
+		jv s = jget(md, "selected");
+
+		r = jv_get_kind(s) == JV_KIND_FALSE;
+		jv_free(s);
+	}
+	jv_free(md);
+	return r;
+}
+
+/* One stream of the catalog: its selection and its deselected columns. */
+static int catalog_stream(struct tap *t, jv s, int idx)
+{
+	const char *what = t->catalog_what, *file = t->catalog_file;
+	struct entity *e;
+	jv id, md = jv_invalid(), schema;
+	int i, n, rc = 0;
+
+	if (jv_get_kind(s) != JV_KIND_OBJECT)
+		return bad(what, file, "streams[%d]: not an object", idx);
+	id = jget(s, "tap_stream_id");
+	if (jv_get_kind(id) != JV_KIND_STRING) {
+		jv_free(id);
+		id = jget(s, "stream");
+	}
+	if (jv_get_kind(id) != JV_KIND_STRING) {
+		jv_free(id);
+		return bad(what, file, "streams[%d]: no \"tap_stream_id\"", idx);
+	}
+	e = find_entity(t, jv_string_value(id),
+			(size_t)jv_string_length_bytes(jv_copy(id)));
+	if (e == NULL) {
+		err_warn("%s '%s': stream '%s' is not in the config", what,
+			 file, jv_string_value(id));
+		jv_free(id);
+		return 0;
+	}
+	jv_free(id);
+	e->selected = 1;
+
+	/* The legacy form: "selected" in the stream's schema. */
+	schema = jget(s, "schema");
+	if (jv_get_kind(schema) == JV_KIND_OBJECT) {
+		jv sel = jget(schema, "selected");
+
+		if (jv_get_kind(sel) == JV_KIND_FALSE)
+			e->selected = 0;
+		jv_free(sel);
+	}
+	jv_free(schema);
+
+	md = jget(s, "metadata");
+	if (!jv_is_valid(md) || jv_get_kind(md) == JV_KIND_NULL)
+		goto out;
+	if (jv_get_kind(md) != JV_KIND_ARRAY) {
+		rc = bad(what, file, "%s: \"metadata\" is not an array", e->name);
+		goto out;
+	}
+	n = jv_array_length(jv_copy(md));
+	for (i = 0; i < n && rc == 0; i++) {
+		jv m = jv_array_get(jv_copy(md), i), bc = jv_invalid();
+		int len;
+
+		if (jv_get_kind(m) != JV_KIND_OBJECT) {
+			rc = bad(what, file, "%s: metadata[%d] is not an object",
+				 e->name, i);
+			goto next;
+		}
+		bc = jget(m, "breadcrumb");
+		if (jv_get_kind(bc) != JV_KIND_ARRAY) {
+			rc = bad(what, file, "%s: metadata[%d] has no "
+				 "\"breadcrumb\" array", e->name, i);
+			goto next;
+		}
+		len = jv_array_length(jv_copy(bc));
+		if (len == 0) {
+			if (deselected(m))
+				e->selected = 0;
+		} else if (len == 2) {
+			jv a = jv_array_get(jv_copy(bc), 0);
+			jv b = jv_array_get(jv_copy(bc), 1);
+
+			if (jv_get_kind(a) == JV_KIND_STRING &&
+			    strcmp(jv_string_value(a), "properties") == 0 &&
+			    jv_get_kind(b) == JV_KIND_STRING && deselected(m)) {
+				char *col = jcstr(b);
+
+				if (col != NULL) {
+					e->drop = xrealloc(e->drop, (e->ndrop + 1) *
+							   sizeof(*e->drop));
+					e->drop[e->ndrop++] = col;
+				}
+			}
+			jv_free(a);
+			jv_free(b);
+		}
+next:
+		jv_free(bc);
+		jv_free(m);
+	}
+out:
+	jv_free(md);
+	return rc;
+}
+
+int load_catalog(struct tap *t)
+{
+	jv cat = jv_invalid(), streams = jv_invalid();
+	int rc, i, n;
+	size_t j;
+
+	rc = load_json(t->catalog_what, t->catalog_file, &cat);
+	if (rc)
+		goto out;
+	if (jv_get_kind(cat) == JV_KIND_OBJECT)
+		streams = jget(cat, "streams");
+	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
+		rc = bad(t->catalog_what, t->catalog_file,
+			 "not a catalog: {\"streams\": [...]} expected");
+		goto out;
+	}
+	for (j = 0; j < t->nents; j++)
+		t->ents[j].selected = 0;
+	n = jv_array_length(jv_copy(streams));
+	for (i = 0; i < n && rc == 0; i++) {
+		jv s = jv_array_get(jv_copy(streams), i);
+
+		rc = catalog_stream(t, s, i);
+		jv_free(s);
+	}
+out:
+	jv_free(cat);
+	jv_free(streams);
+	return rc;
+}

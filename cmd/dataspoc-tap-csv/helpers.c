@@ -1,0 +1,74 @@
+/* dataspoc-tap-csv: the small things its files share. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "sb.h"
+#include "tap_csv.h"
+#include "util.h"
+
+/* ---- small helpers ---- */
+
+int bad(const char *what, const char *file, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	err_msg("%s '%s': %s", what, file, why);
+	return EXIT_USAGE;
+}
+
+int bytes_eq(const char *a, size_t alen, const char *b)
+{
+	return alen == strlen(b) && memcmp(a, b, alen) == 0;
+}
+
+void free_list(char **list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+int slurp(const char *path, struct sb *out)
+{
+	int fd, saved;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (util_read_fd(fd, out) < 0) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* ---- output ---- */
+
+int emit(struct tap *t)
+{
+	if (t->msg.len > 0 &&
+	    fwrite(t->msg.buf, 1, t->msg.len, stdout) != t->msg.len) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		t->write_failed = 1;
+		sb_reset(&t->msg);
+		return -1;
+	}
+	sb_reset(&t->msg);
+	return 0;
+}
