@@ -1,6 +1,7 @@
 /*
  * s3: the S3 store's parts that are worth testing on their own.  Only the
- * store (s3.c, s3_text.c, s3_creds.c) and the unit tests include this
+ * store (s3.c, s3_call.c, s3_multipart.c, s3_text.c, s3_creds.c; what the
+ * first three share is in s3_impl.h) and the unit tests include this
  * header; everyone else reaches S3 through bucket.h.
  */
 #ifndef PIPE_S3_H

@@ -1,0 +1,397 @@
+/*
+ * s3_call: one request to the store and its answer.  libcurl does the HTTP
+ * and the SigV4 signing (CURLOPT_AWS_SIGV4); the request is built the way
+ * curl 7.88 signs it: keys percent-encoded, queries sorted and encoded,
+ * and x-amz-content-sha256 set by hand (curl signs its value as the
+ * payload hash).  Failed requests are retried with exponential backoff and
+ * jitter when the failure may pass (5xx, 429, SlowDown, timeouts, resets).
+ */
+#include "err.h"
+#include "s3_impl.h"
+#include "util.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+void s3_call_free(struct s3_call *c)
+{
+	sb_free(&c->resp);
+	sb_free(&c->code);
+	sb_free(&c->msg);
+}
+
+char *s3_subject(const struct s3_bucket *s, const char *key)
+{
+	if (key && *key)
+		return xasprintf("%s://%s/%s%s", s->t.scheme, s->t.bucket, s->t.prefix, key);
+	if (*s->t.prefix)
+		return xasprintf("%s://%s/%.*s", s->t.scheme, s->t.bucket,
+				 (int)strlen(s->t.prefix) - 1, s->t.prefix);
+	return xasprintf("%s://%s", s->t.scheme, s->t.bucket);
+}
+
+static const char *reason_phrase(long status)
+{
+	switch (status) {
+	case 301: return "Moved Permanently";
+	case 307: return "Temporary Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 412: return "Precondition Failed";
+	case 416: return "Range Not Satisfiable";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "";
+	}
+}
+
+void s3_report(const struct s3_bucket *s, const struct s3_call *c, const char *key)
+{
+	char *subj = s3_subject(s, key ? key : c->key);
+	char tries[48] = "";
+	const char *code = c->code.len ? c->code.buf : reason_phrase(c->status);
+	const char *msg = c->msg.len ? c->msg.buf : "";
+	char hint[320] = "";
+
+	if (c->attempts > 1)
+		snprintf(tries, sizeof(tries), " (gave up after %d attempts)", c->attempts);
+	if (c->status < 0) {
+		err_msg("cannot %s '%s': %s: %s%s", c->verb, subj, c->api, c->why, tries);
+		free(subj);
+		return;
+	}
+	if (c->region[0] && strcmp(c->region, s->t.region) != 0)
+		snprintf(hint, sizeof(hint), " (the bucket is in region %s: set AWS_REGION=%s)",
+			 c->region, c->region);
+	else if (c->status == 404 && c->code.len && strcmp(c->code.buf, "NoSuchBucket") == 0)
+		snprintf(hint, sizeof(hint), " (bucket '%s' at %s)", s->t.bucket, s->t.origin);
+	err_msg("cannot %s '%s': %s: HTTP %ld%s%s%s%s%s%s", c->verb, subj, c->api, c->status,
+		*code ? " " : "", code, *msg ? ": " : "", msg, hint, tries);
+	free(subj);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct s3_call *c = arg;
+
+	sb_add(&c->resp, data, size * n);
+	return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct s3_call *c = arg;
+	size_t len = size * n, nlen, vlen;
+	const char *colon = memchr(data, ':', len), *v;
+
+	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
+		c->headers_ended = 0;	/* a status line: an answer begins (after a 100 too) */
+	else if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
+		c->headers_ended = 1;
+	if (colon == NULL)
+		return len;
+	nlen = (size_t)(colon - data);
+	v = colon + 1;
+	vlen = len - nlen - 1;
+	while (vlen > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		vlen--;
+	}
+	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+		vlen--;
+	if (nlen == 4 && strncasecmp(data, "ETag", 4) == 0 && vlen < sizeof(c->etag)) {
+		memcpy(c->etag, v, vlen);
+		c->etag[vlen] = '\0';
+	} else if (nlen == 14 && strncasecmp(data, "Content-Length", 14) == 0) {
+		char num[32];
+
+		if (vlen < sizeof(num)) {
+			memcpy(num, v, vlen);
+			num[vlen] = '\0';
+			c->length = strtoull(num, NULL, 10);
+		}
+	} else if (nlen == 19 && strncasecmp(data, "x-amz-bucket-region", 19) == 0 &&
+		   vlen < sizeof(c->region)) {
+		memcpy(c->region, v, vlen);
+		c->region[vlen] = '\0';
+	}
+	return len;
+}
+
+static size_t on_read(char *dst, size_t size, size_t n, void *arg)
+{
+	struct s3_call *c = arg;
+	size_t left = c->body_len - c->sent, want = size * n;
+
+	if (want > left)
+		want = left;
+	if (want)
+		memcpy(dst, (const char *)c->body + c->sent, want);
+	c->sent += want;
+	return want;
+}
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+/* Called each time the request goes out, curl's own resends included. */
+static int on_prereq(void *arg, char *remote_ip, char *local_ip, int remote_port, int local_port)
+{
+	struct s3_call *c = arg;
+
+	(void)remote_ip;
+	(void)local_ip;
+	(void)remote_port;
+	(void)local_port;
+	c->sends++;
+	return CURL_PREREQFUNC_OK;
+}
+#endif
+
+static int on_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct s3_call *c = arg;
+
+	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > c->body_len)
+		return CURL_SEEKFUNC_FAIL;
+	c->sent = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+static int retryable_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_WEIRD_SERVER_REPLY:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int retryable(const struct s3_call *c)
+{
+	if (c->status < 0)
+		return retryable_curl(c->rc);
+	if (c->status >= 500 && c->status != 501)
+		return 1;
+	if (c->status == 429 || code_is(c, "SlowDown") || code_is(c, "RequestTimeout") ||
+	    code_is(c, "InternalError") || code_is(c, "ServiceUnavailable") ||
+	    code_is(c, "RequestTimeTooSkewed"))
+		return 1;
+	return 0;
+}
+
+static uint64_t rnd64(void)
+{
+	static uint64_t state;
+
+	if (state == 0) {
+		if (getrandom(&state, sizeof(state), GRND_NONBLOCK) != (ssize_t)sizeof(state))
+			state = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+		state |= 1;
+	}
+	/* xorshift64 */
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return state;
+}
+
+static void backoff(int attempt)
+{
+	long cap = 200L << (attempt < 7 ? attempt : 7);	/* 200 ms, 400 ms, ... 25.6 s */
+
+	if (cap > 20000)
+		cap = 20000;
+	util_sleep_ms(cap / 2 + (long)(rnd64() % (uint64_t)(cap / 2 + 1)));
+}
+
+static int refresh_creds(struct s3_bucket *s)
+{
+	struct s3_creds fresh;
+
+	if (s->creds.expires == 0 || time(NULL) < s->creds.expires - 300)
+		return 0;
+	if (s3_creds_load(&fresh, &s->st, s->t.gcs) < 0)
+		return -1;
+	s3_creds_free(&s->creds);
+	s->creds = fresh;
+	return 0;
+}
+
+/* One try: fills status, or status -1 and why. */
+static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
+{
+	struct curl_slist *hdr = NULL;
+	struct sb line = SB_INIT;
+	char *url = s3_target_url(&s->t, c->key, c->query);
+	CURLcode rc;
+	size_t i;
+
+	sb_reset(&c->resp);
+	sb_reset(&c->code);
+	sb_reset(&c->msg);
+	c->etag[0] = c->region[0] = c->why[0] = '\0';
+	c->length = 0;
+	c->sent = 0;
+	c->failed200 = 0;
+	c->headers_ended = 0;
+	c->rc = CURLE_OK;
+	s->errbuf[0] = '\0';
+
+	sb_addf(&line, "x-amz-content-sha256: %s", hash);
+	hdr = curl_slist_append(hdr, line.buf);
+	if (s->creds.token) {
+		sb_reset(&line);
+		sb_addf(&line, "x-amz-security-token: %s", s->creds.token);
+		hdr = curl_slist_append(hdr, line.buf);
+	}
+	if (c->content_type) {
+		sb_reset(&line);
+		sb_addf(&line, "Content-Type: %s", c->content_type);
+		hdr = curl_slist_append(hdr, line.buf);
+	}
+	for (i = 0; i < sizeof(c->extra) / sizeof(c->extra[0]) && c->extra[i]; i++)
+		hdr = curl_slist_append(hdr, c->extra[i]);
+
+	curl_easy_reset(s->h);
+	curl_easy_setopt(s->h, CURLOPT_URL, url);
+	curl_easy_setopt(s->h, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->errbuf);
+	curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT, s->timeout < 10 ? s->timeout : 10L);
+	/*
+	 * A stalled transfer (nothing sent or received for that long, waiting
+	 * for the answer included) counts as a timeout, and is retried.
+	 */
+	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_TIME, s->timeout);
+	curl_easy_setopt(s->h, CURLOPT_USERNAME, s->creds.id);
+	curl_easy_setopt(s->h, CURLOPT_PASSWORD, s->creds.secret);
+	curl_easy_setopt(s->h, CURLOPT_AWS_SIGV4, s->sigv4);
+	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(s->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(s->h, CURLOPT_HEADERDATA, c);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	/*
+	 * curl sends a request again by itself when a reused connection
+	 * closes without a byte of answer, though the server may have done
+	 * the work: counted, for the calls that must know (sent_twice).
+	 */
+	curl_easy_setopt(s->h, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(s->h, CURLOPT_PREREQDATA, c);
+#endif
+	if (strcmp(c->method, "HEAD") == 0) {
+		curl_easy_setopt(s->h, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(c->method, "PUT") == 0) {
+		curl_easy_setopt(s->h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(s->h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(s->h, CURLOPT_READDATA, c);
+		curl_easy_setopt(s->h, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(s->h, CURLOPT_SEEKDATA, c);
+		curl_easy_setopt(s->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (strcmp(c->method, "POST") == 0) {
+		curl_easy_setopt(s->h, CURLOPT_POST, 1L);
+		curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, c->body ? (const char *)c->body : "");
+		curl_easy_setopt(s->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (strcmp(c->method, "GET") != 0) {
+		curl_easy_setopt(s->h, CURLOPT_CUSTOMREQUEST, c->method);
+	}
+
+	rc = curl_easy_perform(s->h);
+	c->attempts++;
+#if LIBCURL_VERSION_NUM < 0x075000
+	c->sends = c->attempts;
+#endif
+	if (rc == CURLE_OK && !c->headers_ended) {
+		/*
+		 * curl 7.88 takes a connection closed inside the headers for the
+		 * whole answer: an ETag or a length may be missing.  A cut answer.
+		 */
+		rc = CURLE_PARTIAL_FILE;
+		snprintf(s->errbuf, sizeof(s->errbuf), "the connection closed inside the answer's headers");
+	}
+	if (rc != CURLE_OK) {
+		c->status = -1;
+		c->rc = rc;
+		snprintf(c->why, sizeof(c->why), "%s", s->errbuf[0] ? s->errbuf : curl_easy_strerror(rc));
+	} else {
+		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &c->status);
+		if (c->status >= 300 || (c->error_in_200 && c->status < 300)) {
+			int is_error = s3_xml_error(c->resp.buf, c->resp.len, &c->code, &c->msg);
+
+			if (c->status < 300 && is_error)
+				c->failed200 = 1;
+		}
+	}
+	/* curl keeps pointers to these until the next reset */
+	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(s->h, CURLOPT_URL, "");
+	curl_slist_free_all(hdr);
+	if (line.buf)
+		memset(line.buf, 0, line.len);
+	sb_free(&line);
+	free(url);
+}
+
+long s3_perform(struct s3_bucket *s, struct s3_call *c)
+{
+	char hash[65];
+	int n;
+
+	if (c->body_len)
+		s3_sha256_hex(c->body, c->body_len, hash);
+	else
+		memcpy(hash, EMPTY_SHA256, sizeof(hash));
+	c->attempts = 0;
+	for (n = 0;; n++) {
+		if (refresh_creds(s) < 0) {
+			c->status = -1;
+			snprintf(c->why, sizeof(c->why), "no fresh credentials");
+			return -1;
+		}
+		attempt(s, c, hash);
+		if (ok(c) || !retryable(c) || n >= s->retries)
+			break;
+		backoff(n);
+	}
+	return c->status;
+}
+
+void s3_call_init(struct s3_call *c, const char *verb, const char *api,
+		  const char *method, const char *key)
+{
+	memset(c, 0, sizeof(*c));
+	c->verb = verb;
+	c->api = api;
+	c->method = method;
+	c->key = key;
+}
