@@ -279,6 +279,83 @@ checks_failed() {
 	exit "$_st"
 }
 
+# The stages of a run hold descriptor 8, a file of $tmp locked with
+# flock(2) before they start: they inherit it (the tap and its children,
+# and pipe-tap's janitor, too), and the driver closes its own copy, so the
+# lock is free once no process of the stages is left.  stages is that file,
+# empty when it could not be locked (the wait is then only for the
+# session's leader).
+stages_lock() {
+	stages=
+	{ command exec 8>"$tmp/stages"; } 2>/dev/null && flock -n 8 && stages=$tmp/stages
+}
+
+# Seconds a stage that is stopped has before SIGKILL: pipe-tap gives the
+# tap as much ($DATASPOC_PIPE_KILL_GRACE, 0 to 3600, default 5).
+kill_grace() {
+	case ${DATASPOC_PIPE_KILL_GRACE:-} in
+	'' | *[!0-9]*) echo 5 ;;
+	*)
+		_g=$(expr "$DATASPOC_PIPE_KILL_GRACE" + 0)
+		[ "$_g" -le 3600 ] && echo "$_g" || echo 5 ;;
+	esac
+}
+
+# Until no process of the stages is left.  One stopped has the grace
+# period (and pipe-tap as long again to kill the tap), then the stages'
+# process group and session (the tap's group is in it) get SIGKILL: the
+# lock in the bucket goes only after that (pipe-commit -a), so no new run
+# starts beside them.
+stages_wait() {
+	[ -n "$stages" ] || return 0
+	flock -n "$stages" true 2>/dev/null && return 0
+	_g=$(kill_grace)
+	flock -w $((_g + 2)) "$stages" true 2>/dev/null && return 0
+	kill -s KILL -- "-$job" 2>/dev/null
+	kill_session "$job"
+	flock -w $((_g + 2)) "$stages" true 2>/dev/null
+}
+
+# SIGKILL to every process of session $1.
+kill_session() {
+	for _p in /proc/[0-9]*; do
+		read -r _s 2>/dev/null <"$_p/stat" || continue
+		# "pid (comm) state ppid pgrp session ...", comm may hold anything
+		_s=${_s##*) }
+		set -- "$1" $_s
+		[ "${5:-}" = "$1" ] && kill -s KILL "${_p#/proc/}" 2>/dev/null
+		set -- "$1"
+	done
+}
+
+# A stage's exit status from its rc file: 255 ("did not finish") when the
+# file is missing, empty or not a number (the stage was killed, or TMPDIR
+# was full).
+read_rc() {
+	_rc=$(cat "$1" 2>/dev/null) || _rc=
+	case $_rc in
+	'' | *[!0-9]*) echo 255 ;;
+	*) echo "$_rc" ;;
+	esac
+}
+
+# Status 0 when TMPDIR has no room left: a page written there fails with
+# ENOSPC.
+tmp_full() {
+	_why=$(LC_ALL=C dd if=/dev/zero of="$tmp/space" bs=4096 count=1 2>&1 >/dev/null)
+	_st=$?
+	rm -f "$tmp/space"
+	[ $_st -ne 0 ] || return 1
+	case $_why in
+	*'No space left'*) return 0 ;;
+	esac
+	return 1
+}
+
+no_space() {
+	printf 'no space left in TMPDIR (%s)\n' "${TMPDIR:-/tmp}"
+}
+
 # run_pipeline FULL VERBOSE ARGS...: ARGS is NAME or -c FILE.
 run_pipeline() {
 	full=$1 verbose=$2
@@ -335,6 +412,7 @@ run_pipeline() {
 		# Nothing ran and pipe-state let go of the lock: nothing to undo or
 		# log (a run refused by another's lock leaves the bucket as it was).
 		reason=$(first_error "$tmp/state.err")
+		tmp_full && reason=$(no_space)
 		grep -v -x -F -e "pipe-state: $reason" "$tmp/state.err" >&2
 		err "run '$label' failed: ${reason:-reading the saved state failed (status $rc)}"
 		[ $rc -eq 2 ] && exit 2
@@ -355,40 +433,50 @@ run_pipeline() {
 	# Its own session, so a signal reaches every stage and the tap.  Once a
 	# signal came, nothing starts: the extraction would run to its end.
 	# pipe-tap's own messages go to pipe-tap.err (the driver says why the
-	# run failed); the tap's stderr to tap.log, and with -v also to the
-	# driver's stderr, written to the inherited descriptor (a fresh open of
-	# /dev/stderr would write over a redirected log).
+	# run failed); the end of the tap's stderr to tap.log (pipe-tap keeps
+	# it short), and with -v also to the driver's stderr, written to the
+	# inherited descriptor (a fresh open of /dev/stderr would write over a
+	# redirected log).  An rc file that cannot be written (TMPDIR full)
+	# stays empty, and says so below.
 	if [ -z "$signal" ]; then
+		stages_lock
 		setsid sh -c '
 			d=$1 v=$2 sf=$3
 			shift 3
 			if [ "$v" = 1 ]; then
 				{
-					{ pipe-tap "$@" <"$d/state" 2>&1 >&3 3>&-; echo $? >"$d/tap.rc"; } |
+					{ pipe-tap -v -l "$d/tap.log" "$@" <"$d/state" 2>&1 >&3 3>&-
+						echo $? >"$d/tap.rc" 2>/dev/null; } |
 					while IFS= read -r l || [ -n "$l" ]; do
 						case $l in
-						"pipe-tap: "*) printf "%s\n" "$l" >>"$d/pipe-tap.err" ;;
-						*) printf "%s\n" "$l" >>"$d/tap.log"; printf "%s\n" "$l" >&2 ;;
+						"pipe-tap: "*) printf "%s\n" "$l" >>"$d/pipe-tap.err" 2>/dev/null ;;
+						*) printf "%s\n" "$l" >&2 ;;
 						esac
 					done >/dev/null 3>&-
-				} 3>&1 | { pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
+				} 3>&1 | { pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc" 2>/dev/null; }
 			else
-				{ pipe-tap -l "$d/tap.log" "$@" <"$d/state" 2>"$d/pipe-tap.err"; echo $? >"$d/tap.rc"; } |
-				{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc"; }
+				{ pipe-tap -l "$d/tap.log" "$@" <"$d/state" 2>"$d/pipe-tap.err"
+					echo $? >"$d/tap.rc" 2>/dev/null; } |
+				{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc" 2>/dev/null; }
 			fi
 		' sh "$tmp" "$verbose" "$sinkflags" "$@" &
 		job=$!
+		# only the stages hold the lock now
+		exec 8>&-
 		# (one that came before job was set found nothing to stop)
 		[ -z "$signal" ] || kill -s "$signal" -- "-$job" "$job" 2>/dev/null
 		while :; do
 			wait "$job"
 			kill -0 "$job" 2>/dev/null || break
 		done
+		# The session's leader is gone (at once, when a signal killed it):
+		# the run ends when every process of its stages has.
+		stages_wait
 		job=
 	fi
 
-	tap_rc=$(cat "$tmp/tap.rc" 2>/dev/null || echo 255)
-	sink_rc=$(cat "$tmp/sink.rc" 2>/dev/null || echo 255)
+	tap_rc=$(read_rc "$tmp/tap.rc")
+	sink_rc=$(read_rc "$tmp/sink.rc")
 	tap_said=
 	[ ! -s "$tmp/pipe-tap.err" ] ||
 		tap_said=$(grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v '^pipe-tap: warning: ' |
@@ -396,6 +484,9 @@ run_pipeline() {
 	failed=
 	if [ -n "$signal" ]; then
 		failed="interrupted by SIG$signal"
+	elif { [ "$tap_rc" -ne 0 ] || [ "$sink_rc" -ne 0 ]; } && tmp_full; then
+		# (the stages' own words would name a file, or nothing at all)
+		failed=$(no_space)
 	elif [ "$sink_rc" -ne 0 ] && { [ "$tap_rc" -eq 0 ] || [ "$tap_rc" -eq 141 ]; }; then
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"

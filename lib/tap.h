@@ -15,11 +15,14 @@
  *   {"type":"DATASPOC_TAP_END","status":"failure","exit_status":1,"error":"tap-x exited with status 1"}
  *
  * The tap runs in a process group of its own.  SIGINT, SIGTERM and SIGHUP
- * are passed on to that group; the temporary directory is removed on every
- * exit path (by a helper process after a SIGKILL).  The tap gets SIGKILL when
- * pipe-tap dies.  When $DATASPOC_PIPE_PID names the driver and that
- * process ends (kill -9), the tap's group gets SIGTERM, SIGKILL 2 s later,
- * and pipe-tap ends.
+ * are passed on to that group; the temporary directory is held with a
+ * flock(2) lock while it exists and removed on every exit path (by a helper
+ * process after a SIGKILL).  The tap gets SIGKILL when pipe-tap dies.  When
+ * $DATASPOC_PIPE_PID names the driver and that process ends (kill -9), or
+ * out_fd's reader goes away, the tap's group gets SIGTERM (and the read end
+ * of its output is closed when nothing reads it any more).  Whatever stops
+ * the tap, its group gets SIGKILL when the tap is still there
+ * $DATASPOC_PIPE_KILL_GRACE seconds (default 5) later.
  */
 #ifndef PIPE_TAP_H
 #define PIPE_TAP_H
@@ -38,10 +41,12 @@
  * signal, it re-raises it after cleaning up.
  */
 struct tap_options {
-	const char *stderr_path;	/* where the tap's stderr goes; NULL: ours */
+	const char *stderr_path;	/* where the tap's stderr goes (its end only:
+					   cut to the last 64 KiB past 128 KiB); NULL: ours */
 	int live;			/* with no stderr_path: the stderr of discovery and
 					   --about shown as it comes (else discovery's is
-					   shown only when it fails, --about's never) */
+					   shown only when it fails, --about's never); with
+					   one: the tap's too, whole lines, on our stderr */
 	int refresh_catalog;		/* discover again even when a catalog is cached */
 	int check;			/* prepare everything (find the tap, write its
 					   config, select streams), run nothing, print nothing
@@ -53,8 +58,9 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 
 /*
  * Run argv (no shell) as tap_run() runs the tap (its own group, signals
- * passed on, the driver watched), its stdin /dev/null, its stderr appended
- * to stderr_path (NULL: ours), appending its stdout to out.  Returns its
+ * passed on, the driver watched, SIGKILL after the grace period), its stdin
+ * /dev/null, its stderr appended to stderr_path as tap_options says (NULL:
+ * ours), appending its stdout to out.  Returns its
  * exit status (128+n when killed by signal n), or -1 when it could not be
  * run (reported) or was stopped (a signal to pipe-tap, the driver gone).
  */

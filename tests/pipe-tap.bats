@@ -249,3 +249,96 @@ $USAGE"
 	assert_stderr "pipe-tap: cannot write the tap's output: No space left on device
 pipe-tap: cannot write the end line: No space left on device"
 }
+
+# --- a tap that will not stop, and one that talks a lot ----------------------------
+
+# The pipeline stub: tests/taps/tap-stubborn (it ignores SIGTERM and SIGPIPE)
+# with an inline config, so that its private folder holds a file; a grace
+# period of 1 s before SIGKILL.
+stubborn() {
+	ln -sf "$TAPS/tap-stubborn" "$BATS_TEST_TMPDIR/bin/tap-stub"
+	S=$FAKE_DIR/tap-stub
+	mkdir -p "$S"
+	cat >"$DATASPOC_PIPE_HOME/pipelines/stub.yaml" <<-EOF
+	source:
+	  tap: tap-stub
+	  config: {secret: 1}
+	destination:
+	$(bucket_yaml)
+	EOF
+	export DATASPOC_PIPE_KILL_GRACE=1
+}
+
+@test "its reader gone, a tap that ignores SIGTERM and SIGPIPE is killed after the grace period: 141" {
+	local st=0 tap
+	stubborn
+	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$S/out"
+	: >"$S/flood"
+	mkfifo out.fifo
+	head -c 1000 out.fifo >/dev/null &
+	BG_PIDS="$BG_PIDS $!"
+	# (the old pipe-tap sent SIGTERM and waited, its read end open: the
+	# tap blocked on the full pipe for good, ended here by timeout: 137)
+	timeout -k 5 60 pipe-tap stub </dev/null >out.fifo 2>err || st=$?
+	assert_equal "$st" 141
+	echo "pipe-tap: tap-stub did not stop within 1 s: killed" | expect_file err
+	read -r tap <"$S/pid"
+	dead "$tap"
+	# (the janitor ends just after pipe-tap)
+	wait_until no_process tap-janitor
+	run -0 pids_of_test
+	assert_output ""
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "SIGTERM to pipe-tap, the tap ignoring it: killed after the grace period; 143, the folder gone" {
+	local pt st=0 tap watchdog
+	stubborn
+	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$S/out"
+	pipe-tap stub </dev/null >dump 2>err &
+	pt=$!
+	BG_PIDS="$BG_PIDS $pt"
+	wait_for "$S/ready"
+	read -r tap <"$S/pid"
+	kill -TERM "$pt"
+	# bounded: a pipe-tap still there after WAIT_LIMIT is killed (137), as
+	# the old one, which waited for the tap for good, was
+	(sleep "$WAIT_LIMIT"; kill -9 "$pt" 2>/dev/null) &
+	watchdog=$!
+	BG_PIDS="$BG_PIDS $watchdog"
+	wait "$pt" || st=$?
+	kill "$watchdog" 2>/dev/null || true
+	assert_equal "$st" 143
+	dead "$tap"
+	run -0 tail -n 1 dump
+	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"tap-stub did not stop within 1 s: killed"}'
+	echo "pipe-tap: tap-stub did not stop within 1 s: killed" | expect_file err
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "-l keeps the end of a tap's stderr: 64 to 128 KiB, from a line's start, to its last line" {
+	local n
+	seq -f 'INFO line %06g of a tap that talks' 1 200000 >"$T/stderr"
+	echo earlier >tap.log
+	run -0 --separate-stderr pipe-tap -l tap.log one </dev/null
+	assert_stderr ""
+	# (the old pipe-tap kept all of it, 6.6 MB)
+	n=$(wc -c <tap.log)
+	[ "$n" -ge 65536 ] && [ "$n" -le 131072 ] || { echo "tap.log: $n bytes" >&2; return 1; }
+	tail -n "$(wc -l <tap.log)" "$T/stderr" | expect_file tap.log
+	# what the file held is kept while it is short
+	printf 'INFO one\n' >"$T/stderr"
+	echo earlier >tap.log
+	run -0 pipe-tap -l tap.log one </dev/null
+	printf '%s\n' earlier 'INFO one' | expect_file tap.log
+}
+
+@test "-v with -l: the tap's stderr shown as it comes, and kept in the file" {
+	printf 'INFO one\nINFO two\n' >"$T/stderr"
+	run -0 --separate-stderr pipe-tap -v -l tap.log one </dev/null
+	assert_stderr "INFO one
+INFO two"
+	printf '%s\n' 'INFO one' 'INFO two' | expect_file tap.log
+}

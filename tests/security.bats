@@ -4,7 +4,9 @@
 #   - an inline tap config goes to a 0600 file in a 0700 folder, removed on
 #     every way out: success, failure, a tap that dies, a reader that goes
 #     away, SIGTERM, SIGINT and SIGHUP to pipe-tap and to the driver, a
-#     signal while the tap's catalog is made;
+#     signal while the tap's catalog is made; after a kill -9 of every
+#     process of a run, the next run's sweep removes it, and a live run's
+#     folders are never swept;
 #   - a tap password and AWS_SECRET_ACCESS_KEY appear nowhere: not on
 #     stdout or stderr, not in the bucket (run logs, manifest, state, data),
 #     not in any process's argv while a run is held open.
@@ -227,6 +229,64 @@ driver_signal() {	# SIGNAL N
 	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":143,"error":"interrupted by SIGTERM"}'
 	run -0 ls -A "$TMPDIR"
 	assert_output ""
+}
+
+# --- folders left by runs killed outright -------------------------------------------------
+
+# Status 0 once none of the processes $@ runs (a zombie counts as gone).
+all_gone() {
+	local p stat
+	for p; do
+		read -r stat 2>/dev/null <"/proc/$p/stat" || continue
+		stat=${stat##*) }
+		[ "${stat%% *}" = Z ] || return 1
+	done
+	return 0
+}
+
+# Every process of the run at once (systemd after its stop timeout, the OOM
+# killer's group kill), SIGSTOP first so that none of them sees another go.
+@test "kill -9 of every process of a run at once: the folder with the password goes with the next run" {
+	local path pids
+	start_blocked
+	path=$(config_path)
+	[ -f "$path" ]
+	pid_of tap-janitor >/dev/null
+	pids=$(pids_of_test)
+	kill -STOP $pids
+	kill -KILL $pids
+	wait "$DRIVER" || true
+	wait_until all_gone $pids
+	# the janitor died too: the password is still there
+	[ -f "$path" ]
+	touch -d '2 minutes ago' "$TMPDIR"/dataspoc-pipe.*
+	rm -f "$T/block"
+	run -0 --separate-stderr dataspoc-pipe run sec
+	[ ! -e "$path" ]
+	[ ! -e "${path%/*}" ]
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "a live run's folders, the driver's and pipe-tap's, stay while another run sweeps TMPDIR, however old" {
+	local dirs d
+	start_blocked
+	dirs=$(ls -d "$TMPDIR"/dataspoc-pipe.*)
+	[ "$(wc -l <<<"$dirs")" -eq 2 ]
+	touch -d '2 minutes ago' $dirs
+	# another pipeline's run, whose driver sweeps TMPDIR first
+	use_tap tap-other
+	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$FAKE_DIR/tap-other/out"
+	write_pipeline other tap-other
+	run -0 --separate-stderr dataspoc-pipe run other
+	# (the old pipe-tap did not lock its folder: that sweep removed it)
+	for d in $dirs; do
+		[ -d "$d" ] || { echo "'$d' was removed" >&2; return 1; }
+	done
+	[ -f "$(config_path)" ]
+	: >"$T/release"
+	wait "$DRIVER"
+	expect_private_gone
 }
 
 # --- secrets stay secret -------------------------------------------------------------------
