@@ -6,6 +6,8 @@
  *			type, the commit plan
  *	sink_streams.c	the stream table, and the open files (at most max_open,
  *			the one idle the longest rolled to make room)
+ *	sink_spill.c	the records of streams that wait for a file, in memory
+ *			and a spill file
  *
  * One struct sink lives for one sink_run(), one struct stream for each
  * stream the input names.  Functions that fail say why with sink_fail()
@@ -20,8 +22,11 @@
 #include "json.h"
 #include "parquet.h"
 #include "plan.h"
+#include "recwriter.h"
 #include "sb.h"
 #include "sink.h"
+
+struct singer_msg;
 
 struct stream {
 	char *name;		/* decoded, as the tap named it */
@@ -50,7 +55,7 @@ struct stream {
 
 	/*
 	 * A cold stream: its records wait, in order, for a file of its own
-	 * (see "Spill" in sink.c): spilled chunks first, then the tail in memory.
+	 * (lib/sink_spill.c): spilled chunks first, then the tail in memory.
 	 */
 	struct sb cold;
 	struct spill_chunk *chunks;
@@ -120,5 +125,27 @@ int sink_close_file(struct sink *s, struct stream *st);
 
 /* Free the stream table: every stream and what it holds. */
 void sink_streams_free(struct sink *s);
+
+/* ---- sink_spill.c ---- */
+
+/*
+ * count records of st (see lib/recwriter.h, land) into its file, or, while
+ * every slot is taken, to wait for one; records waiting past spill_max
+ * land first.  0 or -1.
+ */
+int sink_spill_route(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		     unsigned long long count, const struct singer_msg *from);
+
+/* sink_spill_route(), its common case inline: once per record. */
+static inline int sink_route(struct sink *s, struct stream *st, const char *bytes, size_t len,
+			     unsigned long long count, const struct singer_msg *from)
+{
+	if (st->waiting == 0 && (st->file || s->open < s->opt->max_open))
+		return s->rw->land(s, st, bytes, len, count, from);
+	return sink_spill_route(s, st, bytes, len, count, from);
+}
+
+/* A cold stream lands every record waiting, and is cold no more.  0 or -1. */
+int sink_drain(struct sink *s, struct stream *st);
 
 #endif
