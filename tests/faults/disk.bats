@@ -98,8 +98,9 @@ expect_next_run_works() {
 	expect_next_run_works
 }
 
-# One page left: pending.json fits, then the commit runs out of room.  Every
-# step is idempotent: the next run, with room, finishes that commit.
+# Two pages left: the lock's renewal and the pending plan fit, then the commit
+# runs out of room.  Every step is idempotent: the next run, with room,
+# finishes that commit.
 @test "disk full in mid-commit: the commit is kept and the next run finishes it" {
 	local rid i
 	rid=$(new_run_id)
@@ -107,7 +108,7 @@ expect_next_run_works() {
 	DATASPOC_PIPE_PID=$$ pipe-state get -r "$rid" disk >state.line
 	pipe-tap disk <state.line >dump.jsonl
 	pipe-sink -q -r "$rid" disk <dump.jsonl >plan.jsonl
-	fill_disk 4096
+	fill_disk 8192
 	run -1 --separate-stderr pipe-commit -r "$rid" disk <plan.jsonl
 	printf '%s\n' "$stderr" >err
 	grep -qx "pipe-commit: the commit of run $rid did not finish; the next run of 'disk' finishes it" err
