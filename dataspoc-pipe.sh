@@ -268,6 +268,11 @@ checks_failed() {
 	_st=$1
 	shift
 	reason=$(first_error "$tmp/check.err")
+	# (a full TMPDIR may have kept the checks from saying why)
+	if [ -z "$reason" ] && tmp_full; then
+		reason=$(no_space)
+		_st=1
+	fi
 	[ -n "$reason" ] || reason="the checks before the run failed (status $_st)"
 	DATASPOC_RUN_ID=$(new_run_id) pipe-commit -a -e "$reason" "$@" </dev/null >/dev/null 2>&1
 	if [ $? -eq 2 ]; then

@@ -288,3 +288,16 @@ small_tmpdir() {
 	run -0 ls -A "$TMPDIR"
 	assert_output ""
 }
+
+@test "TMPDIR full before the checks, an inline tap config: the run says 'no space left in TMPDIR'" {
+	small_tmpdir
+	PIPELINE_CONFIG='{password: secret}' write_pipeline talk tap-talk
+	dd if=/dev/zero of="$TMPDIR/filler" bs=4096 2>/dev/null || true
+	run -1 --separate-stderr dataspoc-pipe run talk
+	assert_stderr "dataspoc-pipe: run 'talk' failed: no space left in TMPDIR ($TMPDIR)"
+	[ ! -e "$T/runs" ]
+	lock_gone talk
+	rm -f "$TMPDIR/filler"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
