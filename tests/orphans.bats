@@ -17,7 +17,8 @@ teardown() {
 	pipe_teardown
 }
 
-# A bound of a few seconds: the 2 s of grace for the tap, and some slack.
+# A bound of a few seconds: the tap dies on SIGTERM at once here (the grace
+# before SIGKILL, DATASPOC_PIPE_KILL_GRACE, is for taps that ignore it).
 QUICK=8
 
 # The pids of this test's processes in process group $1.
