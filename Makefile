@@ -4,6 +4,9 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+# (the driver finds its templates at ../share beside its bin/: keep DATADIR
+# at $(PREFIX)/share)
+DATADIR ?= $(PREFIX)/share
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -38,12 +41,15 @@ LIB_SRC := $(sort $(wildcard lib/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
 PROGS := $(notdir $(sort $(wildcard cmd/*)))
 BINS := $(PROGS:%=$(O)/bin/%) $(O)/bin/dataspoc-pipe
+# The tap config templates of `dataspoc-pipe add`, found beside bin/.
+TEMPLATES := $(notdir $(wildcard templates/*.json))
+SHARE := $(TEMPLATES:%=$(O)/share/dataspoc-pipe/templates/%)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 
 # bin/ is where people and the test suite find the programs of the default
 # build (build/rel): other trees (O=..., SAN=1) leave it alone.
-all: $(BINS) $(if $(filter build/rel,$(O)),bin,)
+all: $(BINS) $(SHARE) $(if $(filter build/rel,$(O)),bin,)
 
 bin: $(BINS)
 	@mkdir -p bin
@@ -68,10 +74,14 @@ $(O)/bin/%: $$(foreach f,$$(wildcard cmd/$$*/*.c),$(O)/$$(basename $$f).o) $(O)/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
 
-$(O)/bin/dataspoc-pipe: dataspoc-pipe.sh
+$(O)/bin/dataspoc-pipe: scripts/dataspoc-pipe.sh
 	@mkdir -p $(dir $@)
 	cp $< $@
 	chmod +x $@
+
+$(O)/share/dataspoc-pipe/templates/%.json: templates/%.json
+	@mkdir -p $(dir $@)
+	cp -L $< $@
 
 $(O)/tests/%: tests/unit/%.c $(O)/libpipe.a
 	@mkdir -p $(dir $@)
@@ -102,10 +112,13 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	for p in $(notdir $(BINS)); do install -m 755 $(O)/bin/$$p $(DESTDIR)$(BINDIR)/$$p; done
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(DATADIR)/dataspoc-pipe/templates
+	for t in $(TEMPLATES); do install -m 644 templates/$$t $(DESTDIR)$(DATADIR)/dataspoc-pipe/templates/$$t; done
 
 uninstall:
 	for p in $(notdir $(BINS)); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	for m in man/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#man/}; done
+	rm -rf $(DESTDIR)$(DATADIR)/dataspoc-pipe
 
 clean:
 	rm -rf build bin

@@ -29,6 +29,7 @@ case $self in
 	self=$here/$(basename -- "$self") && PATH=$here:$PATH ;;
 esac
 export PATH
+templates=${here:-.}/../share/dataspoc-pipe/templates
 
 home=${DATASPOC_PIPE_HOME:-${HOME:-}/.dataspoc-pipe}
 
@@ -213,16 +214,10 @@ open_private_dir() {
 	return 1
 }
 
-# A run id: UTC time to the second, then a suffix that starts with the
-# milliseconds (so two runs within one second still sort in the order they
-# started) and ends with random hex (so hosts never collide).
+# A run id (pipe-state new-run-id: UTC time to the second, then the
+# milliseconds and random hex).
 new_run_id() {
-	stamp=$(date -u +%Y%m%dT%H%M%SZ-%3N)
-	case $stamp in
-	*Z-[0-9][0-9][0-9]) ;;
-	*) stamp=$(date -u +%Y%m%dT%H%M%SZ-000) ;;
-	esac
-	printf '%s%s\n' "$stamp" "$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+	pipe-state new-run-id
 }
 
 # The first message of a program's stderr file that is not a warning,
@@ -724,19 +719,10 @@ valid_name() {
 	[ ${#1} -le 64 ]
 }
 
-# Every pipeline of the home directory, one name a line, sorted.
+# Every pipeline of the home directory, one name a line, sorted (a file
+# whose name is not a pipeline's is skipped with a warning).
 pipelines() {
-	for f in "$home"/pipelines/*.yaml "$home"/pipelines/*.yml; do
-		[ -f "$f" ] || continue
-		n=${f##*/}
-		n=${n%.yaml}
-		n=${n%.yml}
-		if valid_name "$n"; then
-			say "$n"
-		else
-			err "warning: skipping '$f': not a valid pipeline name"
-		fi
-	done | LC_ALL=C sort -u
+	pipe-state pipelines
 }
 
 # A value for a YAML file: single-quoted, ' doubled.
@@ -752,47 +738,13 @@ json_str() {
 
 # ---- add ---------------------------------------------------------------------
 
+# The config template of a known tap, from the templates installed with
+# the program (share/dataspoc-pipe/templates/TAP.json beside bin/).
 tap_template() {
 	case $1 in
-	tap-postgres) cat <<'JSON' ;;
-{
-  "host": "localhost",
-  "port": 5432,
-  "user": "postgres",
-  "password": "CHANGE_ME",
-  "dbname": "postgres",
-  "filter_schemas": "public"
-}
-JSON
-	tap-mysql) cat <<'JSON' ;;
-{
-  "host": "localhost",
-  "port": 3306,
-  "user": "root",
-  "password": "CHANGE_ME",
-  "database": "CHANGE_ME"
-}
-JSON
-	tap-csv | dataspoc-tap-csv) cat <<'JSON' ;;
-{
-  "files": [
-    {
-      "entity": "my_table",
-      "path": "/path/to/my_table.csv",
-      "keys": ["id"]
-    }
-  ]
-}
-JSON
-	tap-github) cat <<'JSON' ;;
-{
-  "access_token": "CHANGE_ME",
-  "repository": "owner/repo",
-  "start_date": "2024-01-01T00:00:00Z"
-}
-JSON
-	*) return 1 ;;
+	'' | */* | .*) return 1 ;;
 	esac
+	[ -f "$templates/$1.json" ] && cat -- "$templates/$1.json"
 }
 
 # ask VAR PROMPT DEFAULT REQUIRED OPTION: the answer from stdin (prompt on
