@@ -3,7 +3,7 @@
 #include "err.h"
 #include "lock.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 #include "util.h"
 
 #include <dirent.h>

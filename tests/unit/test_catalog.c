@@ -7,7 +7,7 @@
 
 #include "catalog.h"
 
-#include "tap.h"
+#include "taptest.h"
 
 static const char two_streams[] =
 	"{\"streams\": [\n"

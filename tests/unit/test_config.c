@@ -13,7 +13,7 @@
 #include "err.h"
 #include "sb.h"
 #include "size.h"
-#include "tap.h"
+#include "taptest.h"
 
 static char *tmp;		/* the sandbox, canonical */
 static char *home;		/* $DATASPOC_PIPE_HOME */

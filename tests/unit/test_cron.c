@@ -1,7 +1,7 @@
 /* Unit tests of cron_check(). */
 #include "cron.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 
 static void valid(const char *expr)
 {

@@ -1,7 +1,7 @@
 /* Unit tests of the JSON scanner: validation, traversal, decoding, printing. */
 #include "json.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 
 #include <stdio.h>
 #include <stdlib.h>

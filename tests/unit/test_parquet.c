@@ -8,7 +8,7 @@
 #include "err.h"
 #include "parquet.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 
 #include <snappy-c.h>
 

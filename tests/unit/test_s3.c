@@ -9,7 +9,7 @@
 #include "err.h"
 #include "s3.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 #include "util.h"
 
 #include <arpa/inet.h>

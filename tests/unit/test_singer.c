@@ -2,7 +2,7 @@
 #include "singer.h"
 #include "err.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 
 #include <errno.h>
 #include <fcntl.h>

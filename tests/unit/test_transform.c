@@ -7,7 +7,7 @@
 
 #include "sb.h"
 #include "transform.h"
-#include "tap.h"
+#include "taptest.h"
 
 static char dir[] = "/tmp/test_transform.XXXXXX";
 

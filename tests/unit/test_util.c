@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tap.h"
+#include "taptest.h"
 #include "util.h"
 
 int main(void)

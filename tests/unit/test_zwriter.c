@@ -5,7 +5,7 @@
 #include "bucket.h"
 #include "err.h"
 #include "sb.h"
-#include "tap.h"
+#include "taptest.h"
 #include "zwriter.h"
 
 #include <errno.h>

@@ -1,6 +1,9 @@
-/* tap.h: the Test Anything Protocol for the C unit tests, header only. */
-#ifndef PIPE_TEST_TAP_H
-#define PIPE_TEST_TAP_H
+/*
+ * taptest.h: the Test Anything Protocol for the C unit tests, header only.
+ * (lib/tap.h is another thing: it runs a Singer tap.)
+ */
+#ifndef PIPE_TAPTEST_H
+#define PIPE_TAPTEST_H
 
 #include <stdio.h>
 #include <string.h>
