@@ -42,56 +42,6 @@ static int env_is(const char *name, const char *value)
 	return v != NULL && strcmp(v, value) == 0;
 }
 
-static void progress(struct sink *s, int final)
-{
-	struct sb out = SB_INIT;
-	size_t i;
-
-	if (!s->opt->progress)
-		return;
-	if (s->tty && !final) {
-		struct stream *st = s->last;
-
-		if (st == NULL)
-			return;
-		sb_addf(&out, "\r\033[K  %s: ", st->name);
-		sb_add_thousands(&out, st->records);
-		sb_adds(&out, st->records == 1 ? " record..." : " records...");
-		s->live = 1;
-	} else {
-		if (s->live)
-			sb_adds(&out, "\r\033[K");
-		s->live = 0;
-		for (i = 0; i < s->n; i++) {
-			struct stream *st = &s->streams[i];
-
-			if (st->dropped || (!final && st->records == st->shown))
-				continue;
-			st->shown = st->records;
-			sb_addf(&out, "  %s: ", st->name);
-			sb_add_thousands(&out, st->records);
-			sb_adds(&out, st->records == 1 ? " record...\n" : " records...\n");
-		}
-	}
-	if (out.len && write(STDERR_FILENO, out.buf, out.len) < 0) {
-		/* progress is best effort */
-	}
-	sb_free(&out);
-}
-
-static void maybe_progress(struct sink *s)
-{
-	double now;
-
-	if (!s->opt->progress)
-		return;
-	now = util_now();
-	if (now < s->next_progress)
-		return;
-	s->next_progress = now + (s->tty ? 0.2 : 10.0);
-	progress(s, 0);
-}
-
 /* The length of the well-formed UTF-8 character at p (not a control), or 0. */
 static size_t utf8_len(const unsigned char *p, size_t n)
 {
@@ -816,7 +766,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 		/* the clock is read only when new input came, not once per line */
 		if (singer_reader_reads(r) != reads) {
 			reads = singer_reader_reads(r);
-			maybe_progress(&s);
+			sink_maybe_progress(&s);
 		}
 		if (ended) {
 			sink_fail(&s, "<stdin>:%llu: input goes on after pipe-tap's end line", s.lineno);
@@ -887,7 +837,7 @@ out:
 	if (!ok) {
 		cleanup_files(&s);
 	} else {
-		progress(&s, 1);
+		sink_progress(&s, 1);
 		for (i = 0; i < s.n; i++) {
 			if (s.streams[i].dropped)
 				err_warn("dropped %llu record(s) of stream '%s', which was not selected",

@@ -8,6 +8,8 @@
  *			the one idle the longest rolled to make room)
  *	sink_spill.c	the records of streams that wait for a file, in memory
  *			and a spill file
+ *	sink_progress.c	progress on stderr: a live line on a terminal, else a
+ *			line per stream every 10 seconds
  *
  * One struct sink lives for one sink_run(), one struct stream for each
  * stream the input names.  Functions that fail say why with sink_fail()
@@ -147,5 +149,18 @@ static inline int sink_route(struct sink *s, struct stream *st, const char *byte
 
 /* A cold stream lands every record waiting, and is cold no more.  0 or -1. */
 int sink_drain(struct sink *s, struct stream *st);
+
+/* ---- sink_progress.c ---- */
+
+/*
+ * With opt->progress, the streams' record counts on stderr: on a terminal
+ * (s->tty) the last stream's on one live line, else a line for each stream
+ * that moved; final: the live line cleared, a line for every stream not
+ * dropped.  Best effort.
+ */
+void sink_progress(struct sink *s, int final);
+
+/* sink_progress() when its next moment (s->next_progress) has come. */
+void sink_maybe_progress(struct sink *s);
 
 #endif
