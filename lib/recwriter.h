@@ -69,4 +69,7 @@ struct recwriter {
 	void (*abort)(void *file);
 };
 
+/* The two formats: lib/recwriter_jsonl.c, lib/recwriter_parquet.c. */
+extern const struct recwriter recwriter_jsonl, recwriter_parquet;
+
 #endif
