@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +19,6 @@
 #include "tap.h"
 #include "transform.h"
 #include "util.h"
-#include "zwriter.h"
 
 void sink_fail(struct sink *s, const char *fmt, ...)
 {
@@ -224,80 +222,6 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 	return sink_route(s, st, bytes, len, count, from);
 }
 
-/* JSON lines: a record's bytes (count records, one per line) into the stream's file. */
-static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size_t len,
-		      unsigned long long count, const struct singer_msg *from)
-{
-	uint64_t size;
-
-	(void)from;
-	if (st->file == NULL && sink_open_file(s, st) != 0)
-		return -1;
-	/* The record's bytes and its newline, as the tap printed them. */
-	if (zwriter_write(st->file, bytes, len) != 0 ||
-	    zwriter_write(st->file, "\n", 1) != 0) {
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
-		return -1;
-	}
-	st->records += count;
-	st->file_records += count;
-	/* Uncompressed, the writer's buffer is part of the file: without it a
-	 * file would overshoot its size by a whole buffer. */
-	size = s->cfg->compression == COMPRESSION_NONE ? zwriter_in_bytes(st->file) :
-	       zwriter_out_bytes(st->file);
-	if (size >= s->cfg->max_file_size && sink_close_file(s, st) != 0)
-		return -1;
-	return 0;
-}
-
-static int jsonl_start(struct sink *s)
-{
-	s->ext = config_compression_ext(s->cfg->compression);
-	return 0;
-}
-
-static void jsonl_finish(struct sink *s)
-{
-	(void)s;
-}
-
-static void *jsonl_open(struct sink *s, struct stream *st, struct bucket_writer *w)
-{
-	(void)st;
-	return zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
-}
-
-/* A line is a line, whatever the schema. */
-static int jsonl_schema(struct sink *s, struct stream *st, const char *schema)
-{
-	(void)s, (void)st, (void)schema;
-	return 0;
-}
-
-static int jsonl_close(void *file, uint64_t *bytes)
-{
-	return zwriter_close_size(file, bytes);
-}
-
-static void jsonl_abort(void *file)
-{
-	zwriter_abort(file);
-}
-
-static const struct recwriter jsonl_writer = {
-	.format = "jsonl",
-	.suffix = ".jsonl",
-	.members = 0,
-	.start = jsonl_start,
-	.finish = jsonl_finish,
-	.open = jsonl_open,
-	.land = jsonl_land,
-	.schema = jsonl_schema,
-	.close = jsonl_close,
-	.abort = jsonl_abort,
-};
-
 static char *compact(const struct json_span *v)
 {
 	struct sb out = SB_INIT;
@@ -499,7 +423,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	s.plan = plan;
 	s.source = config_source_name(cfg);
 	s.spill_fd = -1;
-	s.rw = cfg->parquet ? &recwriter_parquet : &jsonl_writer;
+	s.rw = cfg->parquet ? &recwriter_parquet : &recwriter_jsonl;
 	started = s.rw->start(&s);
 	/* A live line on a terminal, unless the tap's lines share it (run -v). */
 	s.tty = isatty(STDERR_FILENO) && !env_is("DATASPOC_PIPE_PROGRESS", "lines");

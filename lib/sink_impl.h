@@ -10,7 +10,8 @@
  *			and a spill file
  *	sink_progress.c	progress on stderr: a live line on a terminal, else a
  *			line per stream every 10 seconds
- *	recwriter_parquet.c  the Parquet files (lib/recwriter.h)
+ *	recwriter_jsonl.c, recwriter_parquet.c  the two formats of
+ *			the files (lib/recwriter.h)
  *
  * One struct sink lives for one sink_run(), one struct stream for each
  * stream the input names.  Functions that fail say why with sink_fail()
