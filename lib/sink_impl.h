@@ -134,8 +134,10 @@ void sink_streams_free(struct sink *s);
 
 /*
  * count records of st (see lib/recwriter.h, land) into its file, or, while
- * every slot is taken, to wait for one; records waiting past spill_max
- * land first.  0 or -1.
+ * every slot is taken and st has none, to wait for one (its records that
+ * wait land first when a slot is free).  Once the records waiting, all
+ * streams, pass spill_max, the stream with the most takes a slot and lands
+ * them.  0 or -1.
  */
 int sink_spill_route(struct sink *s, struct stream *st, const char *bytes, size_t len,
 		     unsigned long long count, const struct singer_msg *from);
