@@ -334,17 +334,6 @@ int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n)
 	return 0;
 }
 
-void bucket_list_free(char **keys)
-{
-	char **p;
-
-	if (keys == NULL)
-		return;
-	for (p = keys; *p; p++)
-		free(*p);
-	free(keys);
-}
-
 struct bucket_writer *bucket_writer_open(struct bucket *b, const char *key)
 {
 	struct bucket_writer *w;

@@ -121,10 +121,9 @@ int bucket_exists(struct bucket *b, const char *key);
  * Every object key under prefix (a prefix ending in '/', or "" for all),
  * recursively, sorted bytewise.  Local temp files of bucket_put() in flight
  * are not listed.  *keys is a NULL-terminated array freed with
- * bucket_list_free().  0 or -1.
+ * util_strv_free().  0 or -1.
  */
 int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n);
-void bucket_list_free(char **keys);
 
 /*
  * Stream a new object: open, write any number of times, then close to make

@@ -76,28 +76,6 @@ static int open_dir(int at, const char *dir)
 	return openat(at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len > SSIZE_MAX ? SSIZE_MAX : len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0) {
-			errno = ENOSPC;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* fsync a directory; filesystems that cannot (EINVAL) are not an error. */
 static int sync_dir_fd(int fd)
 {
@@ -380,7 +358,7 @@ static char *write_temp(struct local_bucket *l, const char *key,
 		err_msg("cannot create a temporary file for '%s':", path);
 		goto fail;
 	}
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (util_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
 		int e = errno;
 
 		close(fd);
@@ -783,7 +761,7 @@ static int local_writer_write(struct bucket_writer *bw, const void *data, size_t
 
 	if (w->failed)
 		return -1;
-	if (write_all(w->fd, data, len) < 0) {
+	if (util_write_all(w->fd, data, len) < 0) {
 		err_msg("cannot write '%s':", w->path);
 		w->failed = 1;
 		return -1;

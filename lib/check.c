@@ -82,7 +82,7 @@ static int probe_steps(struct bucket *b, const char *key, const char *key2,
 	*conditional = r == 1;
 	ret = 0;
 out:
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	sb_free(&got);
 	return ret;
 }
@@ -268,29 +268,6 @@ static void mask_patterns(struct sb *text)
 	*text = out;
 }
 
-static int read_file(const char *path, struct sb *out, struct stat *st)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, st) == 0) {
-		if (S_ISDIR(st->st_mode))
-			errno = EISDIR;
-		else if (util_read_fd(fd, out) == 0)
-			ret = 0;
-	}
-	if (ret != 0) {
-		int saved = errno;
-
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	close(fd);
-	return ret;
-}
-
 int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
 {
 	struct sb text = SB_INIT, found = SB_INIT;
@@ -302,7 +279,7 @@ int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
 
 	if (cfg->tap_config_file) {
 		holder = cfg->tap_config_file;
-		if (read_file(holder, &text, &st) != 0) {
+		if (util_read_file(holder, &text, &st) != 0) {
 			err_msg("cannot read the tap's config '%s':", holder);
 			goto out;
 		}
@@ -351,7 +328,7 @@ void check_mask_secrets(const struct pipe_config *cfg, struct sb *text)
 	char *p;
 	size_t jlen = 0, errpos;
 
-	if (cfg && cfg->tap_config_file && read_file(cfg->tap_config_file, &file, &st) == 0) {
+	if (cfg && cfg->tap_config_file && util_read_file(cfg->tap_config_file, &file, &st) == 0) {
 		json = file.buf ? file.buf : "";
 		jlen = file.len;
 	} else if (cfg && cfg->tap_config_json) {

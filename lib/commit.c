@@ -23,7 +23,7 @@ static int delete_prefix(struct bucket *b, const char *prefix)
 		if (bucket_delete(b, keys[i]) != 0)
 			ret = -1;
 	}
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	return ret;
 }
 
@@ -185,7 +185,7 @@ static int replace_old_files(struct bucket *b, const struct plan *p)
 			else
 				ret = bucket_delete(b, keys[j]);
 		}
-		bucket_list_free(keys);
+		util_strv_free(keys);
 		if (ret == 0 && foreign > 0)
 			err_warn("kept %zu file(s) in '%s' that pipeline '%s' did not land (another pipeline's, "
 				 "or put there by hand): only its own files are replaced", foreign, s->dir,
@@ -484,7 +484,7 @@ int commit_later_run(struct bucket *b, const char *pipeline, const char *run_id,
 			if (ret == 1)
 				*later = xstrdup(id);
 		}
-		bucket_list_free(keys);
+		util_strv_free(keys);
 	}
 	free(dirs[0]);
 	free(dirs[1]);
@@ -549,7 +549,7 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 		if (recover_one(b, pipeline, run_id, keys[i]) != 0)
 			goto out;
 	}
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	keys = NULL;
 	if (bucket_list(b, staging, &keys, &n) != 0)
 		goto out;
@@ -572,7 +572,7 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 	}
 	ret = 0;
 out:
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	free(legacy);
 	free(pendings);
 	free(staging);

@@ -130,11 +130,11 @@ void config_free(struct pipe_config *cfg)
 		return;
 	free(cfg->name);
 	free(cfg->file);
-	free_argv(cfg->tap_argv);
+	util_strv_free(cfg->tap_argv);
 	free(cfg->tap_config_file);
 	free(cfg->tap_config_json);
-	free_argv(cfg->streams);
-	free_argv(cfg->string_columns);
+	util_strv_free(cfg->streams);
+	util_strv_free(cfg->string_columns);
 	free(cfg->catalog_file);
 	free(cfg->metadata_json);
 	free(cfg->catalog_flag);

@@ -35,7 +35,7 @@ void config_dest_free(struct dest *d)
 	free(d->bucket);
 	free(d->path);
 	free(d->endpoint_url);
-	free_argv(d->strcols);
+	util_strv_free(d->strcols);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -181,11 +181,11 @@ static int parse_strcols(struct yctx *c, yaml_node_t *v, struct dest *d)
 			push(&pairs, &n, xstrdup(col));
 		}
 	}
-	free_argv(d->strcols);
+	util_strv_free(d->strcols);
 	d->strcols = pairs;
 	return 0;
 fail:
-	free_argv(pairs);
+	util_strv_free(pairs);
 	return -1;
 }
 

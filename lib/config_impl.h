@@ -139,17 +139,6 @@ static inline void push(char ***v, size_t *n, char *s)
 }
 
 /* Free a NULL-terminated vector of strings; NULL is fine. */
-static inline void free_argv(char **v)
-{
-	size_t i;
-
-	if (v == NULL)
-		return;
-	for (i = 0; v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 /* ---- between the files ---- */
 
 /* config_yaml.c */

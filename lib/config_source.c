@@ -46,11 +46,11 @@ static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 			const char *s;
 
 			if (e->type != YAML_SCALAR_NODE) {
-				free_argv(argv);
+				util_strv_free(argv);
 				return config_yerr(c, e->start_mark, "%s", what);
 			}
 			if (config_get_str(c, e, "source.tap", "a string or a list of strings", &s) < 0) {
-				free_argv(argv);
+				util_strv_free(argv);
 				return -1;
 			}
 			push(&argv, &n, xstrdup(s));
@@ -59,7 +59,7 @@ static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 		return config_yerr(c, v->start_mark, "%s", what);
 	}
 	if (argv == NULL || argv[0][0] == '\0') {
-		free_argv(argv);
+		util_strv_free(argv);
 		return config_yerr(c, v->start_mark, "source.tap names no command");
 	}
 	cfg->tap_argv = argv;
@@ -119,7 +119,7 @@ static int parse_streams(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg
 	cfg->streams = streams;
 	return 0;
 fail:
-	free_argv(streams);
+	util_strv_free(streams);
 	return -1;
 }
 

@@ -108,6 +108,6 @@ int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
 	return 0;
 fail:
 	sb_free(&w);
-	free_argv(argv);
+	util_strv_free(argv);
 	return -1;
 }

@@ -858,7 +858,7 @@ out:
 	}
 	free(rb.tables);
 	free(rb.runs);
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	free(kept);
 	jv_free(tables);
 	return ret;

@@ -25,6 +25,7 @@
 
 #include "parquet.h"
 #include "sb.h"
+#include "util.h"
 
 /* parquet.thrift's enums. */
 enum { TY_BOOLEAN = 0, TY_INT32 = 1, TY_INT64 = 2, TY_DOUBLE = 5, TY_BYTE_ARRAY = 6, TY_FLBA = 7 };
@@ -39,37 +40,13 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 /* A STRING column's dictionary, per row group; past this it falls back to PLAIN. */
 #define DICT_MAX_BYTES (1024 * 1024)
 
-/*
- * The hash of the name index and of the dictionaries: eight bytes at a
- * time (a dictionary hashes every STRING value).  Only its spread matters:
- * entries keep their order of arrival whatever the hash.
- */
-static inline uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL ^ n, w;
-
-	for (; n >= 8; p += 8, n -= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 29;
-	}
-	if (n > 0) {
-		w = 0;
-		memcpy(&w, p, n);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
-	}
-	h ^= h >> 32;
-	h *= 0xd6e8feb86659fd93ULL;
-	return h ^ (h >> 32);
-}
-
 static inline size_t schema_find(const struct pq_schema *s, const char *name, size_t len)
 {
 	size_t j;
 
 	if (s->nslots == 0)
 		return SIZE_MAX;
-	j = hash_bytes(name, len) & (s->nslots - 1);
+	j = util_hash_bytes(name, len) & (s->nslots - 1);
 	while (s->slots[j]) {
 		const struct pq_column *c = &s->cols[s->slots[j] - 1];
 

@@ -138,7 +138,7 @@ static void schema_index(struct pq_schema *s, size_t i)
 		for (k = 0; k < i; k++)
 			schema_index(s, k);
 	}
-	j = hash_bytes(s->cols[i].name, s->cols[i].name_len) & (s->nslots - 1);
+	j = util_hash_bytes(s->cols[i].name, s->cols[i].name_len) & (s->nslots - 1);
 	while (s->slots[j])
 		j = (j + 1) & (s->nslots - 1);
 	s->slots[j] = i + 1;

@@ -653,7 +653,7 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 
 static void dict_insert(struct pq_colw *c, uint32_t e)
 {
-	uint32_t j = (uint32_t)hash_bytes(c->dvals.buf + c->doff[e], c->dlen[e]) & (c->nslots - 1);
+	uint32_t j = (uint32_t)util_hash_bytes(c->dvals.buf + c->doff[e], c->dlen[e]) & (c->nslots - 1);
 
 	while (c->dslots[j])
 		j = (j + 1) & (c->nslots - 1);
@@ -666,7 +666,7 @@ static int dict_index(struct pq_colw *c, const char *p, size_t len, uint32_t *in
 	uint32_t j, e;
 
 	if (c->nslots) {
-		j = (uint32_t)hash_bytes(p, len) & (c->nslots - 1);
+		j = (uint32_t)util_hash_bytes(p, len) & (c->nslots - 1);
 		for (; c->dslots[j]; j = (j + 1) & (c->nslots - 1)) {
 			e = c->dslots[j] - 1;
 			if (c->dlen[e] == len && memcmp(c->dvals.buf + c->doff[e], p, len) == 0) {

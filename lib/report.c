@@ -73,24 +73,13 @@ int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs
 	ret = 0;
 out:
 	if (ret != 0) {
-		report_logs_free(*logs);
+		util_strv_free(*logs);
 		*logs = NULL;
 		*n = 0;
 	}
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	free(prefix);
 	return ret;
-}
-
-void report_logs_free(char **logs)
-{
-	char **p;
-
-	if (logs == NULL)
-		return;
-	for (p = logs; *p; p++)
-		free(*p);
-	free(logs);
 }
 
 /* ---- formatting values ---- */

@@ -16,11 +16,10 @@
  * the Python DataSpoc Pipe's timestamps), at most max of them (0: all).
  * Each is compact JSON text (one line, numbers and strings byte for byte).
  * A log that is not a JSON object is skipped with a warning naming it.
- * *logs is NULL-terminated, freed with report_logs_free().  0, or -1 on a
+ * *logs is NULL-terminated, freed with util_strv_free().  0, or -1 on a
  * bucket error (reported).
  */
 int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n);
-void report_logs_free(char **logs);
 
 /*
  * Append a run log (as report_logs() gives it) for people:
@@ -75,7 +74,7 @@ int report_manifest(const char *text, size_t len, const char *origin, int json, 
 /*
  * The pipelines of the home directory: NAME for each valid name with a
  * pipelines/NAME.yaml or NAME.yml, sorted bytewise, once each.  *names is
- * NULL-terminated, freed with report_logs_free().  A missing directory has
+ * NULL-terminated, freed with util_strv_free().  A missing directory has
  * none.  0, or -1 (reported) when it cannot be read.
  */
 int report_pipelines(char ***names, size_t *n);

@@ -363,7 +363,7 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 			if (strncmp(keys[i], full, strlen(full)) == 0 && bucket_key_ok(keys[i] + plen))
 				bucket_keys_add(out, keys[i] + plen, strlen(keys[i] + plen));
 		}
-		s3_strv_free(keys);
+		util_strv_free(keys);
 		pages++;
 		if (!truncated)
 			break;

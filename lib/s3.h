@@ -69,11 +69,10 @@ int s3_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg);
  * <EncodingType>url</EncodingType>), *truncated from <IsTruncated>, and
  * next (reset) from <NextContinuationToken>.  -1 when a key cannot be
  * decoded or the page is not a ListBucketResult, else 0.  keys is a
- * NULL-terminated array, freed by the caller with s3_strv_free().
+ * NULL-terminated array, freed by the caller with util_strv_free().
  */
 int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 		int *truncated, struct sb *next);
-void s3_strv_free(char **v);
 
 /* The hex SHA-256 of data (64 characters and a NUL). */
 void s3_sha256_hex(const void *data, size_t len, char hex[65]);

@@ -313,17 +313,6 @@ int s3_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg)
 	return 1;
 }
 
-void s3_strv_free(char **v)
-{
-	char **p;
-
-	if (v == NULL)
-		return;
-	for (p = v; *p; p++)
-		free(*p);
-	free(v);
-}
-
 int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 		int *truncated, struct sb *next)
 {
@@ -382,7 +371,7 @@ int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 out:
 	if (v) {
 		v[n] = NULL;
-		s3_strv_free(v);
+		util_strv_free(v);
 	}
 	sb_free(&text);
 	sb_free(&contents);

@@ -9,15 +9,6 @@
 #include "recwriter.h"
 #include "util.h"
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
-	return h;
-}
-
 char *sink_safe_name(const char *name, size_t len, const char **why)
 {
 	char *safe;
@@ -49,7 +40,7 @@ static void grow_slots(struct sink *s)
 	size_t *slots = xcalloc(nslots, sizeof(*slots));
 
 	for (i = 0; i < s->n; i++) {
-		size_t j = hash_bytes(s->streams[i].name, s->streams[i].name_len) & (nslots - 1);
+		size_t j = util_hash_bytes(s->streams[i].name, s->streams[i].name_len) & (nslots - 1);
 
 		while (slots[j])
 			j = (j + 1) & (nslots - 1);
@@ -66,7 +57,7 @@ static struct stream *find(struct sink *s, const char *name, size_t len)
 
 	if (s->nslots == 0)
 		return NULL;
-	j = hash_bytes(name, len) & (s->nslots - 1);
+	j = util_hash_bytes(name, len) & (s->nslots - 1);
 	while (s->slots[j]) {
 		struct stream *st = &s->streams[s->slots[j] - 1];
 
@@ -128,7 +119,7 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 	if (s->n * 2 > s->nslots)
 		grow_slots(s);
 	else {
-		size_t j = hash_bytes(name, len) & (s->nslots - 1);
+		size_t j = util_hash_bytes(name, len) & (s->nslots - 1);
 
 		while (s->slots[j])
 			j = (j + 1) & (s->nslots - 1);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,65 @@ int util_read_fd(int fd, struct sb *out)
 		out->buf[out->len] = '\0';
 	}
 	return 0;
+}
+
+int util_read_file(const char *path, struct sb *out, struct stat *st)
+{
+	struct stat mine;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
+
+	if (fd < 0)
+		return -1;
+	if (st == NULL)
+		st = &mine;
+	if (fstat(fd, st) != 0)
+		goto fail;
+	if (S_ISDIR(st->st_mode)) {
+		errno = EISDIR;
+		goto fail;
+	}
+	if (util_read_fd(fd, out) != 0)
+		goto fail;
+	close(fd);
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+int util_write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len > SSIZE_MAX ? SSIZE_MAX : len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void util_strv_free(char **v)
+{
+	char **p;
+
+	if (v == NULL)
+		return;
+	for (p = v; *p; p++)
+		free(*p);
+	free(v);
 }
 
 long util_env_long(const char *name, long min, long max, long def)

@@ -3,6 +3,9 @@
 #define PIPE_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "sb.h"
@@ -33,6 +36,41 @@ int util_pid_alive(long pid);
 
 /* Read all of fd into out (appended).  0, or -1 with errno set. */
 int util_read_fd(int fd, struct sb *out);
+
+/*
+ * Read the whole file at path into out (appended); st, when not NULL, gets
+ * its fstat(2).  0, or -1 with errno set (EISDIR for a directory).
+ */
+int util_read_file(const char *path, struct sb *out, struct stat *st);
+
+/* Write all of data to fd, through EINTR and short writes.  0, or -1 with errno set. */
+int util_write_all(int fd, const void *data, size_t len);
+
+/* Free a NULL-terminated vector of strings and the vector (NULL: nothing). */
+void util_strv_free(char **v);
+
+/*
+ * A fast hash of bytes, 8 at a time, for the tables of streams and of
+ * dictionary values: only its spread matters, never its value.
+ */
+static inline uint64_t util_hash_bytes(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL ^ n, w;
+
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	if (n > 0) {
+		w = 0;
+		memcpy(&w, p, n);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+	}
+	h ^= h >> 32;
+	h *= 0xd6e8feb86659fd93ULL;
+	return h ^ (h >> 32);
+}
 
 /*
  * The integer in environment variable name when it is set and within

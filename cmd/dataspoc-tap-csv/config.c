@@ -9,13 +9,14 @@
 #include "err.h"
 #include "sb.h"
 #include "tap_csv.h"
+#include "util.h"
 
 static int load_json(const char *what, const char *path, jv *out)
 {
 	struct sb text = SB_INIT;
 	jv v, msg;
 
-	if (slurp(path, &text) < 0) {
+	if (util_read_file(path, &text, NULL) < 0) {
 		err_msg("%s '%s':", what, path);
 		sb_free(&text);
 		return EXIT_USAGE;

@@ -40,23 +40,6 @@ void free_list(char **list, size_t n)
 	free(list);
 }
 
-int slurp(const char *path, struct sb *out)
-{
-	int fd, saved;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (util_read_fd(fd, out) < 0) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
 /* ---- output ---- */
 
 int emit(struct tap *t)

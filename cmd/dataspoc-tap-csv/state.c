@@ -9,6 +9,7 @@
 #include "json.h"
 #include "sb.h"
 #include "tap_csv.h"
+#include "util.h"
 
 static int state_fail(struct tap *t, size_t pos, const char *why)
 {
@@ -33,7 +34,7 @@ int load_state(struct tap *t)
 	size_t pos = 0, i;
 	int rc = 0;
 
-	if (slurp(t->state_file, &t->state_text) < 0) {
+	if (util_read_file(t->state_file, &t->state_text, NULL) < 0) {
 		err_msg("state '%s':", t->state_file);
 		return EXIT_USAGE;
 	}

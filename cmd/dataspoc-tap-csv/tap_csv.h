@@ -82,7 +82,6 @@ int bytes_eq(const char *a, size_t alen, const char *b);
 /* Free the n strings of list, and list. */
 void free_list(char **list, size_t n);
 /* Read a whole file.  0, or -1 with errno set. */
-int slurp(const char *path, struct sb *out);
 /* Write t->msg to stdout and empty it.  0, or -1 after reporting. */
 int emit(struct tap *t);
 

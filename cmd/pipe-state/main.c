@@ -220,7 +220,7 @@ static int cmd_list(struct bucket *b)
 		    memchr(name, '/', len - (sizeof(prefix) - 1) - (sizeof(tail) - 1)) == NULL)
 			printf("%.*s\n", (int)(len - (sizeof(prefix) - 1) - (sizeof(tail) - 1)), name);
 	}
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	return CLI_OK;
 }
 
@@ -279,7 +279,7 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 	if (out.len)
 		fwrite(out.buf, 1, out.len, stdout);
 	sb_free(&out);
-	report_logs_free(logs);
+	util_strv_free(logs);
 	return CLI_OK;
 }
 
@@ -344,11 +344,11 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 	report_status(rows, n, fmt == FMT_JSON, &out);
 	fwrite(out.buf, 1, out.len, stdout);
 	for (i = 0; i < n; i++)
-		report_logs_free(logs[i]);
+		util_strv_free(logs[i]);
 	free(logs);
 	free(rows);
 	sb_free(&out);
-	report_logs_free(all);
+	util_strv_free(all);
 	return ret;
 }
 
@@ -552,7 +552,7 @@ static int run_pipelines(struct ctx *c)
 		return CLI_FAILED;
 	for (i = 0; i < n; i++)
 		printf("%s\n", names[i]);
-	report_logs_free(names);
+	util_strv_free(names);
 	return CLI_OK;
 }
 

@@ -175,7 +175,7 @@ static void test_open(void)
 		ok(!path_exists(tmpdir, "made"), "none of them created the directory");
 		is_int(bucket_put(b, "k", "v", 1), 0, "the first write...");
 		ok(path_exists(tmpdir, "made/by/open/k"), "... creates it");
-		bucket_list_free(keys);
+		util_strv_free(keys);
 		sb_free(&got);
 	}
 	bucket_free(b);
@@ -412,35 +412,35 @@ static void test_list(struct bucket *b, const char *root)
 		}
 	ok(all, "keys sorted bytewise, relative to the root, temp file skipped");
 	ok(keys && keys[n] == NULL, "NULL-terminated");
-	bucket_list_free(keys);
+	util_strv_free(keys);
 
 	is_int(bucket_list(b, "raw/", &keys, &n), 0, "list raw/");
 	ok(n == 3 && keys && strcmp(keys[0], "raw/pg/orders/dt=2026-01-01/o_1.jsonl") == 0 &&
 	   strcmp(keys[2], "raw/pg/users/u.jsonl") == 0, "raw/ holds 3 keys, not raw2/");
-	bucket_list_free(keys);
+	util_strv_free(keys);
 
 	is_int(bucket_list(b, "raw/pg/orders/dt=2026-01-0", &keys, &n), 0, "list a partial prefix");
 	is_int(n, 2, "both dt= directories match");
-	bucket_list_free(keys);
+	util_strv_free(keys);
 
 	is_int(bucket_list(b, "a", &keys, &n), 0, "list prefix 'a'");
 	is_int(n, 6, "a-b a.b a/b/c.txt a/b/d a/bz a0");
-	bucket_list_free(keys);
+	util_strv_free(keys);
 
 	is_int(bucket_list(b, "missing/", &keys, &n), 0, "list a missing prefix");
 	ok(n == 0 && keys && keys[0] == NULL, "... is empty, not an error");
-	bucket_list_free(keys);
+	util_strv_free(keys);
 
 	is_int(bucket_list(b, "a/b/c.txt/", &keys, &n), 0, "list below a file");
 	is_int(n, 0, "... is empty");
-	bucket_list_free(keys);
+	util_strv_free(keys);
 
 	capture_begin();
 	is_int(bucket_list(b, "/", &keys, &n), -1, "list refuses '/'");
 	is_int(bucket_list(b, "../", &keys, &n), -1, "list refuses '../'");
 	capture_end();
 	ok(keys == NULL, "... and returns no array");
-	bucket_list_free(NULL);
+	util_strv_free(NULL);
 
 	for (i = 0; i < sizeof(puts_) / sizeof(puts_[0]); i++)
 		bucket_delete(b, puts_[i]);
@@ -579,7 +579,7 @@ static void test_readonly(void)
 		is_int(rc, -1, "deleting a directory as a key fails");
 		is_int(bucket_list(b, "", &keys, &n), 0, "list still works");
 		ok(n == 1 && strcmp(keys[0], "sub/in") == 0, "... and sees sub/in");
-		bucket_list_free(keys);
+		util_strv_free(keys);
 		is_int(bucket_get(b, "sub/in", &sb), 0, "get still works");
 		sb_free(&sb);
 	}

@@ -415,7 +415,7 @@ static void test_xml(void)
 	}
 	is_int(trunc, 1, "IsTruncated");
 	is_str(next.buf, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=", "NextContinuationToken");
-	s3_strv_free(keys);
+	util_strv_free(keys);
 
 	is_int(s3_xml_list(plain, strlen(plain), &keys, &n, &trunc, &next), 0, "page without EncodingType");
 	is_int(n, 1, "one key");
@@ -423,7 +423,7 @@ static void test_xml(void)
 		is_str(keys[0], "a+b & c", "keys taken as they are when the store did not encode them");
 	is_int(trunc, 0, "not truncated");
 	ok(next.len == 0, "no token");
-	s3_strv_free(keys);
+	util_strv_free(keys);
 
 	is_int(s3_xml_list("<Error/>", 8, &keys, &n, &trunc, &next), -1, "not a ListBucketResult");
 	is_int(s3_xml_list("<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>%zz</Key></Contents></ListBucketResult>",
@@ -1212,7 +1212,7 @@ static void test_requests(void)
 		is_str(keys[1], "dt=1/b", "  second");
 		is_str(keys[2], "dt=1/\xc3\xbc", "  third");
 	}
-	bucket_list_free(keys);
+	util_strv_free(keys);
 	check_req(0, "GET", "/bkt?encoding-type=url&list-type=2&prefix=base%2Fdt%3D1%2F", "ListObjectsV2 page 1");
 	check_req(1, "GET", "/bkt?continuation-token=t%2F1%2B%3D&encoding-type=url&list-type=2&prefix=base%2Fdt%3D1%2F",
 		  "ListObjectsV2 page 2");
