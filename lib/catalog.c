@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "err.h"
 #include "json.h"
-#include "tap.h"
 
 /* One metadata key to set, with its value as raw JSON. */
 struct override {
@@ -24,8 +24,6 @@ struct overrides {
 	struct override *v;
 	size_t n;
 };
-
-static char opt_discover[] = "--discover", opt_about[] = "--about";
 
 static void ov_set(struct overrides *o, const struct json_span *key, const char *literal,
 		   const struct json_span *val)
@@ -511,21 +509,15 @@ out:
 static int discover(const struct pipe_config *cfg, char *const *config_args,
 		    const struct catalog_log *log, struct sb *out)
 {
-	char **argv;
-	size_t n = 0, i;
+	struct child_process c = CHILD_PROCESS_INIT;
 	int status;
 
-	for (i = 0; cfg->tap_argv[i]; i++)
-		;
-	argv = xcalloc(i + 8, sizeof(*argv));
-	for (i = 0; cfg->tap_argv[i]; i++)
-		argv[n++] = cfg->tap_argv[i];
-	for (i = 0; config_args && config_args[i]; i++)
-		argv[n++] = config_args[i];
-	argv[n++] = opt_discover;
-	argv[n] = NULL;
-	status = tap_capture(argv, log->path, out);
-	free(argv);
+	child_pushv(&c, cfg->tap_argv);
+	child_pushv(&c, config_args);
+	child_push(&c, "--discover");
+	c.err_path = log->path;
+	c.err_live = log->live;
+	status = child_capture(&c, out);
 	if (status != 0) {
 		show_held(log);
 		if (status > 0)
@@ -613,22 +605,18 @@ const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *ca
 	struct json_span v, caps, el;
 	size_t errpos, pos = 0;
 	const char *errmsg, *flag = "--properties";
-	char **argv;
-	size_t n = 0, i;
+	struct child_process c = CHILD_PROCESS_INIT;
 
 	if (cfg->catalog_flag)
 		return strcmp(cfg->catalog_flag, "catalog") == 0 ? "--catalog" : "--properties";
 	if (cache && cache->valid && cache->flag)
 		return cache->flag;
-	for (i = 0; cfg->tap_argv[i]; i++)
-		;
-	argv = xcalloc(i + 2, sizeof(*argv));
-	for (i = 0; cfg->tap_argv[i]; i++)
-		argv[n++] = cfg->tap_argv[i];
-	argv[n++] = opt_about;
-	argv[n] = NULL;
+	child_pushv(&c, cfg->tap_argv);
+	child_push(&c, "--about");
 	/* a tap without --about says so on stderr: words for the log, not for a terminal */
-	if (tap_capture(argv, log->held ? "/dev/null" : log->path, &about) == 0 && about.len &&
+	c.err_path = log->held ? "/dev/null" : log->path;
+	c.err_live = log->live;
+	if (child_capture(&c, &about) == 0 && about.len &&
 	    json_validate(about.buf, about.len, &v, &errpos, &errmsg) == 0 &&
 	    v.type == JSON_OBJECT && json_object_get(&v, "capabilities", &caps) == 1 &&
 	    caps.type == JSON_ARRAY) {
@@ -639,7 +627,6 @@ const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *ca
 			}
 		}
 	}
-	free(argv);
 	sb_free(&about);
 	if (cache) {
 		cache->flag = flag;

@@ -53,6 +53,8 @@ struct catalog_log {
 	const char *path;	/* appended to; NULL: ours */
 	int held;		/* path is a private file, copied to our stderr when
 				   discovery fails; --about's stderr is dropped */
+	int live;		/* with path: whole lines also shown on our stderr as
+				   they come (struct child_process, err_live) */
 };
 
 /*

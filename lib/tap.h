@@ -14,10 +14,11 @@
  *   {"type":"DATASPOC_TAP_END","status":"success","exit_status":0}
  *   {"type":"DATASPOC_TAP_END","status":"failure","exit_status":1,"error":"tap-x exited with status 1"}
  *
- * The tap runs in a process group of its own.  SIGINT, SIGTERM and SIGHUP
- * are passed on to that group; the temporary directory is held with a
- * flock(2) lock while it exists and removed on every exit path (by a helper
- * process after a SIGKILL).  The tap gets SIGKILL when pipe-tap dies.  When
+ * The tap, its discovery and --about run as child.h says: in a process
+ * group of their own, SIGINT, SIGTERM and SIGHUP passed on to that group.
+ * The temporary directory is held with a flock(2) lock while it exists and
+ * removed on every exit path (by a helper process after a SIGKILL).  The
+ * tap gets SIGKILL when pipe-tap dies.  When
  * $DATASPOC_PIPE_PID names the driver and that process ends (kill -9), or
  * out_fd's reader goes away, the tap's group gets SIGTERM (and the read end
  * of its output is closed when nothing reads it any more).  Whatever stops
@@ -56,24 +57,7 @@ struct tap_options {
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt);
 
-/*
- * Run argv (no shell) as tap_run() runs the tap (its own group, signals
- * passed on, the driver watched, SIGKILL after the grace period), its stdin
- * /dev/null, its stderr appended to stderr_path as tap_options says (NULL:
- * ours), appending its stdout to out.  Returns its
- * exit status (128+n when killed by signal n), or -1 when it could not be
- * run (reported) or was stopped (a signal to pipe-tap, the driver gone).
- */
-int tap_capture(char *const argv[], const char *stderr_path, struct sb *out);
-
 /* The type of the line pipe-tap prints first when streams are selected. */
 #define TAP_SELECTED_TYPE "DATASPOC_TAP_SELECTED"
-
-/*
- * Find a command as execvp(3) would: a name with '/' as is, else along
- * $PATH.  Returns the path (new string), or NULL with errno ENOENT (not
- * found) or EACCES (found but not executable).
- */
-char *tap_find_command(const char *name);
 
 #endif
