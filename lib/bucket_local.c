@@ -7,6 +7,7 @@
 #include "bucket.h"
 #include "bucket_impl.h"
 #include "err.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <signal.h>

@@ -18,6 +18,7 @@
 #include "cron.h"
 #include "err.h"
 #include "sb.h"
+#include "util.h"
 
 static const char *const top_names[] = {
 	"source", "destination", "incremental", "schedule"

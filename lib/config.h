@@ -101,6 +101,7 @@
 #include <stdint.h>
 
 #include "compression.h"
+#include "sb.h"
 
 struct pipe_config {
 	char *name;		/* pipeline name */
@@ -173,7 +174,7 @@ int config_load_file(const char *file, struct pipe_config *cfg);
  * allocated, or NULL with the reason in why ("destination.bucket 's3:/b' is
  * not a valid URL (...)"); nothing printed.
  */
-char *config_bucket_resolve(const char *bucket, const char *dir, char *why, size_t whysz);
+char *config_bucket_resolve(const char *bucket, const char *dir, struct sb *why);
 
 /*
  * The destination.bucket default of <home>/config.yaml, resolved, in *out

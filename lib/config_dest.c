@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "size.h"
+#include "util.h"
 
 #define DEFAULT_MAX_FILE_SIZE (128ULL * 1024 * 1024)
 #define DEFAULT_ROW_GROUP_ROWS 1000000ULL
@@ -43,14 +44,14 @@ void config_dest_free(struct dest *d)
  * Check destination.bucket value b; *url is set when it is a URL (kept as
  * written), not a path.  0, or -1 with the reason in why.
  */
-static int bucket_problem(const char *b, int *url, char *why, size_t whysz)
+static int bucket_problem(const char *b, int *url, struct sb *why)
 {
 	const char *hint = "expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path";
 	size_t i = 0;
 
 	*url = 0;
 	if (*b == '\0') {
-		snprintf(why, whysz, "destination.bucket is empty");
+		sb_addf(why, "destination.bucket is empty");
 		return -1;
 	}
 	if (isalpha((unsigned char)b[0])) {
@@ -62,7 +63,7 @@ static int bucket_problem(const char *b, int *url, char *why, size_t whysz)
 	if (strncmp(b + i, "://", 3) != 0) {
 		if ((i == 4 && strncasecmp(b, "file", 4) == 0) ||
 		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0))) {
-			snprintf(why, whysz, "destination.bucket '%s' is not a valid URL (%s)", b, hint);
+			sb_addf(why, "destination.bucket '%s' is not a valid URL (%s)", b, hint);
 			return -1;
 		}
 		return 0;	/* a relative directory such as "lake:2024" */
@@ -70,7 +71,7 @@ static int bucket_problem(const char *b, int *url, char *why, size_t whysz)
 	*url = 1;
 	if (i == 4 && strncmp(b, "file", 4) == 0) {
 		if (b[7] != '/') {
-			snprintf(why, whysz, "destination.bucket '%s': a file:// URL needs an "
+			sb_addf(why, "destination.bucket '%s': a file:// URL needs an "
 				 "absolute path, as in file:///data/lake", b);
 			return -1;
 		}
@@ -78,24 +79,24 @@ static int bucket_problem(const char *b, int *url, char *why, size_t whysz)
 	}
 	if (i == 2 && (strncmp(b, "s3", 2) == 0 || strncmp(b, "gs", 2) == 0)) {
 		if (b[5] == '\0' || b[5] == '/') {
-			snprintf(why, whysz, "destination.bucket '%s' names no bucket", b);
+			sb_addf(why, "destination.bucket '%s' names no bucket", b);
 			return -1;
 		}
 		return 0;
 	}
-	snprintf(why, whysz, "destination.bucket: unsupported scheme '%.*s://' (%s)", (int)i, b, hint);
+	sb_addf(why, "destination.bucket: unsupported scheme '%.*s://' (%s)", (int)i, b, hint);
 	return -1;
 }
 
-char *config_bucket_resolve(const char *bucket, const char *dir, char *why, size_t whysz)
+char *config_bucket_resolve(const char *bucket, const char *dir, struct sb *why)
 {
 	int url;
 
-	if (bucket_problem(bucket, &url, why, whysz) < 0)
+	if (bucket_problem(bucket, &url, why) < 0)
 		return NULL;
 	if (url)
 		return xstrdup(bucket);
-	return config_resolve_path(bucket, dir, "destination.bucket", why, whysz);
+	return config_resolve_path(bucket, dir, "destination.bucket", why);
 }
 
 static int check_path(struct yctx *c, yaml_node_t *v, const char *p)
@@ -194,12 +195,16 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 	const char *s;
 
 	if (k == D_BUCKET) {
-		char why[1536];
+		struct sb why = SB_INIT;
+		int r;
 
 		if (config_get_str(c, v, "destination.bucket", "a string", &s) < 0)
 			return -1;
-		if ((d->bucket = config_bucket_resolve(s, c->dir, why, sizeof(why))) == NULL)
-			return config_yerr(c, v->start_mark, "%s", why);
+		if ((d->bucket = config_bucket_resolve(s, c->dir, &why)) == NULL) {
+			r = config_yerr(c, v->start_mark, "%s", why.buf);
+			sb_free(&why);
+			return r;
+		}
 		return 0;
 	}
 	if (k == D_PATH) {

@@ -179,7 +179,7 @@ int config_key_index(struct yctx *c, const struct keys *ks,
  * Returns the path, newly allocated, or NULL with the reason in why.
  */
 char *config_resolve_path(const char *s, const char *dir, const char *what,
-			  char *why, size_t whysz);
+			  struct sb *why);
 /* The path scalar v, resolved against c's directory, into *out; what names the key. */
 int config_parse_path(struct yctx *c, yaml_node_t *v, const char *what, char **out);
 
@@ -190,7 +190,7 @@ int config_parse_path(struct yctx *c, yaml_node_t *v, const char *what, char **o
  * (NULL-terminated; NULL when s holds none).  -1 with why[] filled when s
  * holds what a shell would expand or interpret.
  */
-int config_split_words(const char *s, char ***argvp, char *why, size_t whysz);
+int config_split_words(const char *s, char ***argvp, struct sb *why);
 
 /* config_json.c */
 

@@ -31,13 +31,17 @@ static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 	size_t n = 0;
 
 	if (v->type == YAML_SCALAR_NODE && !is_null(v)) {
-		char why[512];
+		struct sb why = SB_INIT;
 		const char *s;
 
 		if (config_get_str(c, v, "source.tap", "a string or a list of strings", &s) < 0)
 			return -1;
-		if (config_split_words(s, &argv, why, sizeof(why)) < 0)
-			return config_yerr(c, v->start_mark, "source.tap: %s", why);
+		if (config_split_words(s, &argv, &why) < 0) {
+			int r = config_yerr(c, v->start_mark, "source.tap: %s", why.buf);
+
+			sb_free(&why);
+			return r;
+		}
 	} else if (v->type == YAML_SEQUENCE_NODE) {
 		yaml_node_item_t *it;
 

@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "sb.h"
+#include "util.h"
 
 /*
  * Split s into words as sh(1) would split a simple command, refusing
  * anything sh would expand or interpret: no shell runs the tap, and passing
  * "$HOME" on literally would be a silent surprise.  On error returns -1 with
- * why[] filled.
+ * the reason appended to why.
  */
-int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
+int config_split_words(const char *s, char ***argvp, struct sb *why)
 {
 	struct sb w = SB_INIT;
 	char **argv = NULL;
@@ -38,7 +39,7 @@ int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
 			continue;
 		}
 		if (!inword && (ch == '#' || ch == '~')) {
-			snprintf(why, whysz, "a word starting with '%c' is special to a shell, "
+			sb_addf(why, "a word starting with '%c' is special to a shell, "
 				 "and the tap runs without one: quote it, or write source.tap as a list", ch);
 			goto fail;
 		}
@@ -47,7 +48,7 @@ int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
 			const char *end = strchr(s + i + 1, '\'');
 
 			if (end == NULL) {
-				snprintf(why, whysz, "unterminated single quote");
+				sb_addf(why, "unterminated single quote");
 				goto fail;
 			}
 			sb_add(&w, s + i + 1, (size_t)(end - (s + i + 1)));
@@ -55,14 +56,14 @@ int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
 		} else if (ch == '"') {
 			for (i++; s[i] != '"'; i++) {
 				if (s[i] == '\0') {
-					snprintf(why, whysz, "unterminated double quote");
+					sb_addf(why, "unterminated double quote");
 					goto fail;
 				}
 				if (s[i] == '\\' && s[i + 1] && strchr("$`\"\\\n", s[i + 1])) {
 					if (s[++i] != '\n')
 						sb_addc(&w, s[i]);
 				} else if (s[i] == '$' || s[i] == '`') {
-					snprintf(why, whysz, "'%c' inside double quotes is expanded by a shell, "
+					sb_addf(why, "'%c' inside double quotes is expanded by a shell, "
 						 "and the tap runs without one: use single quotes, or write "
 						 "source.tap as a list", s[i]);
 					goto fail;
@@ -73,17 +74,17 @@ int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
 			i++;
 		} else if (ch == '\\') {
 			if (s[i + 1] == '\0') {
-				snprintf(why, whysz, "a backslash at the end");
+				sb_addf(why, "a backslash at the end");
 				goto fail;
 			}
 			sb_addc(&w, s[i + 1]);
 			i += 2;
 		} else if (ch == '\n') {
-			snprintf(why, whysz, "a newline separates commands in a shell, "
+			sb_addf(why, "a newline separates commands in a shell, "
 				 "and the tap runs without one: write source.tap on one line or as a list");
 			goto fail;
 		} else if (strchr("$`|&;<>()*?[", ch)) {
-			snprintf(why, whysz, "'%c' is special to a shell, and the tap runs without one: "
+			sb_addf(why, "'%c' is special to a shell, and the tap runs without one: "
 				 "quote it, or write source.tap as a list", ch);
 			goto fail;
 		} else {
@@ -98,7 +99,7 @@ int config_split_words(const char *s, char ***argvp, char *why, size_t whysz)
 			while (isalnum((unsigned char)*p) || *p == '_')
 				p++;
 			if (*p == '=') {
-				snprintf(why, whysz, "'%.64s' would set a variable in a shell, "
+				sb_addf(why, "'%.64s' would set a variable in a shell, "
 					 "and the tap runs without one: set it in the environment", argv[0]);
 				goto fail;
 			}

@@ -337,25 +337,24 @@ int config_key_index(struct yctx *c, const struct keys *ks,
 
 /* ---- paths ---- */
 
-char *config_resolve_path(const char *s, const char *dir, const char *what,
-			  char *why, size_t whysz)
+char *config_resolve_path(const char *s, const char *dir, const char *what, struct sb *why)
 {
 	char *base, *out;
 
 	if (*s == '\0') {
-		snprintf(why, whysz, "%s is empty", what);
+		sb_addf(why, "%s is empty", what);
 		return NULL;
 	}
 	if (s[0] == '~') {
 		const char *home = getenv("HOME");
 
 		if (s[1] != '\0' && s[1] != '/') {
-			snprintf(why, whysz, "%s '%s': only a leading ~/ is expanded (write "
+			sb_addf(why, "%s '%s': only a leading ~/ is expanded (write "
 				 "the home directory in full)", what, s);
 			return NULL;
 		}
 		if (home == NULL || *home == '\0') {
-			snprintf(why, whysz, "%s starts with ~ but $HOME is not set", what);
+			sb_addf(why, "%s starts with ~ but $HOME is not set", what);
 			return NULL;
 		}
 		return xasprintf("%s%s", home, s + 1);
@@ -395,12 +394,14 @@ char *config_resolve_path(const char *s, const char *dir, const char *what,
 
 int config_parse_path(struct yctx *c, yaml_node_t *v, const char *what, char **out)
 {
-	char why[1024];
+	struct sb why = SB_INIT;
 	const char *s;
+	int r = 0;
 
 	if (config_get_str(c, v, what, "a path (a string)", &s) < 0)
 		return -1;
-	if ((*out = config_resolve_path(s, c->dir, what, why, sizeof(why))) == NULL)
-		return config_yerr(c, v->start_mark, "%s", why);
-	return 0;
+	if ((*out = config_resolve_path(s, c->dir, what, &why)) == NULL)
+		r = config_yerr(c, v->start_mark, "%s", why.buf);
+	sb_free(&why);
+	return r;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "util.h"
 
 const char *pq_kind_name(enum pq_kind k)
 {

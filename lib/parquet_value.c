@@ -19,6 +19,7 @@
 #endif
 
 #include "err.h"
+#include "util.h"
 
 /* ---- values ---- */
 

@@ -14,6 +14,7 @@
 
 #include "bucket.h"
 #include "err.h"
+#include "util.h"
 
 static int unreserved(unsigned char c)
 {

@@ -443,7 +443,8 @@ static int cmd_check(const struct pipe_config *cfg, const char *key)
 /* check -b: a bucket checked and resolved as a pipeline file here would have it. */
 static int cmd_check_bucket(const char *bucket)
 {
-	char why[1536], *cwd = NULL, *out = NULL;
+	struct sb why = SB_INIT;
+	char *cwd = NULL, *out = NULL;
 	int ret = CLI_USAGE;
 
 	if (*bucket == '\0') {
@@ -456,13 +457,14 @@ static int cmd_check_bucket(const char *bucket)
 	} else if ((cwd = getcwd(NULL, 0)) == NULL) {
 		err_msg("cannot find the current directory:");
 		return CLI_FAILED;
-	} else if ((out = config_bucket_resolve(bucket, cwd, why, sizeof(why))) == NULL) {
-		err_msg("%s", why);
+	} else if ((out = config_bucket_resolve(bucket, cwd, &why)) == NULL) {
+		err_msg("%s", why.buf);
 		goto out;
 	}
 	printf("%s\n", out);
 	ret = CLI_OK;
 out:
+	sb_free(&why);
 	free(cwd);
 	free(out);
 	return ret;

@@ -677,7 +677,8 @@ static void test_bucket_paths(void)
 		{ "/abs/lake", "=" }, { "file:///data/lake", "=" }, { "s3://b/p", "=" },
 		{ "gs://b", "=" },
 	};
-	char why[512], *want, *got;
+	struct sb why = SB_INIT;
+	char *want, *got;
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -704,21 +705,27 @@ static void test_bucket_paths(void)
 		"home directory in full)", "~user in source.config");
 
 	/* The function the wizard's answer goes through: the same rule. */
-	got = config_bucket_resolve("s3:/mybucket", "/w", why, sizeof(why));
+	sb_reset(&why);
+	got = config_bucket_resolve("s3:/mybucket", "/w", &why);
 	ok(got == NULL, "config_bucket_resolve refuses s3:/mybucket");
-	is_str(why, "destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, "
+	is_str(why.buf, "destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, "
 	       "s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "with the loader's reason");
-	got = config_bucket_resolve("FILE:/x", "/w", why, sizeof(why));
+	sb_reset(&why);
+	got = config_bucket_resolve("FILE:/x", "/w", &why);
 	ok(got == NULL, "config_bucket_resolve refuses FILE:/x");
-	got = config_bucket_resolve("lake", "/w", why, sizeof(why));
+	sb_reset(&why);
+	got = config_bucket_resolve("lake", "/w", &why);
 	is_str(got, "/w/lake", "config_bucket_resolve: relative to the directory given");
 	free(got);
-	got = config_bucket_resolve("s3://b/p", "/w", why, sizeof(why));
+	sb_reset(&why);
+	got = config_bucket_resolve("s3://b/p", "/w", &why);
 	is_str(got, "s3://b/p", "config_bucket_resolve: a URL as written");
 	free(got);
-	got = config_bucket_resolve("", "/w", why, sizeof(why));
+	sb_reset(&why);
+	got = config_bucket_resolve("", "/w", &why);
 	ok(got == NULL, "config_bucket_resolve refuses an empty bucket");
-	is_str(why, "destination.bucket is empty", "empty bucket reason");
+	is_str(why.buf, "destination.bucket is empty", "empty bucket reason");
+	sb_free(&why);
 }
 
 /* config_check_source(), stderr captured; 0 when it returned rc. */
