@@ -174,22 +174,6 @@ void child_guard_set_signal(int sig)
 	got_signal = sig;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * The stderr of a child kept in a file (-l, or discovery's held-back log):
  * only its end, so that a tap that talks a lot cannot fill TMPDIR.  The
@@ -213,7 +197,7 @@ static void errlog_add(struct child_log *l, const char *p, size_t n)
 {
 	/* a log that cannot be written (TMPDIR full) does not stop the tap;
 	 * the driver names a full TMPDIR */
-	if (write_all(l->fd, p, n) == 0)
+	if (util_write_all(l->fd, p, n) == 0)
 		l->size += (off_t)n;
 	sb_add(&l->tail, p, n);
 	if (l->tail.len > 2 * LOG_KEEP) {
@@ -232,7 +216,7 @@ static void errlog_add(struct child_log *l, const char *p, size_t n)
 		l->tail.buf[l->tail.len] = '\0';
 		if (ftruncate(l->fd, 0) == 0) {
 			l->size = 0;
-			if (write_all(l->fd, l->tail.buf, l->tail.len) == 0)
+			if (util_write_all(l->fd, l->tail.buf, l->tail.len) == 0)
 				l->size = (off_t)l->tail.len;
 		}
 	}
@@ -244,7 +228,7 @@ static void errlog_add(struct child_log *l, const char *p, size_t n)
 		if (last || l->part.len > LOG_KEEP) {
 			size_t k = last ? (size_t)(last + 1 - l->part.buf) : l->part.len;
 
-			if (write_all(STDERR_FILENO, l->part.buf, k) != 0) {
+			if (util_write_all(STDERR_FILENO, l->part.buf, k) != 0) {
 				/* nowhere to say it */
 			}
 			memmove(l->part.buf, l->part.buf + k, l->part.len - k);
@@ -323,7 +307,7 @@ static void errlog_close(struct child_log *l)
 		close(l->in);
 	if (l->live && l->part.len) {
 		sb_addc(&l->part, '\n');
-		if (write_all(STDERR_FILENO, l->part.buf, l->part.len) != 0) {
+		if (util_write_all(STDERR_FILENO, l->part.buf, l->part.len) != 0) {
 			/* nowhere to say it */
 		}
 	}

@@ -18,6 +18,7 @@
 #include "json.h"
 #include "sb.h"
 #include "sink.h"
+#include "util.h"
 
 
 /* "interrupted by SIGTERM": the driver's words for the same event. */
@@ -30,22 +31,6 @@ static char *interrupted(int sig)
 }
 
 static char opt_config[] = "--config";
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* What pipe-tap may put in its private folder. */
 static const char *const private_files[] = {
@@ -167,7 +152,7 @@ static int write_private(const char *dir, const char *name, const char *data, si
 		errno = e;
 		return -1;
 	}
-	if (write_all(fd, data, len) != 0 || close(fd) != 0) {
+	if (util_write_all(fd, data, len) != 0 || close(fd) != 0) {
 		e = errno;
 		if (e != ENOSPC && e != EDQUOT)
 			err_msg("cannot write '%s':", *path);
@@ -225,7 +210,7 @@ static void end_line(int fd, int status, const char *error)
 		json_quote(&line, error, strlen(error));
 	}
 	sb_adds(&line, "}\n");
-	if (write_all(fd, line.buf, line.len) != 0 && errno != EPIPE)
+	if (util_write_all(fd, line.buf, line.len) != 0 && errno != EPIPE)
 		err_msg("cannot write the end line:");
 	sb_free(&line);
 }
@@ -464,7 +449,7 @@ static void copy_output(struct run *r, int in, int out_fd)
 		int ok;
 
 		sb_addf(&line, "{\"type\":\"%s\",\"streams\":%s}\n", TAP_SELECTED_TYPE, r->selected.buf);
-		ok = write_all(out_fd, line.buf, line.len) == 0;
+		ok = util_write_all(out_fd, line.buf, line.len) == 0;
 		if (!ok) {
 			if (errno == EPIPE)
 				child_guard_set_signal(SIGPIPE);
@@ -484,7 +469,7 @@ static void copy_output(struct run *r, int in, int out_fd)
 		}
 		if (n == 0)
 			return;
-		if (write_all(out_fd, buf, (size_t)n) != 0) {
+		if (util_write_all(out_fd, buf, (size_t)n) != 0) {
 			if (errno == EPIPE)
 				child_guard_set_signal(SIGPIPE);
 			else
@@ -556,7 +541,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 out:
 	if (child_guard_signal() != SIGPIPE && !opt->check) {
 		if (r.wrote && !r.last_nl)
-			write_all(out_fd, "\n", 1);
+			util_write_all(out_fd, "\n", 1);
 		end_line(out_fd, r.status, r.error);
 	}
 	status = r.status;
