@@ -1,4 +1,22 @@
-/* err: messages to stderr and allocation that never fails quietly. */
+/*
+ * err: messages to stderr and allocation that never fails quietly.
+ *
+ * How a failure's reason travels, the two ways (and no other):
+ *
+ *  1. Said where it is known: the function that knows the object and the
+ *     cause prints one line with err_msg() (naming the object: a path, a
+ *     URL, file:line:col) and returns -1 (or NULL); its callers only pass
+ *     the -1 on.  This is the rule.
+ *  2. Handed back to be placed: when only the caller can say where (the
+ *     sink names the input line, the config loader file:line:col, the
+ *     driver the run), the function appends the reason, in the user's
+ *     words and without a program name, to a `struct sb *why` and prints
+ *     nothing: config_split_words(), config_bucket_resolve(), cron_check(),
+ *     sink_safe_name(), s3_target_init(), transform_apply().
+ *
+ * What a Parquet value needs (struct pq_fail: a column to widen) is not an
+ * error but a result, and is not a reason.
+ */
 #ifndef PIPE_ERR_H
 #define PIPE_ERR_H
 

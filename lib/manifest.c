@@ -607,12 +607,13 @@ static int log_records(jv log, const char *safe, double *records, char **name)
 
 	if (jv_get_kind(streams) == JV_KIND_OBJECT) {
 		jv_object_foreach(streams, k, s) {
-			const char *why;
+			struct sb why = SB_INIT;
 			char *sn = NULL;
 			jv rec = jv_invalid();
 
 			if (ret != 0) {
 				sn = sink_safe_name(jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)), &why);
+				sb_free(&why);
 				if (jv_get_kind(s) == JV_KIND_OBJECT)
 					rec = jv_object_get(jv_copy(s), jv_string("records"));
 			}

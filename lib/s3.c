@@ -439,7 +439,8 @@ struct bucket *s3_bucket_open(const char *url, const char *endpoint)
 {
 	static int curl_ready;
 	struct s3_bucket *s = xcalloc(1, sizeof(*s));
-	const char *why = NULL, *v;
+	struct sb why = SB_INIT;
+	const char *v;
 	int bad = 0;
 
 	s->base.ops = &s3_ops;
@@ -457,7 +458,8 @@ struct bucket *s3_bucket_open(const char *url, const char *endpoint)
 	if (s3_target_init(&s->t, url, endpoint,
 			   strncasecmp(url, "gs://", 5) == 0 ? NULL : s->st.region,
 			   s->st.addressing, &why) < 0) {
-		err_msg("invalid bucket '%s': %s", url, why);
+		err_msg("invalid bucket '%s': %s", url, why.buf);
+		sb_free(&why);
 		goto fail;
 	}
 	v = getenv("DATASPOC_PIPE_S3_RETRIES");

@@ -95,11 +95,11 @@ struct s3_target {
  * NULL for AWS or GCS itself), a region (NULL: "us-east-1", "auto" for gs)
  * and an addressing style ("path", "virtual", or NULL/"auto": path-style
  * for a custom endpoint, GCS and bucket names holding '.', else
- * virtual-hosted).  On error, returns -1 with a reason (static text) in
- * *why and t zeroed.
+ * virtual-hosted).  On error, returns -1 with the reason appended to why
+ * and t zeroed.
  */
 int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
-		   const char *region, const char *addressing, const char **why);
+		   const char *region, const char *addressing, struct sb *why);
 void s3_target_free(struct s3_target *t);
 
 /*

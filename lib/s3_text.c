@@ -427,7 +427,7 @@ void s3_target_free(struct s3_target *t)
 }
 
 int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
-		   const char *region, const char *addressing, const char **why)
+		   const char *region, const char *addressing, struct sb *why)
 {
 	const char *rest, *slash, *p;
 	size_t blen;
@@ -441,18 +441,18 @@ int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
 		t->scheme = xstrdup("gs");
 		t->gcs = 1;
 	} else {
-		*why = "not an s3:// or gs:// url";
+		sb_adds(why, "not an s3:// or gs:// url");
 		goto fail;
 	}
 	rest = url + 5;
 	slash = strchr(rest, '/');
 	blen = slash ? (size_t)(slash - rest) : strlen(rest);
 	if (blen == 0) {
-		*why = "no bucket name after the scheme";
+		sb_adds(why, "no bucket name after the scheme");
 		goto fail;
 	}
 	if (!bucket_name_ok(rest, blen)) {
-		*why = "a bucket name holds only letters, digits, '.', '-' and '_'";
+		sb_adds(why, "a bucket name holds only letters, digits, '.', '-' and '_'");
 		goto fail;
 	}
 	t->bucket = xstrndup(rest, blen);
@@ -466,8 +466,8 @@ int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
 			plen--;
 		prefix = xstrndup(p, plen);
 		if (plen > 0 && !bucket_key_ok(prefix)) {
-			*why = "the prefix after the bucket name must be a relative path "
-			       "without empty, '.' or '..' components or control characters";
+			sb_adds(why, "the prefix after the bucket name must be a relative path "
+			       "without empty, '.' or '..' components or control characters");
 			goto fail;
 		}
 		t->prefix = plen ? xasprintf("%s/", prefix) : xstrdup("");
@@ -482,7 +482,7 @@ int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
 		t->region = xstrdup(t->gcs ? "auto" : "us-east-1");
 	for (p = t->region; *p; p++) {
 		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_') {
-			*why = "the region holds only letters, digits, '-' and '_'";
+			sb_adds(why, "the region holds only letters, digits, '-' and '_'");
 			goto fail;
 		}
 	}
@@ -495,12 +495,12 @@ int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
 		else if (strncasecmp(endpoint, "https://", 8) == 0)
 			hs = endpoint + 8;
 		else {
-			*why = "the endpoint must be an http:// or https:// url";
+			sb_adds(why, "the endpoint must be an http:// or https:// url");
 			goto fail;
 		}
 		he = hs + strcspn(hs, "/?#");
 		if (he == hs || *he == '?' || *he == '#' || strpbrk(endpoint, " \t\r\n@")) {
-			*why = "the endpoint must be an http:// or https:// url with a host and no query";
+			sb_adds(why, "the endpoint must be an http:// or https:// url with a host and no query");
 			goto fail;
 		}
 		while (elen > (size_t)(he - endpoint) && endpoint[elen - 1] == '/')
@@ -511,7 +511,7 @@ int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
 			   strcasecmp(addressing, "auto") == 0 || strcasecmp(addressing, "path") == 0) {
 			virt = 0;
 		} else {
-			*why = "the addressing style is path, virtual or auto";
+			sb_adds(why, "the addressing style is path, virtual or auto");
 			goto fail;
 		}
 		if (virt)
@@ -539,7 +539,7 @@ int s3_target_init(struct s3_target *t, const char *url, const char *endpoint,
 		else if (addressing == NULL || *addressing == '\0' || strcasecmp(addressing, "auto") == 0)
 			virt = strchr(t->bucket, '.') == NULL;	/* dots break TLS names */
 		else {
-			*why = "the addressing style is path, virtual or auto";
+			sb_adds(why, "the addressing style is path, virtual or auto");
 			goto fail;
 		}
 		t->origin = virt ? xasprintf("https://%s.s3.%s.%s", t->bucket, t->region, dom)

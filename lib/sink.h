@@ -35,9 +35,9 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 
 /*
  * Make a stream name safe as one folder name: '/', '\\' and leading '.'
- * become '_'.  Returns NULL (and says why in *why) for names that cannot be
- * made safe: empty, or holding control bytes.
+ * become '_'.  Returns NULL (the reason appended to why) for names that
+ * cannot be made safe: empty, or holding control bytes.
  */
-char *sink_safe_name(const char *name, size_t len, const char **why);
+char *sink_safe_name(const char *name, size_t len, struct sb *why);
 
 #endif

@@ -9,20 +9,20 @@
 #include "recwriter.h"
 #include "util.h"
 
-char *sink_safe_name(const char *name, size_t len, const char **why)
+char *sink_safe_name(const char *name, size_t len, struct sb *why)
 {
 	char *safe;
 	size_t i;
 
 	if (len == 0) {
-		*why = "the name is empty";
+		sb_adds(why, "the name is empty");
 		return NULL;
 	}
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 
 		if (c < 0x20 || c == 0x7f) {
-			*why = "the name holds control characters";
+			sb_adds(why, "the name holds control characters");
 			return NULL;
 		}
 	}
@@ -71,7 +71,7 @@ static struct stream *find(struct sink *s, const char *name, size_t len)
 static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 {
 	struct stream *st;
-	const char *why = NULL;
+	struct sb why = SB_INIT;
 	char *safe = sink_safe_name(name, len, &why);
 	size_t i;
 
@@ -85,9 +85,11 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 		}
 	}
 	if (safe == NULL && !dropped) {
-		sink_fail(s, "<stdin>:%llu: stream name cannot be used: %s", s->lineno, why);
+		sink_fail(s, "<stdin>:%llu: stream name cannot be used: %s", s->lineno, why.buf);
+		sb_free(&why);
 		return NULL;
 	}
+	sb_free(&why);
 	for (i = 0; i < s->n && !dropped; i++) {
 		/* Orders/ and orders/ are one folder in a copy of the bucket on
 		 * a Mac or Windows, and one table to case-blind catalogs. */

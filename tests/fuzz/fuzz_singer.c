@@ -40,7 +40,7 @@ static void valid(const struct sb *out)
 static void use(const struct singer_msg *m)
 {
 	struct sb name = SB_INIT, out = SB_INIT, q = SB_INIT;
-	const char *why = NULL;
+	struct sb why = SB_INIT;
 	char *safe;
 
 	must(m->type_value.type == JSON_STRING);
@@ -53,8 +53,9 @@ static void use(const struct singer_msg *m)
 			must(strlen(safe) == name.len);
 			free(safe);
 		} else {
-			must(why != NULL);
+			must(why.len > 0);
 		}
+		sb_free(&why);
 		json_quote(&q, name.buf ? name.buf : "", name.len);
 		valid(&q);
 	}

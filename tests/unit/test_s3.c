@@ -291,13 +291,14 @@ static void target_case(const char *url, const char *endpoint, const char *regio
 			const char *want_prefix, const char *want_region)
 {
 	struct s3_target t;
-	const char *why = NULL;
+	struct sb why = SB_INIT;
 	char *u;
 
 	if (!ok(s3_target_init(&t, url, endpoint, region, addressing, &why) == 0,
 		"target %s endpoint %s addressing %s", url, endpoint ? endpoint : "(none)",
 		addressing ? addressing : "(auto)")) {
-		printf("#   %s\n", why ? why : "");
+		printf("#   %s\n", why.buf ? why.buf : "");
+		sb_free(&why);
 		return;
 	}
 	u = s3_target_url(&t, key, NULL);
@@ -312,16 +313,17 @@ static void target_bad(const char *url, const char *endpoint, const char *addres
 		       const char *want)
 {
 	struct s3_target t;
-	const char *why = NULL;
+	struct sb why = SB_INIT;
 
-	ok(s3_target_init(&t, url, endpoint, NULL, addressing, &why) == -1 && why &&
-	   strstr(why, want), "refused: %s %s (%s)", url, endpoint ? endpoint : "", why ? why : "accepted");
+	ok(s3_target_init(&t, url, endpoint, NULL, addressing, &why) == -1 && why.buf &&
+	   strstr(why.buf, want), "refused: %s %s (%s)", url, endpoint ? endpoint : "", why.buf ? why.buf : "accepted");
+	sb_free(&why);
 }
 
 static void test_target(void)
 {
 	struct s3_target t;
-	const char *why;
+	struct sb why = SB_INIT;
 	char *u;
 
 	target_case("s3://data", NULL, NULL, NULL, "a/b.txt",
@@ -374,6 +376,7 @@ static void test_target(void)
 	target_bad("s3://b", "http://h", "sideways", "addressing");
 	target_bad("file:///x", NULL, NULL, "s3://");
 	ok(s3_target_init(&t, "s3://b", NULL, "us east", NULL, &why) == -1, "bad region refused");
+	sb_free(&why);
 }
 
 static void test_xml(void)
