@@ -341,9 +341,13 @@ all_gone() {
 		printf 'source:\n  tap: tap-sec\ndestination:\n'
 		printf '  bucket: s3://no-such-bucket/p\n  endpoint_url: http://127.0.0.1:9\n  format: jsonl\n'
 	} >"$DATASPOC_PIPE_HOME/pipelines/s3sec.yaml"
+	# (no store answers there: no retries to wait for)
+	export DATASPOC_PIPE_S3_RETRIES=0
 	run -1 --separate-stderr dataspoc-pipe run s3sec
-	[ -n "$stderr" ]
+	# the store named by its bucket URL, the request, curl's words
+	assert_regex "$stderr" "^dataspoc-pipe: run 's3sec' failed: cannot create 's3://no-such-bucket/p/\.dataspoc/state/s3sec/lock': HeadObject: Failed to connect to 127\.0\.0\.1 port 9 after [0-9]+ ms: Couldn't connect to server\$"
 	printf '%s\n%s\n' "$output" "$stderr" | no_secret
 	run -1 --separate-stderr pipe-state show s3sec
+	assert_regex "$stderr" "^pipe-state: cannot read 's3://no-such-bucket/p/\.dataspoc/state/s3sec/state\.json': GetObject: Failed to connect to 127\.0\.0\.1 port 9 after [0-9]+ ms: Couldn't connect to server\$"
 	printf '%s\n%s\n' "$output" "$stderr" | no_secret
 }
