@@ -16,7 +16,7 @@
 #include "parquet.h"
 #include "recwriter.h"
 #include "singer.h"
-#include "tap.h"
+#include "tapline.h"
 #include "transform.h"
 #include "util.h"
 
@@ -271,58 +271,28 @@ static int on_state(struct sink *s, const struct singer_msg *m)
  */
 static int on_selected(struct sink *s, const char *line, size_t len)
 {
-	struct json_span obj, list, el;
-	size_t errpos, pos = 0;
-	const char *errmsg;
-
 	if (s->lineno != 1 || (!s->cfg->streams && !s->cfg->metadata_json)) {
 		sink_fail(s, "<stdin>:%llu:1: a %s line that pipe-tap did not write (a tap cannot select streams)",
-			  s->lineno, TAP_SELECTED_TYPE);
+			  s->lineno, TAPLINE_SELECTED_TYPE);
 		return -1;
 	}
-	if (json_validate(line, len, &obj, &errpos, &errmsg) != 0 ||
-	    json_object_get(&obj, "streams", &list) != 1 || list.type != JSON_ARRAY) {
-		sink_fail(s, "<stdin>:%llu:1: a %s line without a \"streams\" array", s->lineno, TAP_SELECTED_TYPE);
+	if (tapline_parse_selected(line, len, &s->selected, &s->nselected) != 0) {
+		sink_fail(s, "<stdin>:%llu:1: a %s line without a \"streams\" array", s->lineno,
+			  TAPLINE_SELECTED_TYPE);
 		return -1;
 	}
-	while (json_array_next(&list, &pos, &el)) {
-		struct sb name = SB_INIT;
-
-		if (el.type != JSON_STRING)
-			continue;
-		json_string_decode(&el, &name);
-		s->selected = xrealloc(s->selected, (s->nselected + 1) * sizeof(*s->selected));
-		s->selected[s->nselected++] = sb_detach(&name);
-	}
-	if (s->selected == NULL)
-		s->selected = xcalloc(1, sizeof(*s->selected));
 	return 0;
 }
 
-/* pipe-tap's end line: {"type":"DATASPOC_TAP_END","status":...,"error":...}. */
-static int is_end(const struct singer_msg *m)
-{
-	static const char want[] = "\"" SINK_END_TYPE "\"";
-
-	return m->type == SINGER_OTHER && m->type_value.len == sizeof(want) - 1 &&
-	       memcmp(m->type_value.p, want, sizeof(want) - 1) == 0;
-}
-
+/* pipe-tap's end line: the run fails when it says the tap did. */
 static int on_end(struct sink *s, const char *line, size_t len)
 {
-	struct json_span obj, v;
-	size_t errpos;
-	const char *errmsg;
-	struct sb text = SB_INIT;
+	char *error = NULL;
 
-	json_validate(line, len, &obj, &errpos, &errmsg);
-	if (json_object_get(&obj, "status", &v) == 1 && v.type == JSON_STRING &&
-	    v.len == 9 && memcmp(v.p, "\"success\"", 9) == 0)
+	if (tapline_parse_end(line, len, &error) == 0)
 		return 0;
-	if (json_object_get(&obj, "error", &v) == 1 && v.type == JSON_STRING)
-		json_string_decode(&v, &text);
-	sink_fail(s, "%s", text.len ? text.buf : "the tap failed");
-	sb_free(&text);
+	sink_fail(s, "%s", error ? error : "the tap failed");
+	free(error);
 	return -1;
 }
 
@@ -485,11 +455,11 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 				goto out;
 			break;
 		case SINGER_OTHER:
-			if (is_end(&m)) {
+			if (tapline_is_end(&m.type_value)) {
 				if (on_end(&s, line, len) != 0)
 					goto out;
 				ended = 1;
-			} else if (json_string_equal(&m.type_value, TAP_SELECTED_TYPE, 0)) {
+			} else if (tapline_is_selected(&m.type_value)) {
 				if (on_selected(&s, line, len) != 0)
 					goto out;
 			}

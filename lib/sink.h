@@ -11,9 +11,6 @@
 #include "config.h"
 #include "plan.h"
 
-/* The type of pipe-tap's end line. */
-#define SINK_END_TYPE "DATASPOC_TAP_END"
-
 struct sink_options {
 	const char *run_id;	/* the run's id */
 	int full;		/* the run ignores the saved state (for the plan) */

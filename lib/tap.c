@@ -17,7 +17,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
-#include "sink.h"
+#include "tapline.h"
 #include "util.h"
 
 
@@ -203,13 +203,7 @@ static void end_line(int fd, int status, const char *error)
 {
 	struct sb line = SB_INIT;
 
-	sb_addf(&line, "{\"type\":\"%s\",\"status\":\"%s\",\"exit_status\":%d", SINK_END_TYPE,
-		error ? "failure" : "success", status);
-	if (error) {
-		sb_adds(&line, ",\"error\":");
-		json_quote(&line, error, strlen(error));
-	}
-	sb_adds(&line, "}\n");
+	tapline_end(&line, status, error);
 	if (util_write_all(fd, line.buf, line.len) != 0 && errno != EPIPE)
 		err_msg("cannot write the end line:");
 	sb_free(&line);
@@ -448,7 +442,7 @@ static void copy_output(struct run *r, int in, int out_fd)
 		struct sb line = SB_INIT;
 		int ok;
 
-		sb_addf(&line, "{\"type\":\"%s\",\"streams\":%s}\n", TAP_SELECTED_TYPE, r->selected.buf);
+		tapline_selected(&line, r->selected.buf);
 		ok = util_write_all(out_fd, line.buf, line.len) == 0;
 		if (!ok) {
 			if (errno == EPIPE)

@@ -3,16 +3,9 @@
  * inline mapping is written to a private temporary directory first),
  * --state when the saved state is a non-empty object, and a catalog
  * (--catalog or --properties, see catalog.h) when the pipeline selects
- * streams or names one.  When streams are selected, the output begins with
- *
- *   {"type":"DATASPOC_TAP_SELECTED","streams":["customers","appdb-public-customers"]}
- *
- * naming the selected streams (ids and names), so pipe-sink can drop the
- * records of others from taps that ignore the catalog.  Its stdout is copied to out_fd and followed by one end
- * line saying how it ended:
- *
- *   {"type":"DATASPOC_TAP_END","status":"success","exit_status":0}
- *   {"type":"DATASPOC_TAP_END","status":"failure","exit_status":1,"error":"tap-x exited with status 1"}
+ * streams or names one.  Its stdout is copied to out_fd, after the selected
+ * line when streams are selected, and followed by one end line saying how
+ * it ended (tapline.h).
  *
  * The tap, its discovery and --about run as child.h says: in a process
  * group of their own, SIGINT, SIGTERM and SIGHUP passed on to that group.
@@ -56,8 +49,5 @@ struct tap_options {
 
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt);
-
-/* The type of the line pipe-tap prints first when streams are selected. */
-#define TAP_SELECTED_TYPE "DATASPOC_TAP_SELECTED"
 
 #endif
