@@ -565,6 +565,7 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 		char *log_dir = util_log_key(pipeline, NULL);
 
 		bucket_sweep(b, state_dir);
+		bucket_sweep(b, pendings);
 		bucket_sweep(b, log_dir);
 		bucket_sweep(b, ".dataspoc/");
 		free(state_dir);

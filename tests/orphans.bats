@@ -356,3 +356,14 @@ gone_pid() {
 	wait "$holder" 2>/dev/null || true
 	rm -rf "$live"
 }
+
+@test "the temp file of a pending plan whose writer was killed goes with the next run" {
+	local dead litter
+	dead=$(gone_pid)
+	litter=.dataspoc/state/orph/pending/.20261201T000000Z-000ccc.json.tmp-$dead-0123456789abcdef
+	echo '{"type":"run"' | bucket_put "$litter"
+	touch -d '1 minute ago' "$BUCKET_DIR/$litter"
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -0 dataspoc-pipe run orph
+	run -1 bucket_exists "$litter"
+}
