@@ -12,6 +12,7 @@
 #include "child.h"
 #include "err.h"
 #include "json.h"
+#include "util.h"
 
 /* One metadata key to set, with its value as raw JSON. */
 struct override {
@@ -364,21 +365,6 @@ static char *beside(const struct pipe_config *cfg, const char *suffix)
 	return xasprintf("%.*s/%s%s", (int)(slash - cfg->file), cfg->file, cfg->name, suffix);
 }
 
-static int read_file(const char *path, struct sb *out)
-{
-	FILE *f = fopen(path, "r");
-	char buf[65536];
-	size_t n;
-
-	if (f == NULL)
-		return errno == ENOENT ? 1 : -1;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		sb_add(out, buf, n);
-	n = (size_t)ferror(f);
-	fclose(f);
-	return n ? -1 : 0;
-}
-
 /* Replace path with data (written beside it, then renamed); quiet: no message. */
 static int write_file(const char *path, const struct sb *data, int mode_private, int quiet)
 {
@@ -432,7 +418,7 @@ void catalog_cache_open(struct catalog_cache *c, const struct pipe_config *cfg, 
 	memset(c, 0, sizeof(*c));
 	c->catalog_path = beside(cfg, ".catalog.json");
 	c->tap_path = beside(cfg, ".tap.json");
-	if (refresh || read_file(c->tap_path, &text) != 0 || text.len == 0 ||
+	if (refresh || util_read_file(c->tap_path, &text, NULL) != 0 || text.len == 0 ||
 	    json_validate(text.buf, text.len, &v, &errpos, &errmsg) != 0 || v.type != JSON_OBJECT ||
 	    json_object_get(&v, "tap", &tap) != 1 || !same_tap(&tap, cfg->tap_argv))
 		goto out;
@@ -494,7 +480,7 @@ static void show_held(const struct catalog_log *log)
 	struct sb text = SB_INIT;
 	FILE *f;
 
-	if (!log->held || read_file(log->path, &text) != 0)
+	if (!log->held || util_read_file(log->path, &text, NULL) != 0)
 		goto out;
 	if (text.len && write(STDERR_FILENO, text.buf, text.len) < 0) {
 		/* nowhere else to say it */
@@ -562,9 +548,8 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 
 	if (cfg->catalog_file) {
 		origin = xstrdup(cfg->catalog_file);
-		r = read_file(cfg->catalog_file, &text);
-		if (r != 0) {
-			err_msg("cannot read the catalog '%s'%s", cfg->catalog_file, r > 0 ? ": No such file" : "");
+		if (util_read_file(cfg->catalog_file, &text, NULL) != 0) {
+			err_msg("cannot read the catalog '%s':", cfg->catalog_file);
 			goto out;
 		}
 		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
@@ -572,7 +557,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 	} else {
 		origin = xasprintf("the catalog of %s", cfg->tap_argv[0]);
 		if (cache->valid)
-			r = read_file(cache->catalog_path, &text);
+			r = util_read_file(cache->catalog_path, &text, NULL);
 		if (r != 0 && rediscover(cfg, config_args, cache, log, origin, &text) != 0)
 			goto out;
 		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,

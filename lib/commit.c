@@ -9,6 +9,7 @@
 #include "err.h"
 #include "json.h"
 #include "lock.h"
+#include "manifest.h"
 #include "util.h"
 
 static int delete_prefix(struct bucket *b, const char *prefix)

@@ -55,20 +55,4 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id);
  */
 void commit_summary(const struct plan *p, struct sb *out);
 
-/*
- * The table version the manifest records for each of the plan's streams
- * (its "table_version", the version last activated in its folder), as raw
- * JSON into versions[i] (newly allocated), or NULL; an unreadable manifest
- * gives none, with a warning.  0 or -1.
- */
-int manifest_table_versions(struct bucket *b, const struct plan *p, char **versions);
-
-/*
- * Merge the plan's tables into .dataspoc/manifest.json (under the manifest
- * lock).  A manifest.json that cannot be read is kept as
- * manifest.json.broken-RUN and rebuilt from the bucket's data files and
- * success run logs (one warning): only a store error fails it.  0 or -1.
- */
-int manifest_update(struct bucket *b, const struct plan *p);
-
 #endif

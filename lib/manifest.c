@@ -1,4 +1,6 @@
-/* manifest: the bucket's catalog of tables, .dataspoc/manifest.json. */
+/* manifest: the bucket's catalog of tables, .dataspoc/manifest.json (see manifest.h). */
+#include "manifest.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -6,7 +8,6 @@
 
 #include <jv.h>
 
-#include "commit.h"
 #include "err.h"
 #include "json.h"
 #include "lock.h"
