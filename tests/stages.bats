@@ -60,6 +60,15 @@ lock_gone() {
 	! bucket_exists ".dataspoc/state/$1/lock"
 }
 
+# lock_goes_last PIPELINE SID: once the run lock of PIPELINE is gone, no
+# process of session SID (the stages) is left.
+lock_goes_last() {
+	local left
+	wait_until lock_gone "$1"
+	left=$(in_session "$2")
+	[ -z "$left" ] || { echo "still running when the lock went: $left" >&2; return 1; }
+}
+
 # The error of the run log of run $2 of pipeline $1.
 log_error() {
 	bucket_cat ".dataspoc/logs/$1/$2.json" | jq -r '.status + ": " + .error'
@@ -107,7 +116,7 @@ small_tmpdir() {
 }
 
 @test "SIGTERM to the driver, the tap ignoring it: 143; the lock goes only once the stages are gone" {
-	local driver tap sid st=0 left rid
+	local driver tap sid st=0 rid
 	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$S/out"
 	dataspoc-pipe run stub >run.out 2>run.err &
 	driver=$!
@@ -121,9 +130,7 @@ small_tmpdir() {
 	kill -TERM "$driver"
 	# at the moment the lock goes, no process of the stages lives (the old
 	# driver let go of it at once: pipe-tap and the tap lived on)
-	wait_until lock_gone stub
-	left=$(in_session "$sid")
-	[ -z "$left" ] || { echo "still running when the lock went: $left" >&2; return 1; }
+	lock_goes_last stub "$sid"
 	wait "$driver" || st=$?
 	assert_equal "$st" 143
 	run -0 pids_of_test
@@ -142,7 +149,7 @@ small_tmpdir() {
 # a little more, then kills the stages' group and session, the tap's group
 # in it.
 @test "SIGTERM to the driver, pipe-tap wedged: its stages and the tap are killed, then the lock goes" {
-	local driver tap pt sid st=0 left
+	local driver tap pt sid st=0
 	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$S/out"
 	dataspoc-pipe run stub >run.out 2>run.err &
 	driver=$!
@@ -153,9 +160,7 @@ small_tmpdir() {
 	pt=$(pid_of pipe-tap)
 	kill -STOP "$pt"
 	kill -TERM "$driver"
-	wait_until lock_gone stub
-	left=$(in_session "$sid")
-	[ -z "$left" ] || { echo "still running when the lock went: $left" >&2; return 1; }
+	lock_goes_last stub "$sid"
 	wait "$driver" || st=$?
 	assert_equal "$st" 143
 	tail -n 1 run.err >last
