@@ -271,8 +271,9 @@ out:
 	return ret;
 }
 
+/* renew_every: 0 for a lock nobody renews (its holder is one short process). */
 static void lock_document(struct sb *out, const char *run_id, long pid, const char *run_dir,
-			  long ttl)
+			  long ttl, long renew_every)
 {
 	char started[32], expires[32];
 	time_t now = time(NULL);
@@ -292,7 +293,7 @@ static void lock_document(struct sb *out, const char *run_id, long pid, const ch
 		json_quote(out, run_dir, strlen(run_dir));
 	}
 	sb_addf(out, ", \"renew_every\": %ld, \"started_at\": \"%s\", \"expires_at\": \"%s\"}\n",
-		lock_renew_interval(), started, expires);
+		renew_every, started, expires);
 }
 
 /*
@@ -316,8 +317,8 @@ static int delete_if_same(struct bucket *b, const char *key, const struct sb *se
 	return r;
 }
 
-int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
-		  long pid, const char *run_dir, long ttl, long wait_ms)
+static int take(struct bucket *b, const char *key, const char *what, const char *run_id,
+		long pid, const char *run_dir, long ttl, long renew_every, long wait_ms)
 {
 	struct sb content = SB_INIT, seen = SB_INIT;
 	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
@@ -326,7 +327,7 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
 		"DATASPOC_PIPE_KILL_GRACE", 0, 3600, 5);
 	int ret = -1, r, tries;
 
-	lock_document(&content, run_id, pid, run_dir, ttl);
+	lock_document(&content, run_id, pid, run_dir, ttl, renew_every);
 	for (tries = 0; tries < 100000; tries++) {
 		struct holder h;
 		enum liveness live;
@@ -424,10 +425,18 @@ out:
 	return ret;
 }
 
+/* A run's lock is renewed while it runs (lock.h). */
+int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
+		  long pid, const char *run_dir, long ttl, long wait_ms)
+{
+	return take(b, key, what, run_id, pid, run_dir, ttl, lock_renew_interval(), wait_ms);
+}
+
+/* One process's lock (the manifest's, pipe-state set's) is never renewed. */
 int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
 	      long pid, long ttl, long wait_ms)
 {
-	return lock_take_run(b, key, what, run_id, pid, NULL, ttl, wait_ms);
+	return take(b, key, what, run_id, pid, NULL, ttl, 0, wait_ms);
 }
 
 /* The holder of the lock at key: 0, 1 when there is none, -1 error or unreadable. */

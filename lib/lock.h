@@ -51,7 +51,11 @@
 int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
 		  long pid, const char *run_dir, long ttl, long wait_ms);
 
-/* lock_take_run() for a lock held by one process (run_dir NULL). */
+/*
+ * lock_take_run() for a lock held by one process (run_dir NULL) that
+ * nobody renews (renew_every 0: the manifest lock, pipe-state set/clear):
+ * past its expiry it is taken over without watching for renewals.
+ */
 int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
 	      long pid, long ttl, long wait_ms);
 

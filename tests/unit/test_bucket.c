@@ -625,6 +625,27 @@ static void test_lock_unreadable(struct bucket *b)
 	ok(util_now() - t0 >= 1.9, "lock: after a grace of 2 s (%.2f s)", util_now() - t0);
 	ok(strstr(err, "the lock 'locks/a' in ") && strstr(err, " is unreadable; "), "lock: the message: %s", err);
 	bucket_delete(b, "locks/a");
+
+	/* a run's lock says it is renewed; one process's lock, that it is not */
+	{
+		struct sb text = SB_INIT;
+
+		unsetenv("DATASPOC_PIPE_LOCK_RENEW");
+		r = lock_take_run(b, "locks/r", "test", "run-2", (long)getpid(), NULL, 60, 0);
+		if (r == 0)
+			r = bucket_get(b, "locks/r", &text);
+		ok(r == 0 && strstr(text.buf, "\"renew_every\": 60,") != NULL,
+		   "lock: a run's lock is renewed every 60 s: %s", text.buf ? text.buf : "");
+		lock_release(b, "locks/r", "run-2");
+		sb_reset(&text);
+		r = lock_take(b, "locks/m", "test", "run-3", (long)getpid(), 60, 0);
+		if (r == 0)
+			r = bucket_get(b, "locks/m", &text);
+		ok(r == 0 && strstr(text.buf, "\"renew_every\": 0,") != NULL,
+		   "lock: one process's lock is never renewed: %s", text.buf ? text.buf : "");
+		lock_release(b, "locks/m", "run-3");
+		sb_free(&text);
+	}
 }
 
 int main(int argc, char **argv)
