@@ -362,8 +362,14 @@ run_pipeline() {
 	shift 2
 	label=$1
 	[ "$1" = -c ] && label=$(basename -- "$2" | sed 's/\.ya\{0,1\}ml$//')
+	tmp=
+	trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
+	# A signal before the run's own traps (below) ends the driver at once,
+	# through the EXIT trap: its private folder goes too.
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	trap 'exit 129' HUP
 	open_private_dir || exit 1
-	trap 'rm -rf "$tmp"' EXIT
 	DATASPOC_PIPE_RUN_DIR=$tmp
 	export DATASPOC_PIPE_RUN_DIR
 

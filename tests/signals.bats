@@ -90,3 +90,53 @@ signal_during_state_get() {
 	assert_line --index 0 "1..1"
 	assert_line --index 1 --regexp '^ok 1 SIGHUP while pipe-state get runs'
 }
+
+# signal_during_checks SIGNAL N: the signal while pipe-tap -n discovers
+# the catalog (a tap held up by a file), before the run's own traps.
+signal_during_checks() {
+	local driver st=0 watchdog d=$FAKE_DIR/disc
+	mkdir -p "$d"
+	cat >"$BATS_TEST_TMPDIR/bin/tap-disc" <<-EOF
+	#!/bin/sh
+	case " \$* " in
+	*" --discover "*)
+		: >"$d/ready"
+		while [ ! -e "$d/release" ]; do sleep 0.05; done
+		echo '{"streams":[{"tap_stream_id":"s","stream":"s","schema":{},"metadata":[]}]}' ;;
+	esac
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-disc"
+	{
+		printf 'source:\n  tap: tap-disc\n  streams: [s]\ndestination:\n'
+		bucket_yaml
+		printf '  format: jsonl\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/disc.yaml"
+	env --default-signal=INT,HUP dataspoc-pipe run disc >out 2>err &
+	driver=$!
+	BG_PIDS="$BG_PIDS $driver"
+	wait_for "$d/ready"
+	if signal_ignored "$driver" "$2"; then
+		skip "the driver started with SIG$1 ignored (nohup?): it cannot be caught"
+	fi
+	kill -s "$1" "$driver"
+	: >"$d/release"
+	(sleep "$WAIT_LIMIT"; kill -9 "$driver" 2>/dev/null) &
+	watchdog=$!
+	BG_PIDS="$BG_PIDS $watchdog"
+	wait "$driver" || st=$?
+	kill "$watchdog" 2>/dev/null || true
+	assert_equal "$st" $((128 + $2))
+	# nothing touched; the driver's private folder gone with it
+	run -0 bucket_keys
+	assert_output ""
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+@test "SIGINT while the checks run: 130, TMPDIR left empty" {
+	signal_during_checks INT 2
+}
+
+@test "SIGTERM while the checks run: 143, TMPDIR left empty" {
+	signal_during_checks TERM 15
+}
