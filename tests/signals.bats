@@ -30,9 +30,21 @@ signal_ignored() {
 	(( (16#$mask >> ($2 - 1)) & 1 ))
 }
 
+# driver_exits PID STATUS: the driver PID ends with STATUS; bounded: a
+# driver still there after WAIT_LIMIT is killed (137).
+driver_exits() {
+	local watchdog st=0
+	(sleep "$WAIT_LIMIT"; kill -9 "$1" 2>/dev/null) &
+	watchdog=$!
+	BG_PIDS="$BG_PIDS $watchdog"
+	wait "$1" || st=$?
+	kill "$watchdog" 2>/dev/null || true
+	assert_equal "$st" "$2"
+}
+
 # signal_during_state_get SIGNAL N
 signal_during_state_get() {
-	local fifo=$BUCKET_DIR/.dataspoc/state/sig/state.json driver st=0 rid watchdog
+	local fifo=$BUCKET_DIR/.dataspoc/state/sig/state.json driver rid
 	mkdir -p "${fifo%/*}"
 	mkfifo "$fifo"
 	# (a script's background jobs ignore SIGINT unless told otherwise, and
@@ -51,13 +63,7 @@ signal_during_state_get() {
 	kill -s "$1" "$driver"
 	# pipe-state gets its state and ends; the driver goes no further
 	timeout "$WAIT_LIMIT" sh -c 'echo "{\"n\":0}" >"$1"' sh "$fifo"
-	# bounded: a driver still there after WAIT_LIMIT is killed (137)
-	(sleep "$WAIT_LIMIT"; kill -9 "$driver" 2>/dev/null) &
-	watchdog=$!
-	BG_PIDS="$BG_PIDS $watchdog"
-	wait "$driver" || st=$?
-	kill "$watchdog" 2>/dev/null || true
-	assert_equal "$st" $((128 + $2))
+	driver_exits "$driver" $((128 + $2))
 	[ ! -e "$FAKE_DIR/tap-sig/runs" ]
 	expect_file out <<<"Running: sig"
 	expect_file err <<<"dataspoc-pipe: run 'sig' failed: interrupted by SIG$1"
@@ -94,7 +100,7 @@ signal_during_state_get() {
 # signal_during_checks SIGNAL N: the signal while pipe-tap -n discovers
 # the catalog (a tap held up by a file), before the run's own traps.
 signal_during_checks() {
-	local driver st=0 watchdog d=$FAKE_DIR/disc
+	local driver d=$FAKE_DIR/disc
 	mkdir -p "$d"
 	cat >"$BATS_TEST_TMPDIR/bin/tap-disc" <<-EOF
 	#!/bin/sh
@@ -120,12 +126,7 @@ signal_during_checks() {
 	fi
 	kill -s "$1" "$driver"
 	: >"$d/release"
-	(sleep "$WAIT_LIMIT"; kill -9 "$driver" 2>/dev/null) &
-	watchdog=$!
-	BG_PIDS="$BG_PIDS $watchdog"
-	wait "$driver" || st=$?
-	kill "$watchdog" 2>/dev/null || true
-	assert_equal "$st" $((128 + $2))
+	driver_exits "$driver" $((128 + $2))
 	# nothing touched; the driver's private folder gone with it
 	run -0 bucket_keys
 	assert_output ""
