@@ -60,6 +60,18 @@ lock_gone() {
 	! bucket_exists ".dataspoc/state/$1/lock"
 }
 
+# fill_tmpdir: no room left in TMPDIR (a small tmpfs), until tmpdir_emptied.
+fill_tmpdir() {
+	dd if=/dev/zero of="$TMPDIR/filler" bs=4096 2>/dev/null || true
+}
+
+# tmpdir_emptied: the filler gone, TMPDIR holds nothing the run left.
+tmpdir_emptied() {
+	rm -f "$TMPDIR/filler"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
 # lock_goes_last PIPELINE SID: once the run lock of PIPELINE is gone, no
 # process of session SID (the stages) is left.
 lock_goes_last() {
@@ -245,7 +257,7 @@ small_tmpdir() {
 	BG_PIDS="$BG_PIDS $driver"
 	wait_for "$T/ready"
 	rid=$(bucket_cat .dataspoc/state/talk/lock | jq -r .run_id)
-	dd if=/dev/zero of="$TMPDIR/filler" bs=4096 2>/dev/null || true
+	fill_tmpdir
 	: >"$T/release"
 	wait "$driver" || st=$?
 	assert_equal "$st" 1
@@ -260,15 +272,13 @@ small_tmpdir() {
 	run -0 bucket_files
 	assert_output ""
 	lock_gone talk
-	rm -f "$TMPDIR/filler"
-	run -0 ls -A "$TMPDIR"
-	assert_output ""
+	tmpdir_emptied
 }
 
 @test "pipe-tap, TMPDIR full, an inline tap config: 'no space left in TMPDIR (...) for the tap's config'" {
 	small_tmpdir
 	PIPELINE_CONFIG='{password: secret}' write_pipeline talk tap-talk
-	dd if=/dev/zero of="$TMPDIR/filler" bs=4096 2>/dev/null || true
+	fill_tmpdir
 	run -1 --separate-stderr pipe-tap -n talk
 	assert_output ""
 	assert_stderr "pipe-tap: no space left in TMPDIR ($TMPDIR) for the tap's config"
@@ -276,33 +286,27 @@ small_tmpdir() {
 	assert_output '{"type":"DATASPOC_TAP_END","status":"failure","exit_status":1,"error":"no space left in TMPDIR ('"$TMPDIR"') for the tap'"'"'s config"}'
 	assert_stderr "pipe-tap: no space left in TMPDIR ($TMPDIR) for the tap's config"
 	[ ! -e "$T/runs" ]
-	rm -f "$TMPDIR/filler"
-	run -0 ls -A "$TMPDIR"
-	assert_output ""
+	tmpdir_emptied
 }
 
 @test "TMPDIR full before the run: the saved state cannot be kept, 'no space left in TMPDIR'" {
 	small_tmpdir
-	dd if=/dev/zero of="$TMPDIR/filler" bs=4096 2>/dev/null || true
+	fill_tmpdir
 	run -1 --separate-stderr dataspoc-pipe run talk
 	assert_output "Running: talk"
 	assert_stderr "dataspoc-pipe: run 'talk' failed: no space left in TMPDIR ($TMPDIR)"
 	[ ! -e "$T/runs" ]
 	lock_gone talk
-	rm -f "$TMPDIR/filler"
-	run -0 ls -A "$TMPDIR"
-	assert_output ""
+	tmpdir_emptied
 }
 
 @test "TMPDIR full before the checks, an inline tap config: the run says 'no space left in TMPDIR'" {
 	small_tmpdir
 	PIPELINE_CONFIG='{password: secret}' write_pipeline talk tap-talk
-	dd if=/dev/zero of="$TMPDIR/filler" bs=4096 2>/dev/null || true
+	fill_tmpdir
 	run -1 --separate-stderr dataspoc-pipe run talk
 	assert_stderr "dataspoc-pipe: run 'talk' failed: no space left in TMPDIR ($TMPDIR)"
 	[ ! -e "$T/runs" ]
 	lock_gone talk
-	rm -f "$TMPDIR/filler"
-	run -0 ls -A "$TMPDIR"
-	assert_output ""
+	tmpdir_emptied
 }
