@@ -57,9 +57,18 @@ static double number_field(jv obj, const char *name, double def)
 	return d;
 }
 
+/*
+ * A lock document is one line (json_quote() escapes every newline).  Two
+ * rivals writing one key of a store whose writes are not atomic (s3rver
+ * truncates, then writes, each in its own request) can leave the shorter
+ * document followed by the tail of the longer: the first line is the
+ * document that was written last, whole.
+ */
 static int parse_holder(const struct sb *text, struct holder *h)
 {
-	jv obj = jv_parse_sized(text->buf ? text->buf : "", (int)text->len);
+	const char *buf = text->buf ? text->buf : "";
+	const char *end = memchr(buf, '\n', text->len);
+	jv obj = jv_parse_sized(buf, end ? (int)(end - buf) + 1 : (int)text->len);
 	double every;
 
 	memset(h, 0, sizeof(*h));

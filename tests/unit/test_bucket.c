@@ -626,6 +626,34 @@ static void test_lock_unreadable(struct bucket *b)
 	ok(strstr(err, "the lock 'locks/a' in ") && strstr(err, " is unreadable; "), "lock: the message: %s", err);
 	bucket_delete(b, "locks/a");
 
+	/*
+	 * Two rivals' writes overlaid (s3rver: run-7's shorter document over
+	 * the longer one of another run): the first line is run-7's, whole,
+	 * and run-7 holds the lock; a rival waits for it, not for ever.
+	 */
+	{
+		struct sb text = SB_INIT;
+		static const char *longer = "{\"run_id\": \"run-8\", \"host\": \"h\", \"host_id\": \"0b9e5a3c-8d6f-4f7a-9c1e-2a4b6c8d0e1f:4026531836\", "
+			"\"pid\": 1234567, \"pid_start\": 123456789, \"run_dir\": \"/tmp/a-long-folder-name/dataspoc-pipe.0123456789abcdef0123456789abcdef\", "
+			"\"renew_every\": 0, \"started_at\": \"2026-01-01T00:00:00Z\", \"expires_at\": \"2099-01-01T00:00:00Z\"}\n";
+		size_t n;
+
+		ok(lock_take(b, "locks/o", "test", "run-7", (long)getpid(), 60, 0) == 0, "lock: overlaid: run-7 takes it");
+		ok(bucket_get(b, "locks/o", &text) == 0 && text.len < strlen(longer), "lock: overlaid: run-7's document is the shorter");
+		n = text.len;
+		sb_adds(&text, longer + n);
+		ok(bucket_put(b, "locks/o", text.buf, text.len) == 0, "lock: overlaid: run-7's document, then the tail of run-8's");
+		is_int(lock_held_by(b, "locks/o", "run-7"), 1, "lock: overlaid: read as run-7's");
+		is_int(lock_take(b, "locks/o", "test", "run-7", (long)getpid(), 60, 0), 0, "lock: overlaid: run-7 still holds it");
+		capture_begin();
+		r = lock_take(b, "locks/o", "test", "run-9", (long)getpid(), 60, 0);
+		err = capture_end();
+		is_int(r, 1, "lock: overlaid: a rival is refused (it is run-7's)");
+		ok(strstr(err, "is locked by run run-7 ") != NULL, "lock: overlaid: naming run-7: %s", err);
+		ok(lock_release(b, "locks/o", "run-7") == 0 && bucket_exists(b, "locks/o") == 0, "lock: overlaid: run-7 releases it");
+		sb_free(&text);
+	}
+
 	/* a run's lock says it is renewed; one process's lock, that it is not */
 	{
 		struct sb text = SB_INIT;
