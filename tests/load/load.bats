@@ -110,7 +110,7 @@ hammer_check() {
 	load_pipeline big "{\"pipeline\":\"big\",\"streams\":1,\"records\":$n,\"block\":$n,\"state_every\":1000000,\"prefix\":\"big\"}" \
 		"max_file_size: 16MiB"
 	watched dataspoc-pipe run big
-	[ "$status" -eq 0 ] || { cat err >&2; false; }
+	[ "$status" -eq 0 ] || watched_failed
 	assert_equal "$(sed -n 2p out)" "Done! $(thousands "$n") records in 1 stream(s)"
 	run -0 bucket_cat .dataspoc/state/big/state.json
 	assert_equal "$(jq -c . <<<"$output")" "{\"pipeline\":\"big\",\"seq\":$n}"
@@ -148,7 +148,7 @@ hammer_check() {
 	# that it happens here (the default is 256).
 	export DATASPOC_PIPE_SPILL_MB=${LOAD_SPILL_MB:-1}
 	watched dataspoc-pipe run wide
-	[ "$status" -eq 0 ] || { cat err >&2; false; }
+	[ "$status" -eq 0 ] || watched_failed
 	assert_equal "$(sed -n 2p out)" "Done! $(thousands $((w * per))) records in $w stream(s)"
 	run -0 bucket_cat .dataspoc/state/wide/state.json
 	assert_equal "$(jq -c . <<<"$output")" "{\"pipeline\":\"wide\",\"seq\":$per}"

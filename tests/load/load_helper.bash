@@ -74,6 +74,13 @@ load_pipeline() {
 # (seconds), max_fds (descriptors), max_files (of them, files in the local
 # bucket), max_rss_mib (peak RSS, MiB, rounded up), procs and samples (how
 # many samples saw one).
+# watched_failed: what a watched command said, without its progress lines
+# (one a stream), so that the reason is what a failure shows.
+watched_failed() {
+	grep -v ' records\.\.\.$' err >&2
+	false
+}
+
 watched() {
 	local pid wpid t0=$EPOCHREALTIME w
 	"$@" >out 2>err &
@@ -195,7 +202,7 @@ scenario_concurrent() {
 	done
 	for r in 1 2; do
 		watched dataspoc-pipe run --all -j "$LOAD_JOBS"
-		[ "$status" -eq 0 ] || { cat err >&2; false; }
+		[ "$status" -eq 0 ] || watched_failed
 		assert_equal "$(tail -n 1 out)" "Summary: $LOAD_PIPELINES success, 0 failure(s)"
 		assert_equal "$(grep -c '^Done! ' out)" "$LOAD_PIPELINES"
 		[ "$r" -eq 1 ] || assert_equal "$(grep -c '^  Incremental mode' out)" "$LOAD_PIPELINES"
