@@ -62,17 +62,20 @@ $(O)/lib/%.o: lib/%.c
 
 $(O)/cmd/%.o: cmd/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $($(firstword $(subst /, ,$*))_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(O)/libpipe.a: $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-# A program is the objects of its folder cmd/NAME/ and the library.
+# A program is the objects of its folder cmd/NAME/ and the library, linked
+# with what its cmd/NAME/build.mk adds, if it has one (NAME_CFLAGS for its
+# objects, NAME_LIBS for the link).
+-include $(wildcard cmd/*/build.mk)
 .SECONDEXPANSION:
 $(O)/bin/%: $$(foreach f,$$(wildcard cmd/$$*/*.c),$(O)/$$(basename $$f).o) $(O)/libpipe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $($*_LIBS) $(DEP_LIBS)
 
 $(O)/bin/dataspoc-pipe: scripts/dataspoc-pipe.sh
 	@mkdir -p $(dir $@)
