@@ -252,8 +252,11 @@ all_gone() {
 	path=$(config_path)
 	[ -f "$path" ]
 	pid_of tap-janitor >/dev/null
-	pids=$(pids_of_test)
-	kill -STOP $pids
+	# stop them until no new one appears (one may be forking as they are listed)
+	while new=$(pids_of_test) && [ "$new" != "$pids" ]; do
+		pids=$new
+		kill -STOP $pids
+	done
 	kill -KILL $pids
 	wait "$DRIVER" || true
 	wait_until all_gone $pids
