@@ -1,0 +1,342 @@
+/*
+ * dataspoc-tap-postgres: a Singer tap for PostgreSQL in C, a drop-in for
+ * singer-io's tap-postgres: its flags, its config, its catalog, its
+ * messages and bookmarks, so a pipeline switches between the two and keeps
+ * its state.  Rows are read with COPY and printed as they come (memory stays
+ * flat); values are printed as tap-postgres prints them, numbers with their
+ * digits.  FULL_TABLE and INCREMENTAL; LOG_BASED is left to the Python tap.
+ * The program's files, and what each holds, are listed in tap_pg.h.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "sb.h"
+#include "tap_pg.h"
+#include "util.h"
+
+#ifndef PIPE_VERSION
+#define PIPE_VERSION "0.1.0"
+#endif
+
+static const char usage_line[] =
+	"usage: dataspoc-tap-postgres [-d] -c config [-s state] "
+	"[-p properties | --catalog catalog]\n";
+
+static const char help_text[] =
+	"Read PostgreSQL tables and print them as a Singer stream, as singer-io's\n"
+	"tap-postgres does.\n"
+	"\n"
+	"  -c, --config FILE      the tap's config (required): {\"host\", \"port\",\n"
+	"                         \"user\", \"password\", \"dbname\", \"filter_dbs\",\n"
+	"                         \"filter_schemas\", \"default_replication_method\",\n"
+	"                         \"ssl\", \"sslmode\", ...}\n"
+	"  -s, --state FILE       resume from this Singer state (bookmarks)\n"
+	"  -p, --properties FILE  the catalog with streams selected: what to sync\n"
+	"      --catalog FILE     the same\n"
+	"  -d, --discover         print the catalog of every reachable database\n"
+	"      --about            print the tap's name and capabilities as JSON\n"
+	"      --version          print the version\n"
+	"  -h, --help             print this help\n"
+	"\n"
+	"Replication methods: FULL_TABLE and INCREMENTAL.  LOG_BASED is refused:\n"
+	"use singer-io's tap-postgres for it.  Without a catalog, nothing is synced.\n"
+	"Exit status: 0 success, 1 the database failed (connection, query, COPY),\n"
+	"2 usage, config, state or catalog error.  See dataspoc-tap-postgres(1).\n";
+
+static const char about_json[] =
+	"{\"name\":\"dataspoc-tap-postgres\","
+	"\"description\":\"Singer tap for PostgreSQL in C, a drop-in for singer-io's tap-postgres\","
+	"\"version\":\"" PIPE_VERSION "\","
+	"\"capabilities\":[\"discover\",\"properties\",\"state\"],"
+	"\"settings\":{\"type\":\"object\",\"properties\":{"
+	"\"host\":{\"type\":\"string\"},"
+	"\"port\":{\"type\":\"integer\"},"
+	"\"user\":{\"type\":\"string\"},"
+	"\"password\":{\"type\":\"string\"},"
+	"\"dbname\":{\"type\":\"string\"},"
+	"\"filter_dbs\":{\"type\":\"string\"},"
+	"\"filter_schemas\":{\"type\":\"string\"},"
+	"\"default_replication_method\":{\"type\":\"string\","
+	"\"enum\":[\"FULL_TABLE\",\"INCREMENTAL\"]},"
+	"\"ssl\":{\"type\":\"string\"},"
+	"\"sslmode\":{\"type\":\"string\"},"
+	"\"include_schemas_in_destination_stream_name\":{\"type\":\"string\"}},"
+	"\"required\":[\"host\",\"user\",\"dbname\"]}}";
+
+int bad(const char *what, const char *file, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	err_msg("%s '%s': %s", what, file, why);
+	return EXIT_USAGE;
+}
+
+int flush_out(struct tap *t, size_t min)
+{
+	if (t->out.len < min || t->out.len == 0)
+		return 0;
+	if (t->write_failed || util_write_all(STDOUT_FILENO, t->out.buf, t->out.len) < 0) {
+		if (!t->write_failed && errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		t->write_failed = 1;
+		sb_reset(&t->out);
+		return -1;
+	}
+	sb_reset(&t->out);
+	return 0;
+}
+
+static int usage(void)
+{
+	fputs(usage_line, stderr);
+	return EXIT_USAGE;
+}
+
+/*
+ * tap-postgres's checks before any sync (sync_method_for_streams): a state
+ * reset when the method or the key changed, the method known, the
+ * replication key a synced column; then the currently_syncing stream first.
+ */
+static int plan_streams(struct tap *t)
+{
+	struct state *st = &t->state;
+	struct kv *cur = kv_get(&st->top, "currently_syncing");
+	struct sb q = SB_INIT;
+	size_t i, keep = 0;
+
+	for (i = 0; i < t->nstreams; i++) {
+		struct stream *s = &t->streams[i];
+		struct bookmark *b = state_bookmark(st, s->id, 0);
+		struct kv *last = b ? kv_get(&b->kv, "last_replication_method") : NULL;
+
+		sb_reset(&q);
+		py_quotes(&q, s->method ? s->method : "");
+		if (last && strcmp(last->val.buf, "null") != 0 && strcmp(last->val.buf, q.buf) != 0)
+			state_reset(st, s->id);
+		if (s->method && strcmp(s->method, "INCREMENTAL") == 0) {
+			struct kv *rk;
+			struct sb k = SB_INIT;
+
+			b = state_bookmark(st, s->id, 0);
+			rk = b ? kv_get(&b->kv, "replication_key") : NULL;
+			if (s->rk)
+				py_quotes(&k, s->rk);
+			else
+				sb_adds(&k, "null");
+			if (b && !(rk ? strcmp(rk->val.buf, k.buf) == 0 : s->rk == NULL))
+				state_reset(st, s->id);
+			sb_free(&k);
+		}
+		if (s->method)
+			state_write(st, s->id, "last_replication_method", q.buf, q.len);
+		else
+			state_write(st, s->id, "last_replication_method", "null", 4);
+		if (s->method == NULL || (strcmp(s->method, "FULL_TABLE") != 0 &&
+					  strcmp(s->method, "INCREMENTAL") != 0 &&
+					  strcmp(s->method, "LOG_BASED") != 0)) {
+			sb_free(&q);
+			return bad("properties", t->catalog_file,
+				   "stream '%s': unknown replication-method '%s' (FULL_TABLE or INCREMENTAL;"
+				   " or set default_replication_method in the config)",
+				   s->id, s->method ? s->method : "(none)");
+		}
+		if (strcmp(s->method, "LOG_BASED") == 0) {
+			sb_free(&q);
+			return bad("properties", t->catalog_file,
+				   "stream '%s': LOG_BASED replication is not supported by dataspoc-tap-postgres;"
+				   " use singer-io's tap-postgres for it, or FULL_TABLE or INCREMENTAL", s->id);
+		}
+		if (s->ncols == 0) {
+			err_warn("there are no columns selected for stream '%s', skipping it", s->id);
+			continue;
+		}
+		if (strcmp(s->method, "INCREMENTAL") == 0) {
+			static const char *const legal[] = { "replication_key", "replication_key_value",
+							     "version", "last_replication_method" };
+
+			if (s->rk == NULL || s->rk_col < 0) {
+				sb_free(&q);
+				return bad("properties", t->catalog_file,
+					   s->rk ? "stream '%s': its replication-key '%s' is not a selected column"
+						 : "stream '%s': INCREMENTAL needs a replication-key%s",
+					   s->id, s->rk ? s->rk : "");
+			}
+			b = state_bookmark(st, s->id, 0);
+			for (size_t j = 0; b && j < b->kv.n; j++) {
+				size_t l;
+
+				for (l = 0; l < 4; l++)
+					if (strcmp(b->kv.v[j].key, legal[l]) == 0)
+						break;
+				if (l == 4) {
+					sb_free(&q);
+					return bad("state", t->state_file ? t->state_file : "-",
+						   "invalid key '%s' in the bookmark of '%s'", b->kv.v[j].key, s->id);
+				}
+			}
+		}
+		if (keep != i) {
+			struct stream tmp = t->streams[keep];
+
+			t->streams[keep] = *s;
+			*s = tmp;
+		}
+		keep++;
+	}
+	/* the streams skipped (no column) stay after nstreams, freed with the rest */
+	sb_free(&q);
+	if (cur && cur->val.buf[0] == '"') {
+		for (i = 0; i < keep; i++) {
+			sb_reset(&q);
+			py_quotes(&q, t->streams[i].id);
+			if (strcmp(q.buf, cur->val.buf) == 0 && i > 0) {
+				struct stream tmp = t->streams[i];
+
+				memmove(&t->streams[1], &t->streams[0], i * sizeof(*t->streams));
+				t->streams[0] = tmp;
+				break;
+			}
+		}
+		sb_free(&q);
+	}
+	t->nsync = keep;
+	return 0;
+}
+
+enum { OPT_ABOUT = 256, OPT_CATALOG, OPT_VERSION };
+
+/*
+ * Parse the options; with --config, sync the selected streams (or with
+ * --discover, print the catalog), then check that stdout took everything.
+ */
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "about", no_argument, NULL, OPT_ABOUT },
+		{ "catalog", required_argument, NULL, OPT_CATALOG },
+		{ "config", required_argument, NULL, 'c' },
+		{ "discover", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "properties", required_argument, NULL, 'p' },
+		{ "state", required_argument, NULL, 's' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct tap t;
+	const char *catalog = NULL, *properties = NULL;
+	int about = 0, disc = 0, ch, rc = 0;
+
+	err_init(argv[0]);
+	memset(&t, 0, sizeof(t));
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:dhp:s:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_ABOUT:
+			about = 1;
+			break;
+		case OPT_CATALOG:
+			catalog = optarg;
+			break;
+		case 'c':
+			t.config_file = optarg;
+			break;
+		case 'd':
+			disc = 1;
+			break;
+		case 'h':
+			fputs(usage_line, stdout);
+			fputs("\n", stdout);
+			fputs(help_text, stdout);
+			goto out;
+		case 'p':
+			properties = optarg;
+			break;
+		case 's':
+			t.state_file = optarg;
+			break;
+		case OPT_VERSION:
+			printf("dataspoc-tap-postgres %s\n", PIPE_VERSION);
+			goto out;
+		case ':':
+			err_msg("option '%s' needs an argument", argv[optind - 1]);
+			rc = usage();
+			goto out;
+		default:
+			if (optopt > 0 && optopt < 256)
+				err_msg("unknown option '-%c'", optopt);
+			else
+				err_msg("unknown option '%s'", argv[optind - 1]);
+			rc = usage();
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		err_msg("unexpected argument '%s'", argv[optind]);
+		rc = usage();
+		goto out;
+	}
+	if (about) {
+		struct json_span v;
+		size_t errpos;
+		const char *errmsg;
+
+		json_validate(about_json, sizeof(about_json) - 1, &v, &errpos, &errmsg);
+		py_dump_indent(&t.out, &v);
+		sb_addc(&t.out, '\n');
+		rc = flush_out(&t, 0) ? EXIT_FAIL : 0;
+		goto out;
+	}
+	if (t.config_file == NULL) {
+		err_msg("--config is required");
+		rc = usage();
+		goto out;
+	}
+	if (catalog != NULL && properties != NULL) {
+		err_msg("--catalog and --properties are exclusive");
+		rc = usage();
+		goto out;
+	}
+	t.catalog_file = catalog ? catalog : properties;
+	if ((rc = load_config(&t)) != 0)
+		goto out;
+	if (disc) {
+		rc = discover(&t);
+		goto out;
+	}
+	if (t.catalog_file == NULL) {
+		/* as tap-postgres: no selection, nothing to do */
+		err_msg("no properties were given (--properties): nothing to sync");
+		goto out;
+	}
+	if ((rc = load_catalog(&t)) != 0)
+		goto out;
+	if (t.state_file != NULL && (rc = load_state(&t)) != 0)
+		goto out;
+	if ((rc = plan_streams(&t)) != 0)
+		goto out;
+	for (size_t i = 0; i < t.nsync && rc == 0; i++)
+		rc = sync_stream(&t, &t.streams[i]);
+out:
+	if (rc == 0 && flush_out(&t, 0) != 0)
+		rc = EXIT_FAIL;
+	conf_free(&t);
+	if (fclose(stdout) != 0 && !t.write_failed) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		if (rc == 0)
+			rc = EXIT_FAIL;
+	}
+	if (t.write_failed && rc == 0)
+		rc = EXIT_FAIL;
+	return rc;
+}

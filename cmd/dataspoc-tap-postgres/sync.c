@@ -1,0 +1,445 @@
+/*
+ * dataspoc-tap-postgres: one stream's sync, as tap-postgres does it (its
+ * messages, their order, its bookmarks), the rows read with COPY ... TO
+ * STDOUT in text format, one row at a time, so memory stays flat whatever
+ * the size of the table.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "err.h"
+#include "sb.h"
+#include "tap_pg.h"
+
+/* A STATE every this many records, as tap-postgres (UPDATE_BOOKMARK_PERIOD). */
+#define BOOKMARK_PERIOD 1000
+/* Output is written in pieces of at least this size. */
+#define OUT_CHUNK (256 * 1024)
+
+struct run {
+	struct tap *t;
+	struct stream *s;
+	PGconn *conn;
+	struct sb prefix;	/* {"type": "RECORD", "stream": S, "record": { */
+	struct sb suffix;	/* }, "version": V, "time_extracted": T}\n */
+	struct sb *keys;	/* "col": (with ", " before all but the first) */
+	struct sb field;	/* a field unescaped */
+	struct sb rkv;		/* the replication key's last value, as printed */
+	struct sb xmin;		/* the last row's xmin */
+	int xmin_col;		/* the COPY column holding xmin, or -1 */
+	unsigned long long rows;
+};
+
+/* The bookmark's member key of stream id, or NULL. */
+static struct kv *bm_get(struct tap *t, const char *id, const char *key)
+{
+	struct bookmark *b = state_bookmark(&t->state, id, 0);
+
+	return b ? kv_get(&b->kv, key) : NULL;
+}
+
+/* Python's truth of a value printed as JSON text. */
+static int text_truthy(const struct sb *v)
+{
+	if (v == NULL || v->len == 0)
+		return 0;
+	if (strcmp(v->buf, "null") == 0 || strcmp(v->buf, "false") == 0 ||
+	    strcmp(v->buf, "\"\"") == 0 || strcmp(v->buf, "[]") == 0 || strcmp(v->buf, "{}") == 0)
+		return 0;
+	if (v->buf[0] == '-' || (v->buf[0] >= '0' && v->buf[0] <= '9')) {
+		for (size_t i = 0; i < v->len && v->buf[i] != 'e' && v->buf[i] != 'E'; i++)
+			if (v->buf[i] >= '1' && v->buf[i] <= '9')
+				return 1;
+		return 0;
+	}
+	return 1;
+}
+
+/* The text Python's '{}'.format() gives a value printed as JSON text v. */
+static void text_of(const struct sb *v, struct sb *out)
+{
+	struct json_span sp;
+	size_t errpos;
+	const char *errmsg;
+
+	if (v->buf[0] == '"' && json_validate(v->buf, v->len, &sp, &errpos, &errmsg) == 0)
+		json_string_decode(&sp, out);
+	else
+		sb_add(out, v->buf, v->len);
+}
+
+static void now_iso(char *buf, size_t size, long long *ms)
+{
+	struct timespec ts;
+	struct tm tm;
+	char day[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, size, "%s.%06ldZ", day, ts.tv_nsec / 1000);
+	if (ms)
+		*ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int emit_state(struct run *r)
+{
+	state_message(&r->t->state, &r->t->out);
+	return flush_out(r->t, OUT_CHUNK);
+}
+
+static void fq_table(PGconn *conn, const struct stream *s, struct sb *out)
+{
+	char *a = PQescapeIdentifier(conn, s->schema_name, strlen(s->schema_name));
+	char *b = PQescapeIdentifier(conn, s->table, strlen(s->table));
+
+	sb_addf(out, "%s.%s", a ? a : "\"\"", b ? b : "\"\"");
+	PQfreemem(a);
+	PQfreemem(b);
+}
+
+static void add_ident(PGconn *conn, const char *name, struct sb *out)
+{
+	char *q = PQescapeIdentifier(conn, name, strlen(name));
+
+	sb_adds(out, q ? q : "\"\"");
+	PQfreemem(q);
+}
+
+static int fail(struct run *r, PGresult *res, const char *what)
+{
+	struct sb where = SB_INIT, why = SB_INIT;
+
+	pg_where(&r->t->conf, r->s->dbname, &where);
+	pg_error_line(r->conn, res, &why);
+	err_msg("cannot %s table '%s.%s' (%s): %s", what, r->s->schema_name, r->s->table,
+		where.buf, why.buf);
+	sb_free(&where);
+	sb_free(&why);
+	return EXIT_FAIL;
+}
+
+/* Unescape COPY text field f[0..len) into r->field when it holds a backslash. */
+static const char *unescape(struct run *r, const char *f, size_t *len)
+{
+	const char *p = memchr(f, '\\', *len), *end = f + *len;
+	struct sb *d = &r->field;
+
+	if (p == NULL)
+		return f;
+	sb_reset(d);
+	sb_add(d, f, (size_t)(p - f));
+	while (p < end) {
+		char c = *p++;
+
+		if (c != '\\' || p == end) {
+			sb_addc(d, c);
+			continue;
+		}
+		c = *p++;
+		switch (c) {
+		case 'b': sb_addc(d, '\b'); break;
+		case 'f': sb_addc(d, '\f'); break;
+		case 'n': sb_addc(d, '\n'); break;
+		case 'r': sb_addc(d, '\r'); break;
+		case 't': sb_addc(d, '\t'); break;
+		case 'v': sb_addc(d, '\v'); break;
+		default:
+			if (c >= '0' && c <= '7') {
+				int v = c - '0';
+
+				for (int i = 0; i < 2 && p < end && *p >= '0' && *p <= '7'; i++)
+					v = v * 8 + (*p++ - '0');
+				sb_addc(d, (char)v);
+			} else {
+				sb_addc(d, c);
+			}
+		}
+	}
+	*len = d->len;
+	return d->buf;
+}
+
+/* One COPY row (with its \n) as a RECORD.  0, or EXIT_FAIL. */
+static int row(struct run *r, const char *line, size_t n)
+{
+	struct sb *out = &r->t->out;
+	const char *p = line, *end = line + n;
+	size_t ncols = r->s->ncols;
+
+	if (n && end[-1] == '\n')
+		end--;
+	sb_add(out, r->prefix.buf, r->prefix.len);
+	for (size_t i = 0; i < ncols + (r->xmin_col >= 0); i++) {
+		const char *f = p, *tab = memchr(p, '\t', (size_t)(end - p));
+		size_t len;
+		int null;
+
+		if (tab == NULL)
+			tab = end;
+		len = (size_t)(tab - f);
+		p = tab < end ? tab + 1 : end;
+		null = len == 2 && f[0] == '\\' && f[1] == 'N';
+		if (i == ncols) {
+			sb_reset(&r->xmin);
+			sb_add(&r->xmin, f, len);
+			break;
+		}
+		const struct column *c = &r->s->cols[i];
+		size_t at;
+
+		sb_add(out, r->keys[i].buf, r->keys[i].len);
+		at = out->len;
+		if (!null)
+			f = unescape(r, f, &len);
+		value_json(out, c->kind, c->array, f, len, null);
+		if ((int)i == r->s->rk_col && !null) {
+			sb_reset(&r->rkv);
+			sb_add(&r->rkv, out->buf + at, out->len - at);
+		}
+	}
+	sb_add(out, r->suffix.buf, r->suffix.len);
+	r->rows++;
+	if (r->rows % BOOKMARK_PERIOD == 0) {
+		if (r->xmin_col >= 0)
+			state_write(&r->t->state, r->s->id, "xmin", r->xmin.buf, r->xmin.len);
+		if (r->s->rk_col >= 0 && r->rkv.len)
+			state_write(&r->t->state, r->s->id, "replication_key_value", r->rkv.buf, r->rkv.len);
+		if (emit_state(r) != 0)
+			return EXIT_FAIL;
+	}
+	return flush_out(r->t, OUT_CHUNK) ? EXIT_FAIL : 0;
+}
+
+/* Run COPY (sql) TO STDOUT, each row a RECORD. */
+static int copy_rows(struct run *r, const char *sql)
+{
+	PGresult *res = PQexec(r->conn, sql);
+	char *buf;
+	int n, rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COPY_OUT) {
+		rc = fail(r, res, "read");
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+	while ((n = PQgetCopyData(r->conn, &buf, 0)) > 0) {
+		if (rc == 0)
+			rc = row(r, buf, (size_t)n);
+		PQfreemem(buf);
+	}
+	/* -1: the end (or an error the result says); -2: the connection failed */
+	while ((res = PQgetResult(r->conn)) != NULL) {
+		if (rc == 0 && PQresultStatus(res) != PGRES_COMMAND_OK)
+			rc = fail(r, res, "read");
+		PQclear(res);
+	}
+	if (rc == 0 && n == -2)
+		rc = fail(r, NULL, "read");
+	return rc;
+}
+
+static void schema_message(struct run *r, const char *bookmark_props)
+{
+	struct sb *out = &r->t->out;
+
+	sb_adds(out, "{\"type\": \"SCHEMA\", \"stream\": ");
+	py_quotes(out, r->s->dest);
+	sb_adds(out, ", \"schema\": ");
+	sb_add(out, r->s->schema.buf, r->s->schema.len);
+	sb_adds(out, ", \"key_properties\": ");
+	sb_add(out, r->s->keys.buf, r->s->keys.len);
+	sb_adds(out, ", \"bookmark_properties\": ");
+	sb_adds(out, bookmark_props);
+	sb_adds(out, "}\n");
+}
+
+static void activate(struct run *r, const char *version)
+{
+	struct sb *out = &r->t->out;
+
+	sb_adds(out, "{\"type\": \"ACTIVATE_VERSION\", \"stream\": ");
+	py_quotes(out, r->s->dest);
+	sb_adds(out, ", \"version\": ");
+	sb_adds(out, version);
+	sb_adds(out, "}\n");
+}
+
+/* The SELECT list: the columns, quoted. */
+static void select_list(struct run *r, struct sb *sql)
+{
+	for (size_t i = 0; i < r->s->ncols; i++) {
+		if (i)
+			sb_addc(sql, ',');
+		add_ident(r->conn, r->s->cols[i].name, sql);
+	}
+}
+
+static void run_prepare(struct run *r, const char *version, const char *extracted)
+{
+	sb_adds(&r->prefix, "{\"type\": \"RECORD\", \"stream\": ");
+	py_quotes(&r->prefix, r->s->dest);
+	sb_adds(&r->prefix, ", \"record\": {");
+	sb_addf(&r->suffix, "}, \"version\": %s, \"time_extracted\": \"%s\"}\n", version, extracted);
+	r->keys = xcalloc(r->s->ncols ? r->s->ncols : 1, sizeof(*r->keys));
+	for (size_t i = 0; i < r->s->ncols; i++) {
+		if (i)
+			sb_add(&r->keys[i], ", ", 2);
+		py_quotes(&r->keys[i], r->s->cols[i].name);
+		sb_add(&r->keys[i], ": ", 2);
+	}
+}
+
+/* FULL_TABLE: a table by xmin (resumable), a view in one pass. */
+static int full_table(struct run *r, const char *extracted, long long now_ms)
+{
+	struct tap *t = r->t;
+	struct stream *s = r->s;
+	struct kv *ver = bm_get(t, s->id, "version"), *xmin = bm_get(t, s->id, "xmin");
+	int first = ver == NULL, rc;
+	struct sb version = SB_INIT, sql = SB_INIT;
+
+	if (!s->is_view && xmin && text_truthy(&xmin->val) && ver)
+		sb_add(&version, ver->val.buf, ver->val.len);
+	else
+		sb_addf(&version, "%lld", now_ms);
+	state_write(&t->state, s->id, "version", version.buf, version.len);
+	if ((rc = emit_state(r)) != 0)
+		goto out;
+	run_prepare(r, version.buf, extracted);
+	if (first)
+		activate(r, version.buf);
+
+	sb_adds(&sql, "COPY (SELECT ");
+	select_list(r, &sql);
+	if (s->is_view) {
+		sb_adds(&sql, " FROM ");
+		fq_table(r->conn, s, &sql);
+	} else {
+		r->xmin_col = (int)s->ncols;
+		sb_adds(&sql, ", xmin::text::bigint FROM ");
+		fq_table(r->conn, s, &sql);
+		xmin = bm_get(t, s->id, "xmin");
+		if (xmin && text_truthy(&xmin->val)) {
+			struct sb x = SB_INIT;
+			char *lit;
+
+			text_of(&xmin->val, &x);
+			lit = PQescapeLiteral(r->conn, x.buf, x.len);
+			sb_addf(&sql, " WHERE age(xmin::xid) <= age(%s::xid)", lit ? lit : "''");
+			PQfreemem(lit);
+			sb_free(&x);
+		}
+		sb_adds(&sql, " ORDER BY xmin::text::bigint ASC");
+	}
+	sb_adds(&sql, ") TO STDOUT");
+	if ((rc = copy_rows(r, sql.buf)) != 0)
+		goto out;
+	if (!s->is_view)
+		state_write(&t->state, s->id, "xmin", "null", 4);
+	activate(r, version.buf);
+out:
+	sb_free(&version);
+	sb_free(&sql);
+	return rc;
+}
+
+/* INCREMENTAL: the rows at or after the bookmark, by the replication key. */
+static int incremental(struct run *r, const char *extracted, long long now_ms)
+{
+	struct tap *t = r->t;
+	struct stream *s = r->s;
+	struct kv *ver = bm_get(t, s->id, "version"), *rkv;
+	struct sb version = SB_INIT, sql = SB_INIT;
+	int rc;
+
+	if (ver)
+		sb_add(&version, ver->val.buf, ver->val.len);
+	else
+		sb_addf(&version, "%lld", now_ms);
+	state_write(&t->state, s->id, "version", version.buf, version.len);
+	if ((rc = emit_state(r)) != 0)
+		goto out;
+	run_prepare(r, version.buf, extracted);
+	activate(r, version.buf);
+
+	sb_adds(&sql, "COPY (SELECT ");
+	select_list(r, &sql);
+	sb_adds(&sql, " FROM ");
+	fq_table(r->conn, s, &sql);
+	rkv = bm_get(t, s->id, "replication_key_value");
+	if (rkv && text_truthy(&rkv->val)) {
+		struct sb x = SB_INIT;
+		char *lit;
+
+		text_of(&rkv->val, &x);
+		lit = PQescapeLiteral(r->conn, x.buf ? x.buf : "", x.len);
+		/* the literal takes the column's type, as tap-postgres's ::sql-datatype cast does */
+		sb_adds(&sql, " WHERE ");
+		add_ident(r->conn, s->rk, &sql);
+		sb_addf(&sql, " >= %s", lit ? lit : "''");
+		PQfreemem(lit);
+		sb_free(&x);
+	}
+	sb_adds(&sql, " ORDER BY ");
+	add_ident(r->conn, s->rk, &sql);
+	sb_adds(&sql, " ASC) TO STDOUT");
+	if ((rc = copy_rows(r, sql.buf)) != 0)
+		goto out;
+	if (r->rkv.len)
+		state_write(&t->state, s->id, "replication_key_value", r->rkv.buf, r->rkv.len);
+out:
+	sb_free(&version);
+	sb_free(&sql);
+	return rc;
+}
+
+int sync_stream(struct tap *t, struct stream *s)
+{
+	struct run r;
+	char extracted[64];
+	long long now_ms;
+	struct sb bp = SB_INIT;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.t = t;
+	r.s = s;
+	r.xmin_col = -1;
+	if ((r.conn = pg_connect(&t->conf, s->dbname, 0, NULL)) == NULL)
+		return EXIT_FAIL;
+	now_iso(extracted, sizeof(extracted), &now_ms);
+	state_currently(&t->state, s->id);
+	if (strcmp(s->method, "FULL_TABLE") == 0) {
+		schema_message(&r, "[]");
+		rc = full_table(&r, extracted, now_ms);
+	} else {
+		py_quotes(&bp, s->rk);
+		state_write(&t->state, s->id, "replication_key", bp.buf, bp.len);
+		sb_reset(&bp);
+		sb_addc(&bp, '[');
+		py_quotes(&bp, s->rk);
+		sb_addc(&bp, ']');
+		schema_message(&r, bp.buf);
+		rc = incremental(&r, extracted, now_ms);
+	}
+	if (rc == 0) {
+		state_currently(&t->state, NULL);
+		state_message(&t->state, &t->out);
+		rc = flush_out(t, 0) ? EXIT_FAIL : 0;
+	}
+	PQfinish(r.conn);
+	sb_free(&bp);
+	sb_free(&r.prefix);
+	sb_free(&r.suffix);
+	sb_free(&r.field);
+	sb_free(&r.rkv);
+	sb_free(&r.xmin);
+	if (r.keys)
+		for (size_t i = 0; i < s->ncols; i++)
+			sb_free(&r.keys[i]);
+	free(r.keys);
+	return rc;
+}

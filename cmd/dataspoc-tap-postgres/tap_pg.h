@@ -1,0 +1,209 @@
+/*
+ * tap_pg: what the files of dataspoc-tap-postgres share; only they include it.
+ *
+ *	main.c		the options, --help and --about; a run: the config, the
+ *			catalog, the state, then each selected stream
+ *	conf.c		the config (-c), the catalog (-p, --catalog) and the
+ *			state (-s), read as JSON spans (lib/json.h): no tree, key
+ *			order and numbers kept as the files give them
+ *	pyjson.c	JSON written as singer-python writes it (", " and ": ",
+ *			every non-ASCII character as \uXXXX), the state kept in
+ *			order as Python's dicts keep it
+ *	conn.c		connections (libpq): parameters, one-line errors
+ *	discover.c	--discover: the catalog of every database reachable
+ *	sync.c		a stream's FULL_TABLE or INCREMENTAL sync through COPY
+ *	value.c		one COPY field as tap-postgres prints its value
+ *
+ * Functions returning an int status give 0, or the exit status (EXIT_FAIL,
+ * EXIT_USAGE) after reporting, unless they say otherwise.
+ */
+#ifndef TAP_PG_H
+#define TAP_PG_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+#include "json.h"
+#include "sb.h"
+
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* What a column's values are printed as (value.c). */
+enum kind {
+	K_STRING,	/* text, varchar, uuid, json, jsonb, money, enums, ... */
+	K_INT,		/* smallint, integer, bigint: the digits */
+	K_NUMERIC,	/* exact, as Python's str(Decimal); NaN, Infinity: null */
+	K_FLOAT,	/* real, double: as Python's repr(float); NaN, Inf: null */
+	K_BOOL,
+	K_BIT,		/* bit(1): true when "1" */
+	K_TSTZ,		/* ISO 8601 with the session's offset */
+	K_TS,		/* ISO 8601 and +00:00 */
+	K_DATE,		/* ISO 8601 at midnight, +00:00 */
+	K_TIME,		/* HH:MM:SS[.ffffff] */
+	K_TIMETZ,	/* HH:MM:SS[.ffffff]+HH:MM */
+	K_HSTORE	/* an object */
+};
+
+struct pgconf {
+	char *host, *port, *user, *password, *dbname;
+	char *sslmode;			/* "require" when "ssl" is true */
+	char *filter_dbs;		/* comma-separated, or NULL */
+	char *filter_schemas;		/* comma-separated, or NULL */
+	char *default_method;		/* default_replication_method, or NULL */
+	int schema_in_name;		/* include_schemas_in_destination_stream_name */
+};
+
+struct column {
+	char *name;
+	char *sqltype;			/* the catalog's sql-datatype */
+	enum kind kind;
+	int array;			/* sql-datatype ends in [] */
+};
+
+struct stream {
+	char *id;			/* tap_stream_id */
+	char *table;			/* table_name */
+	char *dest;			/* the RECORD's stream */
+	char *schema_name, *dbname;
+	char *method;			/* replication-method, or the default */
+	char *rk;			/* replication-key, or NULL */
+	int is_view;
+	struct sb schema;		/* the stream's schema, as Python prints it */
+	struct sb keys;			/* key_properties, as Python prints it */
+	struct column *cols;		/* the columns to sync, sorted */
+	size_t ncols;
+	int rk_col;			/* index of rk in cols, or -1 */
+};
+
+/* One member of a JSON object kept in order, its value as Python prints it. */
+struct kv {
+	char *key;
+	struct sb val;
+};
+
+struct kvlist {
+	struct kv *v;
+	size_t n, cap;
+};
+
+struct bookmark {
+	char *id;
+	struct kvlist kv;
+};
+
+/*
+ * The Singer state, as singer-python's dict keeps it: the members in order;
+ * "bookmarks" (is_bookmarks) is printed from bms[].
+ */
+struct state {
+	struct kvlist top;
+	int has_bookmarks;
+	size_t bookmarks_at;		/* index of "bookmarks" in top */
+	struct bookmark *bms;
+	size_t nbms;
+};
+
+struct tap {
+	const char *config_file;
+	const char *state_file;
+	const char *catalog_file;
+	struct pgconf conf;
+	struct sb catalog_text;
+	struct stream *streams;		/* the selected ones, sorted by id */
+	size_t nstreams;
+	size_t nsync;			/* streams[0..nsync): those to sync, in order */
+	struct state state;
+	struct sb out;			/* output not yet written */
+	int write_failed;		/* already reported */
+};
+
+/* ---- main.c ---- */
+
+/* Print "what 'file': why" and return EXIT_USAGE (a config-type error). */
+int bad(const char *what, const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Write t->out to stdout when it holds at least min bytes.  0, or -1 after reporting. */
+int flush_out(struct tap *t, size_t min);
+
+/* ---- conf.c ---- */
+
+int load_config(struct tap *t);
+/* The selected streams of t->catalog_file, sorted by tap_stream_id. */
+int load_catalog(struct tap *t);
+int load_state(struct tap *t);
+void conf_free(struct tap *t);
+
+/* ---- pyjson.c ---- */
+
+/* Append s[0..len) quoted as Python's json.dumps(ensure_ascii=True) does. */
+void py_quote(struct sb *out, const char *s, size_t len);
+static inline void py_quotes(struct sb *out, const char *s);
+/* Append a validated value as simplejson.dumps() prints it (", ", ": "). */
+void py_dump(struct sb *out, const struct json_span *v);
+/* Append the same value indented as json.dump(indent=2) prints it. */
+void py_dump_indent(struct sb *out, const struct json_span *v);
+
+/* The member key of l, or NULL. */
+struct kv *kv_get(struct kvlist *l, const char *key);
+/* Set member key of l to the Python JSON text val (appended when new). */
+void kv_set(struct kvlist *l, const char *key, const char *val, size_t len);
+void kv_free(struct kvlist *l);
+
+/* The bookmark of stream id; created (empty, last) when create is set. */
+struct bookmark *state_bookmark(struct state *s, const char *id, int create);
+/* singer.write_bookmark(state, id, key, val). */
+void state_write(struct state *s, const char *id, const char *key, const char *val, size_t len);
+/* singer.reset_stream(): the stream's bookmark emptied, when there is one. */
+void state_reset(struct state *s, const char *id);
+/* state["currently_syncing"] = id (NULL: null). */
+void state_currently(struct state *s, const char *id);
+/* Append {"type": "STATE", "value": ...}\n to out. */
+void state_message(const struct state *s, struct sb *out);
+void state_free(struct state *s);
+
+static inline void py_quotes(struct sb *out, const char *s)
+{
+	size_t n = 0;
+
+	while (s[n])
+		n++;
+	py_quote(out, s, n);
+}
+
+/* ---- conn.c ---- */
+
+/*
+ * Connect to database dbname (NULL: the config's) with the session settings
+ * the values need (UTF8, ISO dates).  NULL after one line naming the host
+ * and the database; quiet set: no message (the caller warns).
+ */
+PGconn *pg_connect(const struct pgconf *c, const char *dbname, int quiet, struct sb *why);
+/* The server's error of conn or res on one line (newlines and tabs folded). */
+void pg_error_line(PGconn *conn, const PGresult *res, struct sb *out);
+/* "host 'H' port P database 'D'", for messages. */
+void pg_where(const struct pgconf *c, const char *dbname, struct sb *out);
+
+/* ---- discover.c ---- */
+
+int discover(struct tap *t);
+
+/* ---- sync.c ---- */
+
+int sync_stream(struct tap *t, struct stream *s);
+
+/* ---- value.c ---- */
+
+/* The kind of values of sql-datatype type (its [] removed). */
+enum kind kind_of(const char *type, size_t len);
+/*
+ * Append COPY text field f[0..len) (already unescaped) of a column of kind k
+ * (array: a PostgreSQL array literal) as tap-postgres prints its value.
+ * null: the field was \N.
+ */
+void value_json(struct sb *out, enum kind k, int array, const char *f, size_t len, int null);
+/* Append the JSON string of PostgreSQL text s[0..len), ensure_ascii. */
+#define value_string py_quote
+
+#endif
