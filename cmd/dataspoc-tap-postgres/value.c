@@ -222,14 +222,12 @@ static int iso(struct sb *out, enum kind k, const char *s, size_t len)
 	size_t at = out->len, n;
 
 	if (eq(s, len, "infinity") || eq(s, len, "-infinity")) {
-		/* psycopg2 reads them as Python's datetime.max and datetime.min */
+		/* psycopg2 reads them as Python's datetime.max and datetime.min, in UTC */
 		int pos = s[0] == 'i';
 
 		if (k == K_DATE)
 			sb_adds(out, pos ? "\"9999-12-31T00:00:00+00:00\"" : "\"0001-01-01T00:00:00+00:00\"");
-		else if (k == K_TSTZ)
-			sb_adds(out, pos ? "\"9999-12-31T23:59:59.999999\"" : "\"0001-01-01T00:00:00\"");
-		else if (k == K_TS)
+		else if (k == K_TSTZ || k == K_TS)
 			sb_adds(out, pos ? "\"9999-12-31T23:59:59.999999+00:00\"" : "\"0001-01-01T00:00:00+00:00\"");
 		else
 			return 0;

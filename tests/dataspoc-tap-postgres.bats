@@ -1,0 +1,423 @@
+#!/usr/bin/env bats
+# dataspoc-tap-postgres: the built-in PostgreSQL tap, against a real
+# PostgreSQL 15 started for this file (tests/pg_helper.bash), compared with
+# what singer-io's tap-postgres printed (tests/fixtures/tap-postgres).
+
+bats_require_minimum_version 1.5.0
+load test_helper
+load pg_helper
+
+FIX=$BATS_TEST_DIRNAME/fixtures
+
+setup_file() {
+	pg_start
+	pg_sql "CREATE DATABASE appdb"
+	pg_sql -d appdb "CREATE TABLE customers(id serial primary key, name text, updated_at timestamptz)"
+	# tables outside public, so that discovery with filter_schemas=public is the fixture's
+	pg_sql -d appdb "CREATE SCHEMA other; CREATE EXTENSION hstore SCHEMA public"
+	PGPASSWORD=$PG_SUPERPASS psql -X -h 127.0.0.1 -p "$PG_PORT" -U postgres -d appdb -v ON_ERROR_STOP=1 -q \
+		-f "$FIX/tap-postgres-types.sql"
+	pg_sql -d appdb "CREATE TABLE other.big AS SELECT i AS id, md5(i::text) AS t, i * 1.5 AS n FROM generate_series(1, 200000) i;
+		ALTER TABLE other.big ADD PRIMARY KEY (id);
+		CREATE TABLE other.events(id int primary key, at timestamptz, note text);
+		CREATE VIEW other.v_events AS SELECT id, note FROM other.events;
+		CREATE USER reader PASSWORD 'reader-pw'; GRANT USAGE ON SCHEMA other TO reader;
+		GRANT SELECT ON other.events TO reader"
+}
+
+teardown_file() {
+	pg_stop
+}
+
+setup() {
+	pipe_setup
+	TAP=$PIPE_BIN/dataspoc-tap-postgres
+	pg_config_json tap.json
+}
+
+teardown() {
+	pipe_teardown
+}
+
+# The fixture's 20 customers, the ids from 1.
+customers_reset() {
+	pg_sql -d appdb "TRUNCATE customers RESTART IDENTITY;
+		INSERT INTO customers(name, updated_at) SELECT 'customer-' || i,
+		'2024-01-01'::timestamptz + i * interval '1 minute' FROM generate_series(1, 20) i"
+}
+
+# What run2.jsonl's tap saw: 5 inserts and an update of ids 10 and 20.
+customers_change() {
+	pg_sql -d appdb "INSERT INTO customers(name, updated_at) SELECT 'new-' || i,
+		'2024-01-02'::timestamptz + i * interval '1 second' FROM generate_series(1, 5) i;
+		UPDATE customers SET name = name || '-upd', updated_at = '2024-01-03' WHERE id IN (10, 20)"
+}
+
+# The messages with their times made constant: the version (a time in ms)
+# and time_extracted.
+untimed() {
+	sed -E 's/"version": [0-9]+/"version": V/g; s/"time_extracted": "[^"]*"/"time_extracted": "T"/' "$@"
+}
+
+# A properties file selecting table SCHEMA.TABLE of appdb (from a discovery
+# with filter_schemas SCHEMA), stream-level metadata from the JSON object $3.
+properties_for() {
+	printf '{"host": "127.0.0.1", "port": %s, "user": "postgres", "password": "%s", "dbname": "appdb", "filter_schemas": "%s"}\n' \
+		"$PG_PORT" "$PG_SUPERPASS" "$1" >disc.json
+	"$TAP" --config disc.json --discover >catalog.json || return 1
+	jq --arg t "$2" --argjson md "$3" '{streams: [.streams[] | select(.table_name == $t)
+		| .metadata |= map(if .breadcrumb == [] then .metadata += $md + {selected: true} else . end)]}' \
+		catalog.json >props.json
+}
+
+@test "--discover prints tap-postgres's catalog, byte for byte" {
+	jq '. + {filter_schemas: "public", filter_dbs: "appdb"}' tap.json >t2.json
+	run -0 --separate-stderr "$TAP" --config t2.json --discover
+	printf '%s' "$output" >got.json
+	diff -u "$PG_FIXTURES/discover-catalog.json" got.json
+}
+
+@test "a first INCREMENTAL run prints what tap-postgres printed (run1.jsonl)" {
+	customers_reset
+	run -0 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json"
+	out_file got.jsonl
+	untimed "$PG_FIXTURES/run1.jsonl" >want
+	untimed got.jsonl >got
+	diff -u want got
+	# one version and one extraction time for the whole stream
+	run -0 jq -s -c '[map(select(.type == "RECORD") | [.version, .time_extracted]) | unique | length,
+		(.[1].value.bookmarks[].version == .[2].version)]' got.jsonl
+	assert_output '[1,true]'
+}
+
+@test "the next run from tap-postgres's saved state continues from its bookmark (run2.jsonl)" {
+	customers_reset
+	customers_change
+	run -0 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json" \
+		--state "$PG_FIXTURES/state-after-run1.json"
+	out_file got.jsonl
+	# the version comes from the state: only time_extracted differs
+	sed -E 's/"time_extracted": "[^"]*"/T/' "$PG_FIXTURES/run2.jsonl" >want
+	sed -E 's/"time_extracted": "[^"]*"/T/' got.jsonl >got
+	diff -u want got
+}
+
+@test "--catalog is taken as --properties; without either nothing is printed" {
+	customers_reset
+	run -0 --separate-stderr "$TAP" --config tap.json --catalog "$PG_FIXTURES/properties.json"
+	out_file got.jsonl
+	run -0 grep -c '"type": "RECORD"' got.jsonl
+	assert_output 20
+	run -0 --separate-stderr "$TAP" --config tap.json
+	assert_output ''
+	[[ $stderr == *"nothing to sync"* ]]
+}
+
+@test "every column type, as tap-postgres prints it" {
+	properties_for other types '{"replication-method": "FULL_TABLE"}'
+	jq -c '.streams[0].schema.properties' props.json >schema
+	diff -u "$FIX/tap-postgres-types-schema.json" schema
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file got.jsonl
+	grep '"type": "RECORD"' got.jsonl | untimed >got
+	diff -u "$FIX/tap-postgres-types.jsonl" got
+	# the unsupported types (interval, bytea, xml, bit(3)) are never synced
+	run -0 jq -r '.streams[0].metadata[] | select(.metadata.inclusion == "unsupported") | .breadcrumb[1]' props.json
+	assert_output "$(printf '%s\n' bit3 iv by x)"
+}
+
+@test "numbers keep every digit, whatever JSON readers do with them" {
+	properties_for other types '{"replication-method": "FULL_TABLE"}'
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	[[ $output == *'"n": 12345678901234567890.123456789,'* ]]
+	[[ $output == *'"id": 9223372036854775807,'* ]]
+	[[ $output == *'"n_small": 1.23E-8,'* ]]
+}
+
+@test "timestamps carry the session's offset (PGTZ), as psycopg2 gives them" {
+	customers_reset
+	PGTZ=Asia/Kolkata run -0 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json"
+	[[ $output == *'"id": 1, "name": "customer-1", "updated_at": "2024-01-01T05:31:00+05:30"}'* ]]
+}
+
+@test "INCREMENTAL: the row on the bookmark comes again (>=), in key order, other bookmarks kept" {
+	customers_reset
+	pg_sql -d appdb "UPDATE customers SET updated_at = '2024-01-01 00:15:00+00' WHERE id = 3"
+	cat >state.json <<-'EOF'
+	{"currently_syncing": null, "bookmarks": {"other-x-y": {"replication_key_value": 12345678901234567891},
+	 "appdb-public-customers": {"last_replication_method": "INCREMENTAL", "replication_key": "updated_at",
+	  "version": 7, "replication_key_value": "2024-01-01T00:15:00+00:00"}}, "extra": ["é"]}
+	EOF
+	run -0 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json" --state state.json
+	out_file got.jsonl
+	run -0 jq -c 'select(.type == "RECORD") | .record.id' got.jsonl
+	assert_output "$(printf '%s\n' 3 15 16 17 18 19 20)"
+	run -0 tail -n 1 got.jsonl
+	assert_output '{"type": "STATE", "value": {"currently_syncing": null, "bookmarks": {"other-x-y": {"replication_key_value": 12345678901234567891}, "appdb-public-customers": {"last_replication_method": "INCREMENTAL", "replication_key": "updated_at", "version": 7, "replication_key_value": "2024-01-01T00:20:00+00:00"}}, "extra": ["\u00e9"]}}'
+}
+
+@test "INCREMENTAL: a changed replication key or method starts the stream over" {
+	customers_reset
+	cat >state.json <<-'EOF'
+	{"bookmarks": {"appdb-public-customers": {"last_replication_method": "FULL_TABLE", "version": 7, "xmin": null}}}
+	EOF
+	run -0 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json" --state state.json
+	out_file got.jsonl
+	run -0 grep -c '"type": "RECORD"' got.jsonl
+	assert_output 20
+	run -0 jq -c 'select(.type == "STATE") | .value.bookmarks[] | keys_unsorted' got.jsonl
+	assert_line --index 0 '["last_replication_method","replication_key","version"]'
+	run -0 jq -c 'select(.type == "RECORD") | .version' got.jsonl
+	refute_line 7
+}
+
+@test "INCREMENTAL: a bookmark with keys tap-postgres does not know is refused" {
+	echo '{"bookmarks": {"appdb-public-customers": {"last_replication_method": "INCREMENTAL", "replication_key": "updated_at", "lsn": 5}}}' >state.json
+	run -2 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json" --state state.json
+	assert_output ''
+	[[ $stderr == *"invalid key 'lsn' in the bookmark of 'appdb-public-customers'"* ]]
+}
+
+@test "FULL_TABLE: ACTIVATE_VERSION before and after the rows, STATE with xmin every 1,000 rows" {
+	properties_for other big '{"replication-method": "FULL_TABLE"}'
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file got.jsonl
+	run -0 jq -r '.type' got.jsonl
+	[ "${#lines[@]}" -eq $((1 + 1 + 1 + 200000 + 200 + 1 + 1)) ]
+	run -0 jq -s -c '[.[0].type, .[1].type, .[2].type, .[-2].type, .[-1].type,
+		(.[-2].version == .[2].version), (.[-1].value.bookmarks["appdb-other-big"] | keys_unsorted),
+		.[-1].value.bookmarks["appdb-other-big"].xmin, .[-1].value.currently_syncing,
+		([.[] | select(.type == "STATE") | .value.bookmarks["appdb-other-big"].xmin | numbers] | length)]' got.jsonl
+	assert_output '["SCHEMA","STATE","ACTIVATE_VERSION","ACTIVATE_VERSION","STATE",true,["last_replication_method","version","xmin"],null,null,200]'
+	run -0 jq -c 'select(.type == "SCHEMA") | [.key_properties, .bookmark_properties]' got.jsonl
+	assert_output '[["id"],[]]'
+	# the rows land as they are: every id once
+	run -0 jq -s '[.[] | select(.type == "RECORD") | .record.id] | unique | length' got.jsonl
+	assert_output 200000
+}
+
+@test "FULL_TABLE: a state with an xmin resumes that version; with a version only, a new one, no first ACTIVATE_VERSION" {
+	properties_for other events '{"replication-method": "FULL_TABLE"}'
+	pg_sql -d appdb "TRUNCATE other.events; INSERT INTO other.events VALUES (1, now(), 'a'), (2, now(), 'b')"
+	x=$(pg_sql -d appdb "SELECT max(xmin::text::bigint) FROM other.events")
+	echo "{\"bookmarks\": {\"appdb-other-events\": {\"last_replication_method\": \"FULL_TABLE\", \"version\": 42, \"xmin\": $x}}}" >state.json
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json --state state.json
+	out_file got.jsonl
+	run -0 jq -c 'select(.type != "SCHEMA") | [.type, .version // .value.bookmarks["appdb-other-events"].version]' got.jsonl
+	assert_output "$(printf '%s\n' '["STATE",42]' '["RECORD",42]' '["RECORD",42]' '["ACTIVATE_VERSION",42]' '["STATE",42]')"
+	echo '{"bookmarks": {"appdb-other-events": {"last_replication_method": "FULL_TABLE", "version": 42, "xmin": null}}}' >state.json
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json --state state.json
+	out_file got.jsonl
+	run -0 jq -r 'select(.type != "SCHEMA") | .type' got.jsonl
+	assert_output "$(printf '%s\n' STATE RECORD RECORD ACTIVATE_VERSION STATE)"
+	run -0 jq -s '.[-2].version != 42' got.jsonl
+	assert_output true
+}
+
+@test "FULL_TABLE of a view: no xmin, its own key properties" {
+	properties_for other v_events '{"replication-method": "FULL_TABLE", "view-key-properties": ["id"]}'
+	pg_sql -d appdb "TRUNCATE other.events; INSERT INTO other.events VALUES (1, now(), 'a')"
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file got.jsonl
+	run -0 jq -c 'select(.type != "SCHEMA") | .type' got.jsonl
+	assert_output "$(printf '%s\n' '"STATE"' '"ACTIVATE_VERSION"' '"RECORD"' '"ACTIVATE_VERSION"' '"STATE"')"
+	run -0 jq -c 'select(.type == "SCHEMA") | .key_properties' got.jsonl
+	assert_output '["id"]'
+	run -0 jq -c 'select(.type == "STATE") | .value.bookmarks[] | keys_unsorted' got.jsonl
+	assert_line --index 1 '["last_replication_method","version"]'
+}
+
+@test "default_replication_method applies to a stream without one; LOG_BASED is refused" {
+	customers_reset
+	jq '.streams[0].metadata[0].metadata |= del(.["replication-method"])' "$PG_FIXTURES/properties.json" >p.json
+	jq '. + {default_replication_method: "FULL_TABLE"}' tap.json >t2.json
+	run -0 --separate-stderr "$TAP" --config t2.json --properties p.json
+	[[ $output == *'"last_replication_method": "FULL_TABLE"'* ]]
+	run -2 --separate-stderr "$TAP" --config tap.json --properties p.json
+	assert_output ''
+	[[ $stderr == *"unknown replication-method '(none)'"* ]]
+	jq '.streams[0].metadata[0].metadata["replication-method"] = "LOG_BASED"' "$PG_FIXTURES/properties.json" >p.json
+	run -2 --separate-stderr "$TAP" --config tap.json --properties p.json
+	assert_output ''
+	[ "$stderr" = "dataspoc-tap-postgres: properties 'p.json': stream 'appdb-public-customers': LOG_BASED replication is not supported by dataspoc-tap-postgres; use singer-io's tap-postgres for it, or FULL_TABLE or INCREMENTAL" ]
+}
+
+@test "deselected columns are left out of the records, not the schema" {
+	customers_reset
+	jq '.streams[0].metadata |= map(if .breadcrumb == ["properties", "name"] then .metadata.selected = false else . end)' \
+		"$PG_FIXTURES/properties.json" >p.json
+	run -0 --separate-stderr "$TAP" --config tap.json --properties p.json
+	out_file got.jsonl
+	run -0 jq -c 'select(.type == "RECORD") | .record | keys_unsorted' got.jsonl
+	assert_line --index 0 '["id","updated_at"]'
+	run -0 jq -c 'select(.type == "SCHEMA") | .schema.properties | keys_unsorted' got.jsonl
+	assert_output '["id","name","updated_at"]'
+}
+
+@test "a refused connection is one line naming the host, port and database, exit 1" {
+	port=$(pg_free_port)
+	printf '{"host": "127.0.0.1", "port": %s, "user": "postgres", "password": "pw-never-shown", "dbname": "appdb"}\n' "$port" >t2.json
+	run -1 --separate-stderr "$TAP" --config t2.json --properties "$PG_FIXTURES/properties.json"
+	assert_output ''
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "dataspoc-tap-postgres: cannot connect to host '127.0.0.1' port $port database 'appdb' as user 'postgres': "*"Connection refused"* ]]
+	[[ $stderr != *pw-never-shown* ]]
+	run -1 --separate-stderr "$TAP" --config t2.json --discover
+	[[ $stderr == *"Connection refused"* ]]
+}
+
+@test "a wrong password is one line, without the password, exit 1" {
+	pg_config_json t2.json postgres 'wrong-pw-x' appdb
+	run -1 --separate-stderr "$TAP" --config t2.json --properties "$PG_FIXTURES/properties.json"
+	assert_output ''
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == *"cannot connect to host '127.0.0.1' port $PG_PORT database 'appdb' as user 'postgres': "*'password authentication failed for user "postgres"'* ]]
+	[[ $stderr != *wrong-pw-x* ]]
+}
+
+@test "a missing table is one line naming the table and database, exit 1, after the stream's first messages" {
+	sed 's/"customers"/"nosuch"/g; s/appdb-public-customers/appdb-public-nosuch/' "$PG_FIXTURES/properties.json" >p.json
+	run -1 --separate-stderr "$TAP" --config tap.json --properties p.json
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "dataspoc-tap-postgres: cannot read table 'public.nosuch' (host '127.0.0.1' port $PG_PORT database 'appdb'): "*'relation "public.nosuch" does not exist'* ]]
+	refute_output --partial '"type": "RECORD"'
+}
+
+@test "a table the user may not read is one line, exit 1" {
+	properties_for public customers '{"replication-method": "INCREMENTAL", "replication-key": "updated_at"}'
+	pg_config_json t2.json reader reader-pw appdb
+	run -1 --separate-stderr "$TAP" --config t2.json --properties props.json
+	[[ $stderr == *"cannot read table 'public.customers' (host '127.0.0.1' port $PG_PORT database 'appdb'): permission denied for table customers"* ]]
+	# and discovery lists only what the user may read
+	run -0 --separate-stderr "$TAP" --config t2.json --discover
+	printf '%s' "$output" >c.json
+	run -0 jq -r '.streams[].tap_stream_id' c.json
+	assert_output appdb-other-events
+}
+
+@test "a server that goes away mid-COPY is one line, exit 1" {
+	properties_for other big '{"replication-method": "FULL_TABLE"}'
+	mkfifo out.fifo
+	"$TAP" --config tap.json --properties props.json >out.fifo 2>err &
+	tap=$!
+	exec 3<out.fifo
+	# the COPY is under way (the tap blocks on its full pipe): end its backend
+	for _ in $(seq 1 "$WAIT_LIMIT"0); do
+		n=$(pg_sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE application_name = 'dataspoc-tap-postgres' AND query LIKE 'COPY%'" | grep -c t || true)
+		[ "$n" -gt 0 ] && break
+		sleep 0.1
+	done
+	[ "$n" -gt 0 ]
+	cat <&3 >got.jsonl
+	exec 3<&-
+	run wait "$tap"
+	[ "$status" -eq 1 ]
+	run cat err
+	[ "${#lines[@]}" -eq 1 ]
+	[[ $output == "dataspoc-tap-postgres: cannot read table 'other.big' (host '127.0.0.1' port $PG_PORT database 'appdb'): "*"terminating connection due to administrator command"* ]]
+	# it stopped short of the end
+	run grep -c '"type": "RECORD"' got.jsonl
+	[ "$output" -lt 200000 ]
+}
+
+@test "bad config, catalog and state are exit 2 naming the file" {
+	echo '{"host": "h"' >bad.json
+	run -2 --separate-stderr "$TAP" --config bad.json --discover
+	[[ $stderr == "dataspoc-tap-postgres: config 'bad.json': invalid JSON"* ]]
+	echo '{"host": "h", "user": "u"}' >bad.json
+	run -2 --separate-stderr "$TAP" --config bad.json --discover
+	[ "$stderr" = "dataspoc-tap-postgres: config 'bad.json': 'dbname' is required" ]
+	echo '[]' >bad.json
+	run -2 --separate-stderr "$TAP" --config tap.json --properties bad.json
+	[ "$stderr" = "dataspoc-tap-postgres: properties 'bad.json': not a JSON object" ]
+	echo '{"bookmarks": []}' >bad.json
+	run -2 --separate-stderr "$TAP" --config tap.json --properties "$PG_FIXTURES/properties.json" --state bad.json
+	[ "$stderr" = "dataspoc-tap-postgres: state 'bad.json': 'bookmarks' is not an object" ]
+	run -2 --separate-stderr "$TAP" --config nosuch.json --discover
+	[ "$stderr" = "dataspoc-tap-postgres: cannot read config 'nosuch.json': No such file or directory" ]
+}
+
+@test "a full disk on stdout is exit 1 with a message" {
+	customers_reset
+	run -1 --separate-stderr sh -c '"$0" --config tap.json --properties "$1" >/dev/full' "$TAP" "$PG_FIXTURES/properties.json"
+	[ "$stderr" = "dataspoc-tap-postgres: cannot write 'standard output': No space left on device" ]
+}
+
+@test "--about, --help, --version and bad usage" {
+	run -0 --separate-stderr "$TAP" --about
+	run -0 jq -c '[.name, .capabilities]' <<<"$output"
+	assert_output '["dataspoc-tap-postgres",["discover","properties","state"]]'
+	run -0 --separate-stderr "$TAP" --help
+	assert_line --index 0 'usage: dataspoc-tap-postgres [-d] -c config [-s state] [-p properties | --catalog catalog]'
+	run -0 --separate-stderr "$TAP" --version
+	assert_output --regexp '^dataspoc-tap-postgres [0-9]'
+	run -2 --separate-stderr "$TAP"
+	assert_line --index 0 'dataspoc-tap-postgres: --config is required'
+	run -2 --separate-stderr "$TAP" --config tap.json --bogus
+	assert_line --index 0 "dataspoc-tap-postgres: unknown option '--bogus'"
+	run -2 --separate-stderr "$TAP" --config tap.json --catalog a --properties b
+	assert_line --index 0 'dataspoc-tap-postgres: --catalog and --properties are exclusive'
+}
+
+# --- through dataspoc-pipe ----------------------------------------------------
+
+pg_pipeline() {	# name [incremental]
+	cat >"$DATASPOC_PIPE_HOME/pipelines/$1.yaml" <<-EOF
+	source:
+	  tap: dataspoc-tap-postgres
+	  config: $BATS_TEST_TMPDIR/tap.json
+	  streams: [appdb-public-customers]
+	  metadata:
+	    appdb-public-customers: {replication-method: INCREMENTAL, replication-key: updated_at}
+	destination:
+	$(bucket_yaml)
+	  path: raw
+	incremental:
+	  enabled: ${2:-true}
+	EOF
+}
+
+@test "dataspoc-pipe run lands Parquet, and the next run continues from the saved state" {
+	load parquet/helper
+	customers_reset
+	pg_pipeline pg
+	run -0 --separate-stderr dataspoc-pipe run pg
+	assert_output --partial "Done! 20 records in 1 stream(s)"
+	run -0 pipe-state show pg
+	run -0 jq -c '.bookmarks["appdb-public-customers"] | [.replication_key, .replication_key_value]' <<<"$output"
+	assert_output '["updated_at","2024-01-01T00:20:00+00:00"]'
+	customers_change
+	run -0 --separate-stderr dataspoc-pipe run pg
+	assert_output --partial "Done! 7 records in 1 stream(s)"
+	run -0 pipe-state show pg
+	run -0 jq -r '.bookmarks["appdb-public-customers"].replication_key_value' <<<"$output"
+	assert_output '2024-01-03T00:00:00+00:00'
+	run -0 pq_table_rows raw
+	[ "${#lines[@]}" -eq 27 ]
+	assert_line --partial '"customer-10-upd"'
+}
+
+@test "a pipeline switched from tap-postgres keeps its state and continues incrementally" {
+	customers_reset
+	customers_change
+	pg_pipeline sw
+	# what tap-postgres's run1 left in the bucket
+	run -0 pipe-state set sw <"$PG_FIXTURES/state-after-run1.json"
+	run -0 --separate-stderr dataspoc-pipe run sw
+	assert_output --partial "Done! 7 records in 1 stream(s)"
+	run -0 pipe-state show sw
+	run -0 jq -c '.bookmarks["appdb-public-customers"] | [.version, .replication_key_value]' <<<"$output"
+	assert_output '[1795998976608,"2024-01-03T00:00:00+00:00"]'
+}
+
+@test "a failing tap commits nothing: the state and the bucket stay as they were" {
+	customers_reset
+	pg_pipeline bad
+	sed -i "s/\"password\": \"[^\"]*\"/\"password\": \"nope\"/" tap.json
+	run -1 --separate-stderr dataspoc-pipe run bad
+	[[ $stderr == *'password authentication failed'* ]]
+	[[ $stderr != *nope* ]]
+	run -0 bucket_files
+	assert_output ''
+}
