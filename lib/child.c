@@ -625,6 +625,43 @@ int child_finish(struct child_process *c)
 	return status;
 }
 
+/* /proc/sys/fs/pipe-max-size, or want when it cannot be read. */
+static int pipe_max_size(int want)
+{
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	int max = want;
+
+	if (f) {
+		if (fscanf(f, "%d", &max) != 1 || max <= 0)
+			max = want;
+		fclose(f);
+	}
+	return max;
+}
+
+int child_pipe_grow(int fd, int want)
+{
+	int size = fcntl(fd, F_GETPIPE_SZ), max;
+
+	if (size < 0)
+		return -1;
+	if (size >= want)
+		return size;
+	max = pipe_max_size(want);
+	if (want > max)
+		want = max;
+	/* EPERM: past the user's share of pipe memory; a smaller size may fit */
+	for (; want > size; want /= 2) {
+		int got = fcntl(fd, F_SETPIPE_SZ, want);
+
+		if (got >= 0)
+			return got;
+		if (errno != EPERM)
+			break;
+	}
+	return size;
+}
+
 int child_capture(struct child_process *c, struct sb *out)
 {
 	char *found = NULL;

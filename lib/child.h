@@ -119,6 +119,14 @@ int child_finish(struct child_process *c);
  */
 int child_capture(struct child_process *c, struct sb *out);
 
+/*
+ * Grow the pipe fd to want bytes when it holds less, as far as the kernel
+ * lets this process (/proc/sys/fs/pipe-max-size; an unprivileged user past
+ * its share of pipe memory gets less, or the size it had).  Returns the
+ * pipe's capacity, or -1 when fd is not a pipe.
+ */
+int child_pipe_grow(int fd, int want);
+
 /* Begin the guard: the handlers of SIGINT, SIGTERM, SIGHUP and SIGPIPE, the driver watched. */
 void child_guard_begin(void);
 

@@ -224,6 +224,7 @@ struct run {
 	struct sb selected;		/* the streams selected (a JSON array), or empty */
 	struct child_process child;	/* the tap, its arguments */
 	int wrote, last_nl;		/* of its output: some written, the last byte a '\n' */
+	int pipe_size;			/* the capacity of the pipe from its stdout */
 	int status;			/* what pipe-tap exits with */
 	char *error;			/* why it failed, for the end line; NULL: it did not */
 };
@@ -406,6 +407,13 @@ static int stopped_before_start(struct run *r)
 	return 0;
 }
 
+/*
+ * The pipes of the tap's stream are grown to this (as far as the kernel
+ * allows): a tap then goes on writing while pipe-tap naps (copy_output())
+ * or pipe-sink is busy with a row group, instead of waiting for a reader.
+ */
+#define PIPE_WANT (1 << 20)
+
 /* Start the tap.  Returns the read end of its stdout, or -1. */
 static int start_tap(struct run *r)
 {
@@ -416,6 +424,7 @@ static int start_tap(struct run *r)
 		r->error = xstrdup("cannot make a pipe");
 		return -1;
 	}
+	r->pipe_size = child_pipe_grow(fds[0], PIPE_WANT);
 	r->child.exe = r->exe;
 	r->child.out = fds[1];
 	r->child.err_path = r->opt->stderr_path;
@@ -433,10 +442,25 @@ static int start_tap(struct run *r)
 /*
  * Copy the selected line, then the tap's stdout as it comes, to out_fd.
  * Whatever stops the copy (out_fd's reader gone, an error) stops the tap.
+ *
+ * A Python tap writes each message on its own (singer-python flushes every
+ * line): a reader that wakes for each write makes every line a context
+ * switch, for pipe-tap and again for pipe-sink, which on two cores costs
+ * as much as half the tap's own time.  So after a read that found the pipe
+ * all but empty, pipe-tap naps COPY_NAP_MS before it reads again: the tap's
+ * next lines wait in the pipe (grown to PIPE_WANT) and come in one read and
+ * one write, about one wake-up a millisecond whatever the tap's pace.  A
+ * line waits at most that long; a tap that pauses or ends is never waited
+ * for (the nap is over before the next read blocks, or sees the end).  A
+ * read of at least a sixteenth of the pipe is a tap that writes fast
+ * enough: no nap, so that a small pipe never holds a fast tap back.
  */
+#define COPY_NAP_MS 1
+
 static void copy_output(struct run *r, int in, int out_fd)
 {
 	char buf[1 << 17];
+	size_t small = r->pipe_size > 0 ? (size_t)r->pipe_size / 16 : 4096;
 
 	if (r->selected.len) {
 		struct sb line = SB_INIT;
@@ -473,6 +497,8 @@ static void copy_output(struct run *r, int in, int out_fd)
 		}
 		r->wrote = 1;
 		r->last_nl = buf[n - 1] == '\n';
+		if ((size_t)n < small && !child_guard_signal())
+			util_sleep_ms(COPY_NAP_MS);
 	}
 }
 
@@ -524,6 +550,8 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	}
 	if (stopped_before_start(&r) || (in = start_tap(&r)) < 0)
 		goto out;
+	/* the pipe to pipe-sink (the driver's), when stdout is one */
+	child_pipe_grow(out_fd, PIPE_WANT);
 	copy_output(&r, in, out_fd);
 	/*
 	 * The read end goes before the wait: a tap that goes on writing (its

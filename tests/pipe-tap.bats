@@ -197,6 +197,65 @@ $USAGE"
 	diff -u want dump
 }
 
+@test "what the tap wrote flows on while the tap pauses: nothing waits for more" {
+	local pt
+	: >"$T/block"
+	pipe-tap one </dev/null >dump &
+	pt=$!
+	BG_PIDS="$BG_PIDS $pt"
+	wait_until test -e "$T/ready"
+	# all of it, the STATE line included, while the tap still waits
+	wait_until cmp -s "$T/out" dump
+	echo '{"type":"RECORD","stream":"s","record":{"after":1}}' >"$T/after"
+	: >"$T/release"
+	wait "$pt"
+	{ cat "$T/out" "$T/after"; printf '%s\n' "$END_OK"; } >want
+	diff -u want dump
+}
+
+@test "a tap that writes line by line: every byte, in order" {
+	cat >"$BATS_TEST_TMPDIR/bin/tap-lines" <<-'EOF'
+	#!/bin/sh
+	i=0
+	while [ $i -lt 3000 ]; do
+		i=$((i + 1))
+		echo "{\"type\":\"RECORD\",\"stream\":\"s\",\"record\":{\"i\":$i}}"
+		[ $((i % 500)) -ne 0 ] || echo "{\"type\":\"STATE\",\"value\":{\"i\":$i}}"
+	done
+	printf '{"type":"RECORD","stream":"s","record":{"last":1}}'
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-lines"
+	write_pipeline lines tap-lines
+	pipe-tap lines </dev/null >dump
+	{ tap-lines; printf '\n%s\n' "$END_OK"; } >want
+	diff -u want dump
+}
+
+# The capacity of the pipe on descriptor $1 (F_GETPIPE_SZ), once stdin is read to its end.
+pipe_size() {
+	python3 -c 'import fcntl, sys; sys.stdin.buffer.read(); print(fcntl.fcntl(int(sys.argv[1]), fcntl.F_GETPIPE_SZ))' "$1"
+}
+
+@test "the tap's stdout pipe and pipe-tap's own are grown to 1 MiB, or the kernel's largest" {
+	local max want st
+	max=$(cat /proc/sys/fs/pipe-max-size)
+	want=$((max < 1048576 ? max : 1048576))
+	cat >"$BATS_TEST_TMPDIR/bin/tap-size" <<-EOF
+	#!/bin/sh
+	python3 -c 'import fcntl; print(fcntl.fcntl(3, fcntl.F_GETPIPE_SZ))' 3>&1 </dev/null >"$FAKE_DIR/tap-size.out"
+	echo '{"type":"RECORD","stream":"s","record":{}}'
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-size"
+	write_pipeline size tap-size
+	{ pipe-tap size </dev/null; echo $? >st; } | pipe_size 0 >sink-size
+	read -r st <st
+	assert_equal "$st" 0
+	read -r st <"$FAKE_DIR/tap-size.out"
+	assert_equal "$st" "$want"
+	read -r st <sink-size
+	assert_equal "$st" "$want"
+}
+
 @test "the tap's stderr: shown, or appended to the file of -l" {
 	echo 'INFO hello' >"$T/stderr"
 	run -0 --separate-stderr pipe-tap one </dev/null
