@@ -408,29 +408,59 @@ static int same_tap(const struct json_span *tap, char *const *argv)
 	return argv[i] == NULL;
 }
 
-void catalog_cache_open(struct catalog_cache *c, const struct pipe_config *cfg, int refresh)
+/*
+ * Read a NAME.tap.json document at path: 1 when it is cfg's tap command's
+ * (*flag: the flag it holds, static, or NULL), else 0.
+ */
+static int tap_json_read(const char *path, const struct pipe_config *cfg, const char **flag)
 {
 	struct sb text = SB_INIT;
-	struct json_span v, tap, flag;
+	struct json_span v, tap, f;
 	size_t errpos;
 	const char *errmsg;
+	int ours = 0;
 
-	memset(c, 0, sizeof(*c));
-	c->catalog_path = beside(cfg, ".catalog.json");
-	c->tap_path = beside(cfg, ".tap.json");
-	if (refresh || util_read_file(c->tap_path, &text, NULL) != 0 || text.len == 0 ||
+	*flag = NULL;
+	if (util_read_file(path, &text, NULL) != 0 || text.len == 0 ||
 	    json_validate(text.buf, text.len, &v, &errpos, &errmsg) != 0 || v.type != JSON_OBJECT ||
 	    json_object_get(&v, "tap", &tap) != 1 || !same_tap(&tap, cfg->tap_argv))
 		goto out;
-	c->valid = 1;
-	if (json_object_get(&v, "catalog_flag", &flag) == 1 && flag.type == JSON_STRING) {
-		if (json_string_equal(&flag, "--catalog", 0))
-			c->flag = "--catalog";
-		else if (json_string_equal(&flag, "--properties", 0))
-			c->flag = "--properties";
+	ours = 1;
+	if (json_object_get(&v, "catalog_flag", &f) == 1 && f.type == JSON_STRING) {
+		if (json_string_equal(&f, "--catalog", 0))
+			*flag = "--catalog";
+		else if (json_string_equal(&f, "--properties", 0))
+			*flag = "--properties";
 	}
 out:
 	sb_free(&text);
+	return ours;
+}
+
+/* The NAME.tap.json document of cfg's tap command, with flag when not NULL. */
+static void tap_json(const struct pipe_config *cfg, const char *flag, struct sb *text)
+{
+	size_t i;
+
+	sb_adds(text, "{\"tap\":[");
+	for (i = 0; cfg->tap_argv[i]; i++) {
+		if (i)
+			sb_addc(text, ',');
+		json_quote(text, cfg->tap_argv[i], strlen(cfg->tap_argv[i]));
+	}
+	sb_addc(text, ']');
+	if (flag)
+		sb_addf(text, ",\"catalog_flag\":\"%s\"", flag);
+	sb_adds(text, "}\n");
+}
+
+void catalog_cache_open(struct catalog_cache *c, const struct pipe_config *cfg, int refresh)
+{
+	memset(c, 0, sizeof(*c));
+	c->catalog_path = beside(cfg, ".catalog.json");
+	c->tap_path = beside(cfg, ".tap.json");
+	if (!refresh)
+		c->valid = tap_json_read(c->tap_path, cfg, &c->flag);
 }
 
 void catalog_cache_free(struct catalog_cache *c)
@@ -449,7 +479,6 @@ void catalog_cache_free(struct catalog_cache *c)
 static int cache_save(const struct pipe_config *cfg, struct catalog_cache *c, int quiet)
 {
 	struct sb text = SB_INIT;
-	size_t i;
 	int ret;
 
 	if (!c->valid && !c->discovered && unlink(c->catalog_path) != 0 && errno != ENOENT) {
@@ -457,16 +486,7 @@ static int cache_save(const struct pipe_config *cfg, struct catalog_cache *c, in
 			err_msg("cannot remove '%s':", c->catalog_path);
 		return -1;
 	}
-	sb_adds(&text, "{\"tap\":[");
-	for (i = 0; cfg->tap_argv[i]; i++) {
-		if (i)
-			sb_addc(&text, ',');
-		json_quote(&text, cfg->tap_argv[i], strlen(cfg->tap_argv[i]));
-	}
-	sb_addc(&text, ']');
-	if (c->flag)
-		sb_addf(&text, ",\"catalog_flag\":\"%s\"", c->flag);
-	sb_adds(&text, "}\n");
+	tap_json(cfg, c->flag, &text);
 	ret = write_file(c->tap_path, &text, 0, quiet);
 	if (ret == 0)
 		c->valid = 1;
@@ -583,19 +603,41 @@ out:
 	return ret;
 }
 
+/*
+ * The run's own copy of the --about answer, in the driver's private folder
+ * ($DATASPOC_PIPE_RUN_DIR, shared by the processes of one run): for a run
+ * whose NAME.tap.json cannot be written (a read-only pipelines folder),
+ * so that pipe-tap -n's answer serves the extraction's pipe-tap too.
+ * NULL outside a run.
+ */
+static char *run_about_path(void)
+{
+	const char *dir = getenv("DATASPOC_PIPE_RUN_DIR");
+
+	return dir && *dir == '/' ? xasprintf("%s/tap-about.json", dir) : NULL;
+}
+
 const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *cache,
 			 const struct catalog_log *log)
 {
 	struct sb about = SB_INIT;
 	struct json_span v, caps, el;
 	size_t errpos, pos = 0;
-	const char *errmsg, *flag = "--properties";
+	const char *errmsg, *flag = "--properties", *known = NULL;
 	struct child_process c = CHILD_PROCESS_INIT;
+	char *run_path;
 
 	if (cfg->catalog_flag)
 		return strcmp(cfg->catalog_flag, "catalog") == 0 ? "--catalog" : "--properties";
 	if (cache && cache->valid && cache->flag)
 		return cache->flag;
+	run_path = run_about_path();
+	if (run_path && tap_json_read(run_path, cfg, &known) && known) {
+		free(run_path);
+		if (cache)
+			cache->flag = known;
+		return known;
+	}
 	child_pushv(&c, cfg->tap_argv);
 	child_push(&c, "--about");
 	/* a tap without --about says so on stderr: words for the log, not for a terminal */
@@ -613,10 +655,15 @@ const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *ca
 		}
 	}
 	sb_free(&about);
-	if (cache) {
+	if (cache)
 		cache->flag = flag;
-		/* no cache in a folder we cannot write: the tap is asked again next time */
-		cache_save(cfg, cache, 1);
+	/* no cache in a folder we cannot write: the run keeps the answer, the
+	 * tap is asked again by the next run */
+	if ((cache == NULL || cache_save(cfg, cache, 1) != 0) && run_path) {
+		tap_json(cfg, flag, &about);
+		write_file(run_path, &about, 1, 1);
+		sb_free(&about);
 	}
+	free(run_path);
 	return flag;
 }

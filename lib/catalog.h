@@ -73,8 +73,10 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
  * The flag that hands the tap its catalog: source.catalog_flag when set,
  * else the cached answer, else "--catalog" when the tap's --about lists the
  * "catalog" capability, else "--properties" (singer-io's taps, which have
- * no --about, read only --properties); the answer is then cached.  Returns
- * a static string.
+ * no --about, read only --properties); the answer is then cached, and
+ * when NAME.tap.json cannot be written, kept for the run in the driver's
+ * private folder ($DATASPOC_PIPE_RUN_DIR/tap-about.json), where the run's
+ * later pipe-tap finds it.  Returns a static string.
  */
 const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *cache,
 			 const struct catalog_log *log);

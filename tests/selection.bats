@@ -188,6 +188,29 @@ Done! 1 record in 1 stream(s)
 --config F --properties F"
 }
 
+@test "NAME.tap.json cannot be written: --about is asked once a run, not once a stage" {
+	seltap-py --config /dev/null --discover >mine.json 2>/dev/null
+	rm "$FAKE_DIR/seltap-py/calls"
+	py_pipeline py a "catalog: $BATS_TEST_TMPDIR/mine.json"
+	# (root writes in any folder: a folder in the file's place)
+	mkdir "$DATASPOC_PIPE_HOME/pipelines/py.tap.json"
+	run -0 --separate-stderr dataspoc-pipe run py
+	assert_output "Running: py
+Done! 1 record in 1 stream(s)
+  a: 1"
+	run -0 py_calls
+	assert_output "--about
+--config F --properties F"
+	# kept for the run only: the next one asks again
+	rm "$FAKE_DIR/seltap-py/calls"
+	run -0 --separate-stderr dataspoc-pipe run py
+	run -0 py_calls
+	assert_output "--about
+--config F --properties F"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
 @test "the tap command changed: the catalog and the --about answer are not used" {
 	py_pipeline py a
 	run -0 --separate-stderr dataspoc-pipe run py
