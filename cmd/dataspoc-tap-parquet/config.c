@@ -1,0 +1,554 @@
+/*
+ * dataspoc-tap-parquet: the config and the catalog (JSON files read with
+ * libjq: they hold no record values), the --state file and the STATE
+ * message (raw bytes, lib/json.h: other streams' bookmarks pass unchanged).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jv.h>
+
+#include "err.h"
+#include "json.h"
+#include "sb.h"
+#include "tap_parquet.h"
+#include "util.h"
+
+int bad(const char *what, const char *file, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	err_msg("%s '%s': %s", what, file, why);
+	return EXIT_USAGE;
+}
+
+void free_list(char **list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+int in_list(char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+int in_sorted(char *const *list, size_t n, const char *s)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(list[mid], s);
+
+		if (c == 0)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+static int load_json(const char *what, const char *path, jv *out)
+{
+	struct sb text = SB_INIT;
+	jv v, msg;
+
+	if (util_read_file(path, &text, NULL) < 0) {
+		err_msg("%s '%s':", what, path);
+		sb_free(&text);
+		return EXIT_USAGE;
+	}
+	if (text.len > INT32_MAX) {
+		sb_free(&text);
+		return bad(what, path, "too large");
+	}
+	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
+	sb_free(&text);
+	if (!jv_is_valid(v)) {
+		msg = jv_invalid_get_msg(v);
+		if (jv_get_kind(msg) == JV_KIND_STRING) {
+			/* jq quotes the whole text: it may hold secrets. */
+			const char *m = jv_string_value(msg);
+			const char *cut = strstr(m, " (while parsing '");
+
+			bad(what, path, "%.*s", cut ? (int)(cut - m) : (int)strlen(m), m);
+		} else
+			bad(what, path, "not JSON");
+		jv_free(msg);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static jv jget(jv obj, const char *key)
+{
+	return jv_object_get(jv_copy(obj), jv_string(key));
+}
+
+/* A C copy of the JSON string v (borrowed), or NULL when it holds a NUL. */
+static char *jcstr(jv v)
+{
+	const char *s = jv_string_value(v);
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+
+	if (memchr(s, '\0', n) != NULL)
+		return NULL;
+	return xstrndup(s, n);
+}
+
+static int absent(jv v)
+{
+	return !jv_is_valid(v) || jv_get_kind(v) == JV_KIND_NULL;
+}
+
+/* A non-empty string member into *out (NULL when absent); -1 when it is something else. */
+static int jstr_member(jv conf, const char *key, char **out)
+{
+	jv v = jget(conf, key);
+	int r = 0;
+
+	*out = NULL;
+	if (absent(v))
+		r = 0;
+	else if (jv_get_kind(v) != JV_KIND_STRING || (*out = jcstr(v)) == NULL || **out == '\0')
+		r = -1;
+	jv_free(v);
+	return r;
+}
+
+/* The stream's default name: the path's last folder, without ".parquet". */
+static char *default_stream(const char *path)
+{
+	size_t n = strlen(path);
+	const char *s;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	s = path + n;
+	while (s > path && s[-1] != '/')
+		s--;
+	n = (size_t)(path + n - s);
+	if (n > 8 && memcmp(s + n - 8, ".parquet", 8) == 0)
+		n -= 8;
+	if (n == 0 || s[n - 1] == ':')
+		return xstrdup("parquet");
+	return xstrndup(s, n);
+}
+
+int load_config(struct tap *t)
+{
+	static const char *const known[] = {
+		"path", "stream_name", "glob", "hive_partitioning", "key_properties",
+		"endpoint_url"
+	};
+	const char *file = t->config_file;
+	jv conf = jv_invalid(), v;
+	int rc, it, i, n;
+	size_t k;
+
+	rc = load_json("config", file, &conf);
+	if (rc)
+		goto out;
+	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
+		rc = bad("config", file, "not a JSON object");
+		goto out;
+	}
+	if (jstr_member(conf, "path", &t->path) < 0 || t->path == NULL) {
+		rc = bad("config", file, "\"path\" must be a non-empty string (a folder or "
+			 "a file: /dir, file:///dir, s3://bucket/prefix, gs://bucket/prefix)");
+		goto out;
+	}
+	if (jstr_member(conf, "stream_name", &t->stream) < 0) {
+		rc = bad("config", file, "\"stream_name\" must be a non-empty string");
+		goto out;
+	}
+	if (t->stream == NULL)
+		t->stream = default_stream(t->path);
+	if (jstr_member(conf, "glob", &t->glob) < 0) {
+		rc = bad("config", file, "\"glob\" must be a non-empty string");
+		goto out;
+	}
+	if (t->glob == NULL)
+		t->glob = xstrdup("**/*.parquet");
+	if (t->glob[0] == '/') {
+		rc = bad("config", file, "\"glob\" is relative to \"path\": it cannot start "
+			 "with '/'");
+		goto out;
+	}
+	if (jstr_member(conf, "endpoint_url", &t->endpoint) < 0) {
+		rc = bad("config", file, "\"endpoint_url\" must be a non-empty string");
+		goto out;
+	}
+	v = jget(conf, "hive_partitioning");
+	if (jv_get_kind(v) == JV_KIND_TRUE)
+		t->hive = 1;
+	else if (!absent(v) && jv_get_kind(v) != JV_KIND_FALSE)
+		rc = bad("config", file, "\"hive_partitioning\" must be true or false");
+	jv_free(v);
+	if (rc)
+		goto out;
+	v = jget(conf, "key_properties");
+	if (!absent(v)) {
+		if (jv_get_kind(v) != JV_KIND_ARRAY)
+			rc = -1;
+		n = rc ? 0 : jv_array_length(jv_copy(v));
+		t->keys = xcalloc((size_t)n + 1, sizeof(*t->keys));
+		for (i = 0; i < n && rc == 0; i++) {
+			jv s = jv_array_get(jv_copy(v), i);
+			char *c = NULL;
+
+			if (jv_get_kind(s) == JV_KIND_STRING)
+				c = jcstr(s);
+			jv_free(s);
+			if (c == NULL)
+				rc = -1;
+			else
+				t->keys[t->nkeys++] = c;
+		}
+		if (rc)
+			rc = bad("config", file, "\"key_properties\" must be an array of strings");
+	}
+	jv_free(v);
+	if (rc)
+		goto out;
+	for (it = jv_object_iter(conf); jv_object_iter_valid(conf, it);
+	     it = jv_object_iter_next(conf, it)) {
+		jv key = jv_object_iter_key(conf, it);
+		const char *ks = jv_string_value(key);
+
+		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (strcmp(ks, known[k]) == 0)
+				break;
+		if (k == sizeof(known) / sizeof(known[0]))
+			err_warn("config '%s': key '%s' ignored", file, ks);
+		jv_free(key);
+	}
+out:
+	jv_free(conf);
+	return rc;
+}
+
+/* ---- the catalog ---- */
+
+static int deselected(jv m)
+{
+	jv md = jget(m, "metadata");
+	int r = 0;
+
+	if (jv_get_kind(md) == JV_KIND_OBJECT) {
+		jv s = jget(md, "selected");
+
+		r = jv_get_kind(s) == JV_KIND_FALSE;
+		jv_free(s);
+	}
+	jv_free(md);
+	return r;
+}
+
+/* The catalog's entry of the stream: its selection and deselected columns. */
+static int catalog_stream(struct tap *t, jv s)
+{
+	const char *what = t->catalog_what, *file = t->catalog_file;
+	jv md, schema;
+	int i, n, rc = 0;
+
+	t->selected = 1;
+	schema = jget(s, "schema");
+	if (jv_get_kind(schema) == JV_KIND_OBJECT) {
+		jv sel = jget(schema, "selected");
+
+		if (jv_get_kind(sel) == JV_KIND_FALSE)
+			t->selected = 0;
+		jv_free(sel);
+	}
+	jv_free(schema);
+	md = jget(s, "metadata");
+	if (absent(md))
+		goto out;
+	if (jv_get_kind(md) != JV_KIND_ARRAY) {
+		rc = bad(what, file, "%s: \"metadata\" is not an array", t->stream);
+		goto out;
+	}
+	n = jv_array_length(jv_copy(md));
+	for (i = 0; i < n && rc == 0; i++) {
+		jv m = jv_array_get(jv_copy(md), i), bc = jv_invalid();
+		int len;
+
+		if (jv_get_kind(m) != JV_KIND_OBJECT ||
+		    jv_get_kind(bc = jget(m, "breadcrumb")) != JV_KIND_ARRAY) {
+			rc = bad(what, file, "%s: metadata[%d] has no \"breadcrumb\" array",
+				 t->stream, i);
+			goto next;
+		}
+		len = jv_array_length(jv_copy(bc));
+		if (len == 0 && deselected(m))
+			t->selected = 0;
+		else if (len == 2 && deselected(m)) {
+			jv a = jv_array_get(jv_copy(bc), 0), b = jv_array_get(jv_copy(bc), 1);
+			char *col;
+
+			if (jv_get_kind(a) == JV_KIND_STRING &&
+			    strcmp(jv_string_value(a), "properties") == 0 &&
+			    jv_get_kind(b) == JV_KIND_STRING && (col = jcstr(b)) != NULL) {
+				t->drop = xrealloc(t->drop, (t->ndrop + 1) * sizeof(*t->drop));
+				t->drop[t->ndrop++] = col;
+			}
+			jv_free(a);
+			jv_free(b);
+		}
+next:
+		jv_free(bc);
+		jv_free(m);
+	}
+out:
+	jv_free(md);
+	return rc;
+}
+
+int load_catalog(struct tap *t)
+{
+	jv cat = jv_invalid(), streams = jv_invalid();
+	int rc, i, n;
+
+	rc = load_json(t->catalog_what, t->catalog_file, &cat);
+	if (rc)
+		goto out;
+	if (jv_get_kind(cat) == JV_KIND_OBJECT)
+		streams = jget(cat, "streams");
+	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
+		rc = bad(t->catalog_what, t->catalog_file,
+			 "not a catalog: {\"streams\": [...]} expected");
+		goto out;
+	}
+	/* A catalog that does not list the stream leaves it out. */
+	t->selected = 0;
+	n = jv_array_length(jv_copy(streams));
+	for (i = 0; i < n && rc == 0; i++) {
+		jv s = jv_array_get(jv_copy(streams), i), id = jv_invalid();
+
+		if (jv_get_kind(s) == JV_KIND_OBJECT) {
+			id = jget(s, "tap_stream_id");
+			if (jv_get_kind(id) != JV_KIND_STRING) {
+				jv_free(id);
+				id = jget(s, "stream");
+			}
+		}
+		if (jv_get_kind(id) == JV_KIND_STRING && strcmp(jv_string_value(id), t->stream) == 0)
+			rc = catalog_stream(t, s);
+		jv_free(id);
+		jv_free(s);
+	}
+out:
+	jv_free(cat);
+	jv_free(streams);
+	return rc;
+}
+
+/* ---- the state ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int state_fail(struct tap *t, size_t pos, const char *why)
+{
+	size_t i, line = 1, col = 1;
+
+	for (i = 0; i < pos && i < t->state_text.len; i++) {
+		if (t->state_text.buf[i] == '\n') {
+			line++;
+			col = 1;
+		} else
+			col++;
+	}
+	return bad("state", t->state_file, "line %zu, column %zu: %s", line, col, why);
+}
+
+int load_state(struct tap *t)
+{
+	struct json_span top, v, bms, bm, files, e;
+	struct sb str = SB_INIT;
+	const char *why = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	if (util_read_file(t->state_file, &t->state_text, NULL) < 0) {
+		err_msg("state '%s':", t->state_file);
+		return EXIT_USAGE;
+	}
+	if (json_validate(t->state_text.buf ? t->state_text.buf : "", t->state_text.len, &top,
+			  &pos, &why) < 0)
+		return state_fail(t, pos, why);
+	if (top.type != JSON_OBJECT)
+		return bad("state", t->state_file, "not a JSON object");
+	/* A whole STATE message is accepted too: its value is the state. */
+	if (json_object_get(&top, "type", &v) == 1 && v.type == JSON_STRING &&
+	    json_string_equal(&v, "STATE", 1) && json_object_get(&top, "value", &v) == 1) {
+		if (v.type != JSON_OBJECT)
+			return bad("state", t->state_file, "\"value\" is not an object");
+		top = v;
+	}
+	t->state = top;
+	if (json_object_get(&top, "bookmarks", &bms) != 1)
+		return 0;
+	if (bms.type != JSON_OBJECT)
+		return bad("state", t->state_file, "\"bookmarks\" is not an object");
+	if (json_object_get(&bms, t->stream, &bm) != 1 || bm.type == JSON_NULL)
+		return 0;
+	if (bm.type != JSON_OBJECT)
+		return bad("state", t->state_file, "the bookmark of '%s' is not an object",
+			   t->stream);
+	if (json_object_get(&bm, "files", &files) != 1 || files.type == JSON_NULL)
+		return 0;
+	if (files.type != JSON_ARRAY)
+		return bad("state", t->state_file, "\"files\" of '%s' is not an array", t->stream);
+	pos = 0;
+	while (json_array_next(&files, &pos, &e)) {
+		if (e.type != JSON_STRING) {
+			rc = bad("state", t->state_file, "\"files\" of '%s' holds a value that "
+				 "is not a string", t->stream);
+			break;
+		}
+		sb_reset(&str);
+		json_string_decode(&e, &str);
+		if (str.buf == NULL || memchr(str.buf, '\0', str.len) != NULL)
+			continue;
+		t->done = xrealloc(t->done, (t->ndone + 1) * sizeof(*t->done));
+		t->done[t->ndone++] = sb_detach(&str);
+	}
+	sb_free(&str);
+	if (t->ndone > 1)
+		qsort(t->done, t->ndone, sizeof(*t->done), cmp_str);
+	return rc;
+}
+
+static void add_bookmark(struct tap *t, struct sb *out)
+{
+	size_t i;
+
+	json_quote(out, t->stream, strlen(t->stream));
+	sb_adds(out, ":{\"files\":[");
+	for (i = 0; i < t->nread; i++) {
+		if (i)
+			sb_addc(out, ',');
+		json_quote(out, t->read[i], strlen(t->read[i]));
+	}
+	sb_adds(out, "]}");
+}
+
+/* The old bookmarks, this stream's replaced (once, where it was), or added. */
+static void add_bookmarks(struct tap *t, const struct json_span *old, struct sb *out)
+{
+	struct json_span k, v;
+	size_t pos = 0;
+	int first = 1, done = 0;
+
+	sb_addc(out, '{');
+	while (old != NULL && json_object_next(old, &pos, &k, &v)) {
+		int mine = json_string_equal(&k, t->stream, 0);
+
+		if (mine && done)
+			continue;
+		if (!first)
+			sb_addc(out, ',');
+		first = 0;
+		if (mine) {
+			add_bookmark(t, out);
+			done = 1;
+			continue;
+		}
+		json_compact(&k, out);
+		sb_addc(out, ':');
+		json_compact(&v, out);
+	}
+	if (!done) {
+		if (!first)
+			sb_addc(out, ',');
+		add_bookmark(t, out);
+	}
+	sb_addc(out, '}');
+}
+
+void add_state(struct tap *t)
+{
+	struct json_span k, v;
+	size_t pos = 0;
+	int first = 1, done = 0;
+	struct sb *out = &t->msg;
+
+	sb_adds(out, "{\"type\":\"STATE\",\"value\":{");
+	while (t->state.type == JSON_OBJECT && json_object_next(&t->state, &pos, &k, &v)) {
+		int bm = json_string_equal(&k, "bookmarks", 0);
+
+		if (bm && done)
+			continue;
+		if (!first)
+			sb_addc(out, ',');
+		first = 0;
+		json_compact(&k, out);
+		sb_addc(out, ':');
+		if (bm) {
+			add_bookmarks(t, v.type == JSON_OBJECT ? &v : NULL, out);
+			done = 1;
+		} else
+			json_compact(&v, out);
+	}
+	if (!done) {
+		if (!first)
+			sb_addc(out, ',');
+		sb_adds(out, "\"bookmarks\":");
+		add_bookmarks(t, NULL, out);
+	}
+	sb_adds(out, "}}\n");
+}
+
+/* ---- output ---- */
+
+int emit(struct tap *t)
+{
+	if (t->msg.len > 0 && fwrite(t->msg.buf, 1, t->msg.len, stdout) != t->msg.len) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		t->write_failed = 1;
+		sb_reset(&t->msg);
+		return -1;
+	}
+	sb_reset(&t->msg);
+	return 0;
+}
+
+int print_pretty(struct tap *t, const char *json, size_t len)
+{
+	struct json_span v;
+	const char *why = NULL;
+	size_t pos = 0;
+
+	if (json_validate(json, len, &v, &pos, &why) < 0) {
+		err_msg("internal error: invalid JSON at byte %zu: %s", pos, why);
+		return EXIT_FAIL;
+	}
+	json_pretty(&v, &t->msg);
+	return emit(t) < 0 ? EXIT_FAIL : 0;
+}
