@@ -1,5 +1,6 @@
 /*
- * bucket: the store-independent half.  Parses the url, picks the store,
+ * bucket: the store-independent half.  Parses the url, picks the store
+ * (a local directory, s3:// and gs://, az://),
  * validates keys once for every store, sorts listings.
  */
 #include "bucket.h"
@@ -138,6 +139,8 @@ struct bucket *bucket_open_opts(const char *url, const char *endpoint)
 		b = local_bucket_open(path);
 	} else if (has_scheme(url, "s3") || has_scheme(url, "gs")) {
 		b = s3_bucket_open(url, endpoint);
+	} else if (has_scheme(url, "az")) {
+		b = az_bucket_open(url, endpoint, NULL);
 	} else if (scheme_len(url) > 0) {
 		p = printable(url);
 		err_msg("unsupported bucket '%s': use a local directory, "

@@ -1,6 +1,6 @@
 /*
  * bucket_impl: what a store implements so that bucket.h's callers reach it
- * unchanged.  Only bucket.c and the stores (bucket_local.c, s3.c) include
+ * unchanged.  Only bucket.c and the stores (bucket_local.c, s3.c, azure.c) include
  * this header.
  *
  * A store embeds struct bucket as the FIRST member of its own bucket struct
@@ -36,7 +36,7 @@ struct bucket_keys {
 void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len);
 
 struct bucket_ops {
-	const char *name;	/* "local", "s3": for messages and tests */
+	const char *name;	/* "local", "s3", "az": for messages and tests */
 
 	/* Free everything of the store's bucket, including b itself. */
 	void (*free)(struct bucket *b);
@@ -86,9 +86,14 @@ struct bucket_writer {
  * local_bucket_open takes the directory (already stripped of "file://").
  * s3_bucket_open takes "s3://name[/prefix]" or "gs://name[/prefix]" and an
  * endpoint url (NULL: from the environment or the AWS profile, else AWS
- * or GCS itself).  Both report their errors and return NULL.
+ * or GCS itself).  az_bucket_open takes "az://container[/prefix]", the
+ * account's blob endpoint (NULL: from AZURE_STORAGE_CONNECTION_STRING,
+ * else https://ACCOUNT.blob.core.windows.net) and the account name (NULL:
+ * from the environment or the endpoint); see docs/AZURE.md.  All report
+ * their errors and return NULL.
  */
 struct bucket *local_bucket_open(const char *dir);
 struct bucket *s3_bucket_open(const char *url, const char *endpoint);
+struct bucket *az_bucket_open(const char *url, const char *endpoint, const char *account);
 
 #endif

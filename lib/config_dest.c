@@ -62,7 +62,8 @@ static int bucket_problem(const char *b, int *url, struct sb *why)
 		return 0;
 	if (strncmp(b + i, "://", 3) != 0) {
 		if ((i == 4 && strncasecmp(b, "file", 4) == 0) ||
-		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0))) {
+		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0 ||
+				strncasecmp(b, "az", 2) == 0))) {
 			sb_addf(why, "destination.bucket '%s' is not a valid URL (%s)", b, hint);
 			return -1;
 		}
@@ -77,9 +78,11 @@ static int bucket_problem(const char *b, int *url, struct sb *why)
 		}
 		return 0;
 	}
-	if (i == 2 && (strncmp(b, "s3", 2) == 0 || strncmp(b, "gs", 2) == 0)) {
+	if (i == 2 && (strncmp(b, "s3", 2) == 0 || strncmp(b, "gs", 2) == 0 ||
+		       strncmp(b, "az", 2) == 0)) {
 		if (b[5] == '\0' || b[5] == '/') {
-			sb_addf(why, "destination.bucket '%s' names no bucket", b);
+			sb_addf(why, "destination.bucket '%s' names no %s", b,
+				b[0] == 'a' ? "container" : "bucket");
 			return -1;
 		}
 		return 0;

@@ -1,0 +1,429 @@
+/*
+ * azure_call: one request to the Blob service and its answer.  libcurl
+ * does the HTTP; the request is signed here (SharedKey: HMAC-SHA256 of
+ * the string-to-sign, azure_auth.c) or carries the SAS in its query.
+ * Failed requests are retried with exponential backoff and jitter when
+ * the failure may pass (5xx, 408, 429, ServerBusy, OperationTimedOut,
+ * timeouts, resets).
+ */
+#include "azure_impl.h"
+#include "err.h"
+#include "util.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+void az_call_init(struct az_call *c, const char *verb, const char *api,
+		  const char *method, const char *key)
+{
+	memset(c, 0, sizeof(*c));
+	c->verb = verb;
+	c->api = api;
+	c->method = method;
+	c->key = key;
+}
+
+void az_call_param(struct az_call *c, const char *name, const char *value)
+{
+	if (c->nq < sizeof(c->q) / sizeof(c->q[0])) {
+		c->q[c->nq].name = name;
+		c->q[c->nq].value = value;
+		c->nq++;
+	}
+}
+
+void az_call_free(struct az_call *c)
+{
+	sb_free(&c->resp);
+	sb_free(&c->code);
+	sb_free(&c->msg);
+}
+
+char *az_subject(const struct az_bucket *z, const char *key)
+{
+	if (key && *key)
+		return xasprintf("az://%s/%s%s", z->t.container, z->t.prefix, key);
+	if (*z->t.prefix)
+		return xasprintf("az://%s/%.*s", z->t.container, (int)strlen(z->t.prefix) - 1,
+				 z->t.prefix);
+	return xasprintf("az://%s", z->t.container);
+}
+
+/* The path as sent: base, container, the blob's name encoded (its '/' kept). */
+static void add_path(struct sb *out, const struct az_bucket *z, const char *key)
+{
+	sb_adds(out, z->t.base);
+	sb_addc(out, '/');
+	sb_adds(out, z->t.container);
+	if (key) {
+		char *full = xasprintf("%s%s", z->t.prefix, key);
+
+		sb_addc(out, '/');
+		s3_uri_encode(out, full, strlen(full), 1);
+		free(full);
+	}
+}
+
+char *az_url(const struct az_bucket *z, const char *key, const struct az_call *c, int with_sas)
+{
+	struct sb u = SB_INIT;
+	char sep = '?';
+	size_t i;
+
+	sb_adds(&u, z->t.origin);
+	add_path(&u, z, key);
+	if (with_sas && z->cr.sas && *z->cr.sas) {
+		sb_addf(&u, "?%s", z->cr.sas);
+		sep = '&';
+	}
+	for (i = 0; c && i < c->nq; i++) {
+		sb_addc(&u, sep);
+		sep = '&';
+		s3_uri_encode(&u, c->q[i].name, strlen(c->q[i].name), 0);
+		sb_addc(&u, '=');
+		if (c->q[i].value)
+			s3_uri_encode(&u, c->q[i].value, strlen(c->q[i].value), 0);
+	}
+	return sb_detach(&u);
+}
+
+static const char *reason_phrase(long status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 412: return "Precondition Failed";
+	case 416: return "Range Not Satisfiable";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "";
+	}
+}
+
+void az_report(const struct az_bucket *z, const struct az_call *c, const char *key)
+{
+	char *subj = az_subject(z, key ? key : c->key);
+	char tries[48] = "", hint[320] = "";
+	const char *code = c->code.len ? c->code.buf : reason_phrase(c->status);
+	const char *msg = c->msg.len ? c->msg.buf : "";
+
+	if (c->attempts > 1)
+		snprintf(tries, sizeof(tries), " (gave up after %d attempts)", c->attempts);
+	if (c->status < 0) {
+		err_msg("cannot %s '%s': %s: %s%s", c->verb, subj, c->api, c->why, tries);
+		free(subj);
+		return;
+	}
+	if (az_code_is(c, "ContainerNotFound"))
+		snprintf(hint, sizeof(hint), " (container '%s' of account '%s' at %s)",
+			 z->t.container, z->cr.account, z->t.origin);
+	else if (c->status == 403 && az_code_is(c, "AuthenticationFailed"))
+		snprintf(hint, sizeof(hint), " (credentials from %s)", z->cr.source);
+	err_msg("cannot %s '%s': %s: HTTP %ld%s%s%s%s%s%s", c->verb, subj, c->api, c->status,
+		*code ? " " : "", code, *msg ? ": " : "", msg, hint, tries);
+	free(subj);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct az_call *c = arg;
+
+	sb_add(&c->resp, data, size * n);
+	return size * n;
+}
+
+static void copy_value(char *dst, size_t size, const char *v, size_t vlen)
+{
+	if (vlen < size) {
+		memcpy(dst, v, vlen);
+		dst[vlen] = '\0';
+	}
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct az_call *c = arg;
+	size_t len = size * n, nlen, vlen;
+	const char *colon = memchr(data, ':', len), *v;
+
+	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
+		c->headers_ended = 0;
+	else if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
+		c->headers_ended = 1;
+	if (colon == NULL)
+		return len;
+	nlen = (size_t)(colon - data);
+	v = colon + 1;
+	vlen = len - nlen - 1;
+	while (vlen > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		vlen--;
+	}
+	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
+		vlen--;
+	if (nlen == 4 && strncasecmp(data, "ETag", 4) == 0) {
+		copy_value(c->etag, sizeof(c->etag), v, vlen);
+	} else if (nlen == 14 && strncasecmp(data, "Content-Length", 14) == 0) {
+		char num[32] = "";
+
+		copy_value(num, sizeof(num), v, vlen);
+		c->length = strtoull(num, NULL, 10);
+	} else if (nlen == 16 && strncasecmp(data, "x-ms-copy-status", 16) == 0) {
+		copy_value(c->copy_status, sizeof(c->copy_status), v, vlen);
+	} else if (nlen == 12 && strncasecmp(data, "x-ms-copy-id", 12) == 0) {
+		copy_value(c->copy_id, sizeof(c->copy_id), v, vlen);
+	} else if (nlen == 15 && strncasecmp(data, "x-ms-error-code", 15) == 0) {
+		sb_reset(&c->code);
+		sb_add(&c->code, v, vlen);
+	}
+	return len;
+}
+
+static size_t on_read(char *dst, size_t size, size_t n, void *arg)
+{
+	struct az_call *c = arg;
+	size_t left = c->body_len - c->sent, want = size * n;
+
+	if (want > left)
+		want = left;
+	if (want)
+		memcpy(dst, (const char *)c->body + c->sent, want);
+	c->sent += want;
+	return want;
+}
+
+static int on_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct az_call *c = arg;
+
+	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > c->body_len)
+		return CURL_SEEKFUNC_FAIL;
+	c->sent = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+static int on_prereq(void *arg, char *remote_ip, char *local_ip, int remote_port, int local_port)
+{
+	struct az_call *c = arg;
+
+	(void)remote_ip;
+	(void)local_ip;
+	(void)remote_port;
+	(void)local_port;
+	c->sends++;
+	return CURL_PREREQFUNC_OK;
+}
+#endif
+
+static int retryable_curl(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_WEIRD_SERVER_REPLY:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int retryable(const struct az_call *c)
+{
+	if (c->status < 0)
+		return retryable_curl(c->rc);
+	if (c->status >= 500 && c->status != 501)
+		return 1;
+	return c->status == 408 || c->status == 429 || az_code_is(c, "ServerBusy") ||
+	       az_code_is(c, "OperationTimedOut") || az_code_is(c, "InternalError");
+}
+
+static uint64_t rnd64(void)
+{
+	static uint64_t state;
+
+	if (state == 0) {
+		if (getrandom(&state, sizeof(state), GRND_NONBLOCK) != (ssize_t)sizeof(state))
+			state = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+		state |= 1;
+	}
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return state;
+}
+
+static void backoff(int attempt)
+{
+	long cap = 200L << (attempt < 7 ? attempt : 7);	/* 200 ms, 400 ms, ... 20 s */
+
+	if (cap > 20000)
+		cap = 20000;
+	util_sleep_ms(cap / 2 + (long)(rnd64() % (uint64_t)(cap / 2 + 1)));
+}
+
+/* RFC 1123 in GMT, in English whatever the locale. */
+static void http_date(char *buf, size_t size)
+{
+	static const char *const wd[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char *const mo[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	snprintf(buf, size, "%s, %02d %s %04d %02d:%02d:%02d GMT", wd[tm.tm_wday], tm.tm_mday,
+		 mo[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* One try: fills status, or status -1 and why. */
+static void attempt(struct az_bucket *z, struct az_call *c)
+{
+	const char *hdr[16];
+	char date[64], vers[64], clen[48];
+	struct curl_slist *list = NULL;
+	struct sb auth = SB_INIT, path = SB_INIT, sts = SB_INIT;
+	char *url = az_url(z, c->key, c, 1);
+	int put = strcmp(c->method, "PUT") == 0;
+	size_t n = 0, i;
+	CURLcode rc;
+
+	sb_reset(&c->resp);
+	sb_reset(&c->code);
+	sb_reset(&c->msg);
+	c->etag[0] = c->copy_status[0] = c->copy_id[0] = c->why[0] = '\0';
+	c->length = 0;
+	c->sent = 0;
+	c->headers_ended = 0;
+	c->rc = CURLE_OK;
+	z->errbuf[0] = '\0';
+
+	memcpy(date, "x-ms-date: ", 11);
+	http_date(date + 11, sizeof(date) - 11);
+	snprintf(vers, sizeof(vers), "x-ms-version: %s", AZ_VERSION);
+	hdr[n++] = date;
+	hdr[n++] = vers;
+	if (put) {
+		snprintf(clen, sizeof(clen), "Content-Length: %zu", c->body_len);
+		hdr[n++] = clen;
+	}
+	for (i = 0; i < sizeof(c->hdr) / sizeof(c->hdr[0]) && c->hdr[i]; i++)
+		hdr[n++] = c->hdr[i];
+	if (z->cr.key) {
+		add_path(&path, z, c->key);
+		az_string_to_sign(&sts, c->method, hdr, n, z->cr.account, path.buf, c->q, c->nq);
+		sb_addf(&auth, "Authorization: SharedKey %s:", z->cr.account);
+		az_sign(&auth, z->cr.key, z->cr.key_len, sts.buf, sts.len);
+	}
+	for (i = 0; i < n; i++)
+		if (hdr[i] != clen)	/* curl sends its own, from the upload size */
+			list = curl_slist_append(list, hdr[i]);
+	if (auth.len)
+		list = curl_slist_append(list, auth.buf);
+	list = curl_slist_append(list, "Expect:");
+	if (put)
+		list = curl_slist_append(list, "Content-Type:");
+
+	curl_easy_reset(z->h);
+	curl_easy_setopt(z->h, CURLOPT_URL, url);
+	curl_easy_setopt(z->h, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(z->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(z->h, CURLOPT_ERRORBUFFER, z->errbuf);
+	curl_easy_setopt(z->h, CURLOPT_CONNECTTIMEOUT, z->timeout < 10 ? z->timeout : 10L);
+	curl_easy_setopt(z->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(z->h, CURLOPT_LOW_SPEED_TIME, z->timeout);
+	curl_easy_setopt(z->h, CURLOPT_HTTPHEADER, list);
+	curl_easy_setopt(z->h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(z->h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(z->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(z->h, CURLOPT_HEADERDATA, c);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	curl_easy_setopt(z->h, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(z->h, CURLOPT_PREREQDATA, c);
+#endif
+	if (strcmp(c->method, "HEAD") == 0) {
+		curl_easy_setopt(z->h, CURLOPT_NOBODY, 1L);
+	} else if (put) {
+		curl_easy_setopt(z->h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(z->h, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(z->h, CURLOPT_READDATA, c);
+		curl_easy_setopt(z->h, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(z->h, CURLOPT_SEEKDATA, c);
+		curl_easy_setopt(z->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (strcmp(c->method, "GET") != 0) {
+		curl_easy_setopt(z->h, CURLOPT_CUSTOMREQUEST, c->method);
+	}
+
+	rc = curl_easy_perform(z->h);
+	c->attempts++;
+#if LIBCURL_VERSION_NUM < 0x075000
+	c->sends = c->attempts;
+#endif
+	if (rc == CURLE_OK && !c->headers_ended) {
+		rc = CURLE_PARTIAL_FILE;
+		snprintf(z->errbuf, sizeof(z->errbuf), "the connection closed inside the answer's headers");
+	}
+	if (rc != CURLE_OK) {
+		c->status = -1;
+		c->rc = rc;
+		snprintf(c->why, sizeof(c->why), "%s", z->errbuf[0] ? z->errbuf : curl_easy_strerror(rc));
+	} else {
+		curl_easy_getinfo(z->h, CURLINFO_RESPONSE_CODE, &c->status);
+		if (c->status >= 300 && c->resp.len) {
+			struct sb code = SB_INIT;
+
+			az_xml_error(c->resp.buf, c->resp.len, &code, &c->msg);
+			if (code.len) {
+				sb_reset(&c->code);
+				sb_add(&c->code, code.buf, code.len);
+			}
+			sb_free(&code);
+		}
+	}
+	curl_easy_setopt(z->h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(z->h, CURLOPT_URL, "");
+	curl_slist_free_all(list);
+	if (url)
+		memset(url, 0, strlen(url));	/* it may hold the SAS */
+	free(url);
+	sb_free(&auth);
+	sb_free(&path);
+	sb_free(&sts);
+}
+
+long az_perform(struct az_bucket *z, struct az_call *c)
+{
+	int n;
+
+	c->attempts = 0;
+	for (n = 0;; n++) {
+		attempt(z, c);
+		if (az_ok(c) || !retryable(c) || n >= z->retries)
+			break;
+		backoff(n);
+	}
+	return c->status;
+}
