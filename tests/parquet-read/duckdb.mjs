@@ -108,7 +108,7 @@ function expr(c) {
 	if (t === 'TIMESTAMP_MS' || t === 'TIMESTAMP_S') return `CAST(epoch_ms(${q}) AS VARCHAR)`;
 	if (/^TIMESTAMP/.test(t)) return `CAST(epoch_us(${q}) AS VARCHAR)`;
 	if (t === 'DATE') return `strftime(${q}, '%Y-%m-%d')`;
-	if (/^TIME/.test(t)) return `CAST(epoch_us(TIMESTAMP '1970-01-01' + ${q}) AS VARCHAR)`;
+	if (/^TIME/.test(t)) return `CAST(epoch_us(DATE '1970-01-01' + ${q}) AS VARCHAR)`;
 	if (t === 'BLOB') return `to_base64(${q})`;
 	if (t === 'JSON') return `CAST(${q} AS VARCHAR)`;
 	return q;
