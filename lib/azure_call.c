@@ -132,7 +132,8 @@ void az_report(const struct az_bucket *z, const struct az_call *c, const char *k
 	if (az_code_is(c, "ContainerNotFound"))
 		snprintf(hint, sizeof(hint), " (container '%s' of account '%s' at %s)",
 			 z->t.container, z->cr.account, z->t.origin);
-	else if (c->status == 403 && az_code_is(c, "AuthenticationFailed"))
+	else if (c->status == 403 && (az_code_is(c, "AuthenticationFailed") ||
+				      az_code_is(c, "AuthorizationFailure")))
 		snprintf(hint, sizeof(hint), " (credentials from %s)", z->cr.source);
 	err_msg("cannot %s '%s': %s: HTTP %ld%s%s%s%s%s%s", c->verb, subj, c->api, c->status,
 		*code ? " " : "", code, *msg ? ": " : "", msg, hint, tries);
