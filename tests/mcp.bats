@@ -267,6 +267,18 @@ Done! 3 records in 1 stream(s)
 	no_secret_in "$PIPE_MCP_STDERR"
 }
 
+@test "JSON answers are masked too: a manifest holding a URL's password" {
+	bucket_put .dataspoc/manifest.json <<-'EOF'
+	{"version":"1.0","updated_at":"2026-01-01T00:00:00Z","tables":{"pg/orders":{"source":"pg","table":"orders","location":"s3://lake/raw/pg/orders","pipeline":"orders","note":"copied from postgres://app:s3cr3t-pw@db/x","columns":[],"stats":{"total_rows":1}}}}
+	EOF
+	steps "{\"call\":\"show_manifest\",\"args\":{\"bucket\":\"$(bucket_url)\"}}"
+	printf '%s\n' "$STEPS" >"$BATS_TEST_TMPDIR/answer"
+	no_secret_in "$BATS_TEST_TMPDIR/answer"
+	run -0 jq -r '.structuredContent.tables["pg/orders"].note, (.content[0].text | fromjson | .tables["pg/orders"].stats.total_rows)' <<<"$(step 1)"
+	assert_output "copied from postgres://app:***@db/x
+1"
+}
+
 @test "names are checked: no path tricks, no options, nothing run" {
 	for name in ../orders 'a/b' -rf .hidden '' 'orders
 x'; do
