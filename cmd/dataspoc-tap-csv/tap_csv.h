@@ -7,7 +7,8 @@
  *			catalog (-p, --catalog), JSON files read with libjq
  *	state.c		the --state file and the STATE messages, kept as bytes
  *			so that other streams' bookmarks pass unchanged
- *	csv.c		CSV (RFC 4180), read one row at a time
+ *	csv.c		CSV (RFC 4180), read one row at a time (csv.h; the
+ *			google-sheets-public tap compiles it too)
  *	stream.c	a stream's SCHEMA and RECORD messages; with -d, the
  *			catalog of the configured files
  *	helpers.c	messages, byte strings, whole files, stdout
@@ -20,6 +21,7 @@
 
 #include <stddef.h>
 
+#include "csv.h"
 #include "json.h"
 #include "sb.h"
 
@@ -55,23 +57,6 @@ struct tap {
 	int write_failed;		/* already reported */
 };
 
-/* A CSV file being read (csv.c); a row's fields through csv_field(). */
-struct csv {
-	const char *path;
-	int fd;
-	char delim;
-	unsigned long line;	/* the physical line being read, 1-based */
-	unsigned long row_line;	/* the line the last row started on */
-	const char *err;	/* why csv_next() failed; NULL: see errno */
-	unsigned long err_line;
-	struct sb row;		/* the row's fields, back to back */
-	size_t *end;		/* end[i]: where field i ends in row */
-	size_t nfields, cap;
-	size_t pos, len;
-	int eof;
-	char buf[1 << 16];
-};
-
 /* ---- helpers.c ---- */
 
 /* Print "what 'file': why" and return EXIT_USAGE (a config-type error). */
@@ -103,22 +88,6 @@ int load_catalog(struct tap *t);
 int load_state(struct tap *t);
 /* Print a STATE message: the bookmarks so far.  0, or -1 after reporting. */
 int emit_state(struct tap *t);
-
-/* ---- csv.c ---- */
-
-/* Open path, its byte order mark skipped; NULL with errno set. */
-struct csv *csv_open(const char *path, char delim);
-void csv_close(struct csv *c);
-/*
- * The next row.  1 with a row, 0 at the end of the file, -1 on error (c->err
- * says why, or errno when c->err is NULL).  Empty lines are skipped, as
- * Python's csv module does.
- */
-int csv_next(struct csv *c);
-/* Field i of the row: its bytes, *len of them. */
-const char *csv_field(const struct csv *c, size_t i, size_t *len);
-/* Report a csv_next() failure, after what was printed before it: EXIT_FAIL. */
-int csv_fail(const struct csv *c);
 
 /* ---- stream.c ---- */
 
