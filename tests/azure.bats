@@ -365,3 +365,31 @@ Done! 5 records in 2 stream(s)
 	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
 	diff -u before.snap after.snap
 }
+
+@test "az: faults on a seeded schedule (resets before and after the work, 500s, 503s, cut answers): two runs land exactly once" {
+	export DATASPOC_PIPE_AZ_RETRIES=10
+	az_proxy rate=0.2 seed=17 kinds=reset,resetafter,500,503,truncate
+	shop_pipeline "endpoint_url: $PROXY_ENDPOINT/$AZ_ACCOUNT"
+	shop_run
+	assert_line --index 1 "Done! 5 records in 2 stream(s)"
+	shop_more
+	run -0 --separate-stderr dataspoc-pipe run shop
+	assert_line --index 2 "Done! 2 records in 1 stream(s)"
+	# faults of every kind met, the work of some requests done twice
+	run -0 grep -c '^fault-resetafter/2' "$PROXY_LOG"
+	[ "$output" -ge 1 ]
+	run -0 grep -c '^fault-' "$PROXY_LOG"
+	[ "$output" -ge 5 ]
+	# every record once, the state the last run's, nothing staged or locked
+	local k
+	for k in $(bucket_files | grep /orders/); do
+		bucket_cat "$k" | zstd -qdc
+	done >orders.got
+	cat orders.jsonl more.jsonl | diff -u - orders.got
+	bucket_cat .dataspoc/state/shop/state.json | jq -c . >state.got
+	echo '{"bookmarks":{"orders":{"id":5},"users":{"id":"u2"}}}' | diff -u - state.got
+	run -0 bucket_keys .dataspoc/st
+	assert_output ".dataspoc/state/shop/state.json"
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+}
