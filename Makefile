@@ -13,11 +13,15 @@ PKG_CONFIG ?= pkg-config
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla -Wcast-qual -Wwrite-strings
 CFLAGS ?= -O2 -g
-PKGS = yaml-0.1 libcurl libcrypto libzstd zlib
-DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
+# libcurl is not linked: lib/curl_load.c loads it with dlopen(3) when a
+# program first reaches an s3:// or gs:// bucket, so that no start of a
+# local run maps it and the libraries it brings.  Each program gets only
+# the libraries it calls (--as-needed: pipe-tap needs libyaml alone).
+PKGS = yaml-0.1 libcrypto libzstd zlib
+DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) libcurl 2>/dev/null)
+DEP_LIBS := -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
 	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) \
-	$(shell $(PKG_CONFIG) --libs snappy 2>/dev/null || echo -lsnappy) -lm -lpthread
+	$(shell $(PKG_CONFIG) --libs snappy 2>/dev/null || echo -lsnappy) -lm -lpthread -ldl
 ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(EXTRA_CFLAGS)
 # Each object depends on the headers it includes (the .d files beside it).
 DEPFLAGS = -MMD -MP
