@@ -324,8 +324,9 @@ json.dump(c, open("props.json", "w"), indent=2)' "$2" "$3"
 	[ "$n" -gt 0 ]
 	cat <&5 >got.jsonl
 	exec 5<&-
-	run wait "$tap"
-	[ "$status" -eq 1 ]
+	st=0
+	wait "$tap" || st=$?
+	[ "$st" -eq 1 ]
 	run cat err
 	[ "${#lines[@]}" -eq 1 ]
 	[[ $output == "dataspoc-tap-postgres: cannot read table 'other.big' (host '127.0.0.1' port $PG_PORT database 'appdb'): "*"terminating connection due to administrator command"* ]]
