@@ -1,0 +1,1011 @@
+/*
+ * dataspoc-tap-google-sheets-public: the built-in Singer tap for a public
+ * Google Sheet (the YAML's "tap: google-sheets-public").  It fetches the
+ * sheet's CSV export over HTTPS with libcurl, infers each column's type from
+ * its values (integer, number, boolean, else string; empty cells are
+ * null), and prints a SCHEMA and the RECORDs.  The CSV is read with
+ * dataspoc-tap-csv's reader (csv.c includes that folder's).
+ *
+ * DATASPOC_GSHEETS_BASE_URL replaces https://docs.google.com, for the
+ * tests' local server only.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+#include <jv.h>
+
+#include "../dataspoc-tap-csv/csv.h"
+#include "err.h"
+#include "json.h"
+#include "sb.h"
+#include "util.h"
+
+#ifndef PIPE_VERSION
+#define PIPE_VERSION "0.1.0"
+#endif
+
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* A sheet bigger than this is refused (the export is read into memory). */
+#define MAX_BYTES ((size_t)1 << 30)
+
+static const char usage_line[] =
+	"usage: dataspoc-tap-google-sheets-public [-d] -c config [-s state] "
+	"[-p properties | --catalog catalog]\n";
+
+static const char help_text[] =
+	"Fetch a public Google Sheet's CSV export and print it as a Singer stream.\n"
+	"\n"
+	"  -c, --config FILE      the tap's config (required): {\"url\"} (as pasted from a\n"
+	"                         browser) or {\"spreadsheet_id\", \"sheet_gid\" or\n"
+	"                         \"sheet_name\"}; \"stream_name\", \"key_properties\"\n"
+	"  -s, --state FILE       accepted and ignored: every run reads the whole sheet\n"
+	"  -p, --properties FILE  a catalog: the stream or columns with\n"
+	"      --catalog FILE     \"selected\": false are left out\n"
+	"  -d, --discover         print the catalog (fetches the sheet)\n"
+	"      --about            print the tap's name and capabilities as JSON\n"
+	"      --version          print the version\n"
+	"  -h, --help             print this help\n"
+	"\n"
+	"Column types are inferred from the values: integer, number, boolean, else\n"
+	"string; an empty cell is null.  Exit status: 0 success, 1 the sheet could not\n"
+	"be fetched (not public, not found, network) or is not valid CSV, 2 usage or\n"
+	"config error.  See dataspoc-tap-google-sheets-public(1).\n";
+
+static const char about_json[] =
+	"{\"name\":\"dataspoc-tap-google-sheets-public\","
+	"\"description\":\"Singer tap for public Google Sheets, built into dataspoc-pipe\","
+	"\"version\":\"" PIPE_VERSION "\","
+	"\"capabilities\":[\"discover\",\"catalog\",\"properties\"],"
+	"\"settings\":{\"type\":\"object\",\"properties\":{"
+	"\"url\":{\"type\":\"string\"},"
+	"\"spreadsheet_id\":{\"type\":\"string\"},"
+	"\"sheet_gid\":{\"type\":[\"string\",\"integer\"]},"
+	"\"sheet_name\":{\"type\":\"string\"},"
+	"\"stream_name\":{\"type\":\"string\"},"
+	"\"key_properties\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}}";
+
+enum coltype { T_NONE, T_INTEGER, T_NUMBER, T_BOOLEAN, T_STRING };
+
+struct sheet {
+	const char *config_file;
+	const char *catalog_file;
+	const char *catalog_what;
+	char *id, *gid, *name;	/* the spreadsheet, and gid or sheet name */
+	char *stream;
+	char **keys;
+	size_t nkeys;
+	int selected;
+	char **drop;
+	size_t ndrop;
+	char *url;		/* the export's */
+	struct sb body;
+	/* the columns */
+	char **cols;
+	size_t ncols;
+	enum coltype *type;
+	int *on;
+	struct sb msg;
+	int write_failed;
+};
+
+static void free_list(char **list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+static int in_list(char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+static int bad(const char *what, const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int bad(const char *what, const char *file, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	err_msg("%s '%s': %s", what, file, why);
+	return EXIT_USAGE;
+}
+
+static int emit(struct sheet *s)
+{
+	if (s->msg.len > 0 && fwrite(s->msg.buf, 1, s->msg.len, stdout) != s->msg.len) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		s->write_failed = 1;
+		sb_reset(&s->msg);
+		return -1;
+	}
+	sb_reset(&s->msg);
+	return 0;
+}
+
+/* ---- config and catalog (libjq: they hold no record values) ---- */
+
+static int load_json(const char *what, const char *path, jv *out)
+{
+	struct sb text = SB_INIT;
+	jv v, msg;
+
+	if (util_read_file(path, &text, NULL) < 0) {
+		err_msg("%s '%s':", what, path);
+		sb_free(&text);
+		return EXIT_USAGE;
+	}
+	if (text.len > INT32_MAX) {
+		sb_free(&text);
+		return bad(what, path, "too large");
+	}
+	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
+	sb_free(&text);
+	if (!jv_is_valid(v)) {
+		msg = jv_invalid_get_msg(v);
+		if (jv_get_kind(msg) == JV_KIND_STRING) {
+			const char *m = jv_string_value(msg);
+			const char *cut = strstr(m, " (while parsing '");
+
+			bad(what, path, "%.*s", cut ? (int)(cut - m) : (int)strlen(m), m);
+		} else
+			bad(what, path, "not JSON");
+		jv_free(msg);
+		return EXIT_USAGE;
+	}
+	*out = v;
+	return 0;
+}
+
+static jv jget(jv obj, const char *key)
+{
+	return jv_object_get(jv_copy(obj), jv_string(key));
+}
+
+static int absent(jv v)
+{
+	return !jv_is_valid(v) || jv_get_kind(v) == JV_KIND_NULL;
+}
+
+/* A non-empty string (or, with num, a non-negative integer) member; -1 otherwise. */
+static int jstr_member(jv conf, const char *key, int num, char **out)
+{
+	jv v = jget(conf, key);
+	int r = 0;
+
+	*out = NULL;
+	if (absent(v))
+		r = 0;
+	else if (jv_get_kind(v) == JV_KIND_STRING) {
+		const char *s = jv_string_value(v);
+		size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
+
+		if (n == 0 || memchr(s, '\0', n) != NULL)
+			r = -1;
+		else
+			*out = xstrndup(s, n);
+	} else if (num && jv_get_kind(v) == JV_KIND_NUMBER) {
+		double d = jv_number_value(v);
+
+		if (d < 0 || d > 4294967295.0 || d != (double)(uint64_t)d)
+			r = -1;
+		else
+			*out = xasprintf("%llu", (unsigned long long)d);
+	} else
+		r = -1;
+	jv_free(v);
+	return r;
+}
+
+static int id_ok(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '-' || *s == '_'))
+			return 0;
+	return 1;
+}
+
+static int digits_ok(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* The id and gid of a sheet's address: .../spreadsheets/d/ID/edit#gid=GID. */
+static int parse_url(struct sheet *s, const char *url)
+{
+	const char *p = strstr(url, "/spreadsheets/d/"), *e, *g;
+	size_t n;
+
+	if (p == NULL)
+		return -1;
+	p += strlen("/spreadsheets/d/");
+	n = strcspn(p, "/?#");
+	s->id = xstrndup(p, n);
+	if (!id_ok(s->id))
+		return -1;
+	/* gid= in the query or the fragment; the last one is the sheet shown */
+	for (g = NULL, e = p; (e = strstr(e, "gid=")) != NULL; e += 4)
+		if (e[-1] == '?' || e[-1] == '&' || e[-1] == '#')
+			g = e + 4;
+	if (g != NULL) {
+		n = strspn(g, "0123456789");
+		if (n == 0)
+			return -1;
+		s->gid = xstrndup(g, n);
+	}
+	return 0;
+}
+
+static int load_config(struct sheet *s)
+{
+	static const char *const known[] = {
+		"url", "spreadsheet_id", "sheet_gid", "sheet_name", "stream_name",
+		"key_properties"
+	};
+	const char *file = s->config_file;
+	jv conf = jv_invalid(), v;
+	char *url = NULL, *gid = NULL;
+	int rc, it, i, n;
+	size_t k;
+
+	rc = load_json("config", file, &conf);
+	if (rc)
+		goto out;
+	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
+		rc = bad("config", file, "not a JSON object");
+		goto out;
+	}
+	if (jstr_member(conf, "url", 0, &url) < 0 ||
+	    jstr_member(conf, "spreadsheet_id", 0, &s->id) < 0 ||
+	    jstr_member(conf, "sheet_gid", 1, &gid) < 0 ||
+	    jstr_member(conf, "sheet_name", 0, &s->name) < 0 ||
+	    jstr_member(conf, "stream_name", 0, &s->stream) < 0) {
+		rc = bad("config", file, "\"url\", \"spreadsheet_id\", \"sheet_name\" and "
+			 "\"stream_name\" must be non-empty strings, \"sheet_gid\" a string "
+			 "or a number of digits");
+		goto out;
+	}
+	if ((url != NULL) == (s->id != NULL)) {
+		rc = bad("config", file, "give \"url\" (the sheet's address) or "
+			 "\"spreadsheet_id\", one of them");
+		goto out;
+	}
+	if (url != NULL && parse_url(s, url) < 0) {
+		rc = bad("config", file, "\"url\" is not a Google Sheets address "
+			 "(https://docs.google.com/spreadsheets/d/ID/edit#gid=N)");
+		goto out;
+	}
+	if (!id_ok(s->id)) {
+		rc = bad("config", file, "\"spreadsheet_id\" '%s' is not a spreadsheet id",
+			 s->id);
+		goto out;
+	}
+	if (gid != NULL) {
+		if (!digits_ok(gid)) {
+			rc = bad("config", file, "\"sheet_gid\" must be digits, not '%s'", gid);
+			goto out;
+		}
+		free(s->gid);
+		s->gid = gid;
+		gid = NULL;
+	}
+	if (s->gid != NULL && s->name != NULL) {
+		rc = bad("config", file, "give \"sheet_gid\" or \"sheet_name\", not both");
+		goto out;
+	}
+	if (s->stream == NULL)
+		s->stream = xstrdup(s->name ? s->name : "sheet");
+	v = jget(conf, "key_properties");
+	if (!absent(v)) {
+		if (jv_get_kind(v) != JV_KIND_ARRAY)
+			rc = -1;
+		n = rc ? 0 : jv_array_length(jv_copy(v));
+		s->keys = xcalloc((size_t)n + 1, sizeof(*s->keys));
+		for (i = 0; i < n && rc == 0; i++) {
+			jv e = jv_array_get(jv_copy(v), i);
+
+			if (jv_get_kind(e) == JV_KIND_STRING &&
+			    strlen(jv_string_value(e)) == (size_t)jv_string_length_bytes(jv_copy(e)))
+				s->keys[s->nkeys++] = xstrdup(jv_string_value(e));
+			else
+				rc = -1;
+			jv_free(e);
+		}
+		if (rc)
+			rc = bad("config", file, "\"key_properties\" must be an array of strings");
+	}
+	jv_free(v);
+	if (rc)
+		goto out;
+	for (it = jv_object_iter(conf); jv_object_iter_valid(conf, it);
+	     it = jv_object_iter_next(conf, it)) {
+		jv key = jv_object_iter_key(conf, it);
+
+		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			if (strcmp(jv_string_value(key), known[k]) == 0)
+				break;
+		if (k == sizeof(known) / sizeof(known[0]))
+			err_warn("config '%s': key '%s' ignored", file, jv_string_value(key));
+		jv_free(key);
+	}
+out:
+	free(url);
+	free(gid);
+	jv_free(conf);
+	return rc;
+}
+
+static int deselected(jv m)
+{
+	jv md = jget(m, "metadata");
+	int r = 0;
+
+	if (jv_get_kind(md) == JV_KIND_OBJECT) {
+		jv x = jget(md, "selected");
+
+		r = jv_get_kind(x) == JV_KIND_FALSE;
+		jv_free(x);
+	}
+	jv_free(md);
+	return r;
+}
+
+static int load_catalog(struct sheet *s)
+{
+	jv cat = jv_invalid(), streams = jv_invalid();
+	int rc, i, n, j, nm;
+
+	rc = load_json(s->catalog_what, s->catalog_file, &cat);
+	if (rc)
+		goto out;
+	if (jv_get_kind(cat) == JV_KIND_OBJECT)
+		streams = jget(cat, "streams");
+	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
+		rc = bad(s->catalog_what, s->catalog_file,
+			 "not a catalog: {\"streams\": [...]} expected");
+		goto out;
+	}
+	s->selected = 0;
+	n = jv_array_length(jv_copy(streams));
+	for (i = 0; i < n; i++) {
+		jv st = jv_array_get(jv_copy(streams), i), id = jv_invalid(), md;
+
+		if (jv_get_kind(st) == JV_KIND_OBJECT) {
+			id = jget(st, "tap_stream_id");
+			if (jv_get_kind(id) != JV_KIND_STRING) {
+				jv_free(id);
+				id = jget(st, "stream");
+			}
+		}
+		if (jv_get_kind(id) != JV_KIND_STRING || strcmp(jv_string_value(id), s->stream)) {
+			jv_free(id);
+			jv_free(st);
+			continue;
+		}
+		jv_free(id);
+		s->selected = 1;
+		md = jget(st, "metadata");
+		nm = jv_get_kind(md) == JV_KIND_ARRAY ? jv_array_length(jv_copy(md)) : 0;
+		for (j = 0; j < nm; j++) {
+			jv m = jv_array_get(jv_copy(md), j), bc = jget(m, "breadcrumb");
+			int len = jv_get_kind(bc) == JV_KIND_ARRAY ? jv_array_length(jv_copy(bc)) : -1;
+
+			if (len == 0 && deselected(m))
+				s->selected = 0;
+			else if (len == 2 && deselected(m)) {
+				jv col = jv_array_get(jv_copy(bc), 1);
+
+				if (jv_get_kind(col) == JV_KIND_STRING) {
+					s->drop = xrealloc(s->drop, (s->ndrop + 1) * sizeof(*s->drop));
+					s->drop[s->ndrop++] = xstrdup(jv_string_value(col));
+				}
+				jv_free(col);
+			}
+			jv_free(bc);
+			jv_free(m);
+		}
+		jv_free(md);
+		jv_free(st);
+	}
+out:
+	jv_free(cat);
+	jv_free(streams);
+	return rc;
+}
+
+/* ---- the export, over HTTP ---- */
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct sb *b = arg;
+
+	if (b->len + size * n > MAX_BYTES)
+		return 0;
+	sb_add(b, p, size * n);
+	return size * n;
+}
+
+/* 1 when url is Google's sign-in page (a sheet that is not shared). */
+static int login_page(const char *url)
+{
+	return url != NULL && (strstr(url, "accounts.google.com") != NULL ||
+			       strstr(url, "/ServiceLogin") != NULL ||
+			       strstr(url, "/signin/") != NULL);
+}
+
+static char *export_url(const struct sheet *s)
+{
+	const char *base = getenv("DATASPOC_GSHEETS_BASE_URL");
+	struct sb u = SB_INIT;
+	const char *p;
+
+	if (base == NULL || *base == '\0')
+		base = "https://docs.google.com";
+	sb_addf(&u, "%s/spreadsheets/d/%s/", base, s->id);
+	if (s->name != NULL) {
+		sb_adds(&u, "gviz/tq?tqx=out:csv&sheet=");
+		for (p = s->name; *p; p++) {
+			unsigned char c = (unsigned char)*p;
+
+			if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~')
+				sb_addc(&u, (char)c);
+			else
+				sb_addf(&u, "%%%02X", c);
+		}
+	} else {
+		sb_adds(&u, "export?format=csv");
+		if (s->gid != NULL)
+			sb_addf(&u, "&gid=%s", s->gid);
+	}
+	return sb_detach(&u);
+}
+
+static int fetch(struct sheet *s)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	CURL *h = NULL;
+	CURLcode r;
+	long code = 0;
+	char *final = NULL, *ctype = NULL;
+	int rc = EXIT_FAIL;
+
+	s->url = export_url(s);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || (h = curl_easy_init()) == NULL) {
+		err_msg("cannot fetch '%s': libcurl cannot start", s->url);
+		goto out;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, s->url);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "dataspoc-pipe/" PIPE_VERSION);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s->body);
+	r = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &final);
+	curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ctype);
+	if (r == CURLE_WRITE_ERROR && s->body.len + CURL_MAX_WRITE_SIZE > MAX_BYTES) {
+		err_msg("cannot fetch '%s': the sheet is larger than 1 GiB", s->url);
+		goto out;
+	}
+	if (r != CURLE_OK) {
+		err_msg("cannot fetch '%s': %s", s->url, *errbuf ? errbuf : curl_easy_strerror(r));
+		goto out;
+	}
+	if (login_page(final) || code == 401 || code == 403) {
+		err_msg("cannot fetch '%s': the sheet is not public (Google asks to sign in): "
+			"share it as 'Anyone with the link' or publish it to the web", s->url);
+		goto out;
+	}
+	if (code == 404) {
+		err_msg("cannot fetch '%s': HTTP 404: no such spreadsheet or sheet (check "
+			"the id and the gid or name)", s->url);
+		goto out;
+	}
+	if (code < 200 || code > 299) {
+		err_msg("cannot fetch '%s': HTTP %ld", s->url, code);
+		goto out;
+	}
+	if (ctype != NULL && strncasecmp(ctype, "text/html", 9) == 0) {
+		err_msg("cannot fetch '%s': the answer is a web page, not CSV (is the sheet "
+			"public?)", s->url);
+		goto out;
+	}
+	rc = 0;
+out:
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+/* ---- types ---- */
+
+static int is_integer(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	if (n > 0 && p[0] == '-')
+		i++;
+	if (i == n || (p[i] == '0' && n - i > 1))
+		return 0;
+	for (; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* JSON's number syntax: what is printed must be valid as it is. */
+static int is_number(const char *p, size_t n)
+{
+	struct json_span v;
+	size_t pos;
+	const char *why;
+
+	if (n == 0 || !((p[0] >= '0' && p[0] <= '9') || p[0] == '-'))
+		return 0;
+	return json_validate(p, n, &v, &pos, &why) == 0 && v.type == JSON_NUMBER &&
+	       v.len == n;
+}
+
+static int is_bool(const char *p, size_t n, int *val)
+{
+	if (n == 4 && strncasecmp(p, "true", 4) == 0)
+		*val = 1;
+	else if (n == 5 && strncasecmp(p, "false", 5) == 0)
+		*val = 0;
+	else
+		return 0;
+	return 1;
+}
+
+/* Widen t so that it holds the cell p[0..n) (empty: null fits every type). */
+static enum coltype widen(enum coltype t, const char *p, size_t n)
+{
+	int b;
+
+	if (n == 0 || t == T_STRING)
+		return t;
+	if ((t == T_NONE || t == T_INTEGER) && is_integer(p, n))
+		return T_INTEGER;
+	if ((t == T_NONE || t == T_INTEGER || t == T_NUMBER) && is_number(p, n))
+		return T_NUMBER;
+	if ((t == T_NONE || t == T_BOOLEAN) && is_bool(p, n, &b))
+		return T_BOOLEAN;
+	return T_STRING;
+}
+
+static const char *type_name(enum coltype t)
+{
+	switch (t) {
+	case T_INTEGER: return "integer";
+	case T_NUMBER: return "number";
+	case T_BOOLEAN: return "boolean";
+	default: return "string";
+	}
+}
+
+/* 1 when s[0..n) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t k, need;
+		unsigned char lo = 0x80, hi = 0xBF;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			need = 1;
+		else if (c >= 0xE0 && c <= 0xEF) {
+			need = 2;
+			if (c == 0xE0)
+				lo = 0xA0;
+			else if (c == 0xED)
+				hi = 0x9F;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			need = 3;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F;
+		} else
+			return 0;
+		if (n - i <= need)
+			return 0;
+		for (k = 1; k <= need; k++) {
+			unsigned char d = s[i + k];
+
+			if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
+				return 0;
+		}
+		i += need + 1;
+	}
+	return 1;
+}
+
+/* The header, then every row once to infer the types.  0 or an exit status. */
+static int read_header(struct sheet *s)
+{
+	struct csv *c = csv_open_mem(s->body.buf ? s->body.buf : "", s->body.len, s->url, ',');
+	size_t i, j, len;
+	const char *f;
+	int r, rc = EXIT_FAIL;
+
+	r = csv_next(c);
+	if (r < 0) {
+		rc = csv_fail(c);
+		goto out;
+	}
+	if (r == 0) {
+		rc = 0;
+		goto out;
+	}
+	s->ncols = c->nfields;
+	s->cols = xcalloc(s->ncols, sizeof(*s->cols));
+	s->type = xcalloc(s->ncols, sizeof(*s->type));
+	s->on = xcalloc(s->ncols, sizeof(*s->on));
+	for (i = 0; i < c->nfields; i++) {
+		f = csv_field(c, i, &len);
+		if (!utf8_ok((const unsigned char *)f, len) || memchr(f, '\0', len)) {
+			err_msg("%s:%lu: column %zu: invalid UTF-8 in the header", s->url,
+				c->row_line, i + 1);
+			goto out;
+		}
+		/* A blank header cell gets a name, as its column letter would. */
+		s->cols[i] = len ? xstrndup(f, len) : xasprintf("column_%zu", i + 1);
+		for (j = 0; j < i; j++)
+			if (strcmp(s->cols[i], s->cols[j]) == 0) {
+				err_msg("%s:%lu: column '%s' appears twice", s->url, c->row_line,
+					s->cols[i]);
+				goto out;
+			}
+		s->on[i] = !in_list(s->drop, s->ndrop, s->cols[i]) ||
+			   in_list(s->keys, s->nkeys, s->cols[i]);
+	}
+	for (i = 0; i < s->nkeys; i++)
+		if (!in_list(s->cols, s->ncols, s->keys[i])) {
+			rc = bad("config", s->config_file, "key property '%s' is not a column "
+				 "of the sheet", s->keys[i]);
+			goto out;
+		}
+	while ((r = csv_next(c)) == 1) {
+		if (c->nfields > s->ncols) {
+			/* Cells past the header are kept only when empty. */
+			for (i = s->ncols; i < c->nfields; i++) {
+				csv_field(c, i, &len);
+				if (len) {
+					err_msg("%s:%lu: %zu fields, the header has %zu", s->url,
+						c->row_line, c->nfields, s->ncols);
+					goto out;
+				}
+			}
+		}
+		for (i = 0; i < s->ncols && i < c->nfields; i++) {
+			f = csv_field(c, i, &len);
+			if (!utf8_ok((const unsigned char *)f, len)) {
+				err_msg("%s:%lu: column '%s': invalid UTF-8", s->url, c->row_line,
+					s->cols[i]);
+				goto out;
+			}
+			s->type[i] = widen(s->type[i], f, len);
+		}
+	}
+	if (r < 0) {
+		rc = csv_fail(c);
+		goto out;
+	}
+	rc = 0;
+out:
+	csv_close(c);
+	return rc;
+}
+
+static void add_schema(struct sheet *s, struct sb *out)
+{
+	size_t i, k = 0;
+
+	sb_adds(out, "{\"type\":\"object\",\"properties\":{");
+	for (i = 0; i < s->ncols; i++) {
+		if (!s->on[i])
+			continue;
+		if (k++)
+			sb_addc(out, ',');
+		json_quote(out, s->cols[i], strlen(s->cols[i]));
+		sb_addf(out, ":{\"type\":[\"null\",\"%s\"]}", type_name(s->type[i]));
+	}
+	sb_adds(out, "}}");
+}
+
+static void add_keys(struct sheet *s, struct sb *out)
+{
+	size_t i;
+
+	sb_addc(out, '[');
+	for (i = 0; i < s->nkeys; i++) {
+		if (i)
+			sb_addc(out, ',');
+		json_quote(out, s->keys[i], strlen(s->keys[i]));
+	}
+	sb_addc(out, ']');
+}
+
+static int sync_sheet(struct sheet *s)
+{
+	struct csv *c = NULL;
+	struct sb pre = SB_INIT;
+	size_t i, len;
+	const char *f;
+	int r, b, rc;
+
+	if ((rc = fetch(s)) != 0 || (rc = read_header(s)) != 0)
+		return rc;
+	rc = EXIT_FAIL;
+	sb_adds(&s->msg, "{\"type\":\"SCHEMA\",\"stream\":");
+	json_quote(&s->msg, s->stream, strlen(s->stream));
+	sb_adds(&s->msg, ",\"schema\":");
+	add_schema(s, &s->msg);
+	sb_adds(&s->msg, ",\"key_properties\":");
+	add_keys(s, &s->msg);
+	sb_adds(&s->msg, "}\n");
+	if (emit(s) < 0)
+		goto out;
+	sb_adds(&pre, "{\"type\":\"RECORD\",\"stream\":");
+	json_quote(&pre, s->stream, strlen(s->stream));
+	sb_adds(&pre, ",\"record\":{");
+	c = csv_open_mem(s->body.buf ? s->body.buf : "", s->body.len, s->url, ',');
+	r = csv_next(c);	/* the header, read before */
+	while (r == 1 && (r = csv_next(c)) == 1) {
+		int first = 1;
+
+		sb_add(&s->msg, pre.buf, pre.len);
+		for (i = 0; i < s->ncols; i++) {
+			if (!s->on[i])
+				continue;
+			if (!first)
+				sb_addc(&s->msg, ',');
+			first = 0;
+			json_quote(&s->msg, s->cols[i], strlen(s->cols[i]));
+			sb_addc(&s->msg, ':');
+			f = i < c->nfields ? csv_field(c, i, &len) : (len = 0, "");
+			if (len == 0)
+				sb_adds(&s->msg, "null");
+			else if (s->type[i] == T_INTEGER || s->type[i] == T_NUMBER)
+				sb_add(&s->msg, f, len);
+			else if (s->type[i] == T_BOOLEAN && is_bool(f, len, &b))
+				sb_adds(&s->msg, b ? "true" : "false");
+			else
+				json_quote(&s->msg, f, len);
+		}
+		sb_adds(&s->msg, "}}\n");
+		if (s->msg.len >= 1 << 16 && emit(s) < 0)
+			goto out;
+	}
+	if (r < 0) {
+		rc = csv_fail(c);
+		goto out;
+	}
+	rc = emit(s) < 0 ? EXIT_FAIL : 0;
+out:
+	csv_close(c);
+	sb_free(&pre);
+	return rc;
+}
+
+static int print_pretty(struct sheet *s, const char *json, size_t len)
+{
+	struct json_span v;
+	const char *why = NULL;
+	size_t pos = 0;
+
+	if (json_validate(json, len, &v, &pos, &why) < 0) {
+		err_msg("internal error: invalid JSON at byte %zu: %s", pos, why);
+		return EXIT_FAIL;
+	}
+	json_pretty(&v, &s->msg);
+	return emit(s) < 0 ? EXIT_FAIL : 0;
+}
+
+static int discover(struct sheet *s)
+{
+	struct sb cat = SB_INIT;
+	size_t i;
+	int rc;
+
+	if ((rc = fetch(s)) != 0 || (rc = read_header(s)) != 0)
+		return rc;
+	sb_adds(&cat, "{\"streams\":[{\"tap_stream_id\":");
+	json_quote(&cat, s->stream, strlen(s->stream));
+	sb_adds(&cat, ",\"stream\":");
+	json_quote(&cat, s->stream, strlen(s->stream));
+	sb_adds(&cat, ",\"schema\":");
+	add_schema(s, &cat);
+	sb_adds(&cat, ",\"key_properties\":");
+	add_keys(s, &cat);
+	sb_adds(&cat, ",\"replication_method\":\"FULL_TABLE\",\"metadata\":[{\"breadcrumb\":[],"
+		"\"metadata\":{\"inclusion\":\"available\",\"selected-by-default\":true,"
+		"\"table-key-properties\":");
+	add_keys(s, &cat);
+	sb_adds(&cat, ",\"forced-replication-method\":\"FULL_TABLE\"}}");
+	for (i = 0; i < s->ncols; i++) {
+		sb_adds(&cat, ",{\"breadcrumb\":[\"properties\",");
+		json_quote(&cat, s->cols[i], strlen(s->cols[i]));
+		sb_adds(&cat, "],\"metadata\":{\"inclusion\":");
+		sb_adds(&cat, in_list(s->keys, s->nkeys, s->cols[i]) ? "\"automatic\"" :
+			"\"available\"");
+		sb_adds(&cat, ",\"selected-by-default\":true}}");
+	}
+	sb_adds(&cat, "]}]}");
+	rc = print_pretty(s, cat.buf, cat.len);
+	sb_free(&cat);
+	return rc;
+}
+
+static void sheet_free(struct sheet *s)
+{
+	free(s->id);
+	free(s->gid);
+	free(s->name);
+	free(s->stream);
+	free_list(s->keys, s->nkeys);
+	free_list(s->drop, s->ndrop);
+	free_list(s->cols, s->ncols);
+	free(s->type);
+	free(s->on);
+	free(s->url);
+	sb_free(&s->body);
+	sb_free(&s->msg);
+	curl_global_cleanup();
+}
+
+static int usage(void)
+{
+	fputs(usage_line, stderr);
+	return EXIT_USAGE;
+}
+
+enum { OPT_ABOUT = 256, OPT_CATALOG, OPT_VERSION };
+
+/* Parse the options; fetch the sheet and print it (or its catalog). */
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "about", no_argument, NULL, OPT_ABOUT },
+		{ "catalog", required_argument, NULL, OPT_CATALOG },
+		{ "config", required_argument, NULL, 'c' },
+		{ "discover", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "properties", required_argument, NULL, 'p' },
+		{ "state", required_argument, NULL, 's' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct sheet s;
+	const char *catalog = NULL, *properties = NULL;
+	int about = 0, disc = 0, ch, rc = 0;
+
+	err_init(argv[0]);
+	memset(&s, 0, sizeof(s));
+	s.selected = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:dhp:s:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case OPT_ABOUT:
+			about = 1;
+			break;
+		case OPT_CATALOG:
+			catalog = optarg;
+			break;
+		case 'c':
+			s.config_file = optarg;
+			break;
+		case 'd':
+			disc = 1;
+			break;
+		case 'h':
+			fputs(usage_line, stdout);
+			fputs("\n", stdout);
+			fputs(help_text, stdout);
+			goto out;
+		case 'p':
+			properties = optarg;
+			break;
+		case 's':
+			break;	/* a full read each run: no bookmark */
+		case OPT_VERSION:
+			printf("dataspoc-tap-google-sheets-public %s\n", PIPE_VERSION);
+			goto out;
+		case ':':
+			err_msg("option '%s' needs an argument", argv[optind - 1]);
+			rc = usage();
+			goto out;
+		default:
+			if (optopt > 0 && optopt < 256)
+				err_msg("unknown option '-%c'", optopt);
+			else
+				err_msg("unknown option '%s'", argv[optind - 1]);
+			rc = usage();
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		err_msg("unexpected argument '%s'", argv[optind]);
+		rc = usage();
+		goto out;
+	}
+	if (about) {
+		rc = print_pretty(&s, about_json, sizeof(about_json) - 1);
+		goto out;
+	}
+	if (s.config_file == NULL) {
+		err_msg("--config is required");
+		rc = usage();
+		goto out;
+	}
+	if (catalog != NULL && properties != NULL) {
+		err_msg("--catalog and --properties are exclusive");
+		rc = usage();
+		goto out;
+	}
+	s.catalog_file = catalog ? catalog : properties;
+	s.catalog_what = catalog ? "catalog" : "properties";
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	if ((rc = load_config(&s)) != 0)
+		goto out;
+	if (disc) {
+		rc = discover(&s);
+		goto out;
+	}
+	if (s.catalog_file != NULL && (rc = load_catalog(&s)) != 0)
+		goto out;
+	if (s.selected)
+		rc = sync_sheet(&s);
+out:
+	sheet_free(&s);
+	if (fclose(stdout) != 0 && !s.write_failed) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		if (rc == 0)
+			rc = EXIT_FAIL;
+	}
+	if (s.write_failed && rc == 0)
+		rc = EXIT_FAIL;
+	return rc;
+}
