@@ -58,11 +58,13 @@ pg_start() {
 		cat "$PG_DIR/server.log" >&2
 		return 1
 	}
-	export PG_PORT PG_DIR
+	export PG_PORT PG_DIR PG_OWNER PG_GROUP
 }
 
 pg_stop() {
 	[ -n "${PG_DIR:-}" ] && [ -d "$PG_DIR/data" ] || return 0
+	PG_OWNER=${PG_OWNER:-$(stat -c %u "$PG_DIR/data")}
+	PG_GROUP=${PG_GROUP:-$(stat -c %g "$PG_DIR/data")}
 	pg_as_owner "$PG_BINDIR/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
 }
 
