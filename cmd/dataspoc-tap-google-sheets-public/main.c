@@ -892,7 +892,6 @@ static void sheet_free(struct sheet *s)
 	free(s->url);
 	sb_free(&s->body);
 	sb_free(&s->msg);
-	curl_global_cleanup();
 }
 
 static int usage(void)
