@@ -497,6 +497,15 @@ static void test_destination(void)
 		"as in file:///data/lake", "file:// without an absolute path");
 	refused(MINI_SOURCE "destination:\n  bucket: s3:///x\n",
 		":4:11: destination.bucket 's3:///x' names no bucket", "s3 URL without a bucket");
+	refused(MINI_SOURCE "destination:\n  bucket: az:///x\n",
+		":4:11: destination.bucket 'az:///x' names no container", "az URL without a container");
+	refused(MINI_SOURCE "destination:\n  bucket: az:lake\n",
+		":4:11: destination.bucket 'az:lake' is not a valid URL (expected file:///dir, "
+		"s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "az: without //");
+	loads(MINI_SOURCE "destination:\n  bucket: az://lake/zone\n  endpoint_url: http://127.0.0.1:10000/devstoreaccount1\n",
+	      "an az:// bucket and its endpoint");
+	is_str(cfg.bucket, "az://lake/zone", "az bucket kept as written");
+	is_str(cfg.endpoint_url, "http://127.0.0.1:10000/devstoreaccount1", "az endpoint_url");
 	refused(MINI_SOURCE "destination:\n  bucket:\n",
 		":4:3: destination.bucket must be a string", "null bucket");
 	refused(MINI_SOURCE "destination:\n  path: raw\n",
