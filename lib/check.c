@@ -319,6 +319,25 @@ out:
 	return ret;
 }
 
+int check_config(const struct pipe_config *cfg, struct sb *secrets, struct sb *placeholders)
+{
+	struct sb members = SB_INIT;
+	int ret = -1;
+
+	if (config_check_source(cfg, &members) != 0)
+		goto out;
+	if (check_tap_config(cfg, secrets) < 0)
+		goto out;
+	if (members.len)
+		sb_addf(placeholders, "the tap's config %s '%s' still holds placeholders of add's template (%s): "
+			"fill them in", cfg->tap_config_file ? "file" : "in",
+			cfg->tap_config_file ? cfg->tap_config_file : cfg->file, members.buf);
+	ret = 0;
+out:
+	sb_free(&members);
+	return ret;
+}
+
 void check_mask_secrets(const struct pipe_config *cfg, struct sb *text)
 {
 	struct sb file = SB_INIT, vals = SB_INIT;

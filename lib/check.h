@@ -35,6 +35,22 @@ int check_probe(struct bucket *b, int *conditional);
 int check_tap_config(const struct pipe_config *cfg, struct sb *warning);
 
 /*
+ * What `pipe-state check` and `validate` check of a loaded pipeline beyond
+ * its file: config_check_source() and check_tap_config().  An error is said
+ * (the tap's config file cannot be read, is not a JSON object) and -1
+ * returned.  Otherwise 0, with the two warnings handed back, not said: the
+ * secrets one (check_tap_config()'s) appended to secrets, and when the tap's
+ * config still holds values of `dataspoc-pipe add`'s templates, this one to
+ * placeholders:
+ *
+ *   the tap's config file '/h/sources/pg.json' still holds placeholders of
+ *   add's template (.password): fill them in
+ *
+ * ("the tap's config in '/h/pipelines/pg.yaml'" for an inline mapping).
+ */
+int check_config(const struct pipe_config *cfg, struct sb *secrets, struct sb *placeholders);
+
+/*
  * Mask secrets in text (the tap's stderr, before it goes to the bucket):
  * every occurrence of the string value of a secret-looking member of the
  * tap's config (the names check_tap_config() warns about), any

@@ -736,12 +736,6 @@ yaml_str() {
 	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/''/g")"
 }
 
-# A JSON string literal ("\, control bytes made visible).
-json_str() {
-	printf '"%s"' "$(printf '%s' "$1" | tr '\t\r\n' '   ' |
-		sed 's/\\/\\\\/g; s/"/\\"/g' | tr -d '\000-\037')"
-}
-
 # ---- add ---------------------------------------------------------------------
 
 # The config template of a known tap, from the templates installed with
@@ -1134,70 +1128,6 @@ cmd_manifest() {
 
 # ---- validate ------------------------------------------------------------------
 
-# vcheck NAME CHECK STATUS [MESSAGE]: one result, as a line or a JSON object.
-vcheck() {
-	[ "$3" != fail ] || vfailed=1
-	if [ "$fmt" = json ]; then
-		[ "$vcount" -eq 0 ] || printf ',\n'
-		printf '  {"pipeline":%s,"check":%s,"status":"%s","message":%s}' \
-			"$(json_str "$1")" "$(json_str "$2")" "$3" \
-			"$(if [ $# -ge 4 ]; then json_str "$4"; else printf null; fi)"
-	else
-		case $3 in
-		ok) printf '%s: %s: ok%s\n' "$1" "$2" "${4:+ ($4)}" ;;
-		fail) printf '%s: %s: FAIL: %s\n' "$1" "$2" "$4" ;;
-		warn) printf '%s: %s: WARN: %s\n' "$1" "$2" "$4" ;;
-		esac
-	fi
-	vcount=$((vcount + 1))
-}
-
-# The first line a program printed on stderr, without its "prog: ".
-reason() {
-	sed -n '1{s/^[a-z-]*: //;p;}' "$1"
-}
-
-validate_one() {
-	name=$1 e=$vtmp/err
-	[ -e "$home/pipelines/$name.yaml" ] || [ -e "$home/pipelines/$name.yml" ] || vunknown=1
-	if ! pipe-state check "$name" >/dev/null 2>"$e"; then
-		vcheck "$name" config fail "$(reason "$e")"
-		return
-	fi
-	vcheck "$name" config ok
-	# pipe-state's two warnings: secrets ('FILE' holds secrets ...) and
-	# placeholders (the tap's config ... still holds placeholders ...)
-	warning=$(sed -n "s/^pipe-state: warning: '/'/p" "$e" | head -n 1)
-	placeholders=$(sed -n "s/^pipe-state: warning: \(the tap's config .*\)/\1/p" "$e" | head -n 1)
-	if pipe-tap -n "$name" </dev/null >/dev/null 2>"$e"; then
-		vcheck "$name" tap ok
-	else
-		vcheck "$name" tap fail "$(reason "$e")"
-	fi
-	if [ -f "$home/transforms/$name.jq" ] || [ -f "$home/transforms/$name.py" ]; then
-		if pipe-sink -n "$name" </dev/null >/dev/null 2>"$e"; then
-			vcheck "$name" transform ok
-		else
-			vcheck "$name" transform fail "$(reason "$e")"
-		fi
-	fi
-	if pipe-state probe "$name" >"$vtmp/out" 2>"$e"; then
-		vcheck "$name" bucket ok "$(sed -n 's/^conditional create: /conditional create: /p' "$vtmp/out")"
-	else
-		vcheck "$name" bucket fail "$(reason "$e")"
-	fi
-	if [ -n "$warning" ]; then
-		vcheck "$name" secrets warn "$warning"
-	else
-		vcheck "$name" secrets ok
-	fi
-	if [ -n "$placeholders" ]; then
-		vcheck "$name" placeholders warn "$placeholders"
-	else
-		vcheck "$name" placeholders ok
-	fi
-}
-
 cmd_validate() {
 	fmt=text names=
 	while [ $# -gt 0 ]; do
@@ -1212,25 +1142,15 @@ cmd_validate() {
 		shift
 	done
 	output_flag validate "$fmt" text json
-	[ "$fmt" != table ] || fmt=text
 	[ -n "$names" ] || names=$(pipelines)
 	if [ -z "$names" ]; then
 		err "validate: no pipelines in $home/pipelines"
-		[ "$fmt" = text ] || say '[]'
+		[ "$fmt" != json ] || say '[]'
 		exit 0
 	fi
-	open_private_dir || exit 1
-	vtmp=$tmp
-	trap 'rm -rf "$vtmp"' EXIT
-	vfailed=0 vcount=0 vunknown=0
-	[ "$fmt" = text ] || printf '[\n'
-	for n in $names; do
-		validate_one "$n"
-	done
-	[ "$fmt" = text ] || printf '\n]\n'
-	# an unknown pipeline is bad usage, as for run and logs
-	[ "$vunknown" = 0 ] || exit 2
-	exit "$vfailed"
+	# (pipeline names hold no blanks and no glob characters)
+	# shellcheck disable=SC2086
+	exec pipe-state validate -o "$fmt" -- $names
 }
 
 # ---- schedule ------------------------------------------------------------------

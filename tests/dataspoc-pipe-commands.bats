@@ -622,6 +622,19 @@ beta: placeholders: ok"
 	assert_output "beta-does-not-exist: config: FAIL: no pipeline 'beta-does-not-exist' (looked for $HOMEDIR/pipelines/beta-does-not-exist.yaml)"
 }
 
+@test "validate --output json: a reason holding a quote, a tab or a control byte stays valid JSON, every byte kept" {
+	# a tap command given as a list is taken verbatim, whatever bytes it holds
+	write_pipeline odd cmdtap-ok
+	sed -i 's|^  tap: .*|  tap: ["say \\"hi\\"\\tnow\\u0001"]|' "$HOMEDIR/pipelines/odd.yaml"
+	local want=$'say "hi"\tnow\x01 not found on PATH — install it or set source.tap'
+	run -1 --separate-stderr dataspoc-pipe validate odd
+	assert_line --index 1 "odd: tap: FAIL: $want"
+	run -1 sh -c 'dataspoc-pipe validate --output json odd >got.json'
+	run -0 jq -r '.[1].message' got.json
+	assert_output "$want"
+	run -0 grep -c -F '"message":"say \"hi\"\tnow\u0001 not found on PATH' got.json
+}
+
 @test "validate: a tap config holding secrets and readable by others is a warning" {
 	mkdir -p "$HOMEDIR/sources"
 	printf '{"host": "db", "keys": ["id"], "replication_key": "u", "password": "hunter2"}\n' >"$HOMEDIR/sources/sec.json"

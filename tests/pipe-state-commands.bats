@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# pipe-state: logs, status, manifest, check, probe and list -b — what the
-# driver's status, logs, manifest, validate and schedule read through it.
+# pipe-state: logs, status, manifest, check, probe, validate and list -b —
+# what the driver's status, logs, manifest, validate and schedule read
+# through it.
 # Run logs and manifests are put in the bucket as fixtures, so every byte
 # printed is known.
 
@@ -433,6 +434,128 @@ conditional create: honoured"
 	run -0 pipe-state probe -b "$BATS_TEST_TMPDIR/lake"
 	run -0 find lake -type f
 	assert_output ""
+}
+
+# --- validate -------------------------------------------------------------------
+
+# What validate prints for pipeline $1 when every check passes (local bucket).
+all_ok() {
+	printf '%s: %s\n' "$1" "config: ok" "$1" "tap: ok" "$1" "bucket: ok (conditional create: honoured)" \
+		"$1" "secrets: ok" "$1" "placeholders: ok"
+}
+
+@test "validate: one line a check, as dataspoc-pipe validate prints them; every pipeline without NAME" {
+	write_pipeline shop cmdtap-ok
+	write_pipeline ghost cmdtap-missing
+	run -0 --separate-stderr pipe-state validate shop
+	assert_equal "$stderr" ""
+	assert_output "$(all_ok shop)"
+	# a failed check is 1, and the others still run
+	run -1 --separate-stderr pipe-state validate
+	assert_equal "$stderr" ""
+	assert_output "$(all_ok ghost | sed 's/^ghost: tap: ok$/ghost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap/')
+$(all_ok shop)"
+	# -o json, byte for byte; text and table are the lines
+	run -1 sh -c 'pipe-state validate -o json ghost shop >got.json'
+	expect_file got.json <<-'EOF'
+	[
+	  {"pipeline":"ghost","check":"config","status":"ok","message":null},
+	  {"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"},
+	  {"pipeline":"ghost","check":"bucket","status":"ok","message":"conditional create: honoured"},
+	  {"pipeline":"ghost","check":"secrets","status":"ok","message":null},
+	  {"pipeline":"ghost","check":"placeholders","status":"ok","message":null},
+	  {"pipeline":"shop","check":"config","status":"ok","message":null},
+	  {"pipeline":"shop","check":"tap","status":"ok","message":null},
+	  {"pipeline":"shop","check":"bucket","status":"ok","message":"conditional create: honoured"},
+	  {"pipeline":"shop","check":"secrets","status":"ok","message":null},
+	  {"pipeline":"shop","check":"placeholders","status":"ok","message":null}
+	]
+	EOF
+	run -0 pipe-state validate -o table shop
+	assert_line --index 0 "shop: config: ok"
+	run -0 pipe-state validate --output text shop
+	assert_line --index 0 "shop: config: ok"
+	# the probe leaves nothing behind
+	run -0 bucket_keys .dataspoc/probe/
+	assert_output ""
+}
+
+@test "validate: each failed check gives its own reason; the config's warnings are secrets and placeholders" {
+	echo file >afile
+	write_pipeline lost cmdtap-missing
+	sed -i "s|^  bucket: .*|  bucket: $BATS_TEST_TMPDIR/afile/lake|" "$HOMEDIR/pipelines/lost.yaml"
+	mkdir -p "$HOMEDIR/transforms"
+	echo '.id |' >"$HOMEDIR/transforms/lost.jq"
+	run -1 --separate-stderr pipe-state validate lost
+	assert_equal "$stderr" ""
+	assert_line --index 0 "lost: config: ok"
+	assert_line --index 1 "lost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap"
+	assert_line --index 2 --regexp "^lost: transform: FAIL: $HOMEDIR/transforms/lost\.jq: the transform does not compile: jq: error: "
+	assert_line --index 3 "lost: bucket: FAIL: cannot open bucket directory '$BATS_TEST_TMPDIR/afile/lake': Not a directory"
+	assert_equal "${#lines[@]}" 6
+	# a config that does not load: that line alone
+	printf 'source:\n  tap: cmdtap-ok\ndestination: [1]\n' >"$HOMEDIR/pipelines/bad.yaml"
+	run -1 --separate-stderr pipe-state validate bad
+	assert_equal "$stderr" ""
+	assert_output "bad: config: FAIL: $HOMEDIR/pipelines/bad.yaml:3:14: destination must be a mapping"
+	# an inline config with a secret, readable by others, and a template's value
+	write_pipeline inl cmdtap-ok
+	sed -i '/^  tap: /a\  config: {password: hunter2, path: /path/to/data.csv}' "$HOMEDIR/pipelines/inl.yaml"
+	chmod 644 "$HOMEDIR/pipelines/inl.yaml"
+	run -0 --separate-stderr pipe-state validate inl
+	assert_equal "$stderr" ""
+	assert_line --index 3 "inl: secrets: WARN: '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'"
+	assert_line --index 4 "inl: placeholders: WARN: the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
+	run -0 pipe-state validate -o json inl
+	run -0 jq -r '.[3:][] | .status + " " + .message' <<<"$output"
+	assert_output "warn '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'
+warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
+}
+
+@test "validate: an unknown pipeline is 2 once every check ran; bad names, formats and none" {
+	write_pipeline shop cmdtap-ok
+	run -2 --separate-stderr pipe-state validate nope shop
+	assert_equal "$stderr" ""
+	assert_line --index 0 "nope: config: FAIL: no pipeline 'nope' (looked for $HOMEDIR/pipelines/nope.yaml)"
+	assert_line --index 1 "shop: config: ok"
+	assert_equal "${#lines[@]}" 6
+	rm -rf "$BUCKET_DIR"
+	run -2 --separate-stderr pipe-state validate shop 'no/such'
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: invalid pipeline name 'no/such' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
+	run -2 --separate-stderr pipe-state validate -o xml shop
+	assert_equal "$stderr" "pipe-state: validate: unknown output format 'xml'"
+	run -2 --separate-stderr pipe-state validate -c "$HOMEDIR/pipelines/shop.yaml"
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	bucket_untouched
+	rm "$HOMEDIR/pipelines/shop.yaml"
+	run -0 --separate-stderr pipe-state validate
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: no pipelines in $HOMEDIR/pipelines"
+	run -0 --separate-stderr pipe-state validate -o json
+	assert_output "[]"
+}
+
+@test "validate: SIGTERM while the tap check discovers: 143, pipe-tap and the tap gone, TMPDIR left empty" {
+	local st=0 pid
+	write_pipeline disc seltap-py
+	sed -i '/^  tap: /a\  streams: [a]' "$HOMEDIR/pipelines/disc.yaml"
+	mkdir -p "$FAKE_DIR/seltap-py"
+	: >"$FAKE_DIR/seltap-py/discover-block"
+	pipe-state validate disc >out 2>err &
+	pid=$!
+	BG_PIDS="$BG_PIDS $pid"
+	wait_for "$FAKE_DIR/seltap-py/discovering"
+	kill -s TERM "$pid"
+	wait "$pid" || st=$?
+	assert_equal "$st" 143
+	expect_file out <<<"disc: config: ok"
+	expect_file_empty err
+	wait_until no_process seltap-py
+	wait_until no_process pipe-tap
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+	[ ! -e "$HOMEDIR/pipelines/disc.catalog.json" ]
 }
 
 # --- list -b --------------------------------------------------------------------

@@ -3,7 +3,8 @@
  * `get` prints it as one JSON line for pipe-tap (and, given a run id, takes
  * the pipeline's run lock and recovers what a dead run left); the other
  * commands are for people and for the dataspoc-pipe driver: show, set,
- * clear, list, unlock; logs, status, manifest; check and probe (validate).
+ * clear, list, unlock; logs, status, manifest; check, probe and validate
+ * (validate.c); new-run-id and pipelines.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "err.h"
 #include "lock.h"
+#include "pipe_state.h"
 #include "report.h"
 #include "state.h"
 #include "util.h"
@@ -27,7 +29,8 @@ static const char usage_line[] =
 	"pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
 	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
-	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | new-run-id | pipelines\n"
+	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
+	"       new-run-id | pipelines\n"
 	"       (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
@@ -35,6 +38,7 @@ static const char help_text[] =
 	"       pipe-state COMMAND [options] -c FILE.yaml\n"
 	"       pipe-state list|manifest|probe [options] -b BUCKET\n"
 	"       pipe-state status [-o table|json] [NAME...]\n"
+	"       pipe-state validate [-o text|json] [NAME...]\n"
 	"\n"
 	"The saved Singer state of a pipeline, kept in its bucket at\n"
 	".dataspoc/state/NAME/state.json, and what else the bucket knows about it.\n"
@@ -61,6 +65,13 @@ static const char help_text[] =
 	"            config.yaml's default bucket, and fails when there is none)\n"
 	"  probe     write, read back, list and delete a probe object in the bucket,\n"
 	"            and see whether it honours conditional creates\n"
+	"  validate  check each pipeline (default: every pipeline) as dataspoc-pipe\n"
+	"            validate does: config, tap (pipe-tap -n), transform (pipe-sink\n"
+	"            -n, when there is one), bucket (the probe), secrets and\n"
+	"            placeholders (check's warnings); one line a check, \"NAME: CHECK:\n"
+	"            ok\", \"NAME: CHECK: FAIL: reason\" or \"NAME: CHECK: WARN: reason\",\n"
+	"            or with -o json a list of {\"pipeline\", \"check\", \"status\",\n"
+	"            \"message\"}\n"
 	"  new-run-id  print a new run id (UTC time, milliseconds, random hex)\n"
 	"  pipelines   list the pipelines of $DATASPOC_PIPE_HOME/pipelines, sorted\n"
 	"\n"
@@ -74,7 +85,8 @@ static const char help_text[] =
 	"  -o FORMAT, --output FORMAT\n"
 	"               logs: jsonl (default: one compact JSON log a line), json (an\n"
 	"               array) or text; status: table (default) or json; manifest:\n"
-	"               json (default, as stored) or table\n"
+	"               json (default, as stored) or table; validate: text (default)\n"
+	"               or json\n"
 	"  -p KEY       check: print one setting of the loaded config (bucket, path,\n"
 	"               compression, incremental, cron, tap, name, file); nothing\n"
 	"               when it is not set\n"
@@ -82,8 +94,8 @@ static const char help_text[] =
 	"  -h, --help   this help\n"
 	"\n"
 	"Exit status: 0 success, 1 failure (a bucket error, the lock is held, a\n"
-	"pipeline's status could not be read, the probe failed), 2 bad usage or\n"
-	"config (an unknown pipeline too).\n";
+	"pipeline's status could not be read, the probe failed, a check of validate\n"
+	"failed), 2 bad usage or config (an unknown pipeline too).\n";
 
 static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *run_id, int full)
 {
@@ -283,8 +295,7 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 	return CLI_OK;
 }
 
-/* No pipelines/NAME.yaml (or .yml): an unknown name, a usage error. */
-static int pipeline_missing(const char *name)
+int pipeline_missing(const char *name)
 {
 	char *yaml = xasprintf("%s/pipelines/%s.yaml", config_home(), name);
 	char *yml = xasprintf("%s/pipelines/%s.yml", config_home(), name);
@@ -391,7 +402,7 @@ static int cmd_probe(struct bucket *b)
 
 static int cmd_check(const struct pipe_config *cfg, const char *key)
 {
-	struct sb warning = SB_INIT, placeholders = SB_INIT;
+	struct sb secrets = SB_INIT, placeholders = SB_INIT;
 	const char *v = NULL;
 	int r;
 
@@ -421,20 +432,14 @@ static int cmd_check(const struct pipe_config *cfg, const char *key)
 			printf("%s\n", v);
 		return CLI_OK;
 	}
-	if (config_check_source(cfg, &placeholders) != 0) {
-		sb_free(&placeholders);
-		return CLI_USAGE;
-	}
-	if (placeholders.len)
-		err_warn("the tap's config %s '%s' still holds placeholders of add's template (%s): "
-			 "fill them in", cfg->tap_config_file ? "file" : "in",
-			 cfg->tap_config_file ? cfg->tap_config_file : cfg->file, placeholders.buf);
+	r = check_config(cfg, &secrets, &placeholders);
+	if (r == 0 && placeholders.len)
+		err_warn("%s", placeholders.buf);
+	if (r == 0 && secrets.len)
+		err_warn("%s", secrets.buf);
 	sb_free(&placeholders);
-	r = check_tap_config(cfg, &warning);
-	if (r == 1)
-		err_warn("%s", warning.buf);
-	sb_free(&warning);
-	if (r < 0)
+	sb_free(&secrets);
+	if (r != 0)
 		return CLI_USAGE;
 	printf("pipeline '%s': ok\n", cfg->name);
 	return CLI_OK;
@@ -481,6 +486,7 @@ static int parse_format(const char *cmd, const char *arg, enum format *fmt)
 		{ "logs", "table", FMT_TEXT },
 		{ "status", "text", FMT_TABLE }, { "status", "table", FMT_TABLE }, { "status", "json", FMT_JSON },
 		{ "manifest", "json", FMT_JSON }, { "manifest", "text", FMT_TABLE }, { "manifest", "table", FMT_TABLE },
+		{ "validate", "text", FMT_TEXT }, { "validate", "table", FMT_TEXT }, { "validate", "json", FMT_JSON },
 	};
 	size_t i;
 
@@ -500,7 +506,7 @@ struct ctx {
 	struct pipe_config cfg;
 	struct bucket *b;
 	const char *bucket, *key, *run_id;
-	char **names;		/* the NAMEs of status */
+	char **names;		/* the NAMEs of status and validate */
 	size_t nnames;
 	enum format fmt;
 	unsigned long max;
@@ -524,6 +530,11 @@ static int run_logs(struct ctx *c)
 static int run_status(struct ctx *c)
 {
 	return cmd_status(c->names, c->nnames, c->fmt);
+}
+
+static int run_validate(struct ctx *c)
+{
+	return validate_pipelines(c->names, c->nnames, c->fmt == FMT_JSON);
 }
 
 /* check: a check touches no bucket (opening a local one would create it) */
@@ -558,6 +569,15 @@ static int run_pipelines(struct ctx *c)
 	return CLI_OK;
 }
 
+int pipeline_name_ok(const char *name)
+{
+	if (config_valid_name(name))
+		return 1;
+	err_msg("invalid pipeline name '%s' (letters, digits, '.', '_' and '-', "
+		"starting with a letter or digit, at most 64)", name);
+	return 0;
+}
+
 /* What a command takes (besides -c FILE or NAME, which all but these take). */
 #define TAKES_BUCKET	0x01	/* -b BUCKET instead of a pipeline */
 #define TAKES_KEY	0x02	/* -p KEY */
@@ -583,6 +603,7 @@ static const struct command {
 	{ "manifest", TAKES_BUCKET, run_manifest },
 	{ "check", TAKES_BUCKET | TAKES_KEY | NO_BUCKET, run_check },
 	{ "probe", TAKES_BUCKET, run_probe },
+	{ "validate", TAKES_NAMES | NO_BUCKET, run_validate },
 	{ "new-run-id", NO_PIPELINE | NO_BUCKET, run_new_run_id },
 	{ "pipelines", NO_PIPELINE | NO_BUCKET, run_pipelines },
 };
