@@ -25,6 +25,9 @@ setup() {
 
 teardown() {
 	pipe_teardown
+	# (the SDK's client does not look at the server's exit: its stderr says
+	# what ASan and UBSan found)
+	[ ! -e "$PIPE_MCP_STDERR" ] || run -1 grep -e 'Sanitizer' -e 'runtime error' "$PIPE_MCP_STDERR"
 }
 
 # mcp STEP...: one JSON line per step (client.mjs says which steps there are).
@@ -32,9 +35,10 @@ mcp() {
 	node "$CLIENT" "$@"
 }
 
-# raw LINE...: the lines on pipe-mcp's stdin, its stdout in $output.
+# raw LINE...: the lines on pipe-mcp's stdin, its stdout in $output (its
+# stderr appended to $PIPE_MCP_STDERR).
 raw() {
-	run -0 --separate-stderr sh -c 'printf "%s\n" "$@" | "$PIPE_MCP"' sh "$@"
+	run -0 --separate-stderr sh -c 'printf "%s\n" "$@" | "$PIPE_MCP" 2>>"$PIPE_MCP_STDERR"' sh "$@"
 }
 
 # answer ID: the message of $output answering request ID.

@@ -490,7 +490,7 @@ static void jobs_stop_all(struct server *s)
 
 /* ---- requests ---- */
 
-/* member key of object o (a copy), or invalid when o has none */
+/* member key of object o (a copy; o is only looked at), or invalid when o has none */
 static jv member(jv o, const char *key)
 {
 	if (jv_get_kind(o) != JV_KIND_OBJECT)
@@ -516,11 +516,13 @@ static void do_initialize(struct server *s, jv id, jv params)
 
 	if (jv_get_kind(want) != JV_KIND_STRING) {
 		jv_free(want);
+		jv_free(params);
 		respond_errorf(s, id, RPC_INVALID_PARAMS, "Invalid params: initialize needs a protocolVersion string");
 		return;
 	}
 	if (s->initialized) {
 		jv_free(want);
+		jv_free(params);
 		respond_errorf(s, id, RPC_INVALID_REQUEST, "Invalid Request: the session is initialized already");
 		return;
 	}
@@ -534,6 +536,7 @@ static void do_initialize(struct server *s, jv id, jv params)
 		err_msg("the client asks for protocol version '%s': answering with %s", jv_string_value(want),
 			s->version);
 	jv_free(want);
+	jv_free(params);
 	s->initialized = 1;
 
 	caps = jv_object_set(jv_object(), jv_string("tools"),
@@ -562,6 +565,7 @@ static int bad_cursor(struct server *s, jv id, jv params)
 {
 	jv c = member(params, "cursor");
 
+	jv_free(params);
 	if (!jv_is_valid(c) || jv_get_kind(c) == JV_KIND_NULL) {
 		jv_free(c);
 		jv_free(id);
@@ -718,7 +722,7 @@ static void on_notification(struct server *s, const char *method, jv params)
 	jv_free(params);
 }
 
-/* The id of msg when it is a valid one (a string or a number), else null. */
+/* The id of msg (only looked at) when it is a valid one (a string or a number), else null. */
 static jv valid_id(jv msg)
 {
 	jv id = member(msg, "id");
@@ -766,7 +770,7 @@ static void on_line(struct server *s, const char *line, size_t len)
 		return;
 	}
 	has_id = jv_object_has(jv_copy(msg), jv_string("id"));
-	id = valid_id(jv_copy(msg));
+	id = valid_id(msg);
 	method = member(msg, "method");
 	params = member(msg, "params");
 	if (!is_version(member(msg, "jsonrpc"))) {
