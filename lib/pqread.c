@@ -1645,6 +1645,29 @@ static void shortest(double d, int is_float, struct sb *out)
 		sb_adds(out, d < 0 ? "\"-Infinity\"" : "\"Infinity\"");
 		return;
 	}
+	/*
+	 * A value with few decimals (most money, most measures) is m / 10^k
+	 * for a small integer m: that text reads back as d exactly when the
+	 * division, correctly rounded as strtod() rounds, gives d.  The
+	 * smallest such k is the shortest text; printf() costs far more.
+	 */
+	if (!is_float && d != 0 && fabs(d) < 9007199254740992.0) {
+		static const double p10[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9 };
+		int k;
+
+		for (k = 0; k < 10; k++) {
+			double m = nearbyint(d * p10[k]);
+
+			if (fabs(m) >= 9007199254740992.0)
+				break;
+			if (m / p10[k] == d) {
+				int_decimal((int64_t)m, k, out);
+				if (k == 0)
+					sb_adds(out, ".0");
+				return;
+			}
+		}
+	}
 	for (prec = lo; prec <= hi; prec++) {
 		snprintf(buf, sizeof(buf), "%.*g", prec, d);
 		if (is_float ? strtof(buf, NULL) == (float)d : strtod(buf, NULL) == d)
@@ -1678,16 +1701,36 @@ static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 	*y = yy + (*m <= 2);
 }
 
+/* n's last w decimal digits, zero-padded, at q. */
+static void put_digits(char *q, uint64_t n, int w)
+{
+	while (w-- > 0) {
+		q[w] = (char)('0' + n % 10);
+		n /= 10;
+	}
+}
+
 static void add_date(struct sb *out, int64_t days)
 {
 	int64_t y;
 	unsigned m, d;
+	char *q;
 
 	civil(days, &y, &m, &d);
-	if (y >= 0 && y <= 9999)
-		sb_addf(out, "%04" PRId64 "-%02u-%02u", y, m, d);
-	else
+	if (y < 0 || y > 9999) {
 		sb_addf(out, "%+05" PRId64 "-%02u-%02u", y, m, d);
+		return;
+	}
+	/* By hand: printf was half of the time of a table with a date-time. */
+	sb_grow(out, 10);
+	q = out->buf + out->len;
+	put_digits(q, (uint64_t)y, 4);
+	q[4] = '-';
+	put_digits(q + 5, m, 2);
+	q[7] = '-';
+	put_digits(q + 8, d, 2);
+	out->len += 10;
+	out->buf[out->len] = '\0';
 }
 
 void pqr_date_text(int64_t days, struct sb *out)
@@ -1710,10 +1753,22 @@ static int64_t floordiv(int64_t a, int64_t b, int64_t *rem)
 
 static void add_clock(struct sb *out, int64_t secs_of_day, int64_t frac, int digits)
 {
-	sb_addf(out, "%02d:%02d:%02d", (int)(secs_of_day / 3600), (int)(secs_of_day / 60 % 60),
-		(int)(secs_of_day % 60));
-	if (frac != 0)
-		sb_addf(out, ".%0*" PRId64, digits, frac);
+	char *q;
+	size_t n = 8 + (frac != 0 ? 1 + (size_t)digits : 0);
+
+	sb_grow(out, n);
+	q = out->buf + out->len;
+	put_digits(q, (uint64_t)(secs_of_day / 3600), 2);
+	q[2] = ':';
+	put_digits(q + 3, (uint64_t)(secs_of_day / 60 % 60), 2);
+	q[5] = ':';
+	put_digits(q + 6, (uint64_t)(secs_of_day % 60), 2);
+	if (frac != 0) {
+		q[8] = '.';
+		put_digits(q + 9, (uint64_t)frac, digits);
+	}
+	out->len += n;
+	out->buf[out->len] = '\0';
 }
 
 static int64_t pow10i(int n)
