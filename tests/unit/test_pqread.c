@@ -140,6 +140,18 @@ static void test_text(void)
 	pqr_double_text(1.0 / 3, &s);
 	is_str(s.buf, "0.1 1e+21 -0.0 2.0 0.3333333333333333", "double: shortest text");
 	sb_reset(&s);
+	pqr_double_text(1234.57, &s);
+	sb_addc(&s, ' ');
+	pqr_double_text(-0.05, &s);
+	sb_addc(&s, ' ');
+	pqr_double_text(1e-5, &s);
+	sb_addc(&s, ' ');
+	pqr_double_text(9007199254740991.0, &s);
+	sb_addc(&s, ' ');
+	pqr_double_text(0.30000000000000004, &s);
+	is_str(s.buf, "1234.57 -0.05 0.00001 9007199254740991.0 0.30000000000000004",
+	       "double: few decimals without printf, the rest with it");
+	sb_reset(&s);
 	pqr_date_text(0, &s);
 	sb_addc(&s, ' ');
 	pqr_date_text(-719162, &s);
