@@ -718,11 +718,10 @@ HELP
 
 # ---- pipelines ---------------------------------------------------------------
 
+# valid_name NAME: status 0 when NAME is a pipeline name (the rule is
+# pipe-state's, config_valid_name()).
 valid_name() {
-	case $1 in
-	'' | [!A-Za-z0-9]* | *[!A-Za-z0-9._-]*) return 1 ;;
-	esac
-	[ ${#1} -le 64 ]
+	pipe-state check-name -- "$1" 2>/dev/null
 }
 
 # Every pipeline of the home directory, one name a line, sorted (a file

@@ -558,6 +558,31 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	[ ! -e "$HOMEDIR/pipelines/disc.catalog.json" ]
 }
 
+# --- check-name -----------------------------------------------------------------
+
+@test "check-name: 0 for a pipeline name, 2 saying why for anything else (the driver's rule)" {
+	local ok64 bad
+	ok64=$(printf 'a%.0s' {1..64})
+	for ok in shop 9.v2_x-1 "$ok64"; do
+		run -0 --separate-stderr pipe-state check-name "$ok"
+		assert_output ""
+		assert_equal "$stderr" ""
+	done
+	for bad in "${ok64}b" no/such .hidden _x -x 'a b' '' $'a\tb' 'é'; do
+		run -2 --separate-stderr pipe-state check-name -- "$bad"
+		assert_output ""
+		assert_equal "$stderr" "pipe-state: invalid pipeline name '$bad' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
+	done
+	run -2 --separate-stderr pipe-state check-name
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	run -2 pipe-state check-name a b
+	run -2 pipe-state check-name -c "$HOMEDIR/pipelines/a.yaml"
+	bucket_untouched
+	# the driver asks it: a name of 65 bytes, refused as the driver says it
+	run -2 --separate-stderr dataspoc-pipe validate "${ok64}b"
+	assert_equal "$stderr" "dataspoc-pipe: validate: invalid pipeline name '${ok64}b'"
+}
+
 # --- list -b --------------------------------------------------------------------
 
 @test "list -b BUCKET: the pipelines with a saved state, without a pipeline file" {

@@ -4,7 +4,7 @@
  * the pipeline's run lock and recovers what a dead run left); the other
  * commands are for people and for the dataspoc-pipe driver: show, set,
  * clear, list, unlock; logs, status, manifest; check, probe and validate
- * (validate.c); new-run-id and pipelines.
+ * (validate.c); new-run-id, pipelines and check-name.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,7 +30,7 @@ static const char usage_line[] =
 	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
 	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
-	"       new-run-id | pipelines\n"
+	"       new-run-id | pipelines | check-name NAME\n"
 	"       (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
@@ -74,6 +74,8 @@ static const char help_text[] =
 	"            \"message\"}\n"
 	"  new-run-id  print a new run id (UTC time, milliseconds, random hex)\n"
 	"  pipelines   list the pipelines of $DATASPOC_PIPE_HOME/pipelines, sorted\n"
+	"  check-name  exit 0 when NAME is a valid pipeline name, else say why and\n"
+	"            exit 2\n"
 	"\n"
 	"Options:\n"
 	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;\n"
@@ -506,7 +508,7 @@ struct ctx {
 	struct pipe_config cfg;
 	struct bucket *b;
 	const char *bucket, *key, *run_id;
-	char **names;		/* the NAMEs of status and validate */
+	char **names;		/* the NAMEs of status, validate, check-name */
 	size_t nnames;
 	enum format fmt;
 	unsigned long max;
@@ -578,6 +580,16 @@ int pipeline_name_ok(const char *name)
 	return 0;
 }
 
+/* The driver's check of a NAME it is given: config_valid_name(). */
+static int run_check_name(struct ctx *c)
+{
+	if (c->nnames != 1) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	return pipeline_name_ok(c->names[0]) ? CLI_OK : CLI_USAGE;
+}
+
 /* What a command takes (besides -c FILE or NAME, which all but these take). */
 #define TAKES_BUCKET	0x01	/* -b BUCKET instead of a pipeline */
 #define TAKES_KEY	0x02	/* -p KEY */
@@ -606,6 +618,7 @@ static const struct command {
 	{ "validate", TAKES_NAMES | NO_BUCKET, run_validate },
 	{ "new-run-id", NO_PIPELINE | NO_BUCKET, run_new_run_id },
 	{ "pipelines", NO_PIPELINE | NO_BUCKET, run_pipelines },
+	{ "check-name", TAKES_NAMES | NO_BUCKET, run_check_name },
 };
 
 static const struct command *find_command(const char *name)
