@@ -1447,10 +1447,6 @@ static int next_page(struct pqr_file *f, size_t ci)
 				c->idxcap = 0;
 			}
 		}
-		c->pv.n = nn;
-		if (!maxdef) {
-			/* all defined */
-		}
 		c->null = 0;
 		return 0;
 	}
