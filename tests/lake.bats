@@ -4,20 +4,7 @@
 # and what only a local run shows: the transform and config checks.
 
 load test_helper
-load parquet/helper
-load lake_scenarios
-
-setup() {
-	pipe_setup
-}
-
-teardown() {
-	pipe_teardown
-}
-
-lens_root() {
-	printf '%s\n' "$BUCKET_DIR"
-}
+use_local_lake
 
 @test "lake: no format: lands Parquet that Lens reads as one table over runs and a new column" {
 	scenario_lake_default_parquet

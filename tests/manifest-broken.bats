@@ -9,23 +9,7 @@
 # the state moves once, and status, manifest and DuckDB read the tables.
 
 load test_helper
-load parquet/helper
-load lake_scenarios
-
-setup() {
-	pipe_setup
-}
-
-teardown() {
-	pipe_teardown
-	if [ -n "${S3_STARTED:-}" ]; then
-		s3_stop
-	fi
-}
-
-lens_root() {
-	printf '%s\n' "$BUCKET_DIR"
-}
+use_local_lake
 
 # shop_out N: what tap-shop prints on run N: orders 2N-1 and 2N, user N,
 # the state {"n":N}.

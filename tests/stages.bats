@@ -27,10 +27,7 @@ setup() {
 }
 
 teardown() {
-	local m
-	for m in ${MOUNTED:-}; do
-		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-	done
+	unmount_all
 	pipe_teardown
 }
 
@@ -93,10 +90,7 @@ talk() {
 
 # TMPDIR becomes a 1 MiB tmpfs (or the test is skipped).
 small_tmpdir() {
-	if ! mount -t tmpfs -o size=1m tmpfs "$TMPDIR" 2>/dev/null; then
-		skip "cannot mount a tmpfs here (needs root): no full-TMPDIR test"
-	fi
-	MOUNTED=$TMPDIR
+	small_tmpfs "$TMPDIR" || skip "cannot mount a tmpfs here (needs root): no full-TMPDIR test"
 }
 
 # --- a tap that will not stop ----------------------------------------------------------

@@ -147,6 +147,47 @@ expect_file_empty() {
 	expect_file "$1" </dev/null
 }
 
+# --- mounts (tests that need root) ------------------------------------------
+
+# small_tmpfs DIR: a 1 MiB tmpfs mounted on DIR, for a disk that fills up;
+# status 1 when it cannot be mounted (that needs root: the caller skips).
+small_tmpfs() {
+	mount -t tmpfs -o size=1m tmpfs "$1" 2>/dev/null || return 1
+	MOUNTED="${MOUNTED:-} $1"
+}
+
+# unmount_all: for teardown, unmount each folder of $MOUNTED (named twice
+# when two mounts are stacked on it), lazily when it is still busy.
+unmount_all() {
+	local m
+	for m in ${MOUNTED:-}; do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+	MOUNTED=
+}
+
+# --- the lake a DataSpoc user queries (lake.bats, manifest-broken.bats) -------
+
+# use_local_lake: what a bats file about the lake on a local bucket starts
+# with, called after `load test_helper`: tests/parquet/helper.bash and
+# tests/lake_scenarios.bash loaded, each test in its sandbox (setup,
+# teardown; an s3rver a test started, S3_STARTED set, is stopped), and Lens
+# reading the bucket itself (lens_root; a test may define its own).
+use_local_lake() {
+	load parquet/helper
+	load lake_scenarios
+	setup() {
+		pipe_setup
+	}
+	teardown() {
+		pipe_teardown
+		[ -z "${S3_STARTED:-}" ] || s3_stop
+	}
+	lens_root() {
+		printf '%s\n' "$BUCKET_DIR"
+	}
+}
+
 # --- reading what landed -----------------------------------------------------
 
 # The decompressed content of data object KEY, by its extension.

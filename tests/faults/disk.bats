@@ -10,10 +10,7 @@ TAPS=$BATS_TEST_DIRNAME/../taps
 setup() {
 	pipe_setup
 	mkdir -p "$BUCKET_DIR"
-	if ! mount -t tmpfs -o size=1m tmpfs "$BUCKET_DIR" 2>/dev/null; then
-		skip "cannot mount a tmpfs here (needs root): no full-disk test"
-	fi
-	MOUNTED=$BUCKET_DIR
+	small_tmpfs "$BUCKET_DIR" || skip "cannot mount a tmpfs here (needs root): no full-disk test"
 	use_tap tap-disk
 	write_pipeline disk tap-disk true "compression: none"
 	# a first run: the state and the data that must survive
@@ -23,10 +20,7 @@ setup() {
 }
 
 teardown() {
-	local m
-	for m in ${MOUNTED:-}; do
-		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-	done
+	unmount_all
 	pipe_teardown
 }
 
