@@ -21,6 +21,12 @@ static int out(struct pq_writer *pw, const void *p, size_t n)
 {
 	if (pw->failed)
 		return -1;
+	if (pw->defer) {
+		/* A feed's worker adds the rows: the bucket is the caller's thread's. */
+		sb_add(&pw->outq, p, n);
+		pw->offset += n;
+		return 0;
+	}
 	if (n && bucket_writer_write(pw->w, p, n) < 0) {
 		pw->failed = 1;
 		return -1;
@@ -55,6 +61,7 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
 	pw->n = s->n;
 	pw->cols = xcalloc(pw->n, sizeof(*pw->cols));
 	pw->cells = xcalloc(pw->n, sizeof(*pw->cells));
+	pw->comp = &o->codec->main;
 	for (i = 0; i < pw->n; i++) {
 		colw_reset_page(&pw->cols[i]);
 		pw->cols[i].dict = s->cols[i].kind == PQ_STRING;
@@ -136,7 +143,7 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 		pthread_cond_signal(&k->job);
 		pthread_mutex_unlock(&k->mu);
 	} else {
-		if (pq_finish_page(&k->main, pw, ci, page, c->page_rows, encoding, &pw->header, &added) != 0) {
+		if (pq_finish_page(pw->comp, pw, ci, page, c->page_rows, encoding, &pw->header, &added) != 0) {
 			pw->failed = 1;
 			return -1;
 		}
@@ -222,7 +229,7 @@ int pq_flush_row_group(struct pq_writer *pw)
 			const char *body;
 			size_t blen;
 
-			if (pq_compress_page(&pw->o.codec->main, c->dvals.buf, c->dvals.len, &body, &blen) != 0) {
+			if (pq_compress_page(pw->comp, c->dvals.buf, c->dvals.len, &body, &blen) != 0) {
 				pw->failed = 1;
 				return -1;
 			}
@@ -396,6 +403,8 @@ static void free_writer(struct pq_writer *pw)
 	sb_free(&pw->page);
 	sb_free(&pw->header);
 	sb_free(&pw->rowgroups);
+	sb_free(&pw->outq);
+	sb_free(&pw->ready);
 	free(pw);
 }
 
@@ -407,6 +416,15 @@ int pq_writer_close(struct pq_writer *pw, uint64_t *size)
 		return 0;
 	if (pq_drain(pw) != 0)
 		pw->failed = 1;
+	if (pw->defer) {
+		/* Fed: the worker is done with it; what it kept is written now, the rest as usual. */
+		pw->defer = 0;
+		if (!pw->failed && ((pw->ready.len && bucket_writer_write(pw->w, pw->ready.buf, pw->ready.len) < 0) ||
+				    (pw->outq.len && bucket_writer_write(pw->w, pw->outq.buf, pw->outq.len) < 0)))
+			pw->failed = 1;
+		sb_free(&pw->ready);
+		sb_free(&pw->outq);
+	}
 	if (pq_flush_row_group(pw) != 0 || write_footer(pw) != 0) {
 		pq_writer_abort(pw);
 		return -1;

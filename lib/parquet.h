@@ -284,6 +284,109 @@ int pq_writer_close(struct pq_writer *pw, uint64_t *size);
 void pq_writer_abort(struct pq_writer *pw);
 
 /*
+ * ---- the feed: records added to their writers by a worker thread ----
+ *
+ * The caller copies records into batches (pq_batch_add()) and hands them
+ * over (pq_feed_submit()); one worker thread adds their records, batch by
+ * batch in the order they were handed over, to each batch's writer, as
+ * pq_writer_add() or pq_writer_add_members() would, compressing the pages
+ * with its own compressor.  The caller never touches a writer while a
+ * batch of it is held by the feed, except through pq_feed_write_ready().
+ *
+ * A batch with finish set and no records writes out its writer's open row
+ * group (as pq_writer_close() would), so that closing the file only
+ * writes its footer.
+ *
+ * A batch ends early (its stop) at the first record that does not fit
+ * (PQ_STOP_WIDEN: nothing of it added, f says why), that fails
+ * (PQ_STOP_ERROR), or after the first record that brings the file to the
+ * batch's limit bytes (PQ_STOP_REACHED, as pq_writer_reached() says); the
+ * writer is then stopped: its batches after that one are passed over
+ * (PQ_STOP_PASSED, nothing added) until pq_feed_resume().  So every
+ * record is added at most once, in order, and the caller, holding the
+ * records still, decides what happens to the rest (a new file, a widened
+ * column) and hands them over again from b->next.
+ *
+ * A fed writer does not write: the bytes of its row groups wait until the
+ * caller's thread writes them (pq_feed_write_ready(), and pq_writer_close()
+ * writes what is left), so that the bucket is used from one thread only.
+ */
+struct pq_feed;
+
+/* A batch's record: its bytes, and its members when they were noted. */
+struct pq_rec {
+	size_t off, len;	/* its bytes in the batch */
+	size_t m, nm;		/* its members in the batch's; nm PQ_WALK: none noted */
+	uintptr_t at;		/* where its bytes were when its members were noted */
+	unsigned long long lineno, recno, seq;	/* the caller's, for its messages */
+};
+
+#define PQ_WALK SIZE_MAX
+
+enum pq_stop { PQ_STOP_NONE, PQ_STOP_REACHED, PQ_STOP_WIDEN, PQ_STOP_ERROR, PQ_STOP_PASSED };
+
+struct pq_batch {
+	/* the caller's */
+	struct pq_writer *pw;	/* where its records go */
+	uint64_t limit;		/* stop after a record that brings the file to limit bytes */
+	size_t owner;
+	size_t start;		/* the first record to add */
+	int finish;		/* no records: the writer's open row group is written out */
+	struct sb bytes;
+	struct json_member *m;
+	size_t nm, mcap;
+	struct pq_rec *r;
+	size_t n, rcap;
+	/* the worker's, once the batch is done (pq_feed_wait()) */
+	enum pq_stop stop;
+	size_t next;		/* the first record not added */
+	struct pq_fail f;	/* PQ_STOP_WIDEN */
+	/* the feed's */
+	int rebased, done;
+	struct pq_batch *prev, *after;
+};
+
+/*
+ * A feed and its worker thread, with a compressor like k's (the writers it
+ * drives must use k).  NULL on error (reported).
+ */
+struct pq_feed *pq_feed_new(const struct pq_codec *k);
+/* Waits for the worker, frees the batches it still holds, and the feed. */
+void pq_feed_free(struct pq_feed *f);
+
+/* A writer's rows come from the feed from now on (see above). */
+void pq_feed_attach(struct pq_feed *f, struct pq_writer *pw);
+/* Write what the worker kept of pw's file.  0, or -1 (reported by the bucket). */
+int pq_feed_write_ready(struct pq_feed *f, struct pq_writer *pw);
+
+/*
+ * A record into a batch: its bytes (a JSON object span) copied, and its
+ * nm members noted in them (m, as the scanner gave them), or m NULL
+ * (nm ignored): the worker walks it.
+ */
+void pq_batch_add(struct pq_batch *b, const struct json_span *rec, const struct json_member *m,
+		  size_t nm, unsigned long long lineno, unsigned long long recno, unsigned long long seq);
+/* Empty it, for another use. */
+void pq_batch_clear(struct pq_batch *b);
+void pq_batch_free(struct pq_batch *b);
+
+/* Hand b over: its records from b->start into b->pw. */
+void pq_feed_submit(struct pq_feed *f, struct pq_batch *b);
+/* Batches handed over and not taken back. */
+size_t pq_feed_held(const struct pq_feed *f);
+/* The oldest held batch, and the one held after b, in the order handed over; NULL: none. */
+struct pq_batch *pq_feed_first(const struct pq_feed *f);
+struct pq_batch *pq_feed_after(const struct pq_batch *b);
+/* 1 when the worker is done with b. */
+int pq_feed_is_done(struct pq_feed *f, const struct pq_batch *b);
+/* Wait until the worker is done with b (and with every batch held before it). */
+void pq_feed_wait(struct pq_feed *f, const struct pq_batch *b);
+/* Take back b, which the worker is done with. */
+void pq_feed_take(struct pq_feed *f, struct pq_batch *b);
+/* pw's batches are added again (after a stop). */
+void pq_feed_resume(struct pq_feed *f, struct pq_writer *pw);
+
+/*
  * After PQ_WIDEN: column f->column of s becomes kind f->need, want f->want.
  * It only ever widens: nothing changes when that is not above the column's
  * type in the lattice (see the top of this file), or for the extra column.

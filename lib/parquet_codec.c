@@ -15,7 +15,7 @@
 
 #include "err.h"
 
-static int comp_init(struct pq_comp *k, enum compression c, int level)
+int pq_comp_init(struct pq_comp *k, enum compression c, int level)
 {
 	memset(k, 0, sizeof(*k));
 	k->c = c;
@@ -38,7 +38,7 @@ static int comp_init(struct pq_comp *k, enum compression c, int level)
 	return 0;
 }
 
-static void comp_free(struct pq_comp *k)
+void pq_comp_free(struct pq_comp *k)
 {
 	ZSTD_freeCCtx(k->zc);
 	k->zc = NULL;
@@ -56,11 +56,11 @@ struct pq_codec *pq_codec_new(enum compression c, int level, int threads)
 	struct pq_codec *k = xcalloc(1, sizeof(*k));
 	int r;
 
-	if (comp_init(&k->main, c, level) != 0)
+	if (pq_comp_init(&k->main, c, level) != 0)
 		goto fail;
 	if (threads <= 0)
 		return k;
-	if (comp_init(&k->wk, c, level) != 0)
+	if (pq_comp_init(&k->wk, c, level) != 0)
 		goto fail;
 	pthread_mutex_init(&k->mu, NULL);
 	pthread_cond_init(&k->job, NULL);
@@ -76,8 +76,8 @@ struct pq_codec *pq_codec_new(enum compression c, int level, int threads)
 	k->threaded = 1;
 	return k;
 fail:
-	comp_free(&k->wk);
-	comp_free(&k->main);
+	pq_comp_free(&k->wk);
+	pq_comp_free(&k->main);
 	free(k);
 	return NULL;
 }
@@ -100,8 +100,8 @@ void pq_codec_free(struct pq_codec *k)
 	}
 	for (i = 0; i < PQ_QUEUE; i++)
 		sb_free(&k->ring[i].raw);
-	comp_free(&k->wk);
-	comp_free(&k->main);
+	pq_comp_free(&k->wk);
+	pq_comp_free(&k->main);
 	free(k);
 }
 

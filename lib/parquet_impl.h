@@ -7,6 +7,7 @@
  *				their pages: the per-value path, in one file
  *	parquet.c		the writer: pages, row groups, the footer
  *	parquet_codec.c		pages compressed, in this thread or by the worker
+ *	parquet_feed.c		records added by a worker thread, in batches
  *	parquet_enc.c		the Thrift compact and RLE encoders
  *
  * The helpers of the per-value path are static inline here, so that every
@@ -206,11 +207,30 @@ struct pq_writer {
 	size_t inflight;	/* pages queued or being compressed */
 	uint64_t inflight_bound;	/* the most they can add to pending */
 	int wfailed;		/* the worker could not compress a page */
+	/*
+	 * The compressor of the thread that adds the records: the codec's
+	 * own, or a feed's while its worker adds them (parquet_feed.c).
+	 */
+	struct pq_comp *comp;
+	/*
+	 * Fed (pq_feed_attach()): out() keeps the bytes in outq (the adding
+	 * thread's) instead of writing them, the feed's worker moves them to
+	 * ready (the feed's mutex) after each batch, and the thread that owns
+	 * the bucket writes them (pq_feed_write_ready(), pq_writer_close()).
+	 */
+	struct pq_feed *feed;
+	int defer;
+	struct sb outq, ready;
+	int stopped;		/* the feed's mutex: its batches are passed over */
 };
 
 /* ---- between the files ---- */
 
 /* parquet_codec.c */
+
+/* A compressor for codec c at level (resolved: not 0).  0 or -1 (reported). */
+int pq_comp_init(struct pq_comp *k, enum compression c, int level);
+void pq_comp_free(struct pq_comp *k);
 
 /* The codec's id in ColumnMetaData (parquet.thrift's CompressionCodec). */
 int pq_codec_id(const struct pq_codec *k);

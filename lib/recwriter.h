@@ -63,6 +63,24 @@ struct recwriter {
 	 */
 	int (*schema)(struct sink *s, struct stream *st, const char *schema);
 
+	/*
+	 * Before st's file is closed (sink_close_file()): every record handed
+	 * to it lands first (the file may roll meanwhile), and
+	 * st->file_records counts its rows.  NULL: nothing to do.  0 or -1.
+	 */
+	int (*settle)(struct sink *s, struct stream *st);
+	/*
+	 * The input ended and every file is about to close: the work of
+	 * closing them may start.  NULL: nothing to do.  0 or -1.
+	 */
+	int (*flush)(struct sink *s);
+	/*
+	 * The run failed: before its files are dropped, the work in flight
+	 * ends, and an error it met on an earlier line than the plan's
+	 * becomes the plan's.  NULL: nothing to do.
+	 */
+	void (*abandon)(struct sink *s);
+
 	/* Finish a file: the object's size into *bytes; frees it.  0 or -1. */
 	int (*close)(void *file, uint64_t *bytes);
 	/* Drop a file (its partial object is removed); frees it. */

@@ -37,10 +37,10 @@ static void quote_value(struct sb *out, const struct json_span *v)
  * the plan, and, once per column and run, a warning when the value breaks
  * the schema or lands as text.
  */
-static void note_widening(struct sink *s, struct stream *st, const struct pq_fail *f, int rolled)
+static void note_widening(struct sink *s, struct stream *st, const struct pq_fail *f, int rolled,
+			  unsigned long long recno)
 {
 	const struct pq_column *col = &st->pqs->cols[f->column];
-	unsigned long long recno = st->records + st->failed_in + 1;
 	struct sb v = SB_INIT;
 	size_t i;
 
@@ -71,6 +71,26 @@ static void note_widening(struct sink *s, struct stream *st, const struct pq_fai
 	sb_free(&v);
 }
 
+/* A value that does not fit, when the run fails on it (schema_mismatch: fail). */
+static void mismatch_failed(struct sink *s, struct stream *st, const struct pq_fail *f,
+			    unsigned long long recno)
+{
+	const struct pq_column *col = &st->pqs->cols[f->column];
+	struct sb v = SB_INIT;
+
+	quote_value(&v, &f->value);
+	sink_fail(s, "<stdin>:%llu: record %llu of stream '%s' does not fit its Parquet columns: "
+		  "field '%s' (%s): %s %s (schema_mismatch: fail; widen, the default, lands it)",
+		  s->lineno, recno, st->name, col->name, pq_kind_name(col->kind), v.buf, f->why);
+	sb_free(&v);
+}
+
+/* PQ_WIDEN that widens (the default), or fails the run (schema_mismatch: fail). */
+static int fails_run(const struct sink *s, const struct pq_fail *f)
+{
+	return s->cfg->mismatch_fail && f->need != PQ_DECIMAL && f->need != PQ_DIGITS;
+}
+
 /*
  * One record (a JSON object) into the stream's Parquet file; from: the
  * message it is the record of, as parsed, when its members were noted
@@ -87,7 +107,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 			return -1;
 		r = from && from->members ? pq_writer_add_members(st->file, from->members, from->nmembers, &f) :
 		    pq_writer_add(st->file, rec, &f);
-		if (r != PQ_WIDEN || (s->cfg->mismatch_fail && f.need != PQ_DECIMAL && f.need != PQ_DIGITS))
+		if (r != PQ_WIDEN || fails_run(s, &f))
 			break;
 		/*
 		 * A value its column cannot hold: the file so far keeps the
@@ -97,19 +117,11 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		rolled = pq_writer_rows(st->file) > 0;
 		if (rolled && sink_close_file(s, st) != 0)
 			return -1;
-		note_widening(s, st, &f, rolled);
+		note_widening(s, st, &f, rolled, st->records + st->failed_in + 1);
 		pq_schema_widen(st->pqs, &f);
 	}
-	if (r == -1 || r == PQ_WIDEN) {
-		const struct pq_column *col = &st->pqs->cols[f.column];
-		struct sb v = SB_INIT;
-
-		quote_value(&v, &f.value);
-		sink_fail(s, "<stdin>:%llu: record %llu of stream '%s' does not fit its Parquet columns: "
-			  "field '%s' (%s): %s %s%s", s->lineno, st->records + st->failed_in + 1, st->name,
-			  col->name, pq_kind_name(col->kind), v.buf, f.why,
-			  r == PQ_WIDEN ? " (schema_mismatch: fail; widen, the default, lands it)" : "");
-		sb_free(&v);
+	if (r == PQ_WIDEN) {
+		mismatch_failed(s, st, &f, st->records + st->failed_in + 1);
 		return -1;
 	}
 	if (r != 0) {
@@ -122,6 +134,306 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	if (pq_writer_reached(st->file, s->cfg->max_file_size) && sink_close_file(s, st) != 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * Fed (threads > 0): the records of a stream are copied into batches of
+ * about FEED_BATCH bytes, with the members the scanner noted, and handed to
+ * the feed's worker (lib/parquet.h), which adds them to the stream's file
+ * while this thread reads on; at most FEED_HELD batches are held by the
+ * feed at once, so memory stays bounded.  What the worker cannot decide
+ * alone stops the stream's batches at that record, and is decided here,
+ * in the stream's record order, when the batch comes back: a value that
+ * does not fit (the column widens, in a new file when the file holds
+ * rows, as parquet_add() does; or the run fails), a file that reached
+ * max_file_size (it is closed).  The records after it are handed over
+ * again, to the stream's file from then on.  So the files, the plan and
+ * the messages are those of parquet_add(), record by record; only a
+ * widening's warning comes a little later on stderr.
+ */
+enum { FEED_BATCH = 64 * 1024, FEED_HELD = 16 };
+
+static struct pq_batch *batch_get(struct sink *s)
+{
+	struct pq_batch *b = s->spare;
+
+	if (b == NULL)
+		return xcalloc(1, sizeof(*b));
+	s->spare = b->after;
+	pq_batch_clear(b);
+	return b;
+}
+
+static void batch_put(struct sink *s, struct pq_batch *b)
+{
+	pq_batch_clear(b);
+	b->after = s->spare;
+	s->spare = b;
+}
+
+/* 1 when the feed holds batches of st. */
+static int holds(const struct sink *s, const struct stream *st)
+{
+	const struct pq_batch *b;
+
+	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
+		if (b->owner == (size_t)(st - s->streams))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A batch that stopped (b->next: the record it stopped at, or after):
+ * what the worker did not decide.  s->lineno is that record's line.
+ */
+static int handle_stop(struct sink *s, struct stream *st, const struct pq_batch *b)
+{
+	const struct pq_rec *rec = b->n ? &b->r[b->next < b->n ? b->next : b->n - 1] : NULL;
+	int rolled;
+
+	/* A finish batch has no record: its error is the file's, like a record's write error. */
+	if (rec == NULL) {
+		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
+		return -1;
+	}
+	switch (b->stop) {
+	case PQ_STOP_REACHED:
+		return sink_close_file(s, st);
+	case PQ_STOP_WIDEN:
+		if (fails_run(s, &b->f)) {
+			st->records = rec->seq;
+			mismatch_failed(s, st, &b->f, rec->recno);
+			return -1;
+		}
+		rolled = pq_writer_rows(st->file) > 0;
+		if (rolled && sink_close_file(s, st) != 0)
+			return -1;
+		note_widening(s, st, &b->f, rolled, rec->recno);
+		pq_schema_widen(st->pqs, &b->f);
+		if (!rolled)
+			pq_feed_resume(s->feed, st->file);
+		return 0;
+	default:
+		st->records = rec->seq;
+		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
+		return -1;
+	}
+}
+
+/*
+ * Every batch of st the feed holds, back once the worker is done with
+ * them: the first that stopped is handled, and its records after the stop
+ * and those of the batches after it are handed over again.
+ */
+static int resolve(struct sink *s, struct stream *st)
+{
+	struct pq_batch *held[FEED_HELD + 1], *b;
+	unsigned long long lineno = s->lineno;
+	size_t n = 0, i, j;
+	int r = 0, more;
+
+	for (b = pq_feed_first(s->feed); b && n < FEED_HELD + 1; b = pq_feed_after(b)) {
+		if (b->owner == (size_t)(st - s->streams))
+			held[n++] = b;
+	}
+	if (n == 0)
+		return 0;
+	pq_feed_wait(s->feed, held[n - 1]);
+	for (i = 0; i < n; i++)
+		pq_feed_take(s->feed, held[i]);
+	for (i = 0; i < n && held[i]->stop == PQ_STOP_NONE; i++)
+		batch_put(s, held[i]);
+	if (i == n)
+		return 0;
+	b = held[i];
+	st->resolving++;
+	if (b->n)
+		s->lineno = b->r[b->next < b->n ? b->next : b->n - 1].lineno;
+	r = handle_stop(s, st, b);
+	b->start = b->next;
+	/* Records left: they need a file (a finish batch alone does not). */
+	more = st->batch != NULL;
+	for (j = i; j < n; j++)
+		more |= held[j]->start < held[j]->n;
+	if (r == 0 && st->file == NULL && more && sink_open_file(s, st) != 0)
+		r = -1;
+	s->lineno = lineno;
+	st->resolving--;
+	for (j = i; j < n; j++) {
+		if (r == 0 && st->file && (held[j]->start < held[j]->n || (held[j]->finish && j > i))) {
+			held[j]->pw = st->file;
+			pq_feed_submit(s->feed, held[j]);
+		} else {
+			batch_put(s, held[j]);
+		}
+	}
+	if (r == 0 && st->batch)
+		st->batch->pw = st->file;
+	return r;
+}
+
+/*
+ * Take back the oldest batches the worker is done with (wait: at least
+ * one, waiting for it), resolving the streams of those that stopped.
+ */
+static int collect(struct sink *s, int wait)
+{
+	struct pq_batch *b;
+
+	while ((b = pq_feed_first(s->feed)) != NULL) {
+		if (!pq_feed_is_done(s->feed, b)) {
+			if (!wait)
+				return 0;
+			pq_feed_wait(s->feed, b);
+		}
+		wait = 0;
+		if (b->stop != PQ_STOP_NONE) {
+			if (resolve(s, &s->streams[b->owner]) != 0)
+				return -1;
+			continue;
+		}
+		pq_feed_take(s->feed, b);
+		batch_put(s, b);
+	}
+	return 0;
+}
+
+/*
+ * st's open batch to the feed, once it holds fewer than FEED_HELD; then
+ * what st's file has ready is written.  finish: a finish batch follows
+ * (lib/parquet.h), unless the last one handed over for st is one.
+ */
+static int hand_over(struct sink *s, struct stream *st, int finish)
+{
+	struct pq_batch *b, *last = NULL;
+
+	if (collect(s, 0) != 0)
+		return -1;
+	while (pq_feed_held(s->feed) + 2 > FEED_HELD) {
+		if (collect(s, 1) != 0)
+			return -1;
+	}
+	b = st->batch;
+	st->batch = NULL;
+	if (b)
+		pq_feed_submit(s->feed, b);
+	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
+		if (b->owner == (size_t)(st - s->streams))
+			last = b;
+	}
+	if (finish && st->file && (last == NULL || !last->finish)) {
+		b = batch_get(s);
+		b->pw = st->file;
+		b->owner = (size_t)(st - s->streams);
+		b->finish = 1;
+		pq_feed_submit(s->feed, b);
+	}
+	if (st->file && pq_feed_write_ready(s->feed, st->file) != 0) {
+		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+		s->reported = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* parquet_add(), fed: the record goes into the stream's open batch. */
+static int fed_add(struct sink *s, struct stream *st, const struct json_span *rec,
+		   const struct singer_msg *from)
+{
+	struct pq_batch *b;
+
+	if (st->file == NULL && sink_open_file(s, st) != 0)
+		return -1;
+	b = st->batch;
+	if (b == NULL) {
+		b = st->batch = batch_get(s);
+		b->pw = st->file;
+		b->owner = (size_t)(st - s->streams);
+		b->limit = s->cfg->max_file_size;
+	}
+	pq_batch_add(b, rec, from ? from->members : NULL, from && from->members ? from->nmembers : 0,
+		     s->lineno, st->records + st->failed_in + 1, st->records);
+	st->records++;
+	return b->bytes.len >= FEED_BATCH ? hand_over(s, st, 0) : 0;
+}
+
+/* Before st's file closes: its records land (lib/recwriter.h). */
+static int parquet_settle(struct sink *s, struct stream *st)
+{
+	if (s->feed == NULL)
+		return 0;
+	/* Inside resolve(), which holds st's batches: the file rolls as it is. */
+	if (!st->resolving) {
+		if (hand_over(s, st, 1) != 0)
+			return -1;
+		while (holds(s, st)) {
+			if (resolve(s, st) != 0)
+				return -1;
+		}
+	}
+	if (st->file)
+		st->file_records = pq_writer_rows(st->file);
+	return 0;
+}
+
+/*
+ * The input ended: every stream's records, and the writing out of its last
+ * row group, go to the worker before the first file closes, so that the
+ * worker does them while this thread closes the files one by one.
+ */
+static int parquet_flush(struct sink *s)
+{
+	size_t i;
+
+	for (i = 0; s->feed && i < s->n; i++) {
+		if (s->streams[i].file && hand_over(s, &s->streams[i], 1) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The run failed: the worker finishes what it holds; the first record it
+ * could not add where the run would have failed (on an earlier line than
+ * the plan's error) says why instead.
+ */
+static void parquet_abandon(struct sink *s)
+{
+	struct pq_batch *b, *last = NULL, *first = NULL;
+	unsigned long long lineno = s->lineno, at = 0;
+	size_t i;
+
+	if (s->feed == NULL)
+		return;
+	for (i = 0; i < s->n; i++) {
+		if (s->streams[i].batch)
+			batch_put(s, s->streams[i].batch);
+		s->streams[i].batch = NULL;
+	}
+	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b))
+		last = b;
+	if (last == NULL)
+		return;
+	pq_feed_wait(s->feed, last);
+	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
+		if (b->stop == PQ_STOP_ERROR || (b->stop == PQ_STOP_WIDEN && fails_run(s, &b->f))) {
+			if (first == NULL || b->r[b->next].lineno < at) {
+				first = b;
+				at = b->r[b->next].lineno;
+			}
+		}
+	}
+	if (first == NULL || (s->plan->error && at >= s->error_line))
+		return;
+	free(s->plan->error);
+	s->plan->error = NULL;
+	s->reported = 0;
+	s->lineno = at;
+	handle_stop(s, &s->streams[first->owner], first);
+	s->lineno = lineno;
 }
 
 /* The Parquet columns of a stream's schema, string_columns applied. */
@@ -174,7 +486,7 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 
 		if (st->pqs == NULL)
 			infer_columns(s, st, &rec);
-		return parquet_add(s, st, &rec, from);
+		return s->feed ? fed_add(s, st, &rec, from) : parquet_add(s, st, &rec, from);
 	}
 	while (count-- > 0 && p <= end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -190,7 +502,7 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 		}
 		if (st->pqs == NULL)
 			infer_columns(s, st, &rec);
-		if (parquet_add(s, st, &rec, NULL) != 0)
+		if ((s->feed ? fed_add(s, st, &rec, NULL) : parquet_add(s, st, &rec, NULL)) != 0)
 			return -1;
 		p += n + 1;
 	}
@@ -200,6 +512,13 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 static int parquet_start(struct sink *s)
 {
 	s->ext = "";	/* the pages are compressed, not the file */
+	/*
+	 * -j N, N not 0: two threads beside this one, whatever N (the rows of
+	 * a file, and the pages of a column, must stay in order): the feed's
+	 * worker adds the rows, the codec's compresses the pages.  Three
+	 * threads in a pipeline share two cores better than two would: the
+	 * values and the pages together cost more than this thread's scan.
+	 */
 	s->codec = pq_codec_new(s->cfg->compression, s->cfg->compression_level, s->opt->threads);
 	s->pqo.codec = s->codec;
 	s->pqo.row_group_rows = s->cfg->row_group_rows;
@@ -209,17 +528,34 @@ static int parquet_start(struct sink *s)
 		sink_fail(s, "cannot start the Parquet page compressor");
 		return -1;
 	}
+	if (s->opt->threads > 0 && (s->feed = pq_feed_new(s->codec)) == NULL) {
+		s->reported = 1;
+		sink_fail(s, "cannot start the Parquet writer's thread");
+		return -1;
+	}
 	return 0;
 }
 
 static void parquet_finish(struct sink *s)
 {
+	pq_feed_free(s->feed);
+	s->feed = NULL;
+	while (s->spare) {
+		struct pq_batch *b = s->spare;
+
+		s->spare = b->after;
+		pq_batch_free(b);
+	}
 	pq_codec_free(s->codec);
 }
 
 static void *parquet_open(struct sink *s, struct stream *st, struct bucket_writer *w)
 {
-	return pq_writer_open(w, st->pqs, &s->pqo);
+	struct pq_writer *pw = pq_writer_open(w, st->pqs, &s->pqo);
+
+	if (pw && s->feed)
+		pq_feed_attach(s->feed, pw);
+	return pw;
 }
 
 static int parquet_schema(struct sink *s, struct stream *st, const char *schema)
@@ -254,6 +590,9 @@ const struct recwriter recwriter_parquet = {
 	.open = parquet_open,
 	.land = parquet_records,
 	.schema = parquet_schema,
+	.settle = parquet_settle,
+	.flush = parquet_flush,
+	.abandon = parquet_abandon,
 	.close = parquet_close,
 	.abort = parquet_abort,
 };

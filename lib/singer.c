@@ -24,7 +24,9 @@ static const char *const singer_keys[K_N] = {
 
 static enum singer_type classify(const struct json_span *t)
 {
-	/* Most lines are records: try that first. */
+	/* Most lines are records, spelled so: try that first, then any case. */
+	if (t->len == 8 && memcmp(t->p, "\"RECORD\"", 8) == 0)
+		return SINGER_RECORD;
 	if (json_string_equal(t, "RECORD", 1))
 		return SINGER_RECORD;
 	if (json_string_equal(t, "STATE", 1))

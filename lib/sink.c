@@ -28,8 +28,10 @@ void sink_fail(struct sink *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (s->plan->error == NULL)
+	if (s->plan->error == NULL) {
 		s->plan->error = xstrdup(buf);
+		s->error_line = s->lineno;
+	}
 }
 
 static int env_is(const char *name, const char *value)
@@ -478,6 +480,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 		if (s.streams[i].waiting > 0 && sink_drain(&s, &s.streams[i]) != 0)
 			goto out;
 	}
+	if (s.rw->flush && s.rw->flush(&s) != 0)
+		goto out;
 	for (i = 0; i < s.n; i++) {
 		if (sink_close_file(&s, &s.streams[i]) != 0)
 			goto out;
@@ -485,6 +489,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	ok = 1;
 out:
 	if (!ok) {
+		if (s.rw->abandon)
+			s.rw->abandon(&s);
 		cleanup_files(&s);
 	} else {
 		sink_progress(&s, 1);

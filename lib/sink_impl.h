@@ -54,6 +54,8 @@ struct stream {
 	char *version;		/* raw JSON "version" of its latest records, or NULL */
 	char *activated;	/* raw JSON of the version last activated, or NULL */
 	struct sb widened;	/* parquet: JSON array members of the columns widened */
+	struct pq_batch *batch;	/* parquet, fed: its records not yet handed to the feed, or NULL */
+	int resolving;		/* parquet, fed: its file rolls inside sink_close_file()'s settle */
 	char **warned;		/* columns widened with a warning already, NULL-terminated */
 	size_t nwarned;
 
@@ -82,6 +84,8 @@ struct sink {
 	const char *ext;	/* after the format's suffix: the compression's (".zst"; Parquet: "") */
 	struct pq_codec *codec;	/* parquet: the page compressor all files share */
 	struct pq_options pqo;
+	struct pq_feed *feed;	/* parquet, threads > 0: the worker that adds the rows, or NULL */
+	struct pq_batch *spare;	/* parquet, fed: batches to reuse (linked by after) */
 
 	struct stream *streams;
 	size_t n, cap;
@@ -97,6 +101,7 @@ struct sink {
 	int tty;
 	int live;		/* a live progress line is on the terminal */
 	int reported;		/* the bucket already printed why it failed */
+	unsigned long long error_line;	/* the input line the plan's error is about */
 	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
 	size_t nselected;
 	struct sb transformed;	/* scratch for a transform's output */

@@ -160,6 +160,8 @@ int sink_close_file(struct sink *s, struct stream *st)
 	struct plan_file f;
 	uint64_t bytes;
 
+	if (st->file && s->rw->settle && s->rw->settle(s, st) != 0)
+		return -1;
 	if (st->file == NULL)
 		return 0;
 	if (s->rw->close(st->file, &bytes) != 0) {

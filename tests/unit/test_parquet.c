@@ -990,6 +990,232 @@ static void test_threads(void)
 	sb_free(&b);
 }
 
+/* A record into a batch, with its members noted as the sink notes them (through buf). */
+static void batch_add_noted(struct pq_batch *bt, const char *rec, size_t i, struct sb *buf)
+{
+	static const char *const keys[] = { "record" };
+	struct json_member room[64];
+	struct json_members mem = { 0, room, 64, 0 };
+	struct json_span v, top;
+	size_t pos;
+	const char *msg;
+
+	sb_reset(buf);
+	sb_adds(buf, "{\"record\": ");
+	sb_adds(buf, rec);
+	sb_adds(buf, " }");
+	if (json_validate_inner(buf->buf, buf->len, keys, 1, &v, &mem, &top, &pos, &msg) != 0 || mem.n > 64) {
+		pq_batch_add(bt, &(struct json_span){ rec, strlen(rec), JSON_OBJECT }, NULL, 0, i, i + 1, i);
+		return;
+	}
+	/* Every third record walked instead, as a record wider than the sink's room is. */
+	pq_batch_add(bt, &v, i % 3 ? room : NULL, mem.n, i + 1, i + 1, i);
+	/* The input's buffer is reused at once: the batch holds its own copy. */
+	memset(buf->buf, ' ', buf->len);
+}
+
+/*
+ * The feed (lib/parquet_feed.c): records added by its worker, in batches,
+ * to several writers: the same files as pq_writer_add() in this thread,
+ * with and without the codec's worker; a finish batch; a value that does
+ * not fit stops its writer's batches at that record, and only those; a
+ * file that reaches its limit stops them after that record.
+ */
+static void test_feed(void)
+{
+	static const char schema[] = "{\"properties\":{\"id\":{\"type\":\"integer\"},"
+				     "\"name\":{\"type\":[\"null\",\"string\"]},\"x\":{\"type\":\"number\"}}}";
+	enum { N = 5000, PER = 97 };
+	char **recs = xcalloc(N, sizeof(*recs));
+	struct sb one = SB_INIT, two = SB_INIT, buf = SB_INIT;
+	size_t i, t;
+
+	for (i = 0; i < N; i++)
+		recs[i] = xasprintf(i % 11 == 0 ? "{\"id\":%zu,\"name\":null,\"x\":%zu.5,\"u\":%zu}" :
+				    "{\"id\":%zu,\"name\":\"n\\u00e9 %zu\",\"x\":%zu.5}", i, (i * 7919) % 301, i);
+	for (t = 0; t < 2; t++) {
+		/* Two writers, records interleaved; in this thread, then through the feed. */
+		struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
+		struct pq_codec *c0 = pq_codec_new(COMPRESSION_ZSTD, 0, 0), *c1 = pq_codec_new(COMPRESSION_ZSTD, 0, (int)t);
+		struct pq_options o0 = { c0, 700, 1 << 20, 128 }, o1 = { c1, 700, 1 << 20, 128 };
+		struct pq_writer *w0[2], *w1[2];
+		struct pq_batch *open[2] = { NULL, NULL }, *b;
+		struct pq_feed *feed = pq_feed_new(c1);
+		struct pq_fail f;
+		int bad = 0, stopped = 0, k;
+
+		w0[0] = pq_writer_open(bucket_writer_open(wb, "f0a.parquet"), s, &o0);
+		w0[1] = pq_writer_open(bucket_writer_open(wb, "f0b.parquet"), s, &o0);
+		w1[0] = pq_writer_open(bucket_writer_open(wb, "f1a.parquet"), s, &o1);
+		w1[1] = pq_writer_open(bucket_writer_open(wb, "f1b.parquet"), s, &o1);
+		pq_feed_attach(feed, w1[0]);
+		pq_feed_attach(feed, w1[1]);
+		for (i = 0; i < N; i++) {
+			struct json_span rec = { recs[i], strlen(recs[i]), JSON_OBJECT };
+
+			k = i % 3 == 0;
+			bad |= pq_writer_add(w0[k], &rec, &f) != 0;
+			if (open[k] == NULL) {
+				open[k] = xcalloc(1, sizeof(*open[k]));
+				open[k]->pw = w1[k];
+				open[k]->owner = (size_t)k;
+				open[k]->limit = UINT64_MAX;
+			}
+			batch_add_noted(open[k], recs[i], i, &buf);
+			if (open[k]->n == PER || i + 1 == N) {
+				pq_feed_submit(feed, open[k]);
+				open[k] = NULL;
+			}
+			/* Take back the batches done; the bytes ready written meanwhile. */
+			while ((b = pq_feed_first(feed)) && (pq_feed_held(feed) > 8 || pq_feed_is_done(feed, b))) {
+				pq_feed_wait(feed, b);
+				stopped |= b->stop != PQ_STOP_NONE || b->next != b->n;
+				pq_feed_take(feed, b);
+				pq_batch_free(b);
+				bad |= pq_feed_write_ready(feed, w1[i % 2]) != 0;
+			}
+		}
+		for (k = 0; k < 2; k++) {
+			if (open[k])
+				pq_feed_submit(feed, open[k]);
+			b = xcalloc(1, sizeof(*b));
+			b->pw = w1[k];
+			b->finish = 1;
+			pq_feed_submit(feed, b);
+		}
+		while ((b = pq_feed_first(feed)) != NULL) {
+			pq_feed_wait(feed, b);
+			stopped |= b->stop != PQ_STOP_NONE;
+			if (b->finish)
+				stopped |= pq_writer_rows(b->pw) != (b->pw == w1[1] ? (N + 2) / 3 : N - (N + 2) / 3);
+			pq_feed_take(feed, b);
+			pq_batch_free(b);
+		}
+		ok(!bad && !stopped, "feed%s: %d records to two writers in batches of %d, every one added",
+		   t ? " and the codec's worker" : "", N, PER);
+		ok(pq_writer_close(w0[0], NULL) == 0 && pq_writer_close(w0[1], NULL) == 0 &&
+		   pq_writer_close(w1[0], NULL) == 0 && pq_writer_close(w1[1], NULL) == 0, "... they close");
+		ok(bucket_get(wb, "f0a.parquet", &one) == 0 && bucket_get(wb, "f1a.parquet", &two) == 0 &&
+		   one.len > 0 && one.len == two.len && memcmp(one.buf, two.buf, one.len) == 0 &&
+		   bucket_get(wb, "f0b.parquet", &one) == 0 && bucket_get(wb, "f1b.parquet", &two) == 0 &&
+		   one.len > 0 && one.len == two.len && memcmp(one.buf, two.buf, one.len) == 0,
+		   "... byte for byte the files written in this thread");
+		bucket_delete(wb, "f0a.parquet");
+		bucket_delete(wb, "f0b.parquet");
+		bucket_delete(wb, "f1a.parquet");
+		bucket_delete(wb, "f1b.parquet");
+		pq_feed_free(feed);
+		pq_codec_free(c0);
+		pq_codec_free(c1);
+		pq_schema_free(s);
+	}
+	{
+		/* Stops: a value that does not fit, a limit reached; the other writer goes on. */
+		struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
+		struct pq_codec *c = pq_codec_new(COMPRESSION_ZSTD, 0, 1);
+		struct pq_options o = { c, 100, 1 << 20, 256 };
+		struct pq_writer *wa = pq_writer_open(bucket_writer_open(wb, "ga.parquet"), s, &o);
+		struct pq_writer *wb2 = pq_writer_open(bucket_writer_open(wb, "gb.parquet"), s, &o);
+		struct pq_feed *feed = pq_feed_new(c);
+		struct pq_batch *ba = xcalloc(1, sizeof(*ba)), *ba2 = xcalloc(1, sizeof(*ba2));
+		struct pq_batch *bb = xcalloc(1, sizeof(*bb)), *bc = xcalloc(1, sizeof(*bc));
+		static const char bad_rec[] = "{\"id\":7,\"name\":\"n\",\"x\":\"abc\"}";
+		struct pq_fail f;
+		uint64_t after, rows_b = 0;
+		int k;
+
+		pq_feed_attach(feed, wa);
+		pq_feed_attach(feed, wb2);
+		ba->pw = ba2->pw = wa;
+		bb->pw = bc->pw = wb2;
+		ba->limit = ba2->limit = bb->limit = UINT64_MAX;
+		for (i = 0; i < 10; i++)
+			batch_add_noted(ba, i == 6 ? bad_rec : recs[i], i, &buf);
+		for (i = 10; i < 20; i++) {
+			batch_add_noted(ba2, recs[i], i, &buf);
+			batch_add_noted(bb, recs[i], i, &buf);
+		}
+		/* The limit: a file of more than the few bytes it has is reached at its first row group. */
+		bc->limit = 100;
+		for (i = 0; i < 300; i++)
+			batch_add_noted(bc, recs[i], i, &buf);
+		pq_feed_submit(feed, ba);
+		pq_feed_submit(feed, ba2);
+		pq_feed_submit(feed, bb);
+		pq_feed_submit(feed, bc);
+		pq_feed_wait(feed, bc);
+		ok(ba->stop == PQ_STOP_WIDEN && ba->next == 6 && ba->f.column == 2 && ba->f.need == PQ_TEXT &&
+		   ba->f.value.len == 5 && memcmp(ba->f.value.p, "\"abc\"", 5) == 0 && pq_writer_rows(wa) == 6,
+		   "a value that does not fit: its batch stops there, at its value, six rows added");
+		ok(ba2->stop == PQ_STOP_PASSED && ba2->next == 0 && pq_writer_rows(wa) == 6,
+		   "... the writer's next batch is passed over");
+		ok(bb->stop == PQ_STOP_NONE && bb->next == 10,
+		   "... another writer's batch is not");
+		{
+			/* Where a writer in this thread reaches the limit, with the same rows before. */
+			struct pq_codec *c0 = pq_codec_new(COMPRESSION_ZSTD, 0, 0);
+			struct pq_options o0 = o;
+			struct pq_writer *wr;
+			size_t want = 0;
+
+			o0.codec = c0;
+			wr = pq_writer_open(bucket_writer_open(wb, "gr.parquet"), s, &o0);
+			for (i = 10; i < 20; i++)
+				pq_writer_add(wr, &(struct json_span){ recs[i], strlen(recs[i]), JSON_OBJECT }, &f);
+			for (i = 0; i < 300 && want == 0; i++) {
+				pq_writer_add(wr, &(struct json_span){ recs[i], strlen(recs[i]), JSON_OBJECT }, &f);
+				if (pq_writer_reached(wr, 100))
+					want = i + 1;
+			}
+			pq_writer_abort(wr);
+			pq_codec_free(c0);
+			ok(want > 0 && bc->stop == PQ_STOP_REACHED && bc->next == want &&
+			   pq_writer_rows(wb2) == 10 + want && pq_writer_bytes(wb2) >= 100,
+			   "the limit: the batch stops after the record that reaches it, as in this thread (%zu)", want);
+			rows_b = 10 + want;
+		}
+		after = pq_writer_rows(wa);
+		pq_feed_take(feed, ba);
+		pq_feed_take(feed, ba2);
+		pq_feed_take(feed, bb);
+		pq_feed_take(feed, bc);
+		pq_feed_resume(feed, wa);
+		ba2->start = 3;
+		pq_feed_submit(feed, ba2);
+		pq_feed_wait(feed, ba2);
+		ok(ba2->stop == PQ_STOP_NONE && ba2->next == 10 && pq_writer_rows(wa) == after + 7,
+		   "resumed, handed over again from its fourth record: those seven added");
+		pq_feed_take(feed, ba2);
+		pq_batch_free(ba);
+		pq_batch_free(ba2);
+		pq_batch_free(bb);
+		pq_batch_free(bc);
+		/* A batch still held when the feed goes: the feed frees it. */
+		pq_feed_resume(feed, wb2);
+		bb = xcalloc(1, sizeof(*bb));
+		bb->pw = wb2;
+		bb->limit = UINT64_MAX;
+		batch_add_noted(bb, recs[0], 0, &buf);
+		pq_feed_submit(feed, bb);
+		pq_feed_free(feed);
+		after = pq_writer_rows(wb2);
+		k = pq_writer_close(wa, NULL) == 0;
+		k &= pq_writer_close(wb2, NULL) == 0;
+		ok(after == rows_b + 1 && k && bucket_get(wb, "gb.parquet", &one) == 0 && one.len > 100,
+		   "... a batch held at the end is added first; the files close, their rows written");
+		bucket_delete(wb, "ga.parquet");
+		bucket_delete(wb, "gb.parquet");
+		pq_codec_free(c);
+		pq_schema_free(s);
+	}
+	for (i = 0; i < N; i++)
+		free(recs[i]);
+	free(recs);
+	sb_free(&one);
+	sb_free(&two);
+	sb_free(&buf);
+}
+
 /*
  * The pages of a file, uncompressed (snappy when snappy is set) into out,
  * each as its uncompressed size (4 bytes) and body; -1 when a page does not
@@ -1159,6 +1385,7 @@ int main(int argc, char **argv)
 		   "says what pq_writer_add() says");
 		test_snappy();
 		test_threads();
+		test_feed();
 		bucket_free(wb);
 		rmdir(dir);
 	}
