@@ -24,6 +24,29 @@ static const char *const source_names[] = {
 static const struct keys source_keys = { "source", source_names, 6, 6 };
 enum { S_TAP, S_CONFIG, S_STREAMS, S_CATALOG, S_METADATA, S_CATALOG_FLAG, S_NKEYS };
 
+/*
+ * The Python DataSpoc Pipe's built-in sources, by the names its YAML gives
+ * them, are the bundled taps that read the same config.  No Singer tap is
+ * named so (theirs are tap-*), so the names shadow nothing a user installs.
+ */
+static const char *const builtin_taps[][2] = {
+	{"parquet", "dataspoc-tap-parquet"},
+	{"google-sheets-public", "dataspoc-tap-google-sheets-public"},
+};
+
+static void resolve_builtin(char **argv)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(builtin_taps) / sizeof(builtin_taps[0]); i++) {
+		if (strcmp(argv[0], builtin_taps[i][0]) == 0) {
+			free(argv[0]);
+			argv[0] = xstrdup(builtin_taps[i][1]);
+			return;
+		}
+	}
+}
+
 static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 {
 	const char *what = "source.tap must be a string or a list of strings";
@@ -66,6 +89,7 @@ static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 		util_strv_free(argv);
 		return config_yerr(c, v->start_mark, "source.tap names no command");
 	}
+	resolve_builtin(argv);
 	cfg->tap_argv = argv;
 	return 0;
 }

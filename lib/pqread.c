@@ -302,6 +302,7 @@ struct pqr_file {
 	struct cursor *cur;
 	int started;
 	struct sb scratch;
+	char *created_by;	/* the footer's created_by, or NULL */
 };
 
 static void vals_free(struct vals *v)
@@ -618,6 +619,13 @@ static int read_footer(struct pqr_file *f, const unsigned char *p, size_t n)
 				read_elem(&t, &el[ne++]);
 		} else if (id == 3)
 			f->rows = (uint64_t)tr_int(&t, type, 0);
+		else if (id == 6 && type == TT_BINARY && f->created_by == NULL) {
+			size_t blen;
+			const unsigned char *b = tr_binary(&t, &blen);
+
+			if (b != NULL)
+				f->created_by = xstrndup((const char *)b, blen);
+		}
 		else if (id == 4 && type == TT_LIST && f->rgs == NULL) {
 			tr_list(&t, &et, &cnt);
 			if (t.bad || et != TT_STRUCT)
@@ -739,6 +747,7 @@ void pqr_free(struct pqr_file *f)
 		return;
 	for (i = 0; i < f->ncols; i++)
 		free(f->cols[i].name);
+	free(f->created_by);
 	for (i = 0; f->cur && i < f->ncols; i++) {
 		struct cursor *c = &f->cur[i];
 
@@ -766,6 +775,11 @@ void pqr_free(struct pqr_file *f)
 uint64_t pqr_rows(const struct pqr_file *f)
 {
 	return f->rows;
+}
+
+const char *pqr_created_by(const struct pqr_file *f)
+{
+	return f->created_by ? f->created_by : "";
 }
 
 size_t pqr_ncolumns(const struct pqr_file *f)

@@ -77,6 +77,8 @@ void pqr_free(struct pqr_file *f);
 
 /* The file's rows, as its footer says. */
 uint64_t pqr_rows(const struct pqr_file *f);
+/* The program that wrote it, as its footer says ("" when it does not). */
+const char *pqr_created_by(const struct pqr_file *f);
 /* Its top-level columns, in schema order. */
 size_t pqr_ncolumns(const struct pqr_file *f);
 const struct pqr_column *pqr_column(const struct pqr_file *f, size_t i);

@@ -55,3 +55,7 @@ lens_root() {
 @test "s3 lake: two pipelines in one folder: a snapshot replaces only its own files, and is told whose folder it is" {
 	scenario_lake_shared_folder
 }
+
+@test "s3 lake: bronze to silver through tap: parquet and a transform, each bronze file once" {
+	scenario_lake_bronze_silver
+}

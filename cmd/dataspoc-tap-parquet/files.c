@@ -250,7 +250,68 @@ struct layout {
 	size_t nhive;
 	struct sb names;	/* the "name": of each printed column, back to back */
 	size_t *name_end;
+	int extra;		/* pipe-sink's extra column (below): its members go back, or -1 */
+	struct sb value;	/* scratch: one value of the extra column */
 };
+
+/*
+ * pipe-sink lands the members a record has beyond its schema as one JSON
+ * object in a last column "_extra" ("__extra" when the schema has an
+ * "_extra", ...).  Read back, they are the record's members again, as the
+ * tap sent them, and the column is no column of the schema.
+ */
+static int extra_column(const struct pqr_file *f)
+{
+	size_t n = pqr_ncolumns(f), u = 0;
+	const struct pqr_column *c;
+
+	if (n == 0 || strncmp(pqr_created_by(f), "dataspoc-pipe ", 14) != 0)
+		return -1;
+	c = pqr_column(f, n - 1);
+	if (c->kind != PQR_JSON)
+		return -1;
+	while (u < c->name_len && c->name[u] == '_')
+		u++;
+	return u > 0 && c->name_len - u == 5 && memcmp(c->name + u, "extra", 5) == 0 ? (int)(n - 1) : -1;
+}
+
+/*
+ * Append the members of the extra column's value (an object, or null) to a
+ * record whose printed members so far are k; 0, or -1 when it is not an
+ * object (said).
+ */
+static int add_extra(struct pqr_file *f, struct layout *l, size_t k, struct sb *out, const char *key)
+{
+	const char *p, *e;
+
+	sb_reset(&l->value);
+	if (pqr_value_json(f, (size_t)l->extra, &l->value) < 0)
+		return -1;
+	p = l->value.buf;
+	e = p + l->value.len;
+	while (p < e && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		p++;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t' || e[-1] == '\r'))
+		e--;
+	if ((size_t)(e - p) == 4 && memcmp(p, "null", 4) == 0)
+		return 0;
+	if (e - p < 2 || *p != '{' || e[-1] != '}') {
+		fflush(stdout);
+		err_msg("cannot read '%s': its column '%s' (the members beyond the schema) holds %.*s, not an object",
+			key, pqr_column(f, (size_t)l->extra)->name, (int)(e - p > 40 ? 40 : e - p), p);
+		return -1;
+	}
+	p++;
+	e--;
+	while (p < e && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		p++;
+	if (p == e)
+		return 0;
+	if (k)
+		sb_addc(out, ',');
+	sb_add(out, p, (size_t)(e - p));
+	return 0;
+}
 
 static void layout_free(struct layout *l)
 {
@@ -263,6 +324,7 @@ static void layout_free(struct layout *l)
 	free(l->hive);
 	free(l->on);
 	sb_free(&l->names);
+	sb_free(&l->value);
 	free(l->name_end);
 }
 
@@ -329,6 +391,7 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 	memset(l, 0, sizeof(*l));
 	l->ncols = n;
 	l->on = xcalloc(n ? n : 1, sizeof(*l->on));
+	l->extra = extra_column(f);
 	if (t->hive)
 		hive_columns(t, key, f, l);
 	l->name_end = xcalloc(n + l->nhive + 1, sizeof(*l->name_end));
@@ -354,6 +417,8 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 			err_msg("cannot read '%s': column '%s': %s", key, c->name, c->unsupported);
 			return EXIT_FAIL;
 		}
+		if ((int)i == l->extra)
+			continue;
 		if (k++)
 			sb_addc(schema, ',');
 		json_quote(schema, c->name, c->name_len);
@@ -447,7 +512,7 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 		row_start = t->msg.len;
 		sb_add(&t->msg, pre.buf, pre.len);
 		for (i = 0, k = 0; i < l.ncols; i++) {
-			if (!l.on[i])
+			if (!l.on[i] || (int)i == l.extra)
 				continue;
 			sb_add(&t->msg, l.names.buf + at, l.name_end[k] - at);
 			at = l.name_end[k++];
@@ -460,6 +525,10 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 			sb_add(&t->msg, l.names.buf + at, l.name_end[k] - at);
 			at = l.name_end[k++];
 			json_quote(&t->msg, l.hive[i].value, strlen(l.hive[i].value));
+		}
+		if (l.extra >= 0 && l.on[l.extra] && add_extra(f, &l, k, &t->msg, name) < 0) {
+			t->msg.len = row_start;
+			goto out;
 		}
 		sb_adds(&t->msg, "}}\n");
 		t->nrecords++;
