@@ -116,6 +116,11 @@ struct bucket *bucket_open(const char *url)
 
 struct bucket *bucket_open_opts(const char *url, const char *endpoint)
 {
+	return bucket_open_account(url, endpoint, NULL);
+}
+
+struct bucket *bucket_open_account(const char *url, const char *endpoint, const char *account)
+{
 	struct bucket *b = NULL;
 	char *p;
 
@@ -140,7 +145,7 @@ struct bucket *bucket_open_opts(const char *url, const char *endpoint)
 	} else if (has_scheme(url, "s3") || has_scheme(url, "gs")) {
 		b = s3_bucket_open(url, endpoint);
 	} else if (has_scheme(url, "az")) {
-		b = az_bucket_open(url, endpoint, NULL);
+		b = az_bucket_open(url, endpoint, account);
 	} else if (scheme_len(url) > 0) {
 		p = printable(url);
 		err_msg("unsupported bucket '%s': use a local directory, "

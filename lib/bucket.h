@@ -31,6 +31,13 @@ struct bucket *bucket_open(const char *url);
  * gs:// urls and ignored by local ones; NULL or "" is bucket_open().
  */
 struct bucket *bucket_open_opts(const char *url, const char *endpoint);
+
+/*
+ * bucket_open_opts() with the storage account of an az:// bucket
+ * (destination.account_name; NULL: from the environment or the
+ * endpoint), ignored by other stores.
+ */
+struct bucket *bucket_open_account(const char *url, const char *endpoint, const char *account);
 void bucket_free(struct bucket *b);
 
 /* The url as given, for messages. */

@@ -142,6 +142,7 @@ void config_free(struct pipe_config *cfg)
 	free(cfg->bucket);
 	free(cfg->path);
 	free(cfg->endpoint_url);
+	free(cfg->account_name);
 	free(cfg->format);
 	free(cfg->cron);
 	memset(cfg, 0, sizeof(*cfg));

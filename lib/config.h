@@ -38,7 +38,10 @@
  *                     none for snappy
  *     max_file_size:  bytes, or a size for config_parse_size() (lib/size.h);
  *                     at least 1 KiB; default 128 MiB
- *     endpoint_url:   http:// or https:// URL of an S3-compatible store
+ *     endpoint_url:   http:// or https:// URL of an S3-compatible store, or
+ *                     of an Azure account's blob endpoint (docs/AZURE.md)
+ *     account_name:   az:// only: the Azure storage account (3 to 24
+ *                     lower-case letters and digits)
  *     format:         parquet (default, as the Python tool) or jsonl
  *                     (lib/parquet.h, lib/zwriter.h)
  *     row_group_rows: parquet only: rows to a row group, 1..2^31-1,
@@ -124,6 +127,7 @@ struct pipe_config {
 	int compression_level;	/* default: 3 for zstd, 6 for gzip */
 	uint64_t max_file_size;	/* roll-over size of a data file, compressed bytes; default 128 MiB */
 	char *endpoint_url;	/* destination.endpoint_url (S3-compatible store), or NULL */
+	char *account_name;	/* destination.account_name (az://), or NULL */
 	char *format;		/* destination.format: "jsonl" or "parquet" */
 	int parquet;		/* format is parquet */
 	int mismatch_fail;	/* parquet: schema_mismatch: fail */

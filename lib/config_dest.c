@@ -27,7 +27,7 @@ static const struct keys home_keys = { NULL, home_names, 2, 1 };
 static const char *const dest_names[] = {
 	"bucket", "path", "compression", "compression_level", "max_file_size",
 	"endpoint_url", "format", "row_group_rows", "row_group_size", "string_columns",
-	"schema_mismatch", "partition_by"
+	"schema_mismatch", "account_name", "partition_by"
 };
 static const struct keys dest_keys = { "destination", dest_names, D_NKEYS, D_NKEYS - 1 };
 
@@ -36,6 +36,7 @@ void config_dest_free(struct dest *d)
 	free(d->bucket);
 	free(d->path);
 	free(d->endpoint_url);
+	free(d->account_name);
 	util_strv_free(d->strcols);
 	memset(d, 0, sizeof(*d));
 }
@@ -293,6 +294,21 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 	}
 	if (k == D_STRCOLS)
 		return parse_strcols(c, v, d);
+	if (k == D_ACCOUNT) {
+		size_t i, n;
+
+		if (config_get_str(c, v, "destination.account_name", "a string", &s) < 0)
+			return -1;
+		n = strlen(s);
+		for (i = 0; i < n; i++)
+			if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+				break;
+		if (n < 3 || n > 24 || i < n)
+			return config_yerr(c, v->start_mark, "destination.account_name must be an Azure storage "
+					   "account name (3 to 24 lower-case letters and digits), not '%s'", s);
+		d->account_name = xstrdup(s);
+		return 0;
+	}
 	if (k == D_RG_SIZE) {
 		if (config_get_str(c, v, "destination.row_group_size", "a size", &s) < 0)
 			return -1;
@@ -331,8 +347,9 @@ int config_parse_dest(struct yctx *c, yaml_node_t *map, struct dest *d)
 		if (is_null(v))
 			continue;
 		/* A later mapping (destination: after defaults:) wins. */
-		if (k == D_BUCKET || k == D_PATH || k == D_ENDPOINT) {
-			char **slot = k == D_BUCKET ? &d->bucket : k == D_PATH ? &d->path : &d->endpoint_url;
+		if (k == D_BUCKET || k == D_PATH || k == D_ENDPOINT || k == D_ACCOUNT) {
+			char **slot = k == D_BUCKET ? &d->bucket : k == D_PATH ? &d->path :
+				      k == D_ENDPOINT ? &d->endpoint_url : &d->account_name;
 
 			free(*slot);
 			*slot = NULL;
@@ -395,6 +412,15 @@ int config_dest_merge(struct yctx *c, struct dest *d, const struct dest *def,
 		cfg->endpoint_url = take(&d->endpoint_url);
 	else if (def->endpoint_url)
 		cfg->endpoint_url = xstrdup(def->endpoint_url);
+	if (d->account_name)
+		cfg->account_name = take(&d->account_name);
+	else if (def->account_name)
+		cfg->account_name = xstrdup(def->account_name);
+	if (cfg->account_name && strncmp(cfg->bucket, "az://", 5) != 0) {
+		config_yerr(c, d->set[D_ACCOUNT] ? d->at[D_ACCOUNT] : dmap ? dmap->start_mark : root->start_mark,
+			    "destination.account_name applies only to az:// buckets");
+		return -1;
+	}
 	cfg->max_file_size = d->set[D_MAXSIZE] ? d->max_file_size :
 			     def->set[D_MAXSIZE] ? def->max_file_size : DEFAULT_MAX_FILE_SIZE;
 

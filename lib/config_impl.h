@@ -53,13 +53,13 @@ struct keys {
 /* Destination keys, as read from one file, before defaults are merged. */
 enum {
 	D_BUCKET, D_PATH, D_COMPRESSION, D_LEVEL, D_MAXSIZE, D_ENDPOINT,
-	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_MISMATCH, D_PARTITION, D_NKEYS
+	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_MISMATCH, D_ACCOUNT, D_PARTITION, D_NKEYS
 };
 
 struct dest {
 	int set[D_NKEYS];
 	yaml_mark_t at[D_NKEYS];
-	char *bucket, *path, *endpoint_url;
+	char *bucket, *path, *endpoint_url, *account_name;
 	enum compression compression;
 	long level;
 	const char *level_text;	/* inside the document: valid while it is loaded */

@@ -393,3 +393,17 @@ Done! 5 records in 2 stream(s)
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 }
+
+@test "az: destination.account_name names the account for the key, the endpoint's path gets it" {
+	unset AZURE_STORAGE_CONNECTION_STRING AZURE_STORAGE_ACCOUNT
+	export AZURE_STORAGE_KEY=$AZ_KEY
+	shop_pipeline "endpoint_url: http://127.0.0.1:$AZ_PORT" "account_name: $AZ_ACCOUNT"
+	shop_run
+	assert_line --index 1 "Done! 5 records in 2 stream(s)"
+	run -0 bucket_files
+	assert_equal "${#lines[@]}" 2
+	# without it, nothing names the account
+	shop_pipeline "endpoint_url: http://127.0.0.1:$AZ_PORT"
+	run -1 --separate-stderr pipe-state show shop
+	assert_equal "$stderr" "pipe-state: invalid bucket 'az://$AZ_CONTAINER': no storage account for the endpoint 'http://127.0.0.1:$AZ_PORT': set AZURE_STORAGE_ACCOUNT or destination.account_name, or give the endpoint as http://host:port/ACCOUNT"
+}

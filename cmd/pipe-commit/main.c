@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+	b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
 	if (b == NULL)
 		goto out;
 	if (abort_run) {

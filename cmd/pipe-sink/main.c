@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		ret = CLI_OK;
 		goto out;
 	}
-	b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+	b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
 	/* An open S3 file holds a part buffer (8 MiB): fewer of them. */
 	if (b != NULL && opt.max_open == 0)
 		opt.max_open = bucket_is_local(b) ? 64 : 8;
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 	} else {
 		/* the run's lock (pipe-state get took it) is renewed while the tap runs */
 		struct runlock lock;
-		struct bucket *kb = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+		struct bucket *kb = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
 		struct lock_keeper *keeper;
 
 		runlock_init(&lock, b, cfg.name, opt.run_id);

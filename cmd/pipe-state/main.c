@@ -338,7 +338,7 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		/* a bucket that cannot be read says whose it is */
 		context = xasprintf("pipeline '%s'", cfg.name);
 		err_context = context;
-		b = bucket_open_opts(cfg.bucket, cfg.endpoint_url);
+		b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
 		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
 			rows[i].log = logs[i][0];
 			rows[i].error = 0;
@@ -736,7 +736,8 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if (!(flags & NO_BUCKET)) {
-		c.b = bucket_open_opts(c.bucket ? c.bucket : c.cfg.bucket, c.bucket ? NULL : c.cfg.endpoint_url);
+		c.b = bucket_open_account(c.bucket ? c.bucket : c.cfg.bucket, c.bucket ? NULL : c.cfg.endpoint_url,
+					  c.bucket ? NULL : c.cfg.account_name);
 		if (c.b == NULL) {
 			ret = CLI_FAILED;
 			goto out;

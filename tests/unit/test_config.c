@@ -458,7 +458,7 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compresion: zstd\n",
 		":5:3: unknown key 'compresion' in destination (expected one of: bucket, path, "
 		"compression, compression_level, max_file_size, endpoint_url, format, row_group_rows, "
-		"row_group_size, string_columns, schema_mismatch)",
+		"row_group_size, string_columns, schema_mismatch, account_name)",
 		"misspelt destination key");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: lz4\n",
 		":5:16: destination.compression must be one of zstd, snappy, gzip, none, not 'lz4'",
@@ -506,6 +506,14 @@ static void test_destination(void)
 	      "an az:// bucket and its endpoint");
 	is_str(cfg.bucket, "az://lake/zone", "az bucket kept as written");
 	is_str(cfg.endpoint_url, "http://127.0.0.1:10000/devstoreaccount1", "az endpoint_url");
+	ok(cfg.account_name == NULL, "no account_name");
+	loads(MINI_SOURCE "destination:\n  bucket: az://lake\n  account_name: mylake01\n", "account_name");
+	is_str(cfg.account_name, "mylake01", "account_name kept");
+	refused(MINI_SOURCE "destination:\n  bucket: az://lake\n  account_name: My_Lake\n",
+		":5:17: destination.account_name must be an Azure storage account name (3 to 24 "
+		"lower-case letters and digits), not 'My_Lake'", "account_name with upper case");
+	refused(MINI_SOURCE "destination:\n  bucket: s3://lake\n  account_name: mylake\n",
+		":5:17: destination.account_name applies only to az:// buckets", "account_name on s3://");
 	refused(MINI_SOURCE "destination:\n  bucket:\n",
 		":4:3: destination.bucket must be a string", "null bucket");
 	refused(MINI_SOURCE "destination:\n  path: raw\n",
@@ -864,7 +872,7 @@ static void test_home_config(void)
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
 	refused_in(conf, ":3:3: unknown key 'compresion' in destination (expected one of: bucket, "
 		   "path, compression, compression_level, max_file_size, endpoint_url, format, "
-		   "row_group_rows, row_group_size, string_columns, schema_mismatch)",
+		   "row_group_rows, row_group_size, string_columns, schema_mismatch, account_name)",
 		   "config.yaml unknown key message");
 	write_file(conf, "bucket: /l\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a top-level bucket");
