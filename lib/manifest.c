@@ -11,7 +11,6 @@
 #include "err.h"
 #include "json.h"
 #include "lock.h"
-#include "sink.h"
 #include "util.h"
 
 static int table_at(jv t, const char *dir);
@@ -613,7 +612,7 @@ static int log_records(jv log, const char *safe, double *records, char **name)
 			jv rec = jv_invalid();
 
 			if (ret != 0) {
-				sn = sink_safe_name(jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)), &why);
+				sn = util_stream_folder(jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)), &why);
 				sb_free(&why);
 				if (jv_get_kind(s) == JV_KIND_OBJECT)
 					rec = jv_object_get(jv_copy(s), jv_string("records"));

@@ -30,11 +30,4 @@ struct sink_options {
 int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	     const struct sink_options *opt, int fd, struct plan *plan);
 
-/*
- * Make a stream name safe as one folder name: '/', '\\' and leading '.'
- * become '_'.  Returns NULL (the reason appended to why) for names that
- * cannot be made safe: empty, or holding control bytes.
- */
-char *sink_safe_name(const char *name, size_t len, struct sb *why);
-
 #endif

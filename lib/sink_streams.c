@@ -9,31 +9,6 @@
 #include "recwriter.h"
 #include "util.h"
 
-char *sink_safe_name(const char *name, size_t len, struct sb *why)
-{
-	char *safe;
-	size_t i;
-
-	if (len == 0) {
-		sb_adds(why, "the name is empty");
-		return NULL;
-	}
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c < 0x20 || c == 0x7f) {
-			sb_adds(why, "the name holds control characters");
-			return NULL;
-		}
-	}
-	safe = xstrndup(name, len);
-	for (i = 0; i < len; i++) {
-		if (safe[i] == '/' || safe[i] == '\\' || (i == 0 && safe[i] == '.'))
-			safe[i] = '_';
-	}
-	return safe;
-}
-
 static void grow_slots(struct sink *s)
 {
 	size_t i, nslots = s->nslots ? s->nslots * 2 : 64;
@@ -72,7 +47,7 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 {
 	struct stream *st;
 	struct sb why = SB_INIT;
-	char *safe = sink_safe_name(name, len, &why);
+	char *safe = util_stream_folder(name, len, &why);
 	size_t i;
 
 	int dropped = 0;

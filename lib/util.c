@@ -260,6 +260,31 @@ char *util_pending_legacy_key(const char *pipeline)
 	return xasprintf(".dataspoc/state/%s/pending.json", pipeline);
 }
 
+char *util_stream_folder(const char *name, size_t len, struct sb *why)
+{
+	char *safe;
+	size_t i;
+
+	if (len == 0) {
+		sb_adds(why, "the name is empty");
+		return NULL;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c == 0x7f) {
+			sb_adds(why, "the name holds control characters");
+			return NULL;
+		}
+	}
+	safe = xstrndup(name, len);
+	for (i = 0; i < len; i++) {
+		if (safe[i] == '/' || safe[i] == '\\' || (i == 0 && safe[i] == '.'))
+			safe[i] = '_';
+	}
+	return safe;
+}
+
 char *util_staging_prefix(const char *pipeline, const char *run_id)
 {
 	if (run_id == NULL)

@@ -95,6 +95,12 @@ char *util_pending_legacy_key(const char *pipeline);	/* .dataspoc/state/P/pendin
 char *util_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
 char *util_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json ; R NULL: .dataspoc/logs/P/ */
 char *util_state_dir(const char *pipeline);	/* .dataspoc/state/P/ */
+/*
+ * A stream's folder (of the layout's .../<stream>/ level): '/', '\\' and a
+ * leading '.' become '_'.  Returns NULL (the reason appended to why) for
+ * names that cannot be made safe: empty, or holding control bytes.
+ */
+char *util_stream_folder(const char *name, size_t len, struct sb *why);
 #define UTIL_MANIFEST_KEY ".dataspoc/manifest.json"
 #define UTIL_MANIFEST_LOCK_KEY ".dataspoc/manifest.lock"
 

@@ -18,6 +18,7 @@
 #include "sb.h"
 #include "singer.h"
 #include "sink.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -46,7 +47,7 @@ static void use(const struct singer_msg *m)
 	must(m->type_value.type == JSON_STRING);
 	if (m->stream.type == JSON_STRING) {
 		json_string_decode(&m->stream, &name);
-		safe = sink_safe_name(name.buf ? name.buf : "", name.len, &why);
+		safe = util_stream_folder(name.buf ? name.buf : "", name.len, &why);
 		if (safe) {
 			/* a safe name never leaves its folder */
 			must(strchr(safe, '/') == NULL && safe[0] != '.');
