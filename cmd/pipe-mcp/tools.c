@@ -401,26 +401,36 @@ static void run_summary(const struct sb *out, double *records, jv *streams)
 	}
 }
 
-/* The driver's reason: its last "dataspoc-pipe: " line, that word taken off. */
+/*
+ * The driver's reason: its last "dataspoc-pipe: " line, that word taken
+ * off; else the last line said (pipe-mcp's, when it could not start it).
+ */
 static jv run_error(const struct job *j, int status)
 {
-	size_t len;
-	const char *s = said(j, &len), *line, *best = NULL;
-	size_t best_len = 0;
-	static const char prefix[] = "dataspoc-pipe: ";
+	size_t len, n;
+	const char *s = said(j, &len), *line, *best = NULL, *last = NULL;
+	size_t best_len = 0, last_len = 0;
+	static const char prefix[] = "dataspoc-pipe: ", mine[] = "pipe-mcp: ";
 
-	for (line = s; line && line < s + len;) {
+	for (line = s; line && line < s + len; line += n + 1) {
 		const char *nl = memchr(line, '\n', (size_t)(s + len - line));
-		size_t n = nl ? (size_t)(nl - line) : (size_t)(s + len - line);
 
+		n = nl ? (size_t)(nl - line) : (size_t)(s + len - line);
 		if (n > strlen(prefix) && memcmp(line, prefix, strlen(prefix)) == 0) {
 			best = line + strlen(prefix);
 			best_len = n - strlen(prefix);
 		}
-		line += n + 1;
+		if (n) {
+			last = line;
+			last_len = n;
+		}
 	}
 	if (best)
 		return jv_string_sized(best, (int)best_len);
+	if (last && last_len > strlen(mine) && memcmp(last, mine, strlen(mine)) == 0)
+		return jv_string_sized(last + strlen(mine), (int)(last_len - strlen(mine)));
+	if (last)
+		return jv_string_sized(last, (int)last_len);
 	return jv_string_fmt("dataspoc-pipe exited with status %d", status);
 }
 
