@@ -50,6 +50,7 @@ usage: $prog init
        $prog validate [--output text|json] [NAME...]
        $prog manifest [--output text|json] BUCKET
        $prog schedule install|remove|list [NAME...]
+       $prog mcp [--read-only]
        $prog help [COMMAND] | --version
 USAGE
 	exit 2
@@ -66,7 +67,7 @@ usage() {
 # nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
 # a swap of neighbours counting as one), if any.
 nearest() {
-	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule help' '
+	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule mcp help' '
 	function dist(a, b,   i, j, la, lb, d, c, x) {
 		la = length(a); lb = length(b)
 		for (i = 0; i <= la; i++) d[i, 0] = i
@@ -98,8 +99,8 @@ help_main() {
 	cat <<'HELP'
 usage: dataspoc-pipe COMMAND [options]
 
-Run Singer taps and land their records in a bucket (a local directory or
-S3), as Parquet (or compressed JSON lines), with incremental state kept in
+Run Singer taps and land their records in a bucket (a local directory,
+S3 or Azure Blob Storage), as Parquet (or compressed JSON lines), with incremental state kept in
 the bucket.
 
 Commands:
@@ -112,6 +113,7 @@ Commands:
   validate [NAME]   check configs, taps and buckets
   manifest BUCKET   the catalog of the tables in a bucket
   schedule          install, remove or list crontab entries
+  mcp               serve MCP (stdio) for AI agents
   help [COMMAND]    help on a command
   --version         the version
 
@@ -578,8 +580,9 @@ usage: dataspoc-pipe add [options] NAME
 Create pipelines/NAME.yaml, asking on stderr for what no option gives and
 reading the answers from stdin: the tap, its config file, the bucket, the
 base path, the compression, incremental extraction and a cron schedule.
-A known tap (tap-postgres, tap-mysql, tap-csv, tap-github,
-dataspoc-tap-csv) gets a config template in sources/NAME.json (mode 0600)
+A known tap (tap-postgres, tap-mysql, tap-csv, tap-github, and the built-in
+dataspoc-tap-csv, dataspoc-tap-postgres, parquet and google-sheets-public)
+gets a config template in sources/NAME.json (mode 0600)
 to fill in; another tap gets {} there, and its --about output is shown
 when it has one.  An existing sources/NAME.json is kept.  A bad bucket,
 compression, y/n or cron answer is asked again (given as an option, it
@@ -704,7 +707,22 @@ help_help() {
 usage: dataspoc-pipe help [COMMAND]
 
 Help on dataspoc-pipe, or on one of its commands: init, add, run, status,
-logs, validate, manifest, schedule, help, version.
+logs, validate, manifest, schedule, mcp, help, version.
+HELP
+}
+
+help_mcp() {
+	cat <<'HELP'
+usage: dataspoc-pipe mcp [--read-only]
+
+Serve the Model Context Protocol on stdin and stdout, for AI agents (an MCP
+host starts it: {"command": "dataspoc-pipe", "args": ["mcp"]}): the tools
+list_pipelines, pipeline_config, run_pipeline, pipeline_status,
+pipeline_logs, show_manifest and validate_pipeline, and the resource
+pipe://pipelines, answered by the commands of dataspoc-pipe, secrets masked.
+run_pipeline takes the pipeline's lock, reports progress and stops cleanly
+when cancelled.  --read-only serves without run_pipeline.  Logs go to
+stderr.  See pipe-mcp(1).
 HELP
 }
 
@@ -1301,6 +1319,21 @@ cmd_schedule() {
 	exit 0
 }
 
+# ---- mcp -----------------------------------------------------------------------
+
+cmd_mcp() {
+	ro=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--read-only | -r) ro=-r ;;
+		-h | --help) help_mcp; exit 0 ;;
+		*) usage mcp "unexpected argument '$1'" ;;
+		esac
+		shift
+	done
+	exec pipe-mcp $ro
+}
+
 [ $# -gt 0 ] || usage_all "a command is required"
 cmd=$1
 shift
@@ -1313,6 +1346,7 @@ logs) cmd_logs "$@" ;;
 validate) cmd_validate "$@" ;;
 manifest) cmd_manifest "$@" ;;
 schedule) cmd_schedule "$@" ;;
+mcp) cmd_mcp "$@" ;;
 help)
 	[ $# -le 1 ] || usage help "unexpected argument '$2'"
 	case ${1:-} in
@@ -1325,6 +1359,7 @@ help)
 	validate) help_validate ;;
 	manifest) help_manifest ;;
 	schedule) help_schedule ;;
+	mcp) help_mcp ;;
 	help) help_help ;;
 	version | --version) help_version ;;
 	*) err "help: no command '$1'"; exit 2 ;;

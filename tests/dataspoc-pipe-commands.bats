@@ -62,7 +62,7 @@ add_cron() {	# NAME CRON
 	assert_output "dataspoc-pipe 0.1.0"
 	run -0 --separate-stderr dataspoc-pipe help
 	for c in "init  " "add NAME  " "run NAME  " "run --all  " "status  " "logs NAME  " \
-		"validate [NAME]  " "manifest BUCKET  " "schedule  " "help [COMMAND]  " "--version  "; do
+		"validate [NAME]  " "manifest BUCKET  " "schedule  " "mcp  " "help [COMMAND]  " "--version  "; do
 		assert_line --partial "  $c"
 	done
 	assert_equal "$stderr" ""
@@ -70,7 +70,7 @@ add_cron() {	# NAME CRON
 
 @test "help COMMAND and COMMAND -h print the same help for every command" {
 	local c
-	for c in init add run status logs validate manifest schedule; do
+	for c in init add run status logs validate manifest schedule mcp; do
 		run -0 --separate-stderr dataspoc-pipe help "$c"
 		assert_line --index 0 --regexp "^usage: dataspoc-pipe $c( |\$)"
 		assert_equal "$stderr" ""
@@ -91,7 +91,31 @@ add_cron() {	# NAME CRON
 usage: dataspoc-pipe help [COMMAND]"
 }
 
+@test "mcp serves the MCP server (pipe-mcp) on stdin and stdout; --read-only leaves run_pipeline out" {
+	local init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+	local list='{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+	run -0 --separate-stderr sh -c 'printf "%s\n%s\n" "$1" "$2" | dataspoc-pipe mcp' sh "$init" "$list"
+	[ "${#lines[@]}" -eq 2 ]
+	assert_equal "$(jq -r .result.protocolVersion <<<"${lines[0]}")" "2025-06-18"
+	assert_equal "$(jq -r '[.result.tools[].name] | sort | join(" ")' <<<"${lines[1]}")" \
+		"list_pipelines pipeline_config pipeline_logs pipeline_status run_pipeline show_manifest validate_pipeline"
+	run -0 --separate-stderr sh -c 'printf "%s\n%s\n" "$1" "$2" | dataspoc-pipe mcp --read-only' sh "$init" "$list"
+	assert_equal "$(jq -r '[.result.tools[].name] | index("run_pipeline")' <<<"${lines[1]}")" "null"
+	run -2 --separate-stderr dataspoc-pipe mcp --bogus
+	assert_equal "$stderr" "dataspoc-pipe: mcp: unexpected argument '--bogus'
+usage: dataspoc-pipe mcp [--read-only]"
+}
+
 # --- add --------------------------------------------------------------------------
+
+@test "add --tap parquet and --tap google-sheets-public: the built-ins' templates" {
+	run -0 --separate-stderr dataspoc-pipe add --tap parquet --bucket "$(bucket_url)" --yes silver
+	assert_line --index 1 "Created $HOMEDIR/sources/silver.json: a template for parquet, fill in its values"
+	run -0 jq -r 'keys | join(" ")' "$HOMEDIR/sources/silver.json"
+	assert_output --partial "path"
+	run -0 --separate-stderr dataspoc-pipe add --tap google-sheets-public --bucket "$(bucket_url)" --yes sheet
+	assert_line --index 1 "Created $HOMEDIR/sources/sheet.json: a template for google-sheets-public, fill in its values"
+}
 
 @test "add with flags writes the pipeline and a private config template for a known tap" {
 	run -0 --separate-stderr dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" \
