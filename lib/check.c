@@ -109,8 +109,7 @@ int check_probe(struct bucket *b, int *conditional)
 
 /* ---- secrets ---- */
 
-/* A member name that usually holds a secret. */
-static int secret_name(const char *name)
+int check_secret_name(const char *name)
 {
 	static const char *const parts[] = {
 		"password", "passwd", "secret", "token", "credential", "private_key",
@@ -158,7 +157,7 @@ static void find_secrets(const struct json_span *v, struct sb *names, struct sb 
 
 		json_string_decode(&key, &name);
 		if (val.type == JSON_STRING && val.len > 2 && name.buf && strlen(name.buf) == name.len &&
-		    secret_name(name.buf)) {
+		    check_secret_name(name.buf)) {
 			if (names) {
 				if (names->len)
 					sb_adds(names, ", ");
@@ -241,7 +240,7 @@ static void mask_patterns(struct sb *text)
 			v++;
 		if (v < len && (s[v] == '=' || s[v] == ':') && !(s[v] == ':' && v + 1 < len && s[v + 1] == '/')) {
 			char *name = xstrndup(s + w, e - w);
-			int secret = secret_name(name);
+			int secret = check_secret_name(name);
 
 			free(name);
 			v++;

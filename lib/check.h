@@ -50,6 +50,9 @@ int check_tap_config(const struct pipe_config *cfg, struct sb *warning);
  */
 int check_config(const struct pipe_config *cfg, struct sb *secrets, struct sb *placeholders);
 
+/* 1 when a member called name usually holds a secret (password, token, key, ...). */
+int check_secret_name(const char *name);
+
 /*
  * Mask secrets in text (the tap's stderr, before it goes to the bucket):
  * every occurrence of the string value of a secret-looking member of the

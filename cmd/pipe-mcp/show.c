@@ -27,31 +27,23 @@
 #define MASK "***"
 
 /*
- * 1 when a member called name holds a secret: check.c's rule, asked through
- * check_mask_secrets(), whose "NAME=value" pattern applies it (it is not
- * exported by itself).  Bytes that cannot be part of such a NAME become '_',
- * so that the whole name is judged: the rule's words are made of letters and
- * '_' only, and none of its matches is lost that way.
+ * 1 when a member called name[0..len) holds a secret: check.c's rule (a NUL
+ * in the name becomes '_', so that the whole name is judged).
  */
 static int secret_member(const char *name, size_t len)
 {
-	struct sb probe = SB_INIT;
+	char *z;
 	size_t i;
 	int hit;
 
 	if (len == 0)
 		return 0;
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-		int word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			   c == '_' || c == '-';
-
-		sb_addc(&probe, word ? (char)c : '_');
-	}
-	sb_adds(&probe, "=v");
-	check_mask_secrets(NULL, &probe);
-	hit = probe.len == len + 1 + strlen(MASK) && memcmp(probe.buf + len + 1, MASK, strlen(MASK)) == 0;
-	sb_free(&probe);
+	z = xstrndup(name, len);
+	for (i = 0; i < len; i++)
+		if (z[i] == '\0')
+			z[i] = '_';
+	hit = check_secret_name(z);
+	free(z);
 	return hit;
 }
 
