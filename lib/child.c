@@ -378,6 +378,22 @@ char *child_find_command(const char *name)
 	return NULL;
 }
 
+char *child_sibling(const char *prog)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *slash = n > 0 ? memrchr(self, '/', (size_t)n) : NULL;
+
+	if (slash) {
+		char *path = xasprintf("%.*s/%s", (int)(slash - self), self, prog);
+
+		if (access(path, X_OK) == 0)
+			return path;
+		free(path);
+	}
+	return child_find_command(prog);
+}
+
 int child_missing(const char *name, char **why)
 {
 	if (errno == EACCES) {

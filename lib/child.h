@@ -74,6 +74,13 @@ void child_clear(struct child_process *c);
 char *child_find_command(const char *name);
 
 /*
+ * The program prog beside this one (/proc/self/exe's folder) when it is
+ * there and executable, else as child_find_command() finds it: how a
+ * pipe-* program runs another of the toolkit's.
+ */
+char *child_sibling(const char *prog);
+
+/*
  * Why child_find_command(name) failed, with errno as it left it, in the
  * words pipe-tap uses for the tap (*why: a new string, "tap-x not found on
  * PATH — install it or set source.tap").  Returns the status that stands

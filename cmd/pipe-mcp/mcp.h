@@ -105,9 +105,6 @@ void tools_prepare_resource(struct job *j);
  */
 jv tools_result(struct job *j, int status, int *code, char **why);
 
-/* Where pipe-mcp finds prog: beside itself, else on PATH.  A new string or NULL. */
-char *tools_sibling(const char *prog);
-
 /* ---- show.c ---- */
 
 /*

@@ -63,27 +63,9 @@ static int arg_true(const struct job *j, const char *key)
 	return t;
 }
 
-char *tools_sibling(const char *prog)
-{
-	char self[PATH_MAX], *slash, *path;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			path = xasprintf("%.*s/%s", (int)(slash - self), self, prog);
-			if (access(path, X_OK) == 0)
-				return path;
-			free(path);
-		}
-	}
-	return child_find_command(prog);
-}
-
 static void command(struct job *j, const char *prog)
 {
-	j->exe = tools_sibling(prog);
+	j->exe = child_sibling(prog);
 	j->c.exe = j->exe;
 	j->prog = prog;
 	child_push(&j->c, prog);

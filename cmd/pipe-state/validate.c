@@ -141,28 +141,12 @@ static void said_end(struct validate *v, struct sb *reason)
 }
 
 /* prog beside this program (built and installed trees keep them together), else on PATH. */
-static char *sibling(const char *prog)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	const char *slash = n > 0 ? memrchr(self, '/', (size_t)n) : NULL;
-
-	if (slash) {
-		char *path = xasprintf("%.*s/%s", (int)(slash - self), self, prog);
-
-		if (access(path, X_OK) == 0)
-			return path;
-		free(path);
-	}
-	return child_find_command(prog);
-}
-
 /* Check `prog -n name`: ok when it exits 0, else its first words. */
 static void check_program(struct validate *v, const char *name, const char *check, const char *prog)
 {
 	struct child_process c = CHILD_PROCESS_INIT;
 	struct sb out = SB_INIT, reason = SB_INIT;
-	char *exe = sibling(prog);
+	char *exe = child_sibling(prog);
 	int status = -1;
 
 	said_begin(v);
