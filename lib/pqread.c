@@ -19,6 +19,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "util.h"
 
 /* parquet.thrift's enums, as far as the reader needs them. */
 enum { T_BOOLEAN, T_INT32, T_INT64, T_INT96, T_FLOAT, T_DOUBLE, T_BYTE_ARRAY, T_FLBA };
@@ -1806,47 +1807,6 @@ static void add_timestamp(struct sb *out, int64_t v, int digits, int utc)
 	sb_addc(out, '"');
 }
 
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t k, need;
-		unsigned char lo = 0x80, hi = 0xBF;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF)
-			need = 1;
-		else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		} else
-			return 0;
-		if (n - i <= need)
-			return 0;
-		for (k = 1; k <= need; k++) {
-			unsigned char d = s[i + k];
-
-			if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
-				return 0;
-		}
-		i += need + 1;
-	}
-	return 1;
-}
 
 static void add_base64(struct sb *out, const unsigned char *p, size_t n)
 {
@@ -1923,7 +1883,7 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		sb_adds(out, *p ? "true" : "false");
 		return 0;
 	case PQR_STRING:
-		if (!utf8_ok(p, n))
+		if (!util_utf8_valid(p, n))
 			return bad_col(f, ci, "row %" PRIu64 ": a string that is not UTF-8", f->row);
 		json_quote(out, (const char *)p, n);
 		return 0;

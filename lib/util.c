@@ -303,3 +303,46 @@ char *util_state_dir(const char *pipeline)
 {
 	return xasprintf(".dataspoc/state/%s/", pipeline);
 }
+
+int util_utf8_valid(const void *data, size_t n)
+{
+	const unsigned char *s = data;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t k, need;
+		unsigned char lo = 0x80, hi = 0xBF;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF)
+			need = 1;
+		else if (c >= 0xE0 && c <= 0xEF) {
+			need = 2;
+			if (c == 0xE0)
+				lo = 0xA0;
+			else if (c == 0xED)
+				hi = 0x9F;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			need = 3;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F;
+		} else
+			return 0;
+		if (n - i <= need)
+			return 0;
+		for (k = 1; k <= need; k++) {
+			unsigned char d = s[i + k];
+
+			if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
+				return 0;
+		}
+		i += need + 1;
+	}
+	return 1;
+}

@@ -104,4 +104,7 @@ char *util_stream_folder(const char *name, size_t len, struct sb *why);
 #define UTIL_MANIFEST_KEY ".dataspoc/manifest.json"
 #define UTIL_MANIFEST_LOCK_KEY ".dataspoc/manifest.lock"
 
+/* 1 when data[0..n) is well-formed UTF-8 (no overlongs, surrogates or past U+10FFFF). */
+int util_utf8_valid(const void *data, size_t n);
+
 #endif

@@ -39,5 +39,13 @@ int main(void)
 	ok(!util_run_id_ok("20261130T004809Z-"), "an empty suffix is not");
 	ok(!util_run_id_ok("20261130T004809Z-3FA9C1"), "nor upper case");
 	ok(!util_run_id_ok("2026-11-30"), "nor a date");
+
+	ok(util_utf8_valid("", 0), "utf8: empty");
+	ok(util_utf8_valid("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 10), "utf8: one to four bytes");
+	ok(!util_utf8_valid("\xc0\xaf", 2), "utf8: an overlong '/'");
+	ok(!util_utf8_valid("\xed\xa0\x80", 3), "utf8: a surrogate");
+	ok(!util_utf8_valid("\xf4\x90\x80\x80", 4), "utf8: past U+10FFFF");
+	ok(!util_utf8_valid("\xe2\x82", 2), "utf8: cut short");
+	ok(!util_utf8_valid("\x80", 1), "utf8: a lone continuation byte");
 	return tap_done();
 }
