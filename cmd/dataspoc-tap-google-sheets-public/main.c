@@ -10,7 +10,6 @@
  * tests' local server only.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "util.h"
 
 #ifndef PIPE_VERSION
@@ -894,101 +894,33 @@ static void sheet_free(struct sheet *s)
 	sb_free(&s->msg);
 }
 
-static int usage(void)
-{
-	fputs(usage_line, stderr);
-	return EXIT_USAGE;
-}
-
-enum { OPT_ABOUT = 256, OPT_CATALOG, OPT_VERSION };
-
 /* Parse the options; fetch the sheet and print it (or its catalog). */
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "about", no_argument, NULL, OPT_ABOUT },
-		{ "catalog", required_argument, NULL, OPT_CATALOG },
-		{ "config", required_argument, NULL, 'c' },
-		{ "discover", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "properties", required_argument, NULL, 'p' },
-		{ "state", required_argument, NULL, 's' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct sheet s;
-	const char *catalog = NULL, *properties = NULL;
-	int about = 0, disc = 0, ch, rc = 0;
+	struct singer_tap_args a;
+	int rc;
 
 	err_init(argv[0]);
 	memset(&s, 0, sizeof(s));
 	s.selected = 1;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:dhp:s:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_ABOUT:
-			about = 1;
-			break;
-		case OPT_CATALOG:
-			catalog = optarg;
-			break;
-		case 'c':
-			s.config_file = optarg;
-			break;
-		case 'd':
-			disc = 1;
-			break;
-		case 'h':
-			fputs(usage_line, stdout);
-			fputs("\n", stdout);
-			fputs(help_text, stdout);
-			goto out;
-		case 'p':
-			properties = optarg;
-			break;
-		case 's':
-			break;	/* a full read each run: no bookmark */
-		case OPT_VERSION:
-			printf("dataspoc-tap-google-sheets-public %s\n", PIPE_VERSION);
-			goto out;
-		case ':':
-			err_msg("option '%s' needs an argument", argv[optind - 1]);
-			rc = usage();
-			goto out;
-		default:
-			if (optopt > 0 && optopt < 256)
-				err_msg("unknown option '-%c'", optopt);
-			else
-				err_msg("unknown option '%s'", argv[optind - 1]);
-			rc = usage();
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		err_msg("unexpected argument '%s'", argv[optind]);
-		rc = usage();
+	rc = singer_tap_args(argc, argv, "dataspoc-tap-google-sheets-public", usage_line,
+			     help_text, &a);
+	if (rc != SINGER_TAP_GO)
 		goto out;
-	}
-	if (about) {
+	rc = 0;
+	if (a.about) {
 		rc = print_pretty(&s, about_json, sizeof(about_json) - 1);
 		goto out;
 	}
-	if (s.config_file == NULL) {
-		err_msg("--config is required");
-		rc = usage();
-		goto out;
-	}
-	if (catalog != NULL && properties != NULL) {
-		err_msg("--catalog and --properties are exclusive");
-		rc = usage();
-		goto out;
-	}
-	s.catalog_file = catalog ? catalog : properties;
-	s.catalog_what = catalog ? "catalog" : "properties";
+	s.config_file = a.config;
+	/* -s is accepted: a full read each run, no bookmark */
+	s.catalog_file = a.catalog ? a.catalog : a.properties;
+	s.catalog_what = a.catalog ? "catalog" : "properties";
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if ((rc = load_config(&s)) != 0)
 		goto out;
-	if (disc) {
+	if (a.discover) {
 		rc = discover(&s);
 		goto out;
 	}

@@ -7,13 +7,13 @@
  * files, and what each holds, are listed in tap_parquet.h.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "tap_parquet.h"
 
 #ifndef PIPE_VERSION
@@ -74,106 +74,36 @@ static void tap_free(struct tap *t)
 	sb_free(&t->schema);
 }
 
-static int usage(void)
-{
-	fputs(usage_line, stderr);
-	return EXIT_USAGE;
-}
-
-enum { OPT_ABOUT = 256, OPT_CATALOG, OPT_VERSION };
-
 /*
  * Parse the options; with --config, extract (or with --discover, describe)
  * the files, then check that stdout took everything.
  */
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "about", no_argument, NULL, OPT_ABOUT },
-		{ "catalog", required_argument, NULL, OPT_CATALOG },
-		{ "config", required_argument, NULL, 'c' },
-		{ "discover", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "properties", required_argument, NULL, 'p' },
-		{ "state", required_argument, NULL, 's' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct tap t;
-	const char *catalog = NULL, *properties = NULL;
-	int about = 0, disc = 0, ch, rc = 0;
+	struct singer_tap_args a;
+	int rc;
 
 	err_init(argv[0]);
 	memset(&t, 0, sizeof(t));
 	t.selected = 1;
-	opterr = 0;	/* getopt would print the whole argv[0] */
-	while ((ch = getopt_long(argc, argv, ":c:dhp:s:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_ABOUT:
-			about = 1;
-			break;
-		case OPT_CATALOG:
-			catalog = optarg;
-			break;
-		case 'c':
-			t.config_file = optarg;
-			break;
-		case 'd':
-			disc = 1;
-			break;
-		case 'h':
-			fputs(usage_line, stdout);
-			fputs("\n", stdout);
-			fputs(help_text, stdout);
-			goto out;
-		case 'p':
-			properties = optarg;
-			break;
-		case 's':
-			t.state_file = optarg;
-			break;
-		case OPT_VERSION:
-			printf("dataspoc-tap-parquet %s\n", PIPE_VERSION);
-			goto out;
-		case ':':
-			err_msg("option '%s' needs an argument", argv[optind - 1]);
-			rc = usage();
-			goto out;
-		default:
-			if (optopt > 0 && optopt < 256)
-				err_msg("unknown option '-%c'", optopt);
-			else
-				err_msg("unknown option '%s'", argv[optind - 1]);
-			rc = usage();
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		err_msg("unexpected argument '%s'", argv[optind]);
-		rc = usage();
+	rc = singer_tap_args(argc, argv, "dataspoc-tap-parquet", usage_line, help_text, &a);
+	if (rc != SINGER_TAP_GO)
 		goto out;
-	}
-	if (about) {
+	rc = 0;
+	if (a.about) {
 		rc = print_pretty(&t, about_json, sizeof(about_json) - 1);
 		goto out;
 	}
-	if (t.config_file == NULL) {
-		err_msg("--config is required");
-		rc = usage();
-		goto out;
-	}
-	if (catalog != NULL && properties != NULL) {
-		err_msg("--catalog and --properties are exclusive");
-		rc = usage();
-		goto out;
-	}
-	t.catalog_file = catalog ? catalog : properties;
-	t.catalog_what = catalog ? "catalog" : "properties";
+	t.config_file = a.config;
+	t.state_file = a.state;
+	t.catalog_file = a.catalog ? a.catalog : a.properties;
+	t.catalog_what = a.catalog ? "catalog" : "properties";
 
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	if ((rc = load_config(&t)) != 0)
 		goto out;
-	if (disc) {
+	if (a.discover) {
 		rc = discover(&t);
 		goto out;
 	}

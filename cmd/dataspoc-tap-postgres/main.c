@@ -8,7 +8,6 @@
  * The program's files, and what each holds, are listed in tap_pg.h.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "err.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "tap_pg.h"
 #include "util.h"
 
@@ -94,12 +94,6 @@ int flush_out(struct tap *t, size_t min)
 	}
 	sb_reset(&t->out);
 	return 0;
-}
-
-static int usage(void)
-{
-	fputs(usage_line, stderr);
-	return EXIT_USAGE;
 }
 
 /*
@@ -213,79 +207,23 @@ static int plan_streams(struct tap *t)
 	return 0;
 }
 
-enum { OPT_ABOUT = 256, OPT_CATALOG, OPT_VERSION };
-
 /*
  * Parse the options; with --config, sync the selected streams (or with
  * --discover, print the catalog), then check that stdout took everything.
  */
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "about", no_argument, NULL, OPT_ABOUT },
-		{ "catalog", required_argument, NULL, OPT_CATALOG },
-		{ "config", required_argument, NULL, 'c' },
-		{ "discover", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "properties", required_argument, NULL, 'p' },
-		{ "state", required_argument, NULL, 's' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct tap t;
-	const char *catalog = NULL, *properties = NULL;
-	int about = 0, disc = 0, ch, rc = 0;
+	struct singer_tap_args a;
+	int rc;
 
 	err_init(argv[0]);
 	memset(&t, 0, sizeof(t));
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:dhp:s:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case OPT_ABOUT:
-			about = 1;
-			break;
-		case OPT_CATALOG:
-			catalog = optarg;
-			break;
-		case 'c':
-			t.config_file = optarg;
-			break;
-		case 'd':
-			disc = 1;
-			break;
-		case 'h':
-			fputs(usage_line, stdout);
-			fputs("\n", stdout);
-			fputs(help_text, stdout);
-			goto out;
-		case 'p':
-			properties = optarg;
-			break;
-		case 's':
-			t.state_file = optarg;
-			break;
-		case OPT_VERSION:
-			printf("dataspoc-tap-postgres %s\n", PIPE_VERSION);
-			goto out;
-		case ':':
-			err_msg("option '%s' needs an argument", argv[optind - 1]);
-			rc = usage();
-			goto out;
-		default:
-			if (optopt > 0 && optopt < 256)
-				err_msg("unknown option '-%c'", optopt);
-			else
-				err_msg("unknown option '%s'", argv[optind - 1]);
-			rc = usage();
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		err_msg("unexpected argument '%s'", argv[optind]);
-		rc = usage();
+	rc = singer_tap_args(argc, argv, "dataspoc-tap-postgres", usage_line, help_text, &a);
+	if (rc != SINGER_TAP_GO)
 		goto out;
-	}
-	if (about) {
+	rc = 0;
+	if (a.about) {
 		struct json_span v;
 		size_t errpos;
 		const char *errmsg;
@@ -296,20 +234,12 @@ int main(int argc, char **argv)
 		rc = flush_out(&t, 0) ? EXIT_FAIL : 0;
 		goto out;
 	}
-	if (t.config_file == NULL) {
-		err_msg("--config is required");
-		rc = usage();
-		goto out;
-	}
-	if (catalog != NULL && properties != NULL) {
-		err_msg("--catalog and --properties are exclusive");
-		rc = usage();
-		goto out;
-	}
-	t.catalog_file = catalog ? catalog : properties;
+	t.config_file = a.config;
+	t.state_file = a.state;
+	t.catalog_file = a.catalog ? a.catalog : a.properties;
 	if ((rc = load_config(&t)) != 0)
 		goto out;
-	if (disc) {
+	if (a.discover) {
 		rc = discover(&t);
 		goto out;
 	}
