@@ -1,10 +1,16 @@
-/* singer_tap: the built-in Singer taps' command line. */
+/* singer_tap: the built-in Singer taps' command line and JSON files. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <jv.h>
+
 #include "err.h"
+#include "sb.h"
 #include "singer_tap.h"
+#include "util.h"
 
 #ifndef PIPE_VERSION
 #define PIPE_VERSION "0.1.0"
@@ -90,4 +96,58 @@ int singer_tap_args(int argc, char **argv, const char *name, const char *usage_l
 		return usage(usage_line);
 	}
 	return SINGER_TAP_GO;
+}
+
+int singer_tap_load_json(const char *what, const char *path, jv *out)
+{
+	struct sb text = SB_INIT;
+	jv v, msg;
+
+	if (util_read_file(path, &text, NULL) < 0) {
+		err_msg("%s '%s':", what, path);
+		sb_free(&text);
+		return 2;
+	}
+	if (text.len > INT32_MAX) {
+		sb_free(&text);
+		err_msg("%s '%s': too large", what, path);
+		return 2;
+	}
+	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
+	sb_free(&text);
+	if (!jv_is_valid(v)) {
+		msg = jv_invalid_get_msg(v);
+		if (jv_get_kind(msg) == JV_KIND_STRING) {
+			/* jq quotes the whole text: it may hold secrets. */
+			const char *m = jv_string_value(msg);
+			const char *cut = strstr(m, " (while parsing '");
+
+			err_msg("%s '%s': %.*s", what, path,
+				cut ? (int)(cut - m) : (int)strlen(m), m);
+		} else
+			err_msg("%s '%s': not JSON", what, path);
+		jv_free(msg);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+void singer_tap_free_list(char **list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+int singer_tap_in_list(char *const *list, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], s) == 0)
+			return 1;
+	return 0;
 }

@@ -1,9 +1,14 @@
 /*
  * singer_tap: what the built-in Singer taps (dataspoc-tap-csv, -parquet,
- * -postgres, -google-sheets-public) share: their command line.
+ * -postgres, -google-sheets-public) share: their command line, and reading
+ * their JSON files (config, catalog) with libjq.
  */
 #ifndef PIPE_SINGER_TAP_H
 #define PIPE_SINGER_TAP_H
+
+#include <stddef.h>
+
+#include <jv.h>
 
 /* A tap's options; the strings point into argv. */
 struct singer_tap_args {
@@ -33,5 +38,21 @@ struct singer_tap_args {
  */
 int singer_tap_args(int argc, char **argv, const char *name, const char *usage_line,
 		    const char *help, struct singer_tap_args *a);
+
+/*
+ * Read the JSON file path into *out (owned by the caller).  what names the
+ * file in messages ("config", "catalog", "properties"): "what 'path':
+ * strerror" when it cannot be read, "what 'path': reason" when it is too
+ * large or not JSON (jq's reason, cut before the text it quotes: the file
+ * may hold secrets).  0, or 2 (the exit status of a config error) after
+ * reporting.
+ */
+int singer_tap_load_json(const char *what, const char *path, jv *out);
+
+/* Free the n strings of list, and list (NULL with n 0 is fine). */
+void singer_tap_free_list(char **list, size_t n);
+
+/* 1 when s is one of the n strings of list, else 0. */
+int singer_tap_in_list(char *const *list, size_t n, const char *s);
 
 #endif

@@ -8,41 +8,9 @@
 
 #include "err.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "tap_csv.h"
 #include "util.h"
-
-static int load_json(const char *what, const char *path, jv *out)
-{
-	struct sb text = SB_INIT;
-	jv v, msg;
-
-	if (util_read_file(path, &text, NULL) < 0) {
-		err_msg("%s '%s':", what, path);
-		sb_free(&text);
-		return EXIT_USAGE;
-	}
-	if (text.len > INT32_MAX) {
-		sb_free(&text);
-		return bad(what, path, "too large");
-	}
-	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
-	sb_free(&text);
-	if (!jv_is_valid(v)) {
-		msg = jv_invalid_get_msg(v);
-		if (jv_get_kind(msg) == JV_KIND_STRING) {
-			/* jq quotes the whole text: it may hold secrets. */
-			const char *m = jv_string_value(msg);
-			const char *cut = strstr(m, " (while parsing '");
-
-			bad(what, path, "%.*s", cut ? (int)(cut - m) : (int)strlen(m), m);
-		} else
-			bad(what, path, "not JSON");
-		jv_free(msg);
-		return EXIT_USAGE;
-	}
-	*out = v;
-	return 0;
-}
 
 /* obj[key], obj borrowed; invalid when absent. */
 static jv jget(jv obj, const char *key)
@@ -209,7 +177,7 @@ int load_config(struct tap *t)
 	int rc, i, n;
 	size_t j, k;
 
-	rc = load_json("config", file, &conf);
+	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
 		goto out;
 	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
@@ -236,7 +204,7 @@ int load_config(struct tap *t)
 		list_file = jv_string_value(def);
 		jv_free(files);
 		files = jv_invalid();
-		rc = load_json("config", list_file, &files);
+		rc = singer_tap_load_json("config", list_file, &files);
 		if (rc)
 			goto out;
 	}
@@ -408,7 +376,7 @@ int load_catalog(struct tap *t)
 	int rc, i, n;
 	size_t j;
 
-	rc = load_json(t->catalog_what, t->catalog_file, &cat);
+	rc = singer_tap_load_json(t->catalog_what, t->catalog_file, &cat);
 	if (rc)
 		goto out;
 	if (jv_get_kind(cat) == JV_KIND_OBJECT)

@@ -31,15 +31,6 @@ int bytes_eq(const char *a, size_t alen, const char *b)
 	return alen == strlen(b) && memcmp(a, b, alen) == 0;
 }
 
-void free_list(char **list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(list[i]);
-	free(list);
-}
-
 /* ---- output ---- */
 
 int emit(struct tap *t)

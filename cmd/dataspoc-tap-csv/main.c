@@ -68,9 +68,9 @@ static void tap_free(struct tap *t)
 
 		free(e->name);
 		free(e->path);
-		free_list(e->keys, e->nkeys);
+		singer_tap_free_list(e->keys, e->nkeys);
 		free(e->rk);
-		free_list(e->drop, e->ndrop);
+		singer_tap_free_list(e->drop, e->ndrop);
 		sb_free(&e->bm);
 	}
 	free(t->ents);

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "tap_csv.h"
 
 /* A STATE after this many records, on top of the one after each stream. */
@@ -93,7 +94,7 @@ struct header {
 
 static void header_free(struct header *h)
 {
-	free_list(h->cols, h->ncols);
+	singer_tap_free_list(h->cols, h->ncols);
 	free(h->out);
 }
 

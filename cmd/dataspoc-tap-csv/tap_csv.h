@@ -64,8 +64,6 @@ int bad(const char *what, const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* 1 when a[0..alen) is the C string b. */
 int bytes_eq(const char *a, size_t alen, const char *b);
-/* Free the n strings of list, and list. */
-void free_list(char **list, size_t n);
 /* Read a whole file.  0, or -1 with errno set. */
 /* Write t->msg to stdout and empty it.  0, or -1 after reporting. */
 int emit(struct tap *t);

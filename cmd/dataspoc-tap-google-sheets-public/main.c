@@ -96,25 +96,6 @@ struct sheet {
 	int write_failed;
 };
 
-static void free_list(char **list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(list[i]);
-	free(list);
-}
-
-static int in_list(char *const *list, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(list[i], s) == 0)
-			return 1;
-	return 0;
-}
-
 static int bad(const char *what, const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -144,38 +125,6 @@ static int emit(struct sheet *s)
 }
 
 /* ---- config and catalog (libjq: they hold no record values) ---- */
-
-static int load_json(const char *what, const char *path, jv *out)
-{
-	struct sb text = SB_INIT;
-	jv v, msg;
-
-	if (util_read_file(path, &text, NULL) < 0) {
-		err_msg("%s '%s':", what, path);
-		sb_free(&text);
-		return EXIT_USAGE;
-	}
-	if (text.len > INT32_MAX) {
-		sb_free(&text);
-		return bad(what, path, "too large");
-	}
-	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
-	sb_free(&text);
-	if (!jv_is_valid(v)) {
-		msg = jv_invalid_get_msg(v);
-		if (jv_get_kind(msg) == JV_KIND_STRING) {
-			const char *m = jv_string_value(msg);
-			const char *cut = strstr(m, " (while parsing '");
-
-			bad(what, path, "%.*s", cut ? (int)(cut - m) : (int)strlen(m), m);
-		} else
-			bad(what, path, "not JSON");
-		jv_free(msg);
-		return EXIT_USAGE;
-	}
-	*out = v;
-	return 0;
-}
 
 static jv jget(jv obj, const char *key)
 {
@@ -276,7 +225,7 @@ static int load_config(struct sheet *s)
 	int rc, it, i, n;
 	size_t k;
 
-	rc = load_json("config", file, &conf);
+	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
 		goto out;
 	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
@@ -383,7 +332,7 @@ static int load_catalog(struct sheet *s)
 	jv cat = jv_invalid(), streams = jv_invalid();
 	int rc, i, n, j, nm;
 
-	rc = load_json(s->catalog_what, s->catalog_file, &cat);
+	rc = singer_tap_load_json(s->catalog_what, s->catalog_file, &cat);
 	if (rc)
 		goto out;
 	if (jv_get_kind(cat) == JV_KIND_OBJECT)
@@ -697,11 +646,11 @@ static int read_header(struct sheet *s)
 					s->cols[i]);
 				goto out;
 			}
-		s->on[i] = !in_list(s->drop, s->ndrop, s->cols[i]) ||
-			   in_list(s->keys, s->nkeys, s->cols[i]);
+		s->on[i] = !singer_tap_in_list(s->drop, s->ndrop, s->cols[i]) ||
+			   singer_tap_in_list(s->keys, s->nkeys, s->cols[i]);
 	}
 	for (i = 0; i < s->nkeys; i++)
-		if (!in_list(s->cols, s->ncols, s->keys[i])) {
+		if (!singer_tap_in_list(s->cols, s->ncols, s->keys[i])) {
 			rc = bad("config", s->config_file, "key property '%s' is not a column "
 				 "of the sheet", s->keys[i]);
 			goto out;
@@ -868,7 +817,7 @@ static int discover(struct sheet *s)
 		sb_adds(&cat, ",{\"breadcrumb\":[\"properties\",");
 		json_quote(&cat, s->cols[i], strlen(s->cols[i]));
 		sb_adds(&cat, "],\"metadata\":{\"inclusion\":");
-		sb_adds(&cat, in_list(s->keys, s->nkeys, s->cols[i]) ? "\"automatic\"" :
+		sb_adds(&cat, singer_tap_in_list(s->keys, s->nkeys, s->cols[i]) ? "\"automatic\"" :
 			"\"available\"");
 		sb_adds(&cat, ",\"selected-by-default\":true}}");
 	}
@@ -884,9 +833,9 @@ static void sheet_free(struct sheet *s)
 	free(s->gid);
 	free(s->name);
 	free(s->stream);
-	free_list(s->keys, s->nkeys);
-	free_list(s->drop, s->ndrop);
-	free_list(s->cols, s->ncols);
+	singer_tap_free_list(s->keys, s->nkeys);
+	singer_tap_free_list(s->drop, s->ndrop);
+	singer_tap_free_list(s->cols, s->ncols);
 	free(s->type);
 	free(s->on);
 	free(s->url);

@@ -16,6 +16,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "tap_parquet.h"
 #include "util.h"
 
@@ -29,25 +30,6 @@ int bad(const char *what, const char *file, const char *fmt, ...)
 	va_end(ap);
 	err_msg("%s '%s': %s", what, file, why);
 	return EXIT_USAGE;
-}
-
-void free_list(char **list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(list[i]);
-	free(list);
-}
-
-int in_list(char *const *list, size_t n, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(list[i], s) == 0)
-			return 1;
-	return 0;
 }
 
 int in_sorted(char *const *list, size_t n, const char *s)
@@ -65,39 +47,6 @@ int in_sorted(char *const *list, size_t n, const char *s)
 		else
 			hi = mid;
 	}
-	return 0;
-}
-
-static int load_json(const char *what, const char *path, jv *out)
-{
-	struct sb text = SB_INIT;
-	jv v, msg;
-
-	if (util_read_file(path, &text, NULL) < 0) {
-		err_msg("%s '%s':", what, path);
-		sb_free(&text);
-		return EXIT_USAGE;
-	}
-	if (text.len > INT32_MAX) {
-		sb_free(&text);
-		return bad(what, path, "too large");
-	}
-	v = jv_parse_sized(text.buf ? text.buf : "", (int)text.len);
-	sb_free(&text);
-	if (!jv_is_valid(v)) {
-		msg = jv_invalid_get_msg(v);
-		if (jv_get_kind(msg) == JV_KIND_STRING) {
-			/* jq quotes the whole text: it may hold secrets. */
-			const char *m = jv_string_value(msg);
-			const char *cut = strstr(m, " (while parsing '");
-
-			bad(what, path, "%.*s", cut ? (int)(cut - m) : (int)strlen(m), m);
-		} else
-			bad(what, path, "not JSON");
-		jv_free(msg);
-		return EXIT_USAGE;
-	}
-	*out = v;
 	return 0;
 }
 
@@ -167,7 +116,7 @@ int load_config(struct tap *t)
 	int rc, it, i, n;
 	size_t k;
 
-	rc = load_json("config", file, &conf);
+	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
 		goto out;
 	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
@@ -331,7 +280,7 @@ int load_catalog(struct tap *t)
 	jv cat = jv_invalid(), streams = jv_invalid();
 	int rc, i, n;
 
-	rc = load_json(t->catalog_what, t->catalog_file, &cat);
+	rc = singer_tap_load_json(t->catalog_what, t->catalog_file, &cat);
 	if (rc)
 		goto out;
 	if (jv_get_kind(cat) == JV_KIND_OBJECT)

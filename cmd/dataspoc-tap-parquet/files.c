@@ -18,6 +18,7 @@
 #include "json.h"
 #include "pqread.h"
 #include "sb.h"
+#include "singer_tap.h"
 #include "tap_parquet.h"
 #include "util.h"
 
@@ -330,7 +331,8 @@ static void layout_free(struct layout *l)
 
 static int dropped(const struct tap *t, const char *name)
 {
-	return in_list(t->drop, t->ndrop, name) && !in_list(t->keys, t->nkeys, name);
+	return singer_tap_in_list(t->drop, t->ndrop, name) &&
+	       !singer_tap_in_list(t->keys, t->nkeys, name);
 }
 
 static int has_column(const struct pqr_file *f, const char *name, size_t len)
@@ -640,7 +642,7 @@ int discover(struct tap *t)
 		sb_adds(&cat, ",{\"breadcrumb\":[\"properties\",");
 		json_quote(&cat, col->name, col->name_len);
 		sb_adds(&cat, "],\"metadata\":{\"inclusion\":");
-		sb_adds(&cat, in_list(t->keys, t->nkeys, col->name) ? "\"automatic\"" :
+		sb_adds(&cat, singer_tap_in_list(t->keys, t->nkeys, col->name) ? "\"automatic\"" :
 			col->unsupported ? "\"unsupported\"" : "\"available\"");
 		sb_adds(&cat, ",\"selected-by-default\":");
 		sb_adds(&cat, col->unsupported ? "false" : "true");

@@ -65,10 +65,10 @@ static void tap_free(struct tap *t)
 	free(t->stream);
 	free(t->glob);
 	free(t->endpoint);
-	free_list(t->keys, t->nkeys);
-	free_list(t->drop, t->ndrop);
-	free_list(t->done, t->ndone);
-	free_list(t->read, t->nread);
+	singer_tap_free_list(t->keys, t->nkeys);
+	singer_tap_free_list(t->drop, t->ndrop);
+	singer_tap_free_list(t->done, t->ndone);
+	singer_tap_free_list(t->read, t->nread);
 	sb_free(&t->state_text);
 	sb_free(&t->msg);
 	sb_free(&t->schema);

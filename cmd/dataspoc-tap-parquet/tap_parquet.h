@@ -63,9 +63,6 @@ struct tap {
 
 int bad(const char *what, const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void free_list(char **list, size_t n);
-/* 1 when s is one of the n strings of list. */
-int in_list(char *const *list, size_t n, const char *s);
 /* 1 when the sorted list holds s. */
 int in_sorted(char *const *list, size_t n, const char *s);
 
