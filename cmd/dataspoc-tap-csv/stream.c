@@ -12,6 +12,7 @@
 #include "sb.h"
 #include "singer_tap.h"
 #include "tap_csv.h"
+#include "util.h"
 
 /* A STATE after this many records, on top of the one after each stream. */
 #define STATE_EVERY 10000
@@ -37,49 +38,6 @@ static int in_list(char *const *list, size_t n, const char *s, size_t len)
 		if (bytes_eq(s, len, list[i]))
 			return 1;
 	return 0;
-}
-
-/* 1 when s[0..n) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t k, need;
-		unsigned char lo = 0x80, hi = 0xBF;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF)
-			need = 1;
-		else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		} else
-			return 0;
-		if (n - i <= need)
-			return 0;
-		for (k = 1; k <= need; k++) {
-			unsigned char d = s[i + k];
-
-			if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
-				return 0;
-		}
-		i += need + 1;
-	}
-	return 1;
 }
 
 /* ---- streams ---- */
@@ -127,7 +85,7 @@ static int open_stream(const struct tap *t, struct entity *e,
 	h->cols = xcalloc(h->ncols, sizeof(*h->cols));
 	for (i = 0; i < c->nfields; i++) {
 		f = csv_field(c, i, &len);
-		if (!utf8_valid((const unsigned char *)f, len) ||
+		if (!util_utf8_valid(f, len) ||
 		    memchr(f, '\0', len) != NULL) {
 			fflush(stdout);
 			err_msg("%s:%lu: column %zu: invalid UTF-8 in the header",
@@ -271,7 +229,7 @@ int sync_stream(struct tap *t, struct entity *e)
 		sb_add(&t->msg, pre.buf, name_end);
 		for (i = 0; i < h.nout; i++) {
 			f = csv_field(c, h.out[i], &len);
-			if (!utf8_valid((const unsigned char *)f, len)) {
+			if (!util_utf8_valid(f, len)) {
 				fflush(stdout);
 				err_msg("%s:%lu: column '%s': invalid UTF-8", e->path,
 					c->row_line, h.cols[h.out[i]]);

@@ -567,49 +567,6 @@ static const char *type_name(enum coltype t)
 	}
 }
 
-/* 1 when s[0..n) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t k, need;
-		unsigned char lo = 0x80, hi = 0xBF;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF)
-			need = 1;
-		else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		} else
-			return 0;
-		if (n - i <= need)
-			return 0;
-		for (k = 1; k <= need; k++) {
-			unsigned char d = s[i + k];
-
-			if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
-				return 0;
-		}
-		i += need + 1;
-	}
-	return 1;
-}
-
 /* The header, then every row once to infer the types.  0 or an exit status. */
 static int read_header(struct sheet *s)
 {
@@ -633,7 +590,7 @@ static int read_header(struct sheet *s)
 	s->on = xcalloc(s->ncols, sizeof(*s->on));
 	for (i = 0; i < c->nfields; i++) {
 		f = csv_field(c, i, &len);
-		if (!utf8_ok((const unsigned char *)f, len) || memchr(f, '\0', len)) {
+		if (!util_utf8_valid(f, len) || memchr(f, '\0', len)) {
 			err_msg("%s:%lu: column %zu: invalid UTF-8 in the header", s->url,
 				c->row_line, i + 1);
 			goto out;
@@ -669,7 +626,7 @@ static int read_header(struct sheet *s)
 		}
 		for (i = 0; i < s->ncols && i < c->nfields; i++) {
 			f = csv_field(c, i, &len);
-			if (!utf8_ok((const unsigned char *)f, len)) {
+			if (!util_utf8_valid(f, len)) {
 				err_msg("%s:%lu: column '%s': invalid UTF-8", s->url, c->row_line,
 					s->cols[i]);
 				goto out;
