@@ -8,6 +8,7 @@
  */
 #include "azure_impl.h"
 #include "err.h"
+#include "http.h"
 #include "util.h"
 
 #include <stdint.h>
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -94,32 +94,11 @@ char *az_url(const struct az_bucket *z, const char *key, const struct az_call *c
 	return sb_detach(&u);
 }
 
-static const char *reason_phrase(long status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 412: return "Precondition Failed";
-	case 416: return "Range Not Satisfiable";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "";
-	}
-}
-
 void az_report(const struct az_bucket *z, const struct az_call *c, const char *key)
 {
 	char *subj = az_subject(z, key ? key : c->key);
 	char tries[48] = "", hint[320] = "";
-	const char *code = c->code.len ? c->code.buf : reason_phrase(c->status);
+	const char *code = c->code.len ? c->code.buf : http_reason(c->status);
 	const char *msg = c->msg.len ? c->msg.buf : "";
 
 	if (c->attempts > 1)
@@ -140,14 +119,6 @@ void az_report(const struct az_bucket *z, const struct az_call *c, const char *k
 	free(subj);
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *arg)
-{
-	struct az_call *c = arg;
-
-	sb_add(&c->resp, data, size * n);
-	return size * n;
-}
-
 static void copy_value(char *dst, size_t size, const char *v, size_t vlen)
 {
 	if (vlen < size) {
@@ -160,23 +131,10 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 {
 	struct az_call *c = arg;
 	size_t len = size * n, nlen, vlen;
-	const char *colon = memchr(data, ':', len), *v;
+	const char *v;
 
-	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
-		c->headers_ended = 0;
-	else if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
-		c->headers_ended = 1;
-	if (colon == NULL)
+	if (!http_header(data, len, &c->headers_ended, &nlen, &v, &vlen))
 		return len;
-	nlen = (size_t)(colon - data);
-	v = colon + 1;
-	vlen = len - nlen - 1;
-	while (vlen > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		vlen--;
-	}
-	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
-		vlen--;
 	if (nlen == 4 && strncasecmp(data, "ETag", 4) == 0) {
 		copy_value(c->etag, sizeof(c->etag), v, vlen);
 	} else if (nlen == 14 && strncasecmp(data, "Content-Length", 14) == 0) {
@@ -195,95 +153,14 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static size_t on_read(char *dst, size_t size, size_t n, void *arg)
-{
-	struct az_call *c = arg;
-	size_t left = c->body_len - c->sent, want = size * n;
-
-	if (want > left)
-		want = left;
-	if (want)
-		memcpy(dst, (const char *)c->body + c->sent, want);
-	c->sent += want;
-	return want;
-}
-
-static int on_seek(void *arg, curl_off_t offset, int origin)
-{
-	struct az_call *c = arg;
-
-	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > c->body_len)
-		return CURL_SEEKFUNC_FAIL;
-	c->sent = (size_t)offset;
-	return CURL_SEEKFUNC_OK;
-}
-
-#if LIBCURL_VERSION_NUM >= 0x075000
-static int on_prereq(void *arg, char *remote_ip, char *local_ip, int remote_port, int local_port)
-{
-	struct az_call *c = arg;
-
-	(void)remote_ip;
-	(void)local_ip;
-	(void)remote_port;
-	(void)local_port;
-	c->sends++;
-	return CURL_PREREQFUNC_OK;
-}
-#endif
-
-static int retryable_curl(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_WEIRD_SERVER_REPLY:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 static int retryable(const struct az_call *c)
 {
 	if (c->status < 0)
-		return retryable_curl(c->rc);
+		return http_retryable_curl(c->rc);
 	if (c->status >= 500 && c->status != 501)
 		return 1;
 	return c->status == 408 || c->status == 429 || az_code_is(c, "ServerBusy") ||
 	       az_code_is(c, "OperationTimedOut") || az_code_is(c, "InternalError");
-}
-
-static uint64_t rnd64(void)
-{
-	static uint64_t state;
-
-	if (state == 0) {
-		if (getrandom(&state, sizeof(state), GRND_NONBLOCK) != (ssize_t)sizeof(state))
-			state = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
-		state |= 1;
-	}
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return state;
-}
-
-static void backoff(int attempt)
-{
-	long cap = 200L << (attempt < 7 ? attempt : 7);	/* 200 ms, 400 ms, ... 20 s */
-
-	if (cap > 20000)
-		cap = 20000;
-	util_sleep_ms(cap / 2 + (long)(rnd64() % (uint64_t)(cap / 2 + 1)));
 }
 
 /* RFC 1123 in GMT, in English whatever the locale. */
@@ -308,6 +185,7 @@ static void attempt(struct az_bucket *z, struct az_call *c)
 	struct curl_slist *list = NULL;
 	struct sb auth = SB_INIT, path = SB_INIT, sts = SB_INIT;
 	char *url = az_url(z, c->key, c, 1);
+	struct http_upload up = { c->body, c->body_len, 0 };
 	int put = strcmp(c->method, "PUT") == 0;
 	size_t n = 0, i;
 	CURLcode rc;
@@ -317,7 +195,6 @@ static void attempt(struct az_bucket *z, struct az_call *c)
 	sb_reset(&c->msg);
 	c->etag[0] = c->copy_status[0] = c->copy_id[0] = c->why[0] = '\0';
 	c->length = 0;
-	c->sent = 0;
 	c->headers_ended = 0;
 	c->rc = CURLE_OK;
 	z->errbuf[0] = '\0';
@@ -357,22 +234,22 @@ static void attempt(struct az_bucket *z, struct az_call *c)
 	curl_easy_setopt(z->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(z->h, CURLOPT_LOW_SPEED_TIME, z->timeout);
 	curl_easy_setopt(z->h, CURLOPT_HTTPHEADER, list);
-	curl_easy_setopt(z->h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(z->h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(z->h, CURLOPT_WRITEFUNCTION, http_on_body);
+	curl_easy_setopt(z->h, CURLOPT_WRITEDATA, &c->resp);
 	curl_easy_setopt(z->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(z->h, CURLOPT_HEADERDATA, c);
 #if LIBCURL_VERSION_NUM >= 0x075000
-	curl_easy_setopt(z->h, CURLOPT_PREREQFUNCTION, on_prereq);
-	curl_easy_setopt(z->h, CURLOPT_PREREQDATA, c);
+	curl_easy_setopt(z->h, CURLOPT_PREREQFUNCTION, http_on_prereq);
+	curl_easy_setopt(z->h, CURLOPT_PREREQDATA, &c->sends);
 #endif
 	if (strcmp(c->method, "HEAD") == 0) {
 		curl_easy_setopt(z->h, CURLOPT_NOBODY, 1L);
 	} else if (put) {
 		curl_easy_setopt(z->h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(z->h, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(z->h, CURLOPT_READDATA, c);
-		curl_easy_setopt(z->h, CURLOPT_SEEKFUNCTION, on_seek);
-		curl_easy_setopt(z->h, CURLOPT_SEEKDATA, c);
+		curl_easy_setopt(z->h, CURLOPT_READFUNCTION, http_on_read);
+		curl_easy_setopt(z->h, CURLOPT_READDATA, &up);
+		curl_easy_setopt(z->h, CURLOPT_SEEKFUNCTION, http_on_seek);
+		curl_easy_setopt(z->h, CURLOPT_SEEKDATA, &up);
 		curl_easy_setopt(z->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
 	} else if (strcmp(c->method, "GET") != 0) {
 		curl_easy_setopt(z->h, CURLOPT_CUSTOMREQUEST, c->method);
@@ -424,7 +301,7 @@ long az_perform(struct az_bucket *z, struct az_call *c)
 		attempt(z, c);
 		if (az_ok(c) || !retryable(c) || n >= z->retries)
 			break;
-		backoff(n);
+		http_backoff(n);
 	}
 	return c->status;
 }

@@ -6,7 +6,8 @@
  *	azure.c		opening a bucket, the object operations, bucket_ops,
  *			the streaming writer (Put Block, Put Block List)
  *	azure_call.c	one request: built, signed (SharedKey) or carrying
- *			the SAS, sent, retried, reported
+ *			the SAS, sent, retried, reported (the transport rules
+			it shares with the S3 store: http.h)
  *	azure_auth.c	credentials, connection strings, endpoints, the
  *			SharedKey string-to-sign, List Blobs pages
  */
@@ -87,7 +88,6 @@ struct az_call {
 	char why[CURL_ERROR_SIZE + 64];
 	CURLcode rc;
 	int attempts;
-	size_t sent;
 	int headers_ended;
 	int sends;		/* times the request went out, curl's own resends included */
 };

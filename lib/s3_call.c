@@ -7,6 +7,7 @@
  * jitter when the failure may pass (5xx, 429, SlowDown, timeouts, resets).
  */
 #include "err.h"
+#include "http.h"
 #include "s3_impl.h"
 #include "util.h"
 
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -39,27 +39,14 @@ char *s3_subject(const struct s3_bucket *s, const char *key)
 	return xasprintf("%s://%s", s->t.scheme, s->t.bucket);
 }
 
+/* The redirects and 411 are S3's own; the rest is every store's. */
 static const char *reason_phrase(long status)
 {
 	switch (status) {
 	case 301: return "Moved Permanently";
 	case 307: return "Temporary Redirect";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
 	case 411: return "Length Required";
-	case 412: return "Precondition Failed";
-	case 416: return "Range Not Satisfiable";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	default: return "";
+	default: return http_reason(status);
 	}
 }
 
@@ -88,35 +75,14 @@ void s3_report(const struct s3_bucket *s, const struct s3_call *c, const char *k
 	free(subj);
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *arg)
-{
-	struct s3_call *c = arg;
-
-	sb_add(&c->resp, data, size * n);
-	return size * n;
-}
-
 static size_t on_header(char *data, size_t size, size_t n, void *arg)
 {
 	struct s3_call *c = arg;
 	size_t len = size * n, nlen, vlen;
-	const char *colon = memchr(data, ':', len), *v;
+	const char *v;
 
-	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0)
-		c->headers_ended = 0;	/* a status line: an answer begins (after a 100 too) */
-	else if ((len == 2 && data[0] == '\r' && data[1] == '\n') || (len == 1 && data[0] == '\n'))
-		c->headers_ended = 1;
-	if (colon == NULL)
+	if (!http_header(data, len, &c->headers_ended, &nlen, &v, &vlen))
 		return len;
-	nlen = (size_t)(colon - data);
-	v = colon + 1;
-	vlen = len - nlen - 1;
-	while (vlen > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		vlen--;
-	}
-	while (vlen > 0 && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' || v[vlen - 1] == ' '))
-		vlen--;
 	if (nlen == 4 && strncasecmp(data, "ETag", 4) == 0 && vlen < sizeof(c->etag)) {
 		memcpy(c->etag, v, vlen);
 		c->etag[vlen] = '\0';
@@ -136,68 +102,10 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static size_t on_read(char *dst, size_t size, size_t n, void *arg)
-{
-	struct s3_call *c = arg;
-	size_t left = c->body_len - c->sent, want = size * n;
-
-	if (want > left)
-		want = left;
-	if (want)
-		memcpy(dst, (const char *)c->body + c->sent, want);
-	c->sent += want;
-	return want;
-}
-
-#if LIBCURL_VERSION_NUM >= 0x075000
-/* Called each time the request goes out, curl's own resends included. */
-static int on_prereq(void *arg, char *remote_ip, char *local_ip, int remote_port, int local_port)
-{
-	struct s3_call *c = arg;
-
-	(void)remote_ip;
-	(void)local_ip;
-	(void)remote_port;
-	(void)local_port;
-	c->sends++;
-	return CURL_PREREQFUNC_OK;
-}
-#endif
-
-static int on_seek(void *arg, curl_off_t offset, int origin)
-{
-	struct s3_call *c = arg;
-
-	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > c->body_len)
-		return CURL_SEEKFUNC_FAIL;
-	c->sent = (size_t)offset;
-	return CURL_SEEKFUNC_OK;
-}
-
-static int retryable_curl(CURLcode rc)
-{
-	switch (rc) {
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_WEIRD_SERVER_REPLY:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 static int retryable(const struct s3_call *c)
 {
 	if (c->status < 0)
-		return retryable_curl(c->rc);
+		return http_retryable_curl(c->rc);
 	if (c->status >= 500 && c->status != 501)
 		return 1;
 	if (c->status == 429 || code_is(c, "SlowDown") || code_is(c, "RequestTimeout") ||
@@ -205,31 +113,6 @@ static int retryable(const struct s3_call *c)
 	    code_is(c, "RequestTimeTooSkewed"))
 		return 1;
 	return 0;
-}
-
-static uint64_t rnd64(void)
-{
-	static uint64_t state;
-
-	if (state == 0) {
-		if (getrandom(&state, sizeof(state), GRND_NONBLOCK) != (ssize_t)sizeof(state))
-			state = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
-		state |= 1;
-	}
-	/* xorshift64 */
-	state ^= state << 13;
-	state ^= state >> 7;
-	state ^= state << 17;
-	return state;
-}
-
-static void backoff(int attempt)
-{
-	long cap = 200L << (attempt < 7 ? attempt : 7);	/* 200 ms, 400 ms, ... 25.6 s */
-
-	if (cap > 20000)
-		cap = 20000;
-	util_sleep_ms(cap / 2 + (long)(rnd64() % (uint64_t)(cap / 2 + 1)));
 }
 
 static int refresh_creds(struct s3_bucket *s)
@@ -251,6 +134,7 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	struct curl_slist *hdr = NULL;
 	struct sb line = SB_INIT;
 	char *url = s3_target_url(&s->t, c->key, c->query);
+	struct http_upload up = { c->body, c->body_len, 0 };
 	CURLcode rc;
 	size_t i;
 
@@ -259,7 +143,6 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	sb_reset(&c->msg);
 	c->etag[0] = c->region[0] = c->why[0] = '\0';
 	c->length = 0;
-	c->sent = 0;
 	c->failed200 = 0;
 	c->headers_ended = 0;
 	c->rc = CURLE_OK;
@@ -296,8 +179,8 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	curl_easy_setopt(s->h, CURLOPT_PASSWORD, s->creds.secret);
 	curl_easy_setopt(s->h, CURLOPT_AWS_SIGV4, s->sigv4);
 	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, http_on_body);
+	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, &c->resp);
 	curl_easy_setopt(s->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(s->h, CURLOPT_HEADERDATA, c);
 #if LIBCURL_VERSION_NUM >= 0x075000
@@ -306,17 +189,17 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	 * closes without a byte of answer, though the server may have done
 	 * the work: counted, for the calls that must know (sent_twice).
 	 */
-	curl_easy_setopt(s->h, CURLOPT_PREREQFUNCTION, on_prereq);
-	curl_easy_setopt(s->h, CURLOPT_PREREQDATA, c);
+	curl_easy_setopt(s->h, CURLOPT_PREREQFUNCTION, http_on_prereq);
+	curl_easy_setopt(s->h, CURLOPT_PREREQDATA, &c->sends);
 #endif
 	if (strcmp(c->method, "HEAD") == 0) {
 		curl_easy_setopt(s->h, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(c->method, "PUT") == 0) {
 		curl_easy_setopt(s->h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(s->h, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(s->h, CURLOPT_READDATA, c);
-		curl_easy_setopt(s->h, CURLOPT_SEEKFUNCTION, on_seek);
-		curl_easy_setopt(s->h, CURLOPT_SEEKDATA, c);
+		curl_easy_setopt(s->h, CURLOPT_READFUNCTION, http_on_read);
+		curl_easy_setopt(s->h, CURLOPT_READDATA, &up);
+		curl_easy_setopt(s->h, CURLOPT_SEEKFUNCTION, http_on_seek);
+		curl_easy_setopt(s->h, CURLOPT_SEEKDATA, &up);
 		curl_easy_setopt(s->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
 	} else if (strcmp(c->method, "POST") == 0) {
 		curl_easy_setopt(s->h, CURLOPT_POST, 1L);
@@ -381,7 +264,7 @@ long s3_perform(struct s3_bucket *s, struct s3_call *c)
 		attempt(s, c, hash);
 		if (ok(c) || !retryable(c) || n >= s->retries)
 			break;
-		backoff(n);
+		http_backoff(n);
 	}
 	return c->status;
 }

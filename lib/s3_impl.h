@@ -4,6 +4,8 @@
  *
  *	s3.c		opening a bucket, the object operations, bucket_ops
  *	s3_call.c	one request: built, signed by curl, sent, retried, reported
+			(the transport rules it shares with the Azure store:
+			http.h)
  *	s3_multipart.c	multipart uploads: the streaming writer, copies in parts
  *	s3_text.c	encodings, XML, urls (s3.h)
  *	s3_creds.c	settings and the credential chain (s3.h)
@@ -68,7 +70,6 @@ struct s3_call {
 	char why[CURL_ERROR_SIZE + 64];
 	CURLcode rc;
 	int attempts;
-	size_t sent;
 	int headers_ended;	/* the blank line after the last answer's headers came */
 	int sends;		/* times the request went out, curl's own resends included */
 };

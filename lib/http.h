@@ -1,0 +1,60 @@
+/*
+ * http: the transport rules the stores share (s3_call.c, azure_call.c).
+ * Which curl failures may pass, how long to wait before the next try,
+ * the reason phrase of a status, and the curl callbacks that are the same
+ * for every store: the request's body read and rewound, the answer's body
+ * kept, the sends counted, a header line split.  What differs (headers,
+ * signing, a store's error codes) stays with the store.
+ */
+#ifndef PIPE_HTTP_H
+#define PIPE_HTTP_H
+
+#include <stddef.h>
+
+#include <curl/curl.h>
+
+/* A request's body as curl reads it; sent starts at 0 on each attempt. */
+struct http_upload {
+	const void *body;
+	size_t len;
+	size_t sent;
+};
+
+/* CURLOPT_READFUNCTION: the next bytes of the struct http_upload *upload. */
+size_t http_on_read(char *dst, size_t size, size_t n, void *upload);
+/*
+ * CURLOPT_SEEKFUNCTION: curl rewinds the struct http_upload *upload to
+ * send it again (a redirect, a resend).  Only SEEK_SET inside the body.
+ */
+int http_on_seek(void *upload, curl_off_t offset, int origin);
+/* CURLOPT_WRITEFUNCTION: the answer's bytes appended to the struct sb *resp. */
+size_t http_on_body(char *data, size_t size, size_t n, void *resp);
+#if LIBCURL_VERSION_NUM >= 0x075000
+/*
+ * CURLOPT_PREREQFUNCTION: called each time the request goes out, curl's
+ * own resends included; counts them in the int *sends.
+ */
+int http_on_prereq(void *sends, char *remote_ip, char *local_ip, int remote_port,
+		   int local_port);
+#endif
+/*
+ * One header line of an answer, data[0..len) as CURLOPT_HEADERFUNCTION
+ * has it.  A status line clears *ended (an answer begins, after a 100
+ * too); the blank line after the headers sets it.  For a "Name: value"
+ * line, the name is data[0..*nlen) and the value, without the blanks
+ * around it, (*v)[0..*vlen); returns 1.  Any other line: 0.
+ */
+int http_header(const char *data, size_t len, int *ended, size_t *nlen, const char **v,
+		size_t *vlen);
+
+/* A curl failure that may pass when tried again (resets, timeouts, DNS). */
+int http_retryable_curl(CURLcode rc);
+/*
+ * Sleep before try attempt + 2 (attempt counts from 0): a random time in
+ * [cap/2, cap], cap doubling from 200 ms up to 20 s.
+ */
+void http_backoff(int attempt);
+/* The reason phrase of a status a store answers ("Not Found"), or "". */
+const char *http_reason(long status);
+
+#endif
