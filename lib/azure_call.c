@@ -185,10 +185,14 @@ static void attempt(struct az_bucket *z, struct az_call *c)
 	struct curl_slist *list = NULL;
 	struct sb auth = SB_INIT, path = SB_INIT, sts = SB_INIT;
 	char *url = az_url(z, c->key, c, 1);
-	struct http_upload up = { c->body, c->body_len, 0 };
+	struct http_request r = {
+		.method = c->method, .timeout = z->timeout, .errbuf = z->errbuf,
+		.up = { c->body, c->body_len, 0 }, .resp = &c->resp,
+		.on_header = on_header, .header_arg = c, .ended = &c->headers_ended,
+		.sends = &c->sends,
+	};
 	int put = strcmp(c->method, "PUT") == 0;
 	size_t n = 0, i;
-	CURLcode rc;
 
 	sb_reset(&c->resp);
 	sb_reset(&c->code);
@@ -225,64 +229,25 @@ static void attempt(struct az_bucket *z, struct az_call *c)
 	if (put)
 		list = curl_slist_append(list, "Content-Type:");
 
-	curl_easy_reset(z->h);
-	curl_easy_setopt(z->h, CURLOPT_URL, url);
-	curl_easy_setopt(z->h, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(z->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(z->h, CURLOPT_ERRORBUFFER, z->errbuf);
-	curl_easy_setopt(z->h, CURLOPT_CONNECTTIMEOUT, z->timeout < 10 ? z->timeout : 10L);
-	curl_easy_setopt(z->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(z->h, CURLOPT_LOW_SPEED_TIME, z->timeout);
-	curl_easy_setopt(z->h, CURLOPT_HTTPHEADER, list);
-	curl_easy_setopt(z->h, CURLOPT_WRITEFUNCTION, http_on_body);
-	curl_easy_setopt(z->h, CURLOPT_WRITEDATA, &c->resp);
-	curl_easy_setopt(z->h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(z->h, CURLOPT_HEADERDATA, c);
-#if LIBCURL_VERSION_NUM >= 0x075000
-	curl_easy_setopt(z->h, CURLOPT_PREREQFUNCTION, http_on_prereq);
-	curl_easy_setopt(z->h, CURLOPT_PREREQDATA, &c->sends);
-#endif
-	if (strcmp(c->method, "HEAD") == 0) {
-		curl_easy_setopt(z->h, CURLOPT_NOBODY, 1L);
-	} else if (put) {
-		curl_easy_setopt(z->h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(z->h, CURLOPT_READFUNCTION, http_on_read);
-		curl_easy_setopt(z->h, CURLOPT_READDATA, &up);
-		curl_easy_setopt(z->h, CURLOPT_SEEKFUNCTION, http_on_seek);
-		curl_easy_setopt(z->h, CURLOPT_SEEKDATA, &up);
-		curl_easy_setopt(z->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
-	} else if (strcmp(c->method, "GET") != 0) {
-		curl_easy_setopt(z->h, CURLOPT_CUSTOMREQUEST, c->method);
-	}
+	r.url = url;
+	r.headers = list;
+	http_setup(z->h, &r);
 
-	rc = curl_easy_perform(z->h);
+	http_run(z->h, &r, &c->status, &c->rc, c->why, sizeof(c->why));
 	c->attempts++;
 #if LIBCURL_VERSION_NUM < 0x075000
 	c->sends = c->attempts;
 #endif
-	if (rc == CURLE_OK && !c->headers_ended) {
-		rc = CURLE_PARTIAL_FILE;
-		snprintf(z->errbuf, sizeof(z->errbuf), "the connection closed inside the answer's headers");
-	}
-	if (rc != CURLE_OK) {
-		c->status = -1;
-		c->rc = rc;
-		snprintf(c->why, sizeof(c->why), "%s", z->errbuf[0] ? z->errbuf : curl_easy_strerror(rc));
-	} else {
-		curl_easy_getinfo(z->h, CURLINFO_RESPONSE_CODE, &c->status);
-		if (c->status >= 300 && c->resp.len) {
-			struct sb code = SB_INIT;
+	if (c->status >= 300 && c->resp.len) {
+		struct sb code = SB_INIT;
 
-			az_xml_error(c->resp.buf, c->resp.len, &code, &c->msg);
-			if (code.len) {
-				sb_reset(&c->code);
-				sb_add(&c->code, code.buf, code.len);
-			}
-			sb_free(&code);
+		az_xml_error(c->resp.buf, c->resp.len, &code, &c->msg);
+		if (code.len) {
+			sb_reset(&c->code);
+			sb_add(&c->code, code.buf, code.len);
 		}
+		sb_free(&code);
 	}
-	curl_easy_setopt(z->h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(z->h, CURLOPT_URL, "");
 	curl_slist_free_all(list);
 	if (url)
 		memset(url, 0, strlen(url));	/* it may hold the SAS */

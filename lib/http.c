@@ -1,7 +1,7 @@
 /*
- * http: the transport rules both stores share (http.h): the curl
- * callbacks, the curl failures retried, backoff with jitter, the reason
- * phrases.
+ * http: the transport rules both stores share (http.h): one attempt's
+ * transfer, the curl callbacks, the curl failures retried, backoff with
+ * jitter, the reason phrases.
  */
 #include "http.h"
 #include "sb.h"
@@ -77,6 +77,75 @@ int http_header(const char *data, size_t len, int *ended, size_t *nlen, const ch
 			     (*v)[*vlen - 1] == ' '))
 		(*vlen)--;
 	return 1;
+}
+
+void http_setup(CURL *h, struct http_request *r)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, r->url);
+	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, r->timeout < 10 ? r->timeout : 10L);
+	/*
+	 * A stalled transfer (nothing sent or received for that long, waiting
+	 * for the answer included) counts as a timeout, and is retried.
+	 */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, r->timeout);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r->resp);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, r->on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, r->header_arg);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	/*
+	 * curl sends a request again by itself when a reused connection
+	 * closes without a byte of answer, though the server may have done
+	 * the work: counted, for the calls that must know (sent_twice).
+	 */
+	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, http_on_prereq);
+	curl_easy_setopt(h, CURLOPT_PREREQDATA, r->sends);
+#endif
+	if (strcmp(r->method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(r->method, "PUT") == 0) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, http_on_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, &r->up);
+		curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, http_on_seek);
+		curl_easy_setopt(h, CURLOPT_SEEKDATA, &r->up);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->up.len);
+	} else if (strcmp(r->method, "POST") == 0) {
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->up.body ? (const char *)r->up.body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->up.len);
+	} else if (strcmp(r->method, "GET") != 0) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
+	}
+}
+
+void http_run(CURL *h, const struct http_request *r, long *status, CURLcode *rc, char *why,
+	      size_t size)
+{
+	*rc = curl_easy_perform(h);
+	if (*rc == CURLE_OK && !*r->ended) {
+		/*
+		 * curl 7.88 takes a connection closed inside the headers for the
+		 * whole answer: an ETag or a length may be missing.  A cut answer.
+		 */
+		*rc = CURLE_PARTIAL_FILE;
+		snprintf(r->errbuf, CURL_ERROR_SIZE, "the connection closed inside the answer's headers");
+	}
+	if (*rc != CURLE_OK) {
+		*status = -1;
+		snprintf(why, size, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(*rc));
+	} else {
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	}
+	/* curl keeps pointers to these until the next reset */
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_URL, "");
 }
 
 int http_retryable_curl(CURLcode rc)

@@ -47,6 +47,38 @@ int http_on_prereq(void *sends, char *remote_ip, char *local_ip, int remote_port
 int http_header(const char *data, size_t len, int *ended, size_t *nlen, const char **v,
 		size_t *vlen);
 
+/*
+ * One attempt's transfer as both stores set it up.  What it points to
+ * must outlive http_run(); up.sent starts at 0.
+ */
+struct http_request {
+	const char *method;	/* "GET", "HEAD", "PUT" and "POST" (body in up), or sent as is */
+	const char *url;	/* sent as is (CURLOPT_PATH_AS_IS) */
+	struct curl_slist *headers;
+	long timeout;		/* seconds without a byte moved: the attempt failed */
+	char *errbuf;		/* CURL_ERROR_SIZE bytes */
+	struct http_upload up;
+	struct sb *resp;	/* the answer's body, appended */
+	curl_write_callback on_header;	/* the store's, with header_arg; it keeps *ended */
+	void *header_arg;
+	const int *ended;	/* the blank line after the answer's headers came (http_header) */
+	int *sends;		/* times the request went out (http_on_prereq) */
+};
+
+/*
+ * h reset and set up for r: the timeouts, the callbacks, the method and
+ * its body.  The store adds its own options (signing) after.
+ */
+void http_setup(CURL *h, struct http_request *r);
+/*
+ * Perform the transfer set up on h.  An answer whose headers were cut
+ * (*r->ended still 0) is CURLE_PARTIAL_FILE.  The status into *status,
+ * or -1 there, the code into *rc and curl's error (r->errbuf, else
+ * curl's words) into why[0..size).  Then h forgets r's url and headers.
+ */
+void http_run(CURL *h, const struct http_request *r, long *status, CURLcode *rc, char *why,
+	      size_t size);
+
 /* A curl failure that may pass when tried again (resets, timeouts, DNS). */
 int http_retryable_curl(CURLcode rc);
 /*

@@ -134,8 +134,12 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	struct curl_slist *hdr = NULL;
 	struct sb line = SB_INIT;
 	char *url = s3_target_url(&s->t, c->key, c->query);
-	struct http_upload up = { c->body, c->body_len, 0 };
-	CURLcode rc;
+	struct http_request r = {
+		.method = c->method, .timeout = s->timeout, .errbuf = s->errbuf,
+		.up = { c->body, c->body_len, 0 }, .resp = &c->resp,
+		.on_header = on_header, .header_arg = c, .ended = &c->headers_ended,
+		.sends = &c->sends,
+	};
 	size_t i;
 
 	sb_reset(&c->resp);
@@ -163,81 +167,24 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	for (i = 0; i < sizeof(c->extra) / sizeof(c->extra[0]) && c->extra[i]; i++)
 		hdr = curl_slist_append(hdr, c->extra[i]);
 
-	curl_easy_reset(s->h);
-	curl_easy_setopt(s->h, CURLOPT_URL, url);
-	curl_easy_setopt(s->h, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->errbuf);
-	curl_easy_setopt(s->h, CURLOPT_CONNECTTIMEOUT, s->timeout < 10 ? s->timeout : 10L);
-	/*
-	 * A stalled transfer (nothing sent or received for that long, waiting
-	 * for the answer included) counts as a timeout, and is retried.
-	 */
-	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(s->h, CURLOPT_LOW_SPEED_TIME, s->timeout);
+	r.url = url;
+	r.headers = hdr;
+	http_setup(s->h, &r);
 	curl_easy_setopt(s->h, CURLOPT_USERNAME, s->creds.id);
 	curl_easy_setopt(s->h, CURLOPT_PASSWORD, s->creds.secret);
 	curl_easy_setopt(s->h, CURLOPT_AWS_SIGV4, s->sigv4);
-	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, http_on_body);
-	curl_easy_setopt(s->h, CURLOPT_WRITEDATA, &c->resp);
-	curl_easy_setopt(s->h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(s->h, CURLOPT_HEADERDATA, c);
-#if LIBCURL_VERSION_NUM >= 0x075000
-	/*
-	 * curl sends a request again by itself when a reused connection
-	 * closes without a byte of answer, though the server may have done
-	 * the work: counted, for the calls that must know (sent_twice).
-	 */
-	curl_easy_setopt(s->h, CURLOPT_PREREQFUNCTION, http_on_prereq);
-	curl_easy_setopt(s->h, CURLOPT_PREREQDATA, &c->sends);
-#endif
-	if (strcmp(c->method, "HEAD") == 0) {
-		curl_easy_setopt(s->h, CURLOPT_NOBODY, 1L);
-	} else if (strcmp(c->method, "PUT") == 0) {
-		curl_easy_setopt(s->h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(s->h, CURLOPT_READFUNCTION, http_on_read);
-		curl_easy_setopt(s->h, CURLOPT_READDATA, &up);
-		curl_easy_setopt(s->h, CURLOPT_SEEKFUNCTION, http_on_seek);
-		curl_easy_setopt(s->h, CURLOPT_SEEKDATA, &up);
-		curl_easy_setopt(s->h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
-	} else if (strcmp(c->method, "POST") == 0) {
-		curl_easy_setopt(s->h, CURLOPT_POST, 1L);
-		curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, c->body ? (const char *)c->body : "");
-		curl_easy_setopt(s->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
-	} else if (strcmp(c->method, "GET") != 0) {
-		curl_easy_setopt(s->h, CURLOPT_CUSTOMREQUEST, c->method);
-	}
 
-	rc = curl_easy_perform(s->h);
+	http_run(s->h, &r, &c->status, &c->rc, c->why, sizeof(c->why));
 	c->attempts++;
 #if LIBCURL_VERSION_NUM < 0x075000
 	c->sends = c->attempts;
 #endif
-	if (rc == CURLE_OK && !c->headers_ended) {
-		/*
-		 * curl 7.88 takes a connection closed inside the headers for the
-		 * whole answer: an ETag or a length may be missing.  A cut answer.
-		 */
-		rc = CURLE_PARTIAL_FILE;
-		snprintf(s->errbuf, sizeof(s->errbuf), "the connection closed inside the answer's headers");
-	}
-	if (rc != CURLE_OK) {
-		c->status = -1;
-		c->rc = rc;
-		snprintf(c->why, sizeof(c->why), "%s", s->errbuf[0] ? s->errbuf : curl_easy_strerror(rc));
-	} else {
-		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &c->status);
-		if (c->status >= 300 || (c->error_in_200 && c->status < 300)) {
-			int is_error = s3_xml_error(c->resp.buf, c->resp.len, &c->code, &c->msg);
+	if (c->status >= 300 || (c->error_in_200 && c->status >= 0 && c->status < 300)) {
+		int is_error = s3_xml_error(c->resp.buf, c->resp.len, &c->code, &c->msg);
 
-			if (c->status < 300 && is_error)
-				c->failed200 = 1;
-		}
+		if (c->status < 300 && is_error)
+			c->failed200 = 1;
 	}
-	/* curl keeps pointers to these until the next reset */
-	curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(s->h, CURLOPT_URL, "");
 	curl_slist_free_all(hdr);
 	if (line.buf)
 		memset(line.buf, 0, line.len);
