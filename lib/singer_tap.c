@@ -1,5 +1,6 @@
 /* singer_tap: the built-in Singer taps' command line and JSON files. */
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,4 +151,16 @@ int singer_tap_in_list(char *const *list, size_t n, const char *s)
 		if (strcmp(list[i], s) == 0)
 			return 1;
 	return 0;
+}
+
+int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	err_msg("%s '%s': %s", what, file, why);
+	return 2;
 }

@@ -49,6 +49,10 @@ int singer_tap_args(int argc, char **argv, const char *name, const char *usage_l
  */
 int singer_tap_load_json(const char *what, const char *path, jv *out);
 
+/* Print "what 'file': why" and return 2 (the exit status of a config error). */
+int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Free the n strings of list, and list (NULL with n 0 is fine). */
 void singer_tap_free_list(char **list, size_t n);
 

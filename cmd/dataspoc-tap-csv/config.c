@@ -81,14 +81,14 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	e->delim = ',';
 	e->selected = 1;
 	if (jv_get_kind(f) != JV_KIND_OBJECT)
-		return bad("config", file, "files[%d]: not an object", idx);
+		return singer_tap_bad("config", file, "files[%d]: not an object", idx);
 
 	v = jget(f, "entity");
 	if (jv_get_kind(v) == JV_KIND_STRING)
 		e->name = jcstr(v);
 	jv_free(v);
 	if (e->name == NULL || *e->name == '\0')
-		return bad("config", file,
+		return singer_tap_bad("config", file,
 			   "files[%d]: \"entity\" must be a non-empty string", idx);
 
 	v = jget(f, "path");
@@ -96,13 +96,13 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 		e->path = jcstr(v);
 	jv_free(v);
 	if (e->path == NULL || *e->path == '\0')
-		return bad("config", file,
+		return singer_tap_bad("config", file,
 			   "%s: \"path\" must be a non-empty string", e->name);
 
 	v = jget(f, "keys");
 	if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL &&
 	    jstrlist(v, &e->keys, &e->nkeys) < 0)
-		rc = bad("config", file,
+		rc = singer_tap_bad("config", file,
 			 "%s: \"keys\" must be an array of strings", e->name);
 	jv_free(v);
 	if (rc)
@@ -112,10 +112,10 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	if (jv_get_kind(v) == JV_KIND_STRING) {
 		e->rk = jcstr(v);
 		if (e->rk == NULL || *e->rk == '\0')
-			rc = bad("config", file, "%s: \"replication_key\" "
+			rc = singer_tap_bad("config", file, "%s: \"replication_key\" "
 				 "must be a non-empty string", e->name);
 	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
-		rc = bad("config", file,
+		rc = singer_tap_bad("config", file,
 			 "%s: \"replication_key\" must be a string", e->name);
 	jv_free(v);
 	if (rc)
@@ -127,13 +127,13 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 
 		if (jv_string_length_bytes(jv_copy(v)) != 1 || *d == '"' ||
 		    *d == '\n' || *d == '\r' || (*d & 0x80))
-			rc = bad("config", file, "%s: \"delimiter\" must be one "
+			rc = singer_tap_bad("config", file, "%s: \"delimiter\" must be one "
 				 "ASCII character other than a quote or a line break",
 				 e->name);
 		else
 			e->delim = *d;
 	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
-		rc = bad("config", file,
+		rc = singer_tap_bad("config", file,
 			 "%s: \"delimiter\" must be a string", e->name);
 	jv_free(v);
 	if (rc)
@@ -142,11 +142,11 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	v = jget(f, "encoding");
 	if (jv_get_kind(v) == JV_KIND_STRING) {
 		if (!encoding_ok(jv_string_value(v)))
-			rc = bad("config", file, "%s: encoding '%s' is not "
+			rc = singer_tap_bad("config", file, "%s: encoding '%s' is not "
 				 "supported (only UTF-8)", e->name,
 				 jv_string_value(v));
 	} else if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL)
-		rc = bad("config", file,
+		rc = singer_tap_bad("config", file,
 			 "%s: \"encoding\" must be a string", e->name);
 	jv_free(v);
 	if (rc)
@@ -181,7 +181,7 @@ int load_config(struct tap *t)
 	if (rc)
 		goto out;
 	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
-		rc = bad("config", file, "not a JSON object");
+		rc = singer_tap_bad("config", file, "not a JSON object");
 		goto out;
 	}
 	files = jget(conf, "files");
@@ -190,13 +190,13 @@ int load_config(struct tap *t)
 		char *path;
 
 		if (jv_is_valid(files) && jv_get_kind(files) != JV_KIND_NULL) {
-			rc = bad("config", file, "both \"files\" and "
+			rc = singer_tap_bad("config", file, "both \"files\" and "
 				 "\"csv_files_definition\" are set");
 			goto out;
 		}
 		if (jv_get_kind(def) != JV_KIND_STRING ||
 		    (path = jcstr(def)) == NULL || *path == '\0') {
-			rc = bad("config", file, "\"csv_files_definition\" "
+			rc = singer_tap_bad("config", file, "\"csv_files_definition\" "
 				 "must be a file name");
 			goto out;
 		}
@@ -209,18 +209,18 @@ int load_config(struct tap *t)
 			goto out;
 	}
 	if (!jv_is_valid(files) || jv_get_kind(files) == JV_KIND_NULL) {
-		rc = bad("config", file,
+		rc = singer_tap_bad("config", file,
 			 "\"files\" or \"csv_files_definition\" is required");
 		goto out;
 	}
 	if (jv_get_kind(files) != JV_KIND_ARRAY) {
-		rc = bad("config", list_file,
+		rc = singer_tap_bad("config", list_file,
 			 "the list of files must be a JSON array");
 		goto out;
 	}
 	n = jv_array_length(jv_copy(files));
 	if (n == 0) {
-		rc = bad("config", list_file, "the list of files is empty");
+		rc = singer_tap_bad("config", list_file, "the list of files is empty");
 		goto out;
 	}
 	t->ents = xcalloc((size_t)n, sizeof(*t->ents));
@@ -236,7 +236,7 @@ int load_config(struct tap *t)
 	for (j = 0; j < t->nents; j++)
 		for (k = 0; k < j; k++)
 			if (strcmp(t->ents[j].name, t->ents[k].name) == 0) {
-				rc = bad("config", list_file, "entity '%s' is "
+				rc = singer_tap_bad("config", list_file, "entity '%s' is "
 					 "listed twice", t->ents[j].name);
 				goto out;
 			}
@@ -284,7 +284,7 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 	int i, n, rc = 0;
 
 	if (jv_get_kind(s) != JV_KIND_OBJECT)
-		return bad(what, file, "streams[%d]: not an object", idx);
+		return singer_tap_bad(what, file, "streams[%d]: not an object", idx);
 	id = jget(s, "tap_stream_id");
 	if (jv_get_kind(id) != JV_KIND_STRING) {
 		jv_free(id);
@@ -292,7 +292,7 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 	}
 	if (jv_get_kind(id) != JV_KIND_STRING) {
 		jv_free(id);
-		return bad(what, file, "streams[%d]: no \"tap_stream_id\"", idx);
+		return singer_tap_bad(what, file, "streams[%d]: no \"tap_stream_id\"", idx);
 	}
 	e = find_entity(t, jv_string_value(id),
 			(size_t)jv_string_length_bytes(jv_copy(id)));
@@ -320,7 +320,7 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 	if (!jv_is_valid(md) || jv_get_kind(md) == JV_KIND_NULL)
 		goto out;
 	if (jv_get_kind(md) != JV_KIND_ARRAY) {
-		rc = bad(what, file, "%s: \"metadata\" is not an array", e->name);
+		rc = singer_tap_bad(what, file, "%s: \"metadata\" is not an array", e->name);
 		goto out;
 	}
 	n = jv_array_length(jv_copy(md));
@@ -329,13 +329,13 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 		int len;
 
 		if (jv_get_kind(m) != JV_KIND_OBJECT) {
-			rc = bad(what, file, "%s: metadata[%d] is not an object",
+			rc = singer_tap_bad(what, file, "%s: metadata[%d] is not an object",
 				 e->name, i);
 			goto next;
 		}
 		bc = jget(m, "breadcrumb");
 		if (jv_get_kind(bc) != JV_KIND_ARRAY) {
-			rc = bad(what, file, "%s: metadata[%d] has no "
+			rc = singer_tap_bad(what, file, "%s: metadata[%d] has no "
 				 "\"breadcrumb\" array", e->name, i);
 			goto next;
 		}
@@ -382,7 +382,7 @@ int load_catalog(struct tap *t)
 	if (jv_get_kind(cat) == JV_KIND_OBJECT)
 		streams = jget(cat, "streams");
 	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
-		rc = bad(t->catalog_what, t->catalog_file,
+		rc = singer_tap_bad(t->catalog_what, t->catalog_file,
 			 "not a catalog: {\"streams\": [...]} expected");
 		goto out;
 	}

@@ -14,18 +14,6 @@
 
 /* ---- small helpers ---- */
 
-int bad(const char *what, const char *file, const char *fmt, ...)
-{
-	char why[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	err_msg("%s '%s': %s", what, file, why);
-	return EXIT_USAGE;
-}
-
 int bytes_eq(const char *a, size_t alen, const char *b)
 {
 	return alen == strlen(b) && memcmp(a, b, alen) == 0;

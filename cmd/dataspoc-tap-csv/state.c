@@ -22,7 +22,7 @@ static int state_fail(struct tap *t, size_t pos, const char *why)
 		} else
 			col++;
 	}
-	return bad("state", t->state_file, "line %zu, column %zu: %s", line,
+	return singer_tap_bad("state", t->state_file, "line %zu, column %zu: %s", line,
 		   col, why);
 }
 
@@ -42,7 +42,7 @@ int load_state(struct tap *t)
 			  t->state_text.len, &top, &pos, &why) < 0)
 		return state_fail(t, pos, why);
 	if (top.type != JSON_OBJECT)
-		return bad("state", t->state_file, "not a JSON object");
+		return singer_tap_bad("state", t->state_file, "not a JSON object");
 	/* A whole STATE message is accepted too: its value is the state. */
 	if (json_object_get(&top, "type", &v) == 1 && v.type == JSON_STRING) {
 		json_string_decode(&v, &str);
@@ -50,7 +50,7 @@ int load_state(struct tap *t)
 		    json_object_get(&top, "value", &v) == 1) {
 			if (v.type != JSON_OBJECT) {
 				sb_free(&str);
-				return bad("state", t->state_file,
+				return singer_tap_bad("state", t->state_file,
 					   "\"value\" is not an object");
 			}
 			top = v;
@@ -60,7 +60,7 @@ int load_state(struct tap *t)
 	if (json_object_get(&top, "bookmarks", &bms) != 1)
 		goto out;
 	if (bms.type != JSON_OBJECT) {
-		rc = bad("state", t->state_file, "\"bookmarks\" is not an object");
+		rc = singer_tap_bad("state", t->state_file, "\"bookmarks\" is not an object");
 		goto out;
 	}
 	for (i = 0; i < t->nents; i++) {
@@ -69,7 +69,7 @@ int load_state(struct tap *t)
 		if (e->rk == NULL || json_object_get(&bms, e->name, &bm) != 1)
 			continue;
 		if (bm.type != JSON_OBJECT) {
-			rc = bad("state", t->state_file, "bookmark of '%s' is "
+			rc = singer_tap_bad("state", t->state_file, "bookmark of '%s' is "
 				 "not an object", e->name);
 			goto out;
 		}
@@ -88,7 +88,7 @@ int load_state(struct tap *t)
 		    s.type == JSON_NULL)
 			continue;
 		if (s.type != JSON_STRING) {
-			rc = bad("state", t->state_file, "replication_key_value "
+			rc = singer_tap_bad("state", t->state_file, "replication_key_value "
 				 "of '%s' is not a string", e->name);
 			goto out;
 		}

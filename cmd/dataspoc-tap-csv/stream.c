@@ -104,7 +104,7 @@ static int open_stream(const struct tap *t, struct entity *e,
 	for (i = 0; i < e->nkeys; i++)
 		if (!in_list(h->cols, h->ncols, e->keys[i], strlen(e->keys[i]))) {
 			fflush(stdout);
-			return bad("config", t->config_file, "%s: key '%s' is "
+			return singer_tap_bad("config", t->config_file, "%s: key '%s' is "
 				   "not a column of '%s'", e->name, e->keys[i],
 				   e->path);
 		}
@@ -113,7 +113,7 @@ static int open_stream(const struct tap *t, struct entity *e,
 			h->rk = i;
 	if (e->rk != NULL && h->rk == SIZE_MAX) {
 		fflush(stdout);
-		return bad("config", t->config_file, "%s: replication_key '%s' "
+		return singer_tap_bad("config", t->config_file, "%s: replication_key '%s' "
 			   "is not a column of '%s'", e->name, e->rk, e->path);
 	}
 	/* Keys and the replication key are always printed ("automatic"). */

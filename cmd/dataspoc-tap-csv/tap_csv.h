@@ -24,6 +24,7 @@
 #include "csv.h"
 #include "json.h"
 #include "sb.h"
+#include "singer_tap.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -59,9 +60,6 @@ struct tap {
 
 /* ---- helpers.c ---- */
 
-/* Print "what 'file': why" and return EXIT_USAGE (a config-type error). */
-int bad(const char *what, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* 1 when a[0..alen) is the C string b. */
 int bytes_eq(const char *a, size_t alen, const char *b);
 /* Read a whole file.  0, or -1 with errno set. */

@@ -96,21 +96,6 @@ struct sheet {
 	int write_failed;
 };
 
-static int bad(const char *what, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(const char *what, const char *file, const char *fmt, ...)
-{
-	char why[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	err_msg("%s '%s': %s", what, file, why);
-	return EXIT_USAGE;
-}
-
 static int emit(struct sheet *s)
 {
 	if (s->msg.len > 0 && fwrite(s->msg.buf, 1, s->msg.len, stdout) != s->msg.len) {
@@ -229,7 +214,7 @@ static int load_config(struct sheet *s)
 	if (rc)
 		goto out;
 	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
-		rc = bad("config", file, "not a JSON object");
+		rc = singer_tap_bad("config", file, "not a JSON object");
 		goto out;
 	}
 	if (jstr_member(conf, "url", 0, &url) < 0 ||
@@ -237,29 +222,29 @@ static int load_config(struct sheet *s)
 	    jstr_member(conf, "sheet_gid", 1, &gid) < 0 ||
 	    jstr_member(conf, "sheet_name", 0, &s->name) < 0 ||
 	    jstr_member(conf, "stream_name", 0, &s->stream) < 0) {
-		rc = bad("config", file, "\"url\", \"spreadsheet_id\", \"sheet_name\" and "
+		rc = singer_tap_bad("config", file, "\"url\", \"spreadsheet_id\", \"sheet_name\" and "
 			 "\"stream_name\" must be non-empty strings, \"sheet_gid\" a string "
 			 "or a number of digits");
 		goto out;
 	}
 	if ((url != NULL) == (s->id != NULL)) {
-		rc = bad("config", file, "give \"url\" (the sheet's address) or "
+		rc = singer_tap_bad("config", file, "give \"url\" (the sheet's address) or "
 			 "\"spreadsheet_id\", one of them");
 		goto out;
 	}
 	if (url != NULL && parse_url(s, url) < 0) {
-		rc = bad("config", file, "\"url\" is not a Google Sheets address "
+		rc = singer_tap_bad("config", file, "\"url\" is not a Google Sheets address "
 			 "(https://docs.google.com/spreadsheets/d/ID/edit#gid=N)");
 		goto out;
 	}
 	if (!id_ok(s->id)) {
-		rc = bad("config", file, "\"spreadsheet_id\" '%s' is not a spreadsheet id",
+		rc = singer_tap_bad("config", file, "\"spreadsheet_id\" '%s' is not a spreadsheet id",
 			 s->id);
 		goto out;
 	}
 	if (gid != NULL) {
 		if (!digits_ok(gid)) {
-			rc = bad("config", file, "\"sheet_gid\" must be digits, not '%s'", gid);
+			rc = singer_tap_bad("config", file, "\"sheet_gid\" must be digits, not '%s'", gid);
 			goto out;
 		}
 		free(s->gid);
@@ -267,7 +252,7 @@ static int load_config(struct sheet *s)
 		gid = NULL;
 	}
 	if (s->gid != NULL && s->name != NULL) {
-		rc = bad("config", file, "give \"sheet_gid\" or \"sheet_name\", not both");
+		rc = singer_tap_bad("config", file, "give \"sheet_gid\" or \"sheet_name\", not both");
 		goto out;
 	}
 	if (s->stream == NULL)
@@ -289,7 +274,7 @@ static int load_config(struct sheet *s)
 			jv_free(e);
 		}
 		if (rc)
-			rc = bad("config", file, "\"key_properties\" must be an array of strings");
+			rc = singer_tap_bad("config", file, "\"key_properties\" must be an array of strings");
 	}
 	jv_free(v);
 	if (rc)
@@ -338,7 +323,7 @@ static int load_catalog(struct sheet *s)
 	if (jv_get_kind(cat) == JV_KIND_OBJECT)
 		streams = jget(cat, "streams");
 	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
-		rc = bad(s->catalog_what, s->catalog_file,
+		rc = singer_tap_bad(s->catalog_what, s->catalog_file,
 			 "not a catalog: {\"streams\": [...]} expected");
 		goto out;
 	}
@@ -608,7 +593,7 @@ static int read_header(struct sheet *s)
 	}
 	for (i = 0; i < s->nkeys; i++)
 		if (!singer_tap_in_list(s->cols, s->ncols, s->keys[i])) {
-			rc = bad("config", s->config_file, "key property '%s' is not a column "
+			rc = singer_tap_bad("config", s->config_file, "key property '%s' is not a column "
 				 "of the sheet", s->keys[i]);
 			goto out;
 		}

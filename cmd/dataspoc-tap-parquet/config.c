@@ -20,18 +20,6 @@
 #include "tap_parquet.h"
 #include "util.h"
 
-int bad(const char *what, const char *file, const char *fmt, ...)
-{
-	char why[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	err_msg("%s '%s': %s", what, file, why);
-	return EXIT_USAGE;
-}
-
 int in_sorted(char *const *list, size_t n, const char *s)
 {
 	size_t lo = 0, hi = n;
@@ -120,40 +108,40 @@ int load_config(struct tap *t)
 	if (rc)
 		goto out;
 	if (jv_get_kind(conf) != JV_KIND_OBJECT) {
-		rc = bad("config", file, "not a JSON object");
+		rc = singer_tap_bad("config", file, "not a JSON object");
 		goto out;
 	}
 	if (jstr_member(conf, "path", &t->path) < 0 || t->path == NULL) {
-		rc = bad("config", file, "\"path\" must be a non-empty string (a folder or "
+		rc = singer_tap_bad("config", file, "\"path\" must be a non-empty string (a folder or "
 			 "a file: /dir, file:///dir, s3://bucket/prefix, gs://bucket/prefix)");
 		goto out;
 	}
 	if (jstr_member(conf, "stream_name", &t->stream) < 0) {
-		rc = bad("config", file, "\"stream_name\" must be a non-empty string");
+		rc = singer_tap_bad("config", file, "\"stream_name\" must be a non-empty string");
 		goto out;
 	}
 	if (t->stream == NULL)
 		t->stream = default_stream(t->path);
 	if (jstr_member(conf, "glob", &t->glob) < 0) {
-		rc = bad("config", file, "\"glob\" must be a non-empty string");
+		rc = singer_tap_bad("config", file, "\"glob\" must be a non-empty string");
 		goto out;
 	}
 	if (t->glob == NULL)
 		t->glob = xstrdup("**/*.parquet");
 	if (t->glob[0] == '/') {
-		rc = bad("config", file, "\"glob\" is relative to \"path\": it cannot start "
+		rc = singer_tap_bad("config", file, "\"glob\" is relative to \"path\": it cannot start "
 			 "with '/'");
 		goto out;
 	}
 	if (jstr_member(conf, "endpoint_url", &t->endpoint) < 0) {
-		rc = bad("config", file, "\"endpoint_url\" must be a non-empty string");
+		rc = singer_tap_bad("config", file, "\"endpoint_url\" must be a non-empty string");
 		goto out;
 	}
 	v = jget(conf, "hive_partitioning");
 	if (jv_get_kind(v) == JV_KIND_TRUE)
 		t->hive = 1;
 	else if (!absent(v) && jv_get_kind(v) != JV_KIND_FALSE)
-		rc = bad("config", file, "\"hive_partitioning\" must be true or false");
+		rc = singer_tap_bad("config", file, "\"hive_partitioning\" must be true or false");
 	jv_free(v);
 	if (rc)
 		goto out;
@@ -176,7 +164,7 @@ int load_config(struct tap *t)
 				t->keys[t->nkeys++] = c;
 		}
 		if (rc)
-			rc = bad("config", file, "\"key_properties\" must be an array of strings");
+			rc = singer_tap_bad("config", file, "\"key_properties\" must be an array of strings");
 	}
 	jv_free(v);
 	if (rc)
@@ -236,7 +224,7 @@ static int catalog_stream(struct tap *t, jv s)
 	if (absent(md))
 		goto out;
 	if (jv_get_kind(md) != JV_KIND_ARRAY) {
-		rc = bad(what, file, "%s: \"metadata\" is not an array", t->stream);
+		rc = singer_tap_bad(what, file, "%s: \"metadata\" is not an array", t->stream);
 		goto out;
 	}
 	n = jv_array_length(jv_copy(md));
@@ -246,7 +234,7 @@ static int catalog_stream(struct tap *t, jv s)
 
 		if (jv_get_kind(m) != JV_KIND_OBJECT ||
 		    jv_get_kind(bc = jget(m, "breadcrumb")) != JV_KIND_ARRAY) {
-			rc = bad(what, file, "%s: metadata[%d] has no \"breadcrumb\" array",
+			rc = singer_tap_bad(what, file, "%s: metadata[%d] has no \"breadcrumb\" array",
 				 t->stream, i);
 			goto next;
 		}
@@ -286,7 +274,7 @@ int load_catalog(struct tap *t)
 	if (jv_get_kind(cat) == JV_KIND_OBJECT)
 		streams = jget(cat, "streams");
 	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
-		rc = bad(t->catalog_what, t->catalog_file,
+		rc = singer_tap_bad(t->catalog_what, t->catalog_file,
 			 "not a catalog: {\"streams\": [...]} expected");
 		goto out;
 	}
@@ -332,7 +320,7 @@ static int state_fail(struct tap *t, size_t pos, const char *why)
 		} else
 			col++;
 	}
-	return bad("state", t->state_file, "line %zu, column %zu: %s", line, col, why);
+	return singer_tap_bad("state", t->state_file, "line %zu, column %zu: %s", line, col, why);
 }
 
 int load_state(struct tap *t)
@@ -351,32 +339,32 @@ int load_state(struct tap *t)
 			  &pos, &why) < 0)
 		return state_fail(t, pos, why);
 	if (top.type != JSON_OBJECT)
-		return bad("state", t->state_file, "not a JSON object");
+		return singer_tap_bad("state", t->state_file, "not a JSON object");
 	/* A whole STATE message is accepted too: its value is the state. */
 	if (json_object_get(&top, "type", &v) == 1 && v.type == JSON_STRING &&
 	    json_string_equal(&v, "STATE", 1) && json_object_get(&top, "value", &v) == 1) {
 		if (v.type != JSON_OBJECT)
-			return bad("state", t->state_file, "\"value\" is not an object");
+			return singer_tap_bad("state", t->state_file, "\"value\" is not an object");
 		top = v;
 	}
 	t->state = top;
 	if (json_object_get(&top, "bookmarks", &bms) != 1)
 		return 0;
 	if (bms.type != JSON_OBJECT)
-		return bad("state", t->state_file, "\"bookmarks\" is not an object");
+		return singer_tap_bad("state", t->state_file, "\"bookmarks\" is not an object");
 	if (json_object_get(&bms, t->stream, &bm) != 1 || bm.type == JSON_NULL)
 		return 0;
 	if (bm.type != JSON_OBJECT)
-		return bad("state", t->state_file, "the bookmark of '%s' is not an object",
+		return singer_tap_bad("state", t->state_file, "the bookmark of '%s' is not an object",
 			   t->stream);
 	if (json_object_get(&bm, "files", &files) != 1 || files.type == JSON_NULL)
 		return 0;
 	if (files.type != JSON_ARRAY)
-		return bad("state", t->state_file, "\"files\" of '%s' is not an array", t->stream);
+		return singer_tap_bad("state", t->state_file, "\"files\" of '%s' is not an array", t->stream);
 	pos = 0;
 	while (json_array_next(&files, &pos, &e)) {
 		if (e.type != JSON_STRING) {
-			rc = bad("state", t->state_file, "\"files\" of '%s' holds a value that "
+			rc = singer_tap_bad("state", t->state_file, "\"files\" of '%s' holds a value that "
 				 "is not a string", t->stream);
 			break;
 		}

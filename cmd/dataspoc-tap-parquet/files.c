@@ -451,7 +451,7 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 			found = strcmp(l->hive[j].name, t->keys[i]) == 0;
 		if (!found) {
 			fflush(stdout);
-			return bad("config", t->config_file, "key property '%s' is not a column "
+			return singer_tap_bad("config", t->config_file, "key property '%s' is not a column "
 				   "of '%s'", t->keys[i], key);
 		}
 	}

@@ -20,6 +20,7 @@
 
 #include "json.h"
 #include "sb.h"
+#include "singer_tap.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -61,8 +62,6 @@ struct tap {
 
 /* ---- config.c ---- */
 
-int bad(const char *what, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* 1 when the sorted list holds s. */
 int in_sorted(char *const *list, size_t n, const char *s);
 

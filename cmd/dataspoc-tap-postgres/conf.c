@@ -24,9 +24,9 @@ static int read_json(const char *what, const char *file, struct sb *text, struct
 		return EXIT_USAGE;
 	}
 	if (json_validate(text->buf ? text->buf : "", text->len, v, &errpos, &errmsg) < 0)
-		return bad(what, file, "invalid JSON at byte %zu: %s", errpos + 1, errmsg);
+		return singer_tap_bad(what, file, "invalid JSON at byte %zu: %s", errpos + 1, errmsg);
 	if (v->type != JSON_OBJECT)
-		return bad(what, file, "not a JSON object");
+		return singer_tap_bad(what, file, "not a JSON object");
 	return 0;
 }
 
@@ -115,7 +115,7 @@ int load_config(struct tap *t)
 				break;
 			free(*dst);
 			if ((*dst = scalar(&e)) == NULL) {
-				rc = bad("config", t->config_file, "'%s' must be a string", strs[i].key);
+				rc = singer_tap_bad("config", t->config_file, "'%s' must be a string", strs[i].key);
 				goto out;
 			}
 			break;
@@ -131,7 +131,7 @@ int load_config(struct tap *t)
 		/* the rest tap-postgres takes (itersize, debug_lsn, ...) has nothing to do here */
 	}
 	if (c->host == NULL || c->user == NULL || c->dbname == NULL) {
-		rc = bad("config", t->config_file, "'%s' is required",
+		rc = singer_tap_bad("config", t->config_file, "'%s' is required",
 			 c->host == NULL ? "host" : c->user == NULL ? "user" : "dbname");
 		goto out;
 	}
@@ -231,20 +231,20 @@ static int load_stream(struct tap *t, const struct json_span *js, const struct j
 	stream_name = member_str(js, "stream");
 	if (s->id == NULL || s->table == NULL || stream_name == NULL) {
 		free(stream_name);
-		return bad("properties", file, "a selected stream lacks a string '%s'",
+		return singer_tap_bad("properties", file, "a selected stream lacks a string '%s'",
 			   s->id == NULL ? "tap_stream_id" : s->table == NULL ? "table_name" : "stream");
 	}
 	if (json_object_get(js, "schema", &schema) != 1 || schema.type != JSON_OBJECT ||
 	    json_object_get(&schema, "properties", &props) != 1 || props.type != JSON_OBJECT) {
 		free(stream_name);
-		return bad("properties", file, "stream '%s' has no schema with properties", s->id);
+		return singer_tap_bad("properties", file, "stream '%s' has no schema with properties", s->id);
 	}
 	py_dump(&s->schema, &schema);
 	s->schema_name = member_str(smd, "schema-name");
 	s->dbname = member_str(smd, "database-name");
 	if (s->schema_name == NULL || s->dbname == NULL) {
 		free(stream_name);
-		return bad("properties", file, "stream '%s' has no '%s' in its metadata", s->id,
+		return singer_tap_bad("properties", file, "stream '%s' has no '%s' in its metadata", s->id,
 			   s->schema_name == NULL ? "schema-name" : "database-name");
 	}
 	if (t->conf.schema_in_name) {
@@ -297,7 +297,7 @@ static int load_stream(struct tap *t, const struct json_span *js, const struct j
 		c->name = sb_detach(&name);
 		c->sqltype = cmd.type == JSON_OBJECT ? member_str(&cmd, "sql-datatype") : NULL;
 		if (c->sqltype == NULL)
-			return bad("properties", file, "column '%s' of stream '%s' has no sql-datatype in its metadata",
+			return singer_tap_bad("properties", file, "column '%s' of stream '%s' has no sql-datatype in its metadata",
 				   c->name, s->id);
 		tl = strlen(c->sqltype);
 		c->array = tl > 2 && strcmp(c->sqltype + tl - 2, "[]") == 0;
@@ -321,12 +321,12 @@ int load_catalog(struct tap *t)
 	if ((rc = read_json("properties", file, &t->catalog_text, &v)) != 0)
 		return rc;
 	if (json_object_get(&v, "streams", &streams) != 1 || streams.type != JSON_ARRAY)
-		return bad("properties", file, "no 'streams' array");
+		return singer_tap_bad("properties", file, "no 'streams' array");
 	while (json_array_next(&streams, &pos, &el)) {
 		struct stream *s;
 
 		if (el.type != JSON_OBJECT)
-			return bad("properties", file, "a stream that is not an object");
+			return singer_tap_bad("properties", file, "a stream that is not an object");
 		if (json_object_get(&el, "metadata", &md) != 1 || !md_find(&md, NULL, &smd))
 			continue;
 		if (json_object_get(&smd, "selected", &sel) != 1 || !truthy(&sel))
@@ -369,7 +369,7 @@ int load_state(struct tap *t)
 
 			if (e.type != JSON_OBJECT) {
 				sb_free(&key);
-				rc = bad("state", file, "'bookmarks' is not an object");
+				rc = singer_tap_bad("state", file, "'bookmarks' is not an object");
 				goto out;
 			}
 			if (!s->has_bookmarks) {
@@ -385,7 +385,7 @@ int load_state(struct tap *t)
 
 				json_string_decode(&bk, &id);
 				if (be.type != JSON_OBJECT) {
-					rc = bad("state", file, "the bookmark of '%s' is not an object",
+					rc = singer_tap_bad("state", file, "the bookmark of '%s' is not an object",
 						 id.buf ? id.buf : "");
 					sb_free(&id);
 					sb_free(&key);

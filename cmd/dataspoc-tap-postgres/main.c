@@ -69,18 +69,6 @@ static const char about_json[] =
 	"\"include_schemas_in_destination_stream_name\":{\"type\":\"string\"}},"
 	"\"required\":[\"host\",\"user\",\"dbname\"]}}";
 
-int bad(const char *what, const char *file, const char *fmt, ...)
-{
-	char why[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	err_msg("%s '%s': %s", what, file, why);
-	return EXIT_USAGE;
-}
-
 int flush_out(struct tap *t, size_t min)
 {
 	if (t->out.len < min || t->out.len == 0)
@@ -139,14 +127,14 @@ static int plan_streams(struct tap *t)
 					  strcmp(s->method, "INCREMENTAL") != 0 &&
 					  strcmp(s->method, "LOG_BASED") != 0)) {
 			sb_free(&q);
-			return bad("properties", t->catalog_file,
+			return singer_tap_bad("properties", t->catalog_file,
 				   "stream '%s': unknown replication-method '%s' (FULL_TABLE or INCREMENTAL;"
 				   " or set default_replication_method in the config)",
 				   s->id, s->method ? s->method : "(none)");
 		}
 		if (strcmp(s->method, "LOG_BASED") == 0) {
 			sb_free(&q);
-			return bad("properties", t->catalog_file,
+			return singer_tap_bad("properties", t->catalog_file,
 				   "stream '%s': LOG_BASED replication is not supported by dataspoc-tap-postgres;"
 				   " use singer-io's tap-postgres for it, or FULL_TABLE or INCREMENTAL", s->id);
 		}
@@ -160,7 +148,7 @@ static int plan_streams(struct tap *t)
 
 			if (s->rk == NULL || s->rk_col < 0) {
 				sb_free(&q);
-				return bad("properties", t->catalog_file,
+				return singer_tap_bad("properties", t->catalog_file,
 					   s->rk ? "stream '%s': its replication-key '%s' is not a selected column"
 						 : "stream '%s': INCREMENTAL needs a replication-key%s",
 					   s->id, s->rk ? s->rk : "");
@@ -174,7 +162,7 @@ static int plan_streams(struct tap *t)
 						break;
 				if (l == 4) {
 					sb_free(&q);
-					return bad("state", t->state_file ? t->state_file : "-",
+					return singer_tap_bad("state", t->state_file ? t->state_file : "-",
 						   "invalid key '%s' in the bookmark of '%s'", b->kv.v[j].key, s->id);
 				}
 			}

@@ -26,6 +26,7 @@
 
 #include "json.h"
 #include "sb.h"
+#include "singer_tap.h"
 
 enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
@@ -120,9 +121,6 @@ struct tap {
 
 /* ---- main.c ---- */
 
-/* Print "what 'file': why" and return EXIT_USAGE (a config-type error). */
-int bad(const char *what, const char *file, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* Write t->out to stdout when it holds at least min bytes.  0, or -1 after reporting. */
 int flush_out(struct tap *t, size_t min);
