@@ -195,7 +195,8 @@ scenario_lake_activate_version() {
 			cat "$FIXTURES/tap-mysql/$run.jsonl"
 			echo "{\"type\":\"RECORD\",\"stream\":\"events\",\"record\":{\"run\":\"$run\"}}"
 		} >"$FAKE_DIR/tap-mysql/out"
-		run -0 --separate-stderr dataspoc-pipe run my
+		run --separate-stderr dataspoc-pipe run my
+		[ "$status" -eq 0 ] || { printf '%s\n' "$stderr" >&2; false; }
 		n=$(grep -c '"type": "RECORD"' "$FIXTURES/tap-mysql/$run.jsonl")
 		lens mysql/products | jq -r .id | sort -n | tr '\n' ' ' >ids
 		grep -o '"record": {[^}]*}' "$FIXTURES/tap-mysql/$run.jsonl" | grep -o '"id": [0-9]*' |
