@@ -94,20 +94,6 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 
 	if (c->page_rows == 0)
 		return 0;
-	if (k->threaded) {
-		pthread_mutex_lock(&k->mu);
-		while (k->count == PQ_QUEUE)
-			pthread_cond_wait(&k->done, &k->mu);
-		/* The worker moves head and count together: this slot stays free. */
-		j = &k->ring[(k->head + k->count) % PQ_QUEUE];
-		failed = pw->wfailed;
-		pthread_mutex_unlock(&k->mu);
-		if (failed) {
-			pw->failed = 1;
-			return -1;
-		}
-		page = &j->raw;
-	}
 	if (c->nbits) {
 		sb_addc(&c->vals, (char)c->bits);
 		c->bits = c->nbits = 0;
@@ -131,17 +117,40 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 	} else {
 		sb_add(page, c->vals.buf, c->vals.len);
 	}
-	if (j) {
-		j->pw = pw;
-		j->ci = ci;
-		j->rows = c->page_rows;
-		j->encoding = encoding;
+	if (k->threaded) {
+		struct sb raw;
+
+		/*
+		 * The page is built in the writer's own buffer and handed to the
+		 * ring in one critical section: the parsing thread and the
+		 * values worker (parquet_feed.c) both flush pages, of different
+		 * writers, so a slot taken by one must be filled before another
+		 * can look for the next.  The worker moves head and count
+		 * together: the slot at head + count is free.
+		 */
 		pthread_mutex_lock(&k->mu);
-		k->count++;
-		pw->inflight++;
-		pw->inflight_bound += pq_page_bound(&k->wk, page->len);
-		pthread_cond_signal(&k->job);
+		while (k->count == PQ_QUEUE)
+			pthread_cond_wait(&k->done, &k->mu);
+		failed = pw->wfailed;
+		if (!failed) {
+			j = &k->ring[(k->head + k->count) % PQ_QUEUE];
+			raw = j->raw;
+			j->raw = *page;
+			*page = raw;
+			j->pw = pw;
+			j->ci = ci;
+			j->rows = c->page_rows;
+			j->encoding = encoding;
+			k->count++;
+			pw->inflight++;
+			pw->inflight_bound += pq_page_bound(&k->wk, j->raw.len);
+			pthread_cond_signal(&k->job);
+		}
 		pthread_mutex_unlock(&k->mu);
+		if (failed) {
+			pw->failed = 1;
+			return -1;
+		}
 	} else {
 		if (pq_finish_page(pw->comp, pw, ci, page, c->page_rows, encoding, &pw->header, &added) != 0) {
 			pw->failed = 1;
