@@ -164,3 +164,18 @@ int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 	err_msg("%s '%s': %s", what, file, why);
 	return 2;
 }
+
+int singer_tap_deselected(jv m)
+{
+	jv md = jv_object_get(jv_copy(m), jv_string("metadata"));
+	int r = 0;
+
+	if (jv_get_kind(md) == JV_KIND_OBJECT) {
+		jv s = jv_object_get(jv_copy(md), jv_string("selected"));
+
+		r = jv_get_kind(s) == JV_KIND_FALSE;
+		jv_free(s);
+	}
+	jv_free(md);
+	return r;
+}

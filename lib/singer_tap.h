@@ -53,6 +53,9 @@ int singer_tap_load_json(const char *what, const char *path, jv *out);
 int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* 1 when catalog metadata entry m (an object) says "selected": false. */
+int singer_tap_deselected(jv m);
+
 /* Free the n strings of list, and list (NULL with n 0 is fine). */
 void singer_tap_free_list(char **list, size_t n);
 

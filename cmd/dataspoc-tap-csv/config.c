@@ -259,22 +259,6 @@ struct entity *find_entity(struct tap *t, const char *name, size_t len)
 	return NULL;
 }
 
-/* 1 when metadata entry m (an object) says "selected": false. */
-static int deselected(jv m)
-{
-	jv md = jget(m, "metadata");
-	int r = 0;
-
-	if (jv_get_kind(md) == JV_KIND_OBJECT) {
-		jv s = jget(md, "selected");
-
-		r = jv_get_kind(s) == JV_KIND_FALSE;
-		jv_free(s);
-	}
-	jv_free(md);
-	return r;
-}
-
 /* One stream of the catalog: its selection and its deselected columns. */
 static int catalog_stream(struct tap *t, jv s, int idx)
 {
@@ -341,7 +325,7 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 		}
 		len = jv_array_length(jv_copy(bc));
 		if (len == 0) {
-			if (deselected(m))
+			if (singer_tap_deselected(m))
 				e->selected = 0;
 		} else if (len == 2) {
 			jv a = jv_array_get(jv_copy(bc), 0);
@@ -349,7 +333,7 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 
 			if (jv_get_kind(a) == JV_KIND_STRING &&
 			    strcmp(jv_string_value(a), "properties") == 0 &&
-			    jv_get_kind(b) == JV_KIND_STRING && deselected(m)) {
+			    jv_get_kind(b) == JV_KIND_STRING && singer_tap_deselected(m)) {
 				char *col = jcstr(b);
 
 				if (col != NULL) {

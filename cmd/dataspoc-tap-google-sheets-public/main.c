@@ -297,21 +297,6 @@ out:
 	return rc;
 }
 
-static int deselected(jv m)
-{
-	jv md = jget(m, "metadata");
-	int r = 0;
-
-	if (jv_get_kind(md) == JV_KIND_OBJECT) {
-		jv x = jget(md, "selected");
-
-		r = jv_get_kind(x) == JV_KIND_FALSE;
-		jv_free(x);
-	}
-	jv_free(md);
-	return r;
-}
-
 static int load_catalog(struct sheet *s)
 {
 	jv cat = jv_invalid(), streams = jv_invalid();
@@ -352,9 +337,9 @@ static int load_catalog(struct sheet *s)
 			jv m = jv_array_get(jv_copy(md), j), bc = jget(m, "breadcrumb");
 			int len = jv_get_kind(bc) == JV_KIND_ARRAY ? jv_array_length(jv_copy(bc)) : -1;
 
-			if (len == 0 && deselected(m))
+			if (len == 0 && singer_tap_deselected(m))
 				s->selected = 0;
-			else if (len == 2 && deselected(m)) {
+			else if (len == 2 && singer_tap_deselected(m)) {
 				jv col = jv_array_get(jv_copy(bc), 1);
 
 				if (jv_get_kind(col) == JV_KIND_STRING) {

@@ -188,21 +188,6 @@ out:
 
 /* ---- the catalog ---- */
 
-static int deselected(jv m)
-{
-	jv md = jget(m, "metadata");
-	int r = 0;
-
-	if (jv_get_kind(md) == JV_KIND_OBJECT) {
-		jv s = jget(md, "selected");
-
-		r = jv_get_kind(s) == JV_KIND_FALSE;
-		jv_free(s);
-	}
-	jv_free(md);
-	return r;
-}
-
 /* The catalog's entry of the stream: its selection and deselected columns. */
 static int catalog_stream(struct tap *t, jv s)
 {
@@ -239,9 +224,9 @@ static int catalog_stream(struct tap *t, jv s)
 			goto next;
 		}
 		len = jv_array_length(jv_copy(bc));
-		if (len == 0 && deselected(m))
+		if (len == 0 && singer_tap_deselected(m))
 			t->selected = 0;
-		else if (len == 2 && deselected(m)) {
+		else if (len == 2 && singer_tap_deselected(m)) {
 			jv a = jv_array_get(jv_copy(bc), 0), b = jv_array_get(jv_copy(bc), 1);
 			char *col;
 
