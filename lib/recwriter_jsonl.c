@@ -1,6 +1,7 @@
 /*
  * recwriter_jsonl: the sink's JSON-lines files (lib/recwriter.h): each
  * record's bytes as the tap printed them, and a newline, through a zwriter.
+ * The files share one pool of compressors (-j threads, lib/zwriter.h).
  */
 #include "recwriter.h"
 
@@ -11,7 +12,7 @@
 static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size_t len,
 		      unsigned long long count, const struct singer_msg *from)
 {
-	uint64_t size;
+	int full;
 
 	(void)from;
 	if (st->file == NULL && sink_open_file(s, st) != 0)
@@ -25,11 +26,12 @@ static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size
 	}
 	st->records += count;
 	st->file_records += count;
-	/* Uncompressed, the writer's buffer is part of the file: without it a
-	 * file would overshoot its size by a whole buffer. */
-	size = s->cfg->compression == COMPRESSION_NONE ? zwriter_in_bytes(st->file) :
-	       zwriter_out_bytes(st->file);
-	if (size >= s->cfg->max_file_size && sink_close_file(s, st) != 0)
+	/* Uncompressed, the bytes buffered are part of the file: without them
+	 * a file would overshoot its size by a whole chunk. */
+	full = s->cfg->compression == COMPRESSION_NONE ?
+	       zwriter_in_bytes(st->file) >= s->cfg->max_file_size :
+	       zwriter_reached(st->file, s->cfg->max_file_size);
+	if (full && sink_close_file(s, st) != 0)
 		return -1;
 	return 0;
 }
@@ -37,24 +39,48 @@ static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size
 static int jsonl_start(struct sink *s)
 {
 	s->ext = config_compression_ext(s->cfg->compression);
+	s->zpool = zpool_new(s->opt->threads);
+	if (s->zpool == NULL) {
+		sink_fail(s, "cannot start the compressors");
+		s->reported = 1;
+		return -1;
+	}
 	return 0;
 }
 
 static void jsonl_finish(struct sink *s)
 {
-	(void)s;
+	zpool_free(s->zpool);
+	s->zpool = NULL;
 }
 
 static void *jsonl_open(struct sink *s, struct stream *st, struct bucket_writer *w)
 {
 	(void)st;
-	return zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->opt->threads);
+	return zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->zpool);
 }
 
 /* A line is a line, whatever the schema. */
 static int jsonl_schema(struct sink *s, struct stream *st, const char *schema)
 {
 	(void)s, (void)st, (void)schema;
+	return 0;
+}
+
+/* Every file's last chunk is compressed at once, before they close one by one. */
+static int jsonl_flush(struct sink *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct stream *st = &s->streams[i];
+
+		if (st->file && zwriter_flush(st->file) != 0) {
+			sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
+			s->reported = 1;
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -77,6 +103,7 @@ const struct recwriter recwriter_jsonl = {
 	.open = jsonl_open,
 	.land = jsonl_land,
 	.schema = jsonl_schema,
+	.flush = jsonl_flush,
 	.close = jsonl_close,
 	.abort = jsonl_abort,
 };

@@ -31,6 +31,7 @@
 #include "sink.h"
 
 struct singer_msg;
+struct zpool;
 
 struct stream {
 	char *name;		/* decoded, as the tap named it */
@@ -82,6 +83,7 @@ struct sink {
 	char date[16];
 	const struct recwriter *rw;	/* the files' format (destination.format) */
 	const char *ext;	/* after the format's suffix: the compression's (".zst"; Parquet: "") */
+	struct zpool *zpool;	/* jsonl: the compressors all files share */
 	struct pq_codec *codec;	/* parquet: the page compressor all files share */
 	struct pq_options pqo;
 	struct pq_feed *feed;	/* parquet, threads > 0: the worker that adds the rows, or NULL */
