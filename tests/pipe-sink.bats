@@ -393,6 +393,46 @@ expect_rounds() {	# STREAMS ROUNDS [STREAM...]
 	expect_rounds 40 150 s01 s04 s05 s23 s40
 }
 
+# STREAMS streams of ROUNDS records of about 2 kB, round robin: 30 x 300 is
+# about 18 MB, more than the 16 MiB that may wait in the compressors' pool,
+# so that chunks end early too (the stream holding the most ends its chunk).
+wide_rounds() {	# STREAMS ROUNDS
+	awk -v n="$1" -v r="$2" 'BEGIN {
+		for (j = 1; j <= r; j++)
+			for (i = 1; i <= n; i++)
+				printf "{\"type\":\"RECORD\",\"stream\":\"s%02d\",\"record\":{\"r\":%d,\"pad\":\"%02000d\"}}\n", i, j, i * j * 7919
+	}'
+	echo "$END_OK"
+}
+
+# pipe-sink -j J with MAX_OPEN files open (and 4 MB that may wait for one)
+# on many.jsonl, its staging moved to out.J.MAX_OPEN.
+sink_many() {	# J MAX_OPEN
+	DATASPOC_PIPE_MAX_OPEN=$2 DATASPOC_PIPE_SPILL_MB=4 pipe-sink -q -j "$1" -r "$RID" shop <many.jsonl >plan.jsonl
+	expect_rounds 30 300 s01 s17 s30
+	mv "$BUCKET_DIR/$STAGE" "out.$1.$2"
+}
+
+@test "many streams share the compressors: the files are byte for byte the same with -j 0, 1 and 2" {
+	wide_rounds 30 300 >many.jsonl
+	sink_many 0 64
+	sink_many 1 64
+	sink_many 2 64
+	diff -r out.0.64 out.1.64
+	diff -r out.0.64 out.2.64
+	# 4 open files: streams wait, take a slot, files roll, the same way with threads
+	sink_many 0 4
+	sink_many 2 4
+	diff -r out.0.4 out.2.4
+	run -0 jq -s -c '[.[] | select(.type == "file")] | length > 30' plan.jsonl
+	assert_output true
+	# a file is a run of whole zstd frames, each checked
+	local f=out.2.64/raw/shop/s01/dt=2026-01-02/s01_${RID}_0000.jsonl.zst
+	zstd -qt "$f"
+	run -0 sh -c "zstd -l '$f' | awk 'NR == 2 { print (\$1 > 1) }'"
+	assert_output 1
+}
+
 @test "a failure while streams wait: nothing staged, nothing left in TMPDIR" {
 	{ round_robin 30 20 | sed '$d'; echo '{"type":"RECORD","stream":"s29","record":{"r":'; } >bad.jsonl
 	run -1 --separate-stderr env DATASPOC_PIPE_MAX_OPEN=2 pipe-sink -q -r "$RID" shop <bad.jsonl
