@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jv.h>
+
 #include "err.h"
 #include "json.h"
 #include "lock.h"
@@ -26,6 +28,168 @@ static int delete_prefix(struct bucket *b, const char *prefix)
 	}
 	util_strv_free(keys);
 	return ret;
+}
+
+/*
+ * Checkpoints (DESIGN.md, "Checkpoints"): a run that committed some keeps
+ * their record until its end is logged, .dataspoc/state/P/checkpoints/R.json:
+ *
+ *   {"run_id","unit","records","checkpoints":[{"unit","at","records"},...],
+ *    "streams":{NAME:{"records"[,"widened"]}},"files":[{"final","version"},...]}
+ *
+ * unit is the last unit committed; files the data files they published,
+ * with their table version's raw JSON as a string (or null).
+ */
+static int marker_get(struct bucket *b, const char *pipeline, const char *run_id, jv *out)
+{
+	char *key = util_checkpoint_key(pipeline, run_id);
+	struct sb text = SB_INIT;
+	int r = bucket_get(b, key, &text);
+
+	*out = jv_invalid();
+	if (r == 0) {
+		jv m = jv_parse_sized(text.buf, (int)text.len);
+
+		if (jv_get_kind(m) != JV_KIND_OBJECT) {
+			err_msg("'%s' in %s is not a record of checkpoints; inspect and remove it by hand",
+				key, bucket_url(b));
+			jv_free(m);
+			r = -1;
+		} else {
+			*out = m;
+		}
+	}
+	free(key);
+	sb_free(&text);
+	return r;
+}
+
+static double jnum(jv obj, const char *key)
+{
+	jv v = jv_object_get(jv_copy(obj), jv_string(key));
+	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
+
+	jv_free(v);
+	return d;
+}
+
+unsigned commit_checkpoints(struct bucket *b, const char *pipeline, const char *run_id, int *err)
+{
+	jv m;
+	int r = marker_get(b, pipeline, run_id, &m);
+	unsigned u = r == 0 ? (unsigned)jnum(m, "unit") : 0;
+
+	*err = r < 0;
+	jv_free(m);
+	return u;
+}
+
+static jv raw_or_null(const char *raw)
+{
+	return raw ? jv_string(raw) : jv_null();
+}
+
+/* The checkpoint p (a slice, lib/plan.h) into its run's record, once. */
+static int marker_add(struct bucket *b, const struct plan *p)
+{
+	jv m, cps, streams, files;
+	char now[32], *key;
+	size_t i;
+	int r = marker_get(b, p->pipeline, p->run_id, &m);
+
+	if (r < 0)
+		return -1;
+	if (r == 1)
+		m = JV_OBJECT(jv_string("run_id"), jv_string(p->run_id), jv_string("unit"), jv_number(0),
+			      jv_string("records"), jv_number(0), jv_string("checkpoints"), jv_array(),
+			      jv_string("streams"), jv_object(), jv_string("files"), jv_array());
+	if (jnum(m, "unit") >= p->unit) {
+		/* a recovery repeating the step */
+		jv_free(m);
+		return 0;
+	}
+	util_iso_time(time(NULL), now, sizeof(now));
+	cps = jv_array_append(jv_object_get(jv_copy(m), jv_string("checkpoints")),
+			      JV_OBJECT(jv_string("unit"), jv_number(p->unit), jv_string("at"), jv_string(now),
+					jv_string("records"), jv_number((double)p->records)));
+	streams = jv_object_get(jv_copy(m), jv_string("streams"));
+	for (i = 0; i < p->nstreams; i++) {
+		const struct plan_stream *ps = &p->streams[i];
+		jv one = jv_object_get(jv_copy(streams), jv_string(ps->name));
+
+		if (jv_get_kind(one) != JV_KIND_OBJECT) {
+			jv_free(one);
+			one = JV_OBJECT(jv_string("records"), jv_number(0));
+		}
+		one = jv_object_set(one, jv_string("records"), jv_number(jnum(one, "records") + (double)ps->records));
+		if (ps->widened) {
+			jv w = jv_object_get(jv_copy(one), jv_string("widened"));
+
+			if (jv_get_kind(w) != JV_KIND_ARRAY) {
+				jv_free(w);
+				w = jv_array();
+			}
+			one = jv_object_set(one, jv_string("widened"), jv_array_concat(w, jv_parse(ps->widened)));
+		}
+		streams = jv_object_set(streams, jv_string(ps->name), one);
+	}
+	files = jv_object_get(jv_copy(m), jv_string("files"));
+	for (i = 0; i < p->nfiles; i++)
+		files = jv_array_append(files, JV_OBJECT(jv_string("final"), jv_string(p->files[i].final),
+							 jv_string("version"), raw_or_null(p->files[i].version)));
+	m = jv_object_set(m, jv_string("checkpoints"), cps);
+	m = jv_object_set(m, jv_string("streams"), streams);
+	m = jv_object_set(m, jv_string("files"), files);
+	m = jv_object_set(m, jv_string("records"), jv_number(jnum(m, "records") + (double)p->records));
+	m = jv_object_set(m, jv_string("unit"), jv_number(p->unit));
+	{
+		jv d = jv_dump_string(m, 0);
+		struct sb text = SB_INIT;
+
+		sb_adds(&text, jv_string_value(d));
+		sb_addc(&text, '\n');
+		jv_free(d);
+		key = util_checkpoint_key(p->pipeline, p->run_id);
+		r = bucket_put(b, key, text.buf, text.len);
+		free(key);
+		sb_free(&text);
+	}
+	return r;
+}
+
+static int marker_delete(struct bucket *b, const char *pipeline, const char *run_id)
+{
+	char *key = util_checkpoint_key(pipeline, run_id);
+	int r = bucket_delete(b, key);
+
+	free(key);
+	return r;
+}
+
+/*
+ * A file this run published at a checkpoint, kept by the run's end: one of
+ * no table version, or of the version it activates (activated NULL: any).
+ */
+static int checkpointed(jv marker, const char *key, const char *activated)
+{
+	jv files = jv_is_valid(marker) ? jv_object_get(jv_copy(marker), jv_string("files")) : jv_array();
+	int r = 0;
+
+	if (jv_get_kind(files) == JV_KIND_ARRAY) {
+		jv_array_foreach(files, i, f) {
+			jv fin = jv_object_get(jv_copy(f), jv_string("final"));
+			jv ver = jv_object_get(jv_copy(f), jv_string("version"));
+
+			if (r == 0 && jv_get_kind(fin) == JV_KIND_STRING && strcmp(jv_string_value(fin), key) == 0)
+				r = activated == NULL || jv_get_kind(ver) != JV_KIND_STRING ||
+				    strcmp(jv_string_value(ver), activated) == 0 ? 1 : -1;
+			jv_free(fin);
+			jv_free(ver);
+			jv_free(f);
+		}
+	}
+	jv_free(files);
+	return r == 1;
 }
 
 static int in_plan(const struct plan *p, const char *key)
@@ -113,6 +277,12 @@ static int owned(struct bucket *b, const struct plan *p, struct owner_cache *c, 
 	log = util_log_key(p->pipeline, id);
 	r = bucket_exists(b, log);
 	free(log);
+	if (r == 0) {
+		/* a run that committed checkpoints and has not ended yet */
+		log = util_checkpoint_key(p->pipeline, id);
+		r = bucket_exists(b, log);
+		free(log);
+	}
 	if (r < 0)
 		return -1;
 	c->ids = xrealloc(c->ids, (c->n + 1) * sizeof(*c->ids));
@@ -148,7 +318,7 @@ static int replaces(const struct plan *p, size_t i, char *const *versions)
  * files of earlier runs of this pipeline go.  Files another pipeline
  * landed, or that no run of ours did, stay (a warning counts them).
  */
-static int replace_old_files(struct bucket *b, const struct plan *p)
+static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 {
 	struct owner_cache c = { NULL, NULL, 0 };
 	char **versions = xcalloc(p->nstreams + 1, sizeof(*versions));
@@ -174,7 +344,7 @@ static int replace_old_files(struct bucket *b, const struct plan *p)
 		for (j = 0; j < n && ret == 0; j++) {
 			int r;
 
-			if (in_plan(p, keys[j]))
+			if (in_plan(p, keys[j]) || checkpointed(marker, keys[j], s->activated))
 				continue;
 			r = owned(b, p, &c, keys[j]);
 			if (r < 0)
@@ -258,7 +428,45 @@ static void iso_of_run(const char *run_id, char *buf, size_t size)
 	util_iso_time(t == -1 ? time(NULL) : t, buf, size);
 }
 
-/* tap_stderr: lines to log as the "tap_stderr" list, or NULL for none. */
+/*
+ * One stream's line of the run log: its records, widenings and schema;
+ * with what its run's checkpoints landed of it (cp: its member of the
+ * checkpoint record's "streams", or invalid) added.
+ */
+static void log_stream(struct sb *log, const char *name, unsigned long long records,
+		       const char *widened, int inferred, jv cp, unsigned long long *total)
+{
+	jv w = jv_is_valid(cp) ? jv_object_get(jv_copy(cp), jv_string("widened")) : jv_invalid();
+
+	records += jv_is_valid(cp) ? (unsigned long long)jnum(cp, "records") : 0;
+	json_quote(log, name, strlen(name));
+	sb_addf(log, ": {\"records\": %llu", records);
+	if (jv_get_kind(w) == JV_KIND_ARRAY && widened) {
+		w = jv_array_concat(w, jv_parse(widened));
+		widened = NULL;
+	}
+	if (jv_get_kind(w) == JV_KIND_ARRAY) {
+		jv d = jv_dump_string(w, 0);
+
+		sb_addf(log, ", \"widened\": %s", jv_string_value(d));
+		jv_free(d);
+	} else {
+		jv_free(w);
+		if (widened)
+			sb_addf(log, ", \"widened\": %s", widened);
+	}
+	if (inferred)
+		sb_adds(log, ", \"schema\": \"inferred\"");
+	sb_adds(log, "}");
+	*total += records;
+	jv_free(cp);
+}
+
+/*
+ * The run log, once (the first wins).  A run that committed checkpoints
+ * logs them, and its streams' records include theirs.  tap_stderr: lines
+ * to log as the "tap_stderr" list, or NULL for none.
+ */
 static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 		     const struct plan *p, const char *error, const char *tap_stderr)
 {
@@ -266,14 +474,26 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 	char started[32], finished[32];
 	char *key = util_log_key(pipeline, run_id);
 	time_t t0 = util_run_id_time(run_id), t1 = time(NULL);
-	unsigned long long total = 0;
-	size_t i;
+	unsigned long long total = 0, lost = 0;
+	size_t i, n = 0;
+	jv marker, cps = jv_invalid();
 	int ret = bucket_exists(b, key);
 
 	if (ret != 0) {
 		/* a recovery finishing a commit keeps the first log */
 		free(key);
 		return ret < 0 ? -1 : 0;
+	}
+	if (marker_get(b, pipeline, run_id, &marker) < 0) {
+		free(key);
+		return -1;
+	}
+	if (jv_is_valid(marker)) {
+		cps = jv_object_get(jv_copy(marker), jv_string("streams"));
+		if (jv_get_kind(cps) != JV_KIND_OBJECT) {
+			jv_free(cps);
+			cps = jv_object();
+		}
 	}
 	iso_of_run(run_id, started, sizeof(started));
 	util_iso_time(t1, finished, sizeof(finished));
@@ -285,18 +505,64 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 		(long long)(t0 == -1 ? 0 : t1 - t0), error ? "failure" : "success");
 	sb_adds(&log, "  \"streams\": {");
 	for (i = 0; p && i < p->nstreams; i++) {
-		sb_adds(&log, i ? ",\n    " : "\n    ");
-		json_quote(&log, p->streams[i].name, strlen(p->streams[i].name));
-		sb_addf(&log, ": {\"records\": %llu", p->streams[i].records);
-		if (p->streams[i].widened)
-			sb_addf(&log, ", \"widened\": %s", p->streams[i].widened);
-		if (p->streams[i].inferred)
-			sb_adds(&log, ", \"schema\": \"inferred\"");
-		sb_adds(&log, "}");
-		total += p->streams[i].records;
+		const struct plan_stream *ps = &p->streams[i];
+		jv cp = jv_invalid();
+
+		if (jv_is_valid(cps)) {
+			cp = jv_object_get(jv_copy(cps), jv_string(ps->name));
+			cps = jv_object_delete(cps, jv_string(ps->name));
+			if (jv_get_kind(cp) != JV_KIND_OBJECT) {
+				jv_free(cp);
+				cp = jv_invalid();
+			}
+		}
+		sb_adds(&log, n++ ? ",\n    " : "\n    ");
+		/* A failed run with checkpoints counts what they landed; the rest is not in the lake. */
+		if (error && jv_is_valid(marker)) {
+			lost += ps->records;
+			log_stream(&log, ps->name, 0, NULL, ps->inferred, cp, &total);
+		} else {
+			log_stream(&log, ps->name, ps->records, ps->widened, ps->inferred, cp, &total);
+		}
 	}
-	sb_adds(&log, p && p->nstreams ? "\n  },\n" : "},\n");
-	sb_addf(&log, "  \"total_records\": %llu,\n  \"error\": ", total);
+	if (jv_is_valid(cps)) {
+		/* streams only the checkpoints landed */
+		jv_object_foreach(cps, k, v) {
+			sb_adds(&log, n++ ? ",\n    " : "\n    ");
+			log_stream(&log, jv_string_value(k), 0, NULL, 0,
+				   jv_get_kind(v) == JV_KIND_OBJECT ? v : (jv_free(v), jv_invalid()), &total);
+			jv_free(k);
+		}
+	}
+	sb_adds(&log, n ? "\n  },\n" : "},\n");
+	sb_addf(&log, "  \"total_records\": %llu,\n", total);
+	if (jv_is_valid(marker)) {
+		jv list = jv_object_get(jv_copy(marker), jv_string("checkpoints"));
+
+		sb_adds(&log, "  \"checkpoints\": [");
+		if (jv_get_kind(list) == JV_KIND_ARRAY) {
+			jv_array_foreach(list, j, c) {
+				jv at = jv_object_get(jv_copy(c), jv_string("at"));
+
+				sb_addf(&log, "%s{\"unit\": %u, \"at\": ", j ? ",\n    " : "\n    ",
+					(unsigned)jnum(c, "unit"));
+				if (jv_get_kind(at) == JV_KIND_STRING)
+					json_quote(&log, jv_string_value(at), strlen(jv_string_value(at)));
+				else
+					sb_adds(&log, "null");
+				sb_addf(&log, ", \"records\": %llu}", (unsigned long long)jnum(c, "records"));
+				jv_free(at);
+				jv_free(c);
+			}
+			if (jv_array_length(jv_copy(list)) > 0)
+				sb_adds(&log, "\n  ");
+		}
+		jv_free(list);
+		sb_addf(&log, "],\n  \"checkpointed_records\": %llu,\n", (unsigned long long)jnum(marker, "records"));
+		if (error)
+			sb_addf(&log, "  \"uncommitted_records\": %llu,\n", lost);
+	}
+	sb_adds(&log, "  \"error\": ");
 	if (error)
 		json_quote(&log, error, strlen(error));
 	else
@@ -317,6 +583,8 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 	}
 	sb_adds(&log, "\n}\n");
 	ret = bucket_put(b, key, log.buf, log.len);
+	jv_free(marker);
+	jv_free(cps);
 	free(key);
 	sb_free(&log);
 	return ret;
@@ -341,6 +609,8 @@ static int give_up(struct bucket *b, const struct plan *p, const char *pending, 
 	if (ret == 0)
 		ret = write_log(b, p->pipeline, p->run_id, p, why, NULL);
 	if (ret == 0)
+		ret = marker_delete(b, p->pipeline, p->run_id);
+	if (ret == 0)
 		ret = bucket_delete(b, pending);
 	if (ret == 0)
 		err_warn("the commit of run %s could not be finished (a staged file is gone); its files were withdrawn and the run is logged as failed",
@@ -359,6 +629,7 @@ static int give_up(struct bucket *b, const struct plan *p, const char *pending, 
 static int finish(struct bucket *b, const struct plan *p, const char *pending, const struct runlock *f)
 {
 	char *staging = util_staging_prefix(p->pipeline, p->run_id);
+	jv marker = jv_invalid();
 	int ret = -1, r;
 
 	if (runlock_check(f, "publishing the files") != 0)
@@ -368,19 +639,33 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 		ret = r;
 		goto out;
 	}
-	if (runlock_check(f, "replacing the old files") != 0 || replace_old_files(b, p) != 0)
-		goto out;
+	/* A checkpoint replaces nothing: a version is activated by the run's end. */
+	if (!p->checkpoint) {
+		if (p->unit && marker_get(b, p->pipeline, p->run_id, &marker) < 0)
+			goto out;
+		if (runlock_check(f, "replacing the old files") != 0 || replace_old_files(b, p, marker) != 0)
+			goto out;
+	}
 	if (save_state(b, p, f) != 0)
 		goto out;
 	if (runlock_check(f, "updating the manifest") != 0 || manifest_update(b, p) != 0)
 		goto out;
-	if (runlock_check(f, "writing the run log") != 0 ||
-	    write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0)
+	if (p->checkpoint) {
+		if (runlock_check(f, "recording the checkpoint") != 0 || marker_add(b, p) != 0)
+			goto out;
+	} else if (runlock_check(f, "writing the run log") != 0 ||
+		   write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0) {
 		goto out;
+	}
 	if (runlock_check(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0)
 		goto out;
-	ret = delete_prefix(b, staging);
+	/* A checkpoint's run goes on writing into its staging. */
+	if (p->checkpoint)
+		ret = 0;
+	else if (delete_prefix(b, staging) == 0)
+		ret = p->unit ? marker_delete(b, p->pipeline, p->run_id) : 0;
 out:
+	jv_free(marker);
 	free(staging);
 	return ret;
 }
@@ -427,7 +712,8 @@ int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
 	int ret = delete_prefix(b, staging);
 
 	free(staging);
-	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed", tap_stderr) != 0)
+	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed", tap_stderr) != 0 ||
+	    marker_delete(b, pipeline, run_id) != 0)
 		ret = -1;
 	return ret;
 }
@@ -531,6 +817,46 @@ static int recover_one(struct bucket *b, const char *pipeline, const char *run_i
 	return r == 0 ? 0 : -1;
 }
 
+/*
+ * Runs that committed checkpoints and died before their end (killed; or a
+ * failure whose log could not be written): each is logged as failed, with
+ * its checkpoints, and its record goes.  Their pending commits are done.
+ */
+static int end_checkpointed_runs(struct bucket *b, const char *pipeline, const char *run_id)
+{
+	char *dir = util_checkpoint_key(pipeline, NULL);
+	char **keys = NULL;
+	char id[64];
+	size_t n = 0, i;
+	int ret = bucket_list(b, dir, &keys, &n);
+
+	for (i = 0; ret == 0 && i < n; i++) {
+		unsigned units;
+		int err;
+		char *why;
+
+		if (key_run_id(keys[i], id, sizeof(id)) != 0 || strcmp(id, run_id) == 0)
+			continue;
+		units = commit_checkpoints(b, pipeline, id, &err);
+		if (err) {
+			ret = -1;
+			break;
+		}
+		why = xasprintf("the run stopped after checkpoint %u without its last commit (killed, or its failure could not be logged); what its checkpoints committed stays",
+				units);
+		ret = write_log(b, pipeline, id, NULL, why, NULL);
+		if (ret == 0)
+			ret = bucket_delete(b, keys[i]);
+		if (ret == 0)
+			err_warn("run %s ended after checkpoint %u without its last commit: logged as failed; its checkpoints stay",
+				 id, units);
+		free(why);
+	}
+	util_strv_free(keys);
+	free(dir);
+	return ret;
+}
+
 int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 {
 	char *legacy = util_pending_legacy_key(pipeline);
@@ -552,6 +878,8 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 	}
 	util_strv_free(keys);
 	keys = NULL;
+	if (end_checkpointed_runs(b, pipeline, run_id) != 0)
+		goto out;
 	if (bucket_list(b, staging, &keys, &n) != 0)
 		goto out;
 	for (i = 0; i < n; i++) {

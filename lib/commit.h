@@ -27,6 +27,12 @@ int commit_publish(struct bucket *b, const struct plan *p);
  */
 int commit_later_run(struct bucket *b, const char *pipeline, const char *run_id, char **later);
 
+/*
+ * The last checkpoint run_id committed (its record, DESIGN.md "Checkpoints"),
+ * 0 when none; *err set on a store error or a record that does not parse.
+ */
+unsigned commit_checkpoints(struct bucket *b, const char *pipeline, const char *run_id, int *err);
+
 /* 1 when run_id's commit is pending (it began), 0 not, -1 error. */
 int commit_pending(struct bucket *b, const char *pipeline, const char *run_id);
 

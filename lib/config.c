@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "cron.h"
 #include "err.h"
 #include "sb.h"
+#include "size.h"
 #include "util.h"
 
 static const char *const top_names[] = {
@@ -26,8 +28,9 @@ static const char *const top_names[] = {
 static const struct keys top_keys = { NULL, top_names, 4, 4 };
 enum { T_SOURCE, T_DESTINATION, T_INCREMENTAL, T_SCHEDULE };
 
-static const char *const incr_names[] = { "enabled" };
-static const struct keys incr_keys = { "incremental", incr_names, 1, 1 };
+static const char *const incr_names[] = { "enabled", "checkpoint_every" };
+static const struct keys incr_keys = { "incremental", incr_names, 2, 2 };
+enum { I_ENABLED, I_CHECKPOINT };
 
 static const char *const sched_names[] = { "cron" };
 static const struct keys sched_keys = { "schedule", sched_names, 1, 1 };
@@ -169,9 +172,48 @@ static int parse_bool(const char *s, int *out)
 	return -1;
 }
 
+/*
+ * incremental.checkpoint_every: a duration (30s, 15m, 1h: a whole number
+ * and s, m, min or h) or a size of records (512MiB, 2GB: lib/size.h, with
+ * its B).  A bare K, M or G is refused: 15M could be minutes or MiB.
+ */
+static int parse_checkpoint(const char *s, struct pipe_config *cfg)
+{
+	static const struct { const char *unit; unsigned long secs; } units[] = {
+		{ "s", 1 }, { "m", 60 }, { "min", 60 }, { "h", 3600 }
+	};
+	char *end;
+	unsigned long long n;
+	size_t i, len = strlen(s);
+
+	if (len == 0 || !isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	while (*end == ' ')
+		end++;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) == 0) {
+			if (errno || n == 0 || n > 366ULL * 86400 / units[i].secs)
+				return -1;
+			cfg->checkpoint_seconds = (unsigned long)n * units[i].secs;
+			return 0;
+		}
+	}
+	if (strcmp(end, "B") == 0 && errno == 0 && n > 0) {
+		cfg->checkpoint_bytes = n;
+		return 0;
+	}
+	if (s[len - 1] != 'B' && s[len - 1] != 'b')
+		return -1;
+	if (config_parse_size(s, &cfg->checkpoint_bytes) != 0 || cfg->checkpoint_bytes == 0)
+		return -1;
+	return 0;
+}
+
 static int parse_incremental(struct yctx *c, yaml_node_t *map, struct pipe_config *cfg)
 {
-	yaml_node_t *seen[1] = { NULL };
+	yaml_node_t *seen[2] = { NULL, NULL };
 	yaml_node_pair_t *pair;
 
 	if (map->type != YAML_MAPPING_NODE)
@@ -179,16 +221,30 @@ static int parse_incremental(struct yctx *c, yaml_node_t *map, struct pipe_confi
 	FOR_PAIRS(map, pair) {
 		yaml_node_t *v = node(c, pair->value);
 		const char *s;
+		int k = config_key_index(c, &incr_keys, pair, seen);
 
-		if (config_key_index(c, &incr_keys, pair, seen) < 0)
+		if (k < 0)
 			return -1;
 		if (is_null(v))
 			continue;
+		if (k == I_CHECKPOINT) {
+			if (config_get_str(c, v, "incremental.checkpoint_every", "a duration or a size", &s) < 0)
+				return -1;
+			if (parse_checkpoint(s, cfg) < 0)
+				return config_yerr(c, v->start_mark, "incremental.checkpoint_every must be a duration "
+						   "(30s, 15m, 1h) or a size of records (512MiB), not '%s'", s);
+			continue;
+		}
 		if (config_get_str(c, v, "incremental.enabled", "true or false", &s) < 0)
 			return -1;
 		if (parse_bool(s, &cfg->incremental) < 0)
 			return config_yerr(c, v->start_mark, "incremental.enabled must be true or false, not '%s'", s);
 	}
+	/* A half snapshot must not replace a whole one: checkpoints keep what they publish. */
+	if (seen[I_CHECKPOINT] && (cfg->checkpoint_seconds || cfg->checkpoint_bytes) && !cfg->incremental)
+		return config_yerr(c, seen[I_CHECKPOINT]->start_mark,
+				   "incremental.checkpoint_every needs incremental.enabled: true (a snapshot "
+				   "pipeline replaces its tables whole, and a checkpoint would publish half of one)");
 	return 0;
 }
 

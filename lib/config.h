@@ -64,6 +64,10 @@
  *                     Python DataSpoc Pipe writes into every pipeline
  *   incremental:
  *     enabled:        true/false/yes/no/on/off, any case; default false
+ *     checkpoint_every: a duration (30s, 15m, 1h) or a size of records
+ *                     (512MiB): at the first STATE after each, the run
+ *                     commits what it has so far (DESIGN.md, Checkpoints);
+ *                     needs enabled: true
  *   schedule:
  *     cron:           five crontab fields, or @hourly, @daily, ...
  *
@@ -138,6 +142,8 @@ struct pipe_config {
 
 	/* incremental: */
 	int incremental;	/* incremental.enabled, default 0 */
+	unsigned long checkpoint_seconds;	/* incremental.checkpoint_every as a duration, or 0 */
+	uint64_t checkpoint_bytes;	/* ... as a size of records (their JSON text), or 0 */
 
 	/* schedule: */
 	char *cron;		/* schedule.cron or NULL */

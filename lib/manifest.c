@@ -188,10 +188,10 @@ static int new_version(jv t, const char *activated)
 }
 
 static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
-		       const char *table, const char *location, const char *now)
+		       const char *table, const char *location, const char *now, int same_run)
 {
 	jv stats = jv_object_get(jv_copy(t), jv_string("stats"));
-	double total, extractions;
+	double total, extractions, run_rows;
 
 	if (jv_get_kind(stats) != JV_KIND_OBJECT) {
 		jv_free(stats);
@@ -199,11 +199,17 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	}
 	total = num(stats, "total_rows");
 	extractions = num(stats, "extractions");
-	total = p->replace || new_version(t, s->activated) ? (double)s->records : total + (double)s->records;
+	/* a later commit unit of a run whose checkpoints are in: one extraction */
+	run_rows = (double)s->records;
+	if (same_run) {
+		run_rows += num(stats, "last_extraction_rows");
+		extractions--;
+	}
+	total = p->replace || new_version(t, s->activated) ? run_rows : total + (double)s->records;
 	stats = jv_object_set(stats, jv_string("total_rows"), jv_number(total));
 	stats = jv_object_set(stats, jv_string("extractions"), jv_number(extractions + 1));
 	stats = jv_object_set(stats, jv_string("last_extraction"), jv_string(now));
-	stats = jv_object_set(stats, jv_string("last_extraction_rows"), jv_number((double)s->records));
+	stats = jv_object_set(stats, jv_string("last_extraction_rows"), jv_number(run_rows));
 
 	t = jv_object_set(t, jv_string("source"), jv_string(p->source));
 	t = jv_object_set(t, jv_string("table"), jv_string(table));
@@ -232,6 +238,10 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	t = jv_object_set(t, jv_string("last_extraction"), jv_string(now));
 	t = jv_object_set(t, jv_string("stats"), stats);
 	t = jv_object_set(t, jv_string("last_run_id"), jv_string(p->run_id));
+	if (p->unit)
+		t = jv_object_set(t, jv_string("last_unit"), jv_number(p->unit));
+	else
+		t = jv_object_delete(t, jv_string("last_unit"));
 	return t;
 }
 
@@ -965,23 +975,25 @@ int manifest_update(struct bucket *b, const struct plan *p)
 		jv t = jv_object_get(jv_copy(tables), jv_string(name));
 		jv last;
 		char *location;
+		int same_run;
 
 		if (jv_get_kind(t) != JV_KIND_OBJECT) {
 			jv_free(t);
 			t = jv_object();
 		}
 		last = jv_object_get(jv_copy(t), jv_string("last_run_id"));
-		if (jv_get_kind(last) == JV_KIND_STRING && strcmp(jv_string_value(last), p->run_id) == 0) {
-			/* this run is in already: a recovery repeating the step */
-			jv_free(last);
+		same_run = jv_get_kind(last) == JV_KIND_STRING && strcmp(jv_string_value(last), p->run_id) == 0;
+		jv_free(last);
+		/* this run (this unit of it, with checkpoints) is in already: a recovery repeating the step */
+		if (same_run && (p->unit == 0 || num(t, "last_unit") >= (double)p->unit)) {
 			jv_free(t);
 			free(name);
 			continue;
 		}
-		jv_free(last);
 		check_owner(t, p, s->dir);
 		location = bucket_location(b, s->dir);
-		tables = jv_object_set(tables, jv_string(name), table_update(t, p, s, table, location, now));
+		tables = jv_object_set(tables, jv_string(name),
+				       table_update(t, p, s, table, location, now, same_run));
 		free(location);
 		changed = 1;
 		free(name);

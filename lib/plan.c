@@ -53,6 +53,13 @@ static unsigned long long get_count(const struct json_span *obj, const char *key
 	return strtoull(v.p, NULL, 10);
 }
 
+/* ustates holds units 1..nunits+1 (or is NULL): the unit now open gets a slot. */
+static void open_unit(struct plan *p)
+{
+	p->ustates = xrealloc(p->ustates, (p->nunits + 1) * sizeof(*p->ustates));
+	p->ustates[p->nunits] = NULL;
+}
+
 int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 {
 	size_t pos = 0, lineno = 0;
@@ -112,6 +119,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			f.records = get_count(&obj, "records");
 			f.bytes = get_count(&obj, "bytes");
 			f.version = get_version(&obj, "version");
+			f.unit = p->nunits + 1;
 			p->files = xrealloc(p->files, (p->nfiles + 1) * sizeof(*p->files));
 			p->files[p->nfiles++] = f;
 			if (!f.stream || !f.staged || !f.final) {
@@ -131,6 +139,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			s.inferred = get_bool(&obj, "inferred");
 			s.activated = get_version(&obj, "activated");
 			s.widened = get_raw(&obj, "widened", JSON_ARRAY);
+			s.unit = p->nunits + 1;
 			p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
 			p->streams[p->nstreams++] = s;
 			if (!s.name || !s.dir) {
@@ -146,13 +155,30 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 				free(type);
 				goto fail;
 			}
+			if (p->ustates == NULL)
+				open_unit(p);
+			free(p->ustates[p->nunits]);
+			p->ustates[p->nunits] = xstrdup(p->state);
+		} else if (strcmp(type, "checkpoint") == 0) {
+			if (get_count(&obj, "unit") != p->nunits + 1ULL || p->run_id == NULL) {
+				err_msg("%s:%zu: checkpoint line out of order (unit %llu after %u)", origin, lineno,
+					get_count(&obj, "unit"), p->nunits);
+				free(type);
+				goto fail;
+			}
+			if (p->ustates == NULL)
+				open_unit(p);
+			p->nunits++;
+			open_unit(p);
 		} else if (strcmp(type, "end") == 0) {
 			char *status = get_str(&obj, "status");
 
 			p->ended = 1;
-			p->success = status && strcmp(status, "success") == 0;
+			p->checkpoint = status && strcmp(status, "checkpoint") == 0;
+			p->success = status && (strcmp(status, "success") == 0 || p->checkpoint);
 			p->error = get_str(&obj, "error");
 			p->records = get_count(&obj, "records");
+			p->unit = (unsigned)get_count(&obj, "unit");
 			free(status);
 		} else {
 			err_msg("%s:%zu: unknown plan line type '%s'", origin, lineno, type);
@@ -192,6 +218,9 @@ void plan_free(struct plan *p)
 		free(p->streams[i].activated);
 		free(p->streams[i].widened);
 	}
+	for (i = 0; p->ustates && i <= p->nunits; i++)
+		free(p->ustates[i]);
+	free(p->ustates);
 	free(p->files);
 	free(p->streams);
 	free(p->pipeline);
@@ -211,11 +240,11 @@ static void add_str(struct sb *out, const char *key, const char *val)
 	json_quote(out, val, strlen(val));
 }
 
-void plan_format(const struct plan *p, struct sb *out)
+void plan_format_part(const struct plan *p, int run_line, struct sb *out)
 {
 	size_t i;
 
-	if (p->run_id) {
+	if (p->run_id && run_line) {
 		sb_adds(out, "{\"type\":\"run\"");
 		add_str(out, "pipeline", p->pipeline);
 		add_str(out, "run_id", p->run_id);
@@ -262,9 +291,126 @@ void plan_format(const struct plan *p, struct sb *out)
 		sb_addf(out, "{\"type\":\"state\",\"value\":%s}\n", p->state);
 	if (p->ended) {
 		sb_addf(out, "{\"type\":\"end\",\"status\":\"%s\",\"records\":%llu",
-			p->success ? "success" : "failure", p->records);
+			!p->success ? "failure" : p->checkpoint ? "checkpoint" : "success", p->records);
+		if (p->unit)
+			sb_addf(out, ",\"unit\":%u", p->unit);
 		if (p->error)
 			add_str(out, "error", p->error);
 		sb_adds(out, "}\n");
+	} else if (p->checkpoint) {
+		sb_addf(out, "{\"type\":\"checkpoint\",\"unit\":%u,\"records\":%llu}\n", p->unit, p->records);
 	}
+}
+
+void plan_format(const struct plan *p, struct sb *out)
+{
+	plan_format_part(p, 1, out);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+/* a's widenings, then b's: one JSON array, or NULL */
+static char *join_arrays(char *a, const char *b)
+{
+	char *r;
+	size_t la;
+
+	if (b == NULL)
+		return a;
+	if (a == NULL)
+		return xstrdup(b);
+	la = strlen(a);
+	/* "[x]" + "[y]" = "[x,y]"; an empty one adds nothing */
+	if (la <= 2) {
+		free(a);
+		return xstrdup(b);
+	}
+	if (strlen(b) <= 2)
+		return a;
+	r = xasprintf("%.*s,%s", (int)(la - 1), a, b + 1);
+	free(a);
+	return r;
+}
+
+void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct plan *out)
+{
+	size_t i, j;
+	unsigned u;
+
+	memset(out, 0, sizeof(*out));
+	out->pipeline = dup_or_null(all->pipeline);
+	out->run_id = dup_or_null(all->run_id);
+	out->started_at = dup_or_null(all->started_at);
+	out->source = dup_or_null(all->source);
+	out->format = dup_or_null(all->format);
+	out->compression = dup_or_null(all->compression);
+	out->incremental = all->incremental;
+	out->replace = all->replace;
+	out->full = all->full;
+	for (i = 0; i < all->nfiles; i++) {
+		const struct plan_file *f = &all->files[i];
+		struct plan_file *g;
+
+		if (f->unit <= after || f->unit > upto)
+			continue;
+		out->files = xrealloc(out->files, (out->nfiles + 1) * sizeof(*out->files));
+		g = &out->files[out->nfiles++];
+		g->stream = xstrdup(f->stream);
+		g->staged = xstrdup(f->staged);
+		g->final = xstrdup(f->final);
+		g->records = f->records;
+		g->bytes = f->bytes;
+		g->version = dup_or_null(f->version);
+		g->unit = 1;
+	}
+	for (i = 0; i < all->nstreams; i++) {
+		const struct plan_stream *s = &all->streams[i];
+		struct plan_stream *t = NULL;
+
+		if (s->unit <= after || s->unit > upto)
+			continue;
+		for (j = 0; j < out->nstreams && t == NULL; j++) {
+			if (strcmp(out->streams[j].name, s->name) == 0)
+				t = &out->streams[j];
+		}
+		if (t == NULL) {
+			out->streams = xrealloc(out->streams, (out->nstreams + 1) * sizeof(*out->streams));
+			t = &out->streams[out->nstreams++];
+			memset(t, 0, sizeof(*t));
+			t->name = xstrdup(s->name);
+			t->dir = xstrdup(s->dir);
+			t->unit = 1;
+		}
+		t->records += s->records;
+		out->records += s->records;
+		if (s->schema) {
+			free(t->schema);
+			free(t->key_properties);
+			t->schema = xstrdup(s->schema);
+			t->key_properties = dup_or_null(s->key_properties);
+		}
+		if (s->parquet_types) {
+			free(t->parquet_types);
+			t->parquet_types = xstrdup(s->parquet_types);
+		}
+		t->inferred = s->inferred;
+		if (s->activated) {
+			free(t->activated);
+			t->activated = xstrdup(s->activated);
+		}
+		t->widened = join_arrays(t->widened, s->widened);
+	}
+	for (u = upto; u > after && out->state == NULL; u--) {
+		if (all->ustates && u <= all->nunits + 1 && all->ustates[u - 1])
+			out->state = xstrdup(all->ustates[u - 1]);
+	}
+	if (out->state == NULL && all->ustates == NULL && all->state && upto > all->nunits)
+		out->state = xstrdup(all->state);
+	out->ended = 1;
+	out->success = 1;
+	out->unit = all->nunits ? upto : 0;
+	out->checkpoint = upto <= all->nunits;
 }

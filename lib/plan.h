@@ -12,7 +12,17 @@
  *    [,"activated":V]                        (an ACTIVATE_VERSION of V: earlier files go)
  *    [,"widened":[{"column","from","to","why","record"},...]]}  (columns widened this run)
  *   {"type":"state","value":{...}}          (only when the tap sent a STATE)
+ *   {"type":"checkpoint","unit":u,"records":n}   (checkpoints: ends unit u, 1, 2, ...)
  *   {"type":"end","status":"success"|"failure","records":n,"error":"..."}
+ *
+ * With incremental.checkpoint_every, pipe-sink's plan is a sequence of
+ * commit units: each checkpoint line ends one (its files, its streams'
+ * records since the last one, its state); the end line ends the last.
+ * plan_slice() makes one plan of units (a, b], the shape pipe-commit
+ * publishes and saves as a pending commit; its end line says which units
+ * it holds and whether it is a checkpoint or the run's end:
+ *
+ *   {"type":"end","status":"success"|"checkpoint","records":n,"unit":b}
  *
  * Schema and state values are carried byte for byte.
  */
@@ -30,6 +40,7 @@ struct plan_file {
 	unsigned long long records;
 	unsigned long long bytes;
 	char *version;		/* raw JSON of the records' "version", or NULL */
+	unsigned unit;		/* the commit unit it belongs to, from 1 */
 };
 
 struct plan_stream {
@@ -43,6 +54,7 @@ struct plan_stream {
 	char *activated;	/* raw JSON of the version last activated this run, or NULL: the
 				 * stream's earlier files (of this pipeline) are removed at commit */
 	char *widened;		/* raw JSON array of the columns widened this run, or NULL */
+	unsigned unit;		/* the commit unit it belongs to, from 1 */
 };
 
 struct plan {
@@ -62,8 +74,14 @@ struct plan {
 	size_t nstreams;
 	char *state;		/* raw JSON object of the last STATE, or NULL */
 
+	unsigned nunits;	/* checkpoint lines: units 1..nunits are closed */
+	char **ustates;		/* the last state of each unit 1..nunits+1 (NULL: none) */
+	unsigned unit;		/* a slice: the last unit it holds (0: the whole of a run
+				 * without checkpoints) */
+	int checkpoint;		/* a slice of closed units only: a checkpoint, not the end */
+
 	int ended;		/* an end line was seen */
-	int success;		/* ... and it said success */
+	int success;		/* ... and it said success (or checkpoint) */
 	char *error;		/* its error, or NULL */
 	unsigned long long records;
 };
@@ -77,5 +95,21 @@ void plan_free(struct plan *p);
 
 /* Append the plan's lines, as pipe-sink prints them, to out. */
 void plan_format(const struct plan *p, struct sb *out);
+
+/*
+ * The same without the run line unless run_line; a plan with checkpoint
+ * set and no end ends in a checkpoint line of its unit (pipe-sink prints
+ * a unit so).
+ */
+void plan_format_part(const struct plan *p, int run_line, struct sb *out);
+
+/*
+ * One plan of the units after < u <= upto of all (upto: at most
+ * all->nunits + 1): their files; their streams merged (records added,
+ * widenings joined, the latest schema, types and activation); the last
+ * state among them.  It ends in success, unit upto (0 when all has no
+ * checkpoints), a checkpoint when upto <= all->nunits.
+ */
+void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct plan *out);
 
 #endif

@@ -214,6 +214,28 @@ void report_log_text(const char *log, struct sb *out)
 		add_count(out, &m);
 		sb_addc(out, '\n');
 	}
+	/* a run with checkpoints: each one, and what a failure did not commit */
+	m = member(&v, "checkpoints");
+	pos = 0;
+	while (m.type == JSON_ARRAY && json_array_next(&m, &pos, &val)) {
+		struct json_span f = member(&val, "unit");
+
+		sb_adds(out, "  checkpoint ");
+		add_count(out, &f);
+		sb_adds(out, " at ");
+		f = member(&val, "at");
+		add_text(out, &f);
+		sb_adds(out, ": ");
+		f = member(&val, "records");
+		add_count(out, &f);
+		sb_adds(out, " records\n");
+	}
+	m = member(&v, "uncommitted_records");
+	if (m.type == JSON_NUMBER) {
+		sb_adds(out, "  not committed  ");
+		add_count(out, &m);
+		sb_adds(out, " records after the last checkpoint\n");
+	}
 	m = member(&v, "error");
 	if (m.type != JSON_NONE && m.type != JSON_NULL) {
 		sb_adds(out, "  error     ");

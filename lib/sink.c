@@ -221,6 +221,7 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 		len = s->transformed.len - 1;	/* its last newline is added below */
 		from = NULL;
 	}
+	s->unit_bytes += len + 1;
 	return sink_route(s, st, bytes, len, count, from);
 }
 
@@ -254,6 +255,156 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 	return 0;
 }
 
+/* Every record handed over is in a closed file of the plan: before a commit unit ends. */
+static int close_all(struct sink *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		if (s->streams[i].waiting > 0 && sink_drain(s, &s->streams[i]) != 0)
+			return -1;
+	}
+	if (s->rw->flush && s->rw->flush(s) != 0)
+		return -1;
+	for (i = 0; i < s->n; i++) {
+		if (sink_close_file(s, &s->streams[i]) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void fill_run(struct sink *s, struct plan *p)
+{
+	time_t t = util_run_id_time(s->opt->run_id);
+	char started[32];
+
+	util_iso_time(t == -1 ? time(NULL) : t, started, sizeof(started));
+	p->pipeline = xstrdup(s->cfg->name);
+	p->run_id = xstrdup(s->opt->run_id);
+	p->started_at = xstrdup(started);
+	p->source = xstrdup(s->source);
+	p->format = xstrdup(s->rw->format);
+	p->compression = xstrdup(config_compression_name(s->cfg->compression));
+	p->incremental = s->cfg->incremental;
+	p->replace = !s->cfg->incremental;
+	p->full = s->opt->full;
+}
+
+/*
+ * The streams' lines of the unit now closing: their records since the last
+ * one, their schema, types and widenings.  A checkpoint unit (final 0)
+ * copies what the stream keeps; the last one takes it, and its activation.
+ */
+static void fill_streams(struct sink *s, struct plan *p, int final)
+{
+	size_t i;
+
+	p->streams = xcalloc(s->n ? s->n : 1, sizeof(*p->streams));
+	for (i = 0; i < s->n; i++) {
+		struct stream *st = &s->streams[i];
+		struct plan_stream *ps;
+
+		if (st->dropped)
+			continue;
+		ps = &p->streams[p->nstreams++];
+		ps->records = st->records - st->unit_base;
+		if (final) {
+			ps->name = st->name;
+			ps->dir = st->dir;
+			ps->schema = st->schema;
+			ps->key_properties = st->key_properties;
+			ps->activated = st->activated;
+			st->name = st->dir = st->schema = st->key_properties = st->activated = NULL;
+		} else {
+			ps->name = xstrdup(st->name);
+			ps->dir = xstrdup(st->dir);
+			ps->schema = st->schema ? xstrdup(st->schema) : NULL;
+			ps->key_properties = st->key_properties ? xstrdup(st->key_properties) : NULL;
+		}
+		if (st->pqs) {
+			struct sb types = SB_INIT;
+
+			pq_schema_types_json(st->pqs, &types);
+			ps->parquet_types = sb_detach(&types);
+		}
+		ps->inferred = st->inferred;
+		if (st->widened.len) {
+			struct sb w = SB_INIT;
+
+			sb_addf(&w, "[%s]", st->widened.buf);
+			ps->widened = sb_detach(&w);
+		}
+		p->records += ps->records;
+	}
+}
+
+/*
+ * A checkpoint: every file closed, and the unit written at once, so that
+ * pipe-commit -k publishes it with its state while the run goes on.  Its
+ * streams' counts and widenings start again; an activation waits for the
+ * last unit (lib/plan.h, DESIGN.md "Checkpoints").
+ */
+static int checkpoint(struct sink *s)
+{
+	struct plan u;
+	struct sb out = SB_INIT;
+	size_t i, done = 0;
+	int ret = -1;
+
+	if (close_all(s) != 0)
+		return -1;
+	memset(&u, 0, sizeof(u));
+	fill_run(s, &u);
+	u.files = s->plan->files;
+	u.nfiles = s->plan->nfiles;
+	s->plan->files = NULL;
+	s->plan->nfiles = 0;
+	fill_streams(s, &u, 0);
+	u.state = xstrdup(s->plan->state);
+	u.checkpoint = 1;
+	u.unit = ++s->units;
+	plan_format_part(&u, u.unit == 1, &out);
+	while (done < out.len) {
+		ssize_t w = write(s->opt->plan_fd, out.buf + done, out.len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			sink_fail(s, "cannot write checkpoint %u of the plan: %s", u.unit,
+				  w < 0 ? strerror(errno) : "nothing written");
+			/* its files are the plan's again, for the cleanup */
+			s->plan->files = u.files;
+			s->plan->nfiles = u.nfiles;
+			u.files = NULL;
+			u.nfiles = 0;
+			goto out;
+		}
+		done += (size_t)w;
+	}
+	for (i = 0; i < s->n; i++) {
+		s->streams[i].unit_base = s->streams[i].records;
+		sb_reset(&s->streams[i].widened);
+	}
+	s->plan->nunits = s->units;
+	s->unit_started = util_now();
+	s->unit_bytes = 0;
+	ret = 0;
+out:
+	plan_free(&u);
+	sb_free(&out);
+	return ret;
+}
+
+/* At the first STATE after each checkpoint_every. */
+static int checkpoint_due(const struct sink *s)
+{
+	if (s->opt->plan_fd < 0)
+		return 0;
+	if (s->cfg->checkpoint_bytes)
+		return s->unit_bytes >= s->cfg->checkpoint_bytes;
+	return s->cfg->checkpoint_seconds && util_now() - s->unit_started >= (double)s->cfg->checkpoint_seconds;
+}
+
 static int on_state(struct sink *s, const struct singer_msg *m)
 {
 	if (m->value.type != JSON_OBJECT) {
@@ -262,7 +413,7 @@ static int on_state(struct sink *s, const struct singer_msg *m)
 	}
 	free(s->plan->state);
 	s->plan->state = compact(&m->value);
-	return 0;
+	return checkpoint_due(s) ? checkpoint(s) : 0;
 }
 
 /*
@@ -324,55 +475,13 @@ static void cleanup_files(struct sink *s)
 	s->plan->nfiles = 0;
 }
 
-static void fill_plan(struct sink *s, const struct sink_options *opt)
+static void fill_plan(struct sink *s)
 {
-	struct plan *p = s->plan;
-	time_t t = util_run_id_time(opt->run_id);
-	char started[32];
-	size_t i;
-
-	util_iso_time(t == -1 ? time(NULL) : t, started, sizeof(started));
-	p->pipeline = xstrdup(s->cfg->name);
-	p->run_id = xstrdup(opt->run_id);
-	p->started_at = xstrdup(started);
-	p->source = xstrdup(s->source);
-	p->format = xstrdup(s->rw->format);
-	p->compression = xstrdup(config_compression_name(s->cfg->compression));
-	p->incremental = s->cfg->incremental;
-	p->replace = !s->cfg->incremental;
-	p->full = opt->full;
-	p->streams = xcalloc(s->n, sizeof(*p->streams));
-	for (i = 0; i < s->n; i++) {
-		struct stream *st = &s->streams[i];
-		struct plan_stream *ps;
-
-		if (st->dropped)
-			continue;
-		ps = &p->streams[p->nstreams++];
-
-		ps->name = st->name;
-		ps->dir = st->dir;
-		ps->records = st->records;
-		ps->schema = st->schema;
-		ps->key_properties = st->key_properties;
-		if (st->pqs) {
-			struct sb types = SB_INIT;
-
-			pq_schema_types_json(st->pqs, &types);
-			ps->parquet_types = sb_detach(&types);
-		}
-		ps->inferred = st->inferred;
-		ps->activated = st->activated;
-		st->activated = NULL;
-		if (st->widened.len) {
-			struct sb w = SB_INIT;
-
-			sb_addf(&w, "[%s]", st->widened.buf);
-			ps->widened = sb_detach(&w);
-		}
-		st->name = st->dir = st->schema = st->key_properties = NULL;
-		p->records += st->records;
-	}
+	fill_run(s, s->plan);
+	fill_streams(s, s->plan, 1);
+	s->plan->records = 0;
+	for (size_t i = 0; i < s->n; i++)
+		s->plan->records += s->streams[i].dropped ? 0 : s->streams[i].records;
 }
 
 int sink_run(struct bucket *b, const struct pipe_config *cfg,
@@ -400,6 +509,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 	/* A live line on a terminal, unless the tap's lines share it (run -v). */
 	s.tty = isatty(STDERR_FILENO) && !env_is("DATASPOC_PIPE_PROGRESS", "lines");
 	s.next_progress = util_now() + (s.tty ? 0.2 : 10.0);
+	s.unit_started = util_now();
 	if (t == -1)
 		t = time(NULL);
 	gmtime_r(&t, &tm);
@@ -476,16 +586,8 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 		sink_fail(&s, "input ended without pipe-tap's end line: the tap or pipe-tap did not finish");
 		goto out;
 	}
-	for (i = 0; i < s.n; i++) {
-		if (s.streams[i].waiting > 0 && sink_drain(&s, &s.streams[i]) != 0)
-			goto out;
-	}
-	if (s.rw->flush && s.rw->flush(&s) != 0)
+	if (close_all(&s) != 0)
 		goto out;
-	for (i = 0; i < s.n; i++) {
-		if (sink_close_file(&s, &s.streams[i]) != 0)
-			goto out;
-	}
 	ok = 1;
 out:
 	if (!ok) {
@@ -500,7 +602,7 @@ out:
 					 s.streams[i].records, s.streams[i].name);
 		}
 	}
-	fill_plan(&s, opt);
+	fill_plan(&s);
 	plan->ended = 1;
 	plan->success = ok;
 	/* Under the driver, which says why the run failed in one line. */

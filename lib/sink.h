@@ -19,6 +19,7 @@ struct sink_options {
 	size_t max_open;	/* most files open at once; more streams wait in a spill file */
 	uint64_t spill_max;	/* bytes that may wait before a stream takes a file's slot */
 	struct transform *transform;	/* applied to every record, or NULL */
+	int plan_fd;		/* checkpoints: where each commit unit is written as it closes */
 };
 
 /*

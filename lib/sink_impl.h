@@ -68,6 +68,7 @@ struct stream {
 	struct spill_chunk *chunks;
 	size_t nchunks, chunks_cap;
 	uint64_t waiting;	/* bytes waiting: chunks and tail */
+	unsigned long long unit_base;	/* records in the commit units already written */
 };
 
 struct spill_chunk {
@@ -111,6 +112,11 @@ struct sink {
 	int spill_fd;		/* the spill file, unlinked; -1 until needed */
 	uint64_t spill_end;	/* its size */
 	uint64_t waiting;	/* bytes of records waiting, all streams */
+
+	/* incremental.checkpoint_every: the commit units written (lib/plan.h) */
+	unsigned units;
+	double unit_started;	/* util_now() when the open unit began */
+	uint64_t unit_bytes;	/* bytes of records routed in it */
 };
 
 /* The run's error, for the plan: the first one set stays.  printf-like. */

@@ -255,6 +255,13 @@ char *util_pending_key(const char *pipeline, const char *run_id)
 	return xasprintf(".dataspoc/state/%s/pending/%s.json", pipeline, run_id);
 }
 
+char *util_checkpoint_key(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/state/%s/checkpoints/", pipeline);
+	return xasprintf(".dataspoc/state/%s/checkpoints/%s.json", pipeline, run_id);
+}
+
 char *util_pending_legacy_key(const char *pipeline)
 {
 	return xasprintf(".dataspoc/state/%s/pending.json", pipeline);

@@ -91,6 +91,7 @@ double util_now(void);
 char *util_state_key(const char *pipeline);	/* .dataspoc/state/P/state.json */
 char *util_lock_key(const char *pipeline);	/* .dataspoc/state/P/lock */
 char *util_pending_key(const char *pipeline, const char *run_id);	/* .dataspoc/state/P/pending/R.json ; R NULL: .dataspoc/state/P/pending/ */
+char *util_checkpoint_key(const char *pipeline, const char *run_id);	/* .dataspoc/state/P/checkpoints/R.json ; R NULL: the folder */
 char *util_pending_legacy_key(const char *pipeline);	/* .dataspoc/state/P/pending.json, of older versions */
 char *util_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
 char *util_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json ; R NULL: .dataspoc/logs/P/ */

@@ -392,7 +392,8 @@ run_pipeline() {
 	fi
 	# A tap that is not there or cannot run is a config error too.
 	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"
-	pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err" || checks_failed 2 "$@"
+	# It prints "checkpoints" for incremental.checkpoint_every (pipe-commit -k).
+	checkpoints=$(pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err") || checks_failed 2 "$@"
 	check_unshown >&2
 
 	run_id=$(new_run_id)
@@ -449,8 +450,18 @@ run_pipeline() {
 	if [ -z "$signal" ]; then
 		stages_lock
 		setsid sh -c '
-			d=$1 v=$2 sf=$3
-			shift 3
+			d=$1 v=$2 sf=$3 ck=$4
+			shift 4
+			# With checkpoints, pipe-commit -k publishes each unit of
+			# the plan as it passes (DESIGN.md, Checkpoints).
+			sink() {
+				if [ -n "$ck" ]; then
+					{ pipe-sink $sf "$@"; echo $? >"$d/sink.rc" 2>/dev/null; } |
+						{ pipe-commit -k "$@" >"$d/plan"; echo $? >"$d/ck.rc" 2>/dev/null; }
+				else
+					pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc" 2>/dev/null
+				fi
+			}
 			if [ "$v" = 1 ]; then
 				{
 					{ pipe-tap -v -l "$d/tap.log" "$@" <"$d/state" 2>&1 >&3 3>&-
@@ -461,13 +472,13 @@ run_pipeline() {
 						*) printf "%s\n" "$l" >&2 ;;
 						esac
 					done >/dev/null 3>&-
-				} 3>&1 | { pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc" 2>/dev/null; }
+				} 3>&1 | sink "$@"
 			else
 				{ pipe-tap -l "$d/tap.log" "$@" <"$d/state" 2>"$d/pipe-tap.err"
 					echo $? >"$d/tap.rc" 2>/dev/null; } |
-				{ pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc" 2>/dev/null; }
+				sink "$@"
 			fi
-		' sh "$tmp" "$verbose" "$sinkflags" "$@" &
+		' sh "$tmp" "$verbose" "$sinkflags" "$checkpoints" "$@" &
 		job=$!
 		# only the stages hold the lock now
 		exec 8>&-
@@ -485,6 +496,8 @@ run_pipeline() {
 
 	tap_rc=$(read_rc "$tmp/tap.rc")
 	sink_rc=$(read_rc "$tmp/sink.rc")
+	ck_rc=0
+	[ -z "$checkpoints" ] || ck_rc=$(read_rc "$tmp/ck.rc")
 	tap_said=
 	[ ! -s "$tmp/pipe-tap.err" ] ||
 		tap_said=$(grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v '^pipe-tap: warning: ' |
@@ -495,6 +508,9 @@ run_pipeline() {
 	elif { [ "$tap_rc" -ne 0 ] || [ "$sink_rc" -ne 0 ]; } && tmp_full; then
 		# (the stages' own words would name a file, or nothing at all)
 		failed=$(no_space)
+	elif [ "$ck_rc" -ne 0 ]; then
+		# (pipe-sink, then the tap, died of its broken pipe)
+		failed="a checkpoint did not finish (pipe-commit -k $(status_words "$ck_rc"))"
 	elif [ "$sink_rc" -ne 0 ] && { [ "$tap_rc" -eq 0 ] || [ "$tap_rc" -eq 141 ]; }; then
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"

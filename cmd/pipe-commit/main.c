@@ -5,6 +5,7 @@
  * (objects first, the reference last), releases the lock and prints the
  * summary.  With -a it cleans up after a failed run instead.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -19,14 +20,15 @@
 #include "config.h"
 #include "err.h"
 #include "lock.h"
+#include "manifest.h"
 #include "plan.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME\n"
-	"       pipe-commit [-ah] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] -c FILE.yaml\n"
+	"usage: pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME\n"
+	"       pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] -c FILE.yaml\n"
 	"\n"
 	"Publish the run described by pipe-sink's plan on stdin: only when the plan\n"
 	"ends in success and the run holds the pipeline's lock (taken here when\n"
@@ -44,6 +46,13 @@ static const char help_text[] =
 	"  -t TAPLOG    abort: the tap's stderr; its last 20 lines, secrets masked,\n"
 	"               go into the failure log as \"tap_stderr\"\n"
 	"  -h, --help   this help\n"
+	"  -k           checkpoints: copy the plan from stdin to stdout as it comes,\n"
+	"               and publish each checkpoint unit of it (with its state) as\n"
+	"               it closes; the run's last unit is left to pipe-commit NAME\n"
+	"               < plan, once the run has succeeded\n"
+	"\n"
+	"A plan with checkpoints (incremental.checkpoint_every) publishes only the\n"
+	"units its run's checkpoints did not.\n"
 	"\n"
 	"Exit status: 0 published (or cleaned up), 1 failed, 2 bad usage or config.\n";
 
@@ -147,7 +156,26 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 	}
 	if (runlock_renew(&lock) < 0)
 		goto release;
-	if (commit_publish(b, p) == 0)
+	if (p->nunits > 0) {
+		/* what the run's checkpoints did not publish */
+		struct plan rest;
+		int err;
+		unsigned k = commit_checkpoints(b, cfg->name, p->run_id, &err);
+
+		if (err)
+			goto release;
+		if (k > p->nunits) {
+			err_msg("run %s committed checkpoint %u, but its plan has %u: nothing published",
+				p->run_id, k, p->nunits);
+			goto release;
+		}
+		plan_slice(p, k, p->nunits + 1, &rest);
+		r = commit_publish(b, &rest);
+		plan_free(&rest);
+	} else {
+		r = commit_publish(b, p);
+	}
+	if (r == 0)
 		ret = CLI_OK;
 	else if (commit_pending(b, cfg->name, p->run_id) == 1)
 		err_msg("the commit of run %s did not finish; the next run of '%s' finishes it", p->run_id, cfg->name);
@@ -157,13 +185,161 @@ release:
 	if (runlock_release(&lock) != 0)
 		ret = CLI_FAILED;
 	if (ret == CLI_OK) {
-		commit_summary(p, &out);
+		struct plan whole;
+
+		plan_slice(p, 0, p->nunits + 1, &whole);
+		commit_summary(&whole, &out);
+		plan_free(&whole);
 		fwrite(out.buf, 1, out.len, stdout);
 	}
 out:
 	sb_free(&out);
 	runlock_free(&lock);
 	free(later);
+	return ret;
+}
+
+/*
+ * The files of slice (checkpoint units) that must wait for the run's end:
+ * records of a table version other than the one the manifest records for
+ * their folder, which only the run's last commit activates (publishing
+ * them now would show two copies of the table).  1 defer, 0 not, -1 error.
+ */
+static int must_wait(struct bucket *b, const struct plan *slice)
+{
+	char **versions = xcalloc(slice->nstreams + 1, sizeof(*versions));
+	size_t i, j;
+	int r = manifest_table_versions(b, slice, versions);
+
+	for (i = 0; r == 0 && i < slice->nfiles; i++) {
+		const struct plan_file *f = &slice->files[i];
+
+		for (j = 0; f->version && j < slice->nstreams; j++) {
+			if (strcmp(slice->streams[j].name, f->stream) == 0 && versions[j] &&
+			    strcmp(versions[j], f->version) != 0) {
+				err_warn("checkpoint %u waits: stream '%s' lands table version %s, which replaces version %s only when the run ends",
+					 slice->unit, f->stream, f->version, versions[j]);
+				r = 1;
+				break;
+			}
+		}
+	}
+	for (i = 0; i < slice->nstreams; i++)
+		free(versions[i]);
+	free(versions);
+	return r;
+}
+
+/* 1 when line is a plan's checkpoint line. */
+static int is_checkpoint(const char *line, size_t len)
+{
+	static const char tag[] = "{\"type\":\"checkpoint\"";
+
+	return len >= sizeof(tag) - 1 && memcmp(line, tag, sizeof(tag) - 1) == 0;
+}
+
+/*
+ * The units of text[0..len), which ends in a checkpoint line, that no
+ * checkpoint has published yet (*done: the last one that did), published
+ * now, under the run's lock (taken when free, kept for the run's end).
+ */
+static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
+			 const char *text, size_t len, unsigned *done, struct runlock *lock, int *locked)
+{
+	struct plan all, slice;
+	char *later = NULL;
+	int ret = -1, r;
+
+	if (plan_parse(text, len, "<stdin>", &all) != 0)
+		return -1;
+	memset(&slice, 0, sizeof(slice));
+	if (strcmp(all.pipeline, cfg->name) != 0) {
+		err_msg("the plan is for pipeline '%s', not '%s'", all.pipeline, cfg->name);
+		goto out;
+	}
+	if (run_id && strcmp(run_id, all.run_id) != 0) {
+		err_msg("the plan is of run %s, not %s; nothing published", all.run_id, run_id);
+		goto out;
+	}
+	if (!*locked) {
+		runlock_init(lock, b, cfg->name, all.run_id);
+		*locked = 1;
+		r = runlock_held(lock);
+		if (r < 0)
+			goto out;
+		if (r == 0) {
+			r = commit_later_run(b, cfg->name, all.run_id, &later);
+			if (r == 1)
+				err_msg("run %s, which started after run %s, has committed since: nothing published",
+					later, all.run_id);
+			if (r != 0 || runlock_take(lock) != 0)
+				goto out;
+		}
+	}
+	plan_slice(&all, *done, all.nunits, &slice);
+	r = must_wait(b, &slice);
+	if (r == 0 && (runlock_renew(lock) < 0 || commit_publish(b, &slice) != 0)) {
+		err_msg("checkpoint %u of run %s did not finish; the next run of '%s' finishes it",
+			slice.unit, all.run_id, cfg->name);
+		r = -1;
+	}
+	if (r == 0)
+		*done = all.nunits;
+	ret = r < 0 ? -1 : 0;
+out:
+	free(later);
+	plan_free(&slice);
+	plan_free(&all);
+	return ret;
+}
+
+/*
+ * -k: the plan goes through to stdout as it comes; each checkpoint line
+ * publishes the units before it.  The run's end is not ours to judge:
+ * whatever the input ends with, the final pipe-commit (or -a) decides.
+ */
+static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char *run_id)
+{
+	struct sb text = SB_INIT;
+	struct runlock lock;
+	char buf[65536];
+	size_t scanned = 0;
+	unsigned done = 0;
+	int locked = 0, ret = CLI_OK;
+
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+		const char *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err_msg("cannot read the plan from stdin:");
+			ret = CLI_FAILED;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n || fflush(stdout) != 0) {
+			err_msg("cannot write the plan to stdout:");
+			ret = CLI_FAILED;
+			break;
+		}
+		sb_add(&text, buf, (size_t)n);
+		while (ret == CLI_OK && (nl = memchr(text.buf + scanned, '\n', text.len - scanned)) != NULL) {
+			const char *line = text.buf + scanned;
+
+			scanned = (size_t)(nl - text.buf) + 1;
+			if (is_checkpoint(line, (size_t)(nl - line)) &&
+			    checkpoint_at(b, cfg, run_id, text.buf, scanned, &done, &lock, &locked) != 0)
+				ret = CLI_FAILED;
+		}
+		if (ret != CLI_OK)
+			break;
+	}
+	if (locked)
+		runlock_free(&lock);
+	sb_free(&text);
 	return ret;
 }
 
@@ -180,13 +356,13 @@ int main(int argc, char **argv)
 	struct bucket *b = NULL;
 	const char *file = NULL, *run_arg = NULL, *message = NULL, *taplog = NULL, *run_id;
 	char *tail = NULL;
-	int c, abort_run = 0, bad, parsed, ret = CLI_FAILED;
+	int c, abort_run = 0, follow = 0, bad, parsed = 0, ret = CLI_FAILED;
 
 	err_init(argv[0]);
 	cli_die_with_driver();
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&plan, 0, sizeof(plan));
-	while ((c = getopt_long(argc, argv, "ac:e:hr:t:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ac:e:hkr:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			abort_run = 1;
@@ -200,6 +376,9 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(help_text, stdout);
 			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
+		case 'k':
+			follow = 1;
+			break;
 		case 'r':
 			run_arg = optarg;
 			break;
@@ -220,13 +399,23 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
 		return CLI_USAGE;
-	if (util_read_fd(STDIN_FILENO, &in) != 0) {
-		err_msg("cannot read the plan from stdin:");
+	if (follow && abort_run) {
+		cli_usage(usage_line);
+		ret = CLI_USAGE;
 		goto out;
 	}
-	parsed = plan_parse(in.buf ? in.buf : "", in.len, "<stdin>", &plan) == 0;
+	if (follow) {
+		/* nothing is judged before the units come */
+	} else if (util_read_fd(STDIN_FILENO, &in) != 0) {
+		err_msg("cannot read the plan from stdin:");
+		goto out;
+	} else {
+		parsed = plan_parse(in.buf ? in.buf : "", in.len, "<stdin>", &plan) == 0;
+	}
 	/* Judge the plan before the bucket is opened (and, locally, made). */
-	if (abort_run) {
+	if (follow) {
+		/* judged unit by unit */
+	} else if (abort_run) {
 		if (run_id == NULL)
 			run_id = parsed ? plan.run_id : NULL;
 		if (run_id == NULL) {
@@ -254,11 +443,26 @@ int main(int argc, char **argv)
 	if (b == NULL)
 		goto out;
 	if (abort_run) {
+		struct plan rest;
+		int err = 0;
+
 		tail = tap_tail(&cfg, taplog);
+		/* after checkpoints, the units they did not commit */
+		if (parsed && plan.nunits > 0) {
+			unsigned k = commit_checkpoints(b, cfg.name, run_id, &err);
+
+			plan_slice(&plan, k > plan.nunits ? plan.nunits : k, plan.nunits + 1, &rest);
+			rest.error = plan.error;
+			plan.error = NULL;
+			plan_free(&plan);
+			plan = rest;
+		}
 		ret = do_abort(b, &cfg, run_id, parsed ? &plan : NULL, message, tail);
-	}
-	else
+	} else if (follow) {
+		ret = do_follow(b, &cfg, run_id);
+	} else {
 		ret = do_commit(b, &cfg, &plan);
+	}
 out:
 	free(tail);
 	plan_free(&plan);

@@ -52,7 +52,8 @@ static const char help_text[] =
 	"               runs of whole frames of up to 1 MiB of lines; Parquet:\n"
 	"               two workers whenever THREADS is not 0 (the values and\n"
 	"               pages, their compression)\n"
-	"  -n           check the config and the transform; read nothing\n"
+	"  -n           check the config and the transform; read nothing; print\n"
+	"               \"checkpoints\" when the pipeline has checkpoint_every\n"
 	"  -q           no progress on stderr\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else a new one)\n"
 	"  -h, --help   this help\n"
@@ -80,6 +81,7 @@ int main(int argc, char **argv)
 	memset(&opt, 0, sizeof(opt));
 	memset(&plan, 0, sizeof(plan));
 	opt.progress = 1;
+	opt.plan_fd = STDOUT_FILENO;
 	/* 0: set once the bucket is known */
 	opt.max_open = (size_t)util_env_long("DATASPOC_PIPE_MAX_OPEN", 1, 4096, 0);
 	opt.spill_max = (uint64_t)util_env_long("DATASPOC_PIPE_SPILL_MB", 1, 1L << 20, 256) << 20;
@@ -136,6 +138,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (check) {
+		/* The driver runs pipe-commit -k beside a pipeline that checkpoints. */
+		if (cfg.checkpoint_seconds || cfg.checkpoint_bytes)
+			puts("checkpoints");
 		ret = CLI_OK;
 		goto out;
 	}
@@ -167,7 +172,8 @@ int main(int argc, char **argv)
 		bucket_free(kb);
 		runlock_free(&lock);
 	}
-	plan_format(&plan, &out);
+	/* After checkpoints, the run line went out with the first unit. */
+	plan_format_part(&plan, plan.nunits == 0, &out);
 	fwrite(out.buf, 1, out.len, stdout);
 out:
 	sb_free(&out);
