@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,7 +307,12 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 	size_t scanned = 0;
 	unsigned done = 0;
 	int locked = 0, ret = CLI_OK;
+	sigset_t soft, old;
 
+	sigemptyset(&soft);
+	sigaddset(&soft, SIGINT);
+	sigaddset(&soft, SIGTERM);
+	sigaddset(&soft, SIGHUP);
 	for (;;) {
 		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 		const char *nl;
@@ -330,9 +336,17 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 			const char *line = text.buf + scanned;
 
 			scanned = (size_t)(nl - text.buf) + 1;
-			if (is_checkpoint(line, (size_t)(nl - line)) &&
-			    checkpoint_at(b, cfg, run_id, text.buf, scanned, &done, &lock, &locked) != 0)
+			if (!is_checkpoint(line, (size_t)(nl - line)))
+				continue;
+			/*
+			 * A checkpoint begun is finished: SIGINT, TERM and HUP (the
+			 * driver forwards them to the stages) wait until it is, as
+			 * the driver lets a run's final commit finish.
+			 */
+			sigprocmask(SIG_BLOCK, &soft, &old);
+			if (checkpoint_at(b, cfg, run_id, text.buf, scanned, &done, &lock, &locked) != 0)
 				ret = CLI_FAILED;
+			sigprocmask(SIG_SETMASK, &old, NULL);
 		}
 		if (ret != CLI_OK)
 			break;
