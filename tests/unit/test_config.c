@@ -607,7 +607,7 @@ static void test_incremental_schedule(void)
 	refused(MINI_SOURCE MINI_DEST "incremental: true\n",
 		":5:14: incremental must be a mapping", "incremental as a scalar");
 	refused(MINI_SOURCE MINI_DEST "incremental:\n  enable: true\n",
-		":6:3: unknown key 'enable' in incremental (expected one of: enabled)",
+		":6:3: unknown key 'enable' in incremental (expected one of: enabled, checkpoint_every)",
 		"unknown key in incremental");
 	refused(MINI_SOURCE MINI_DEST "schedule:\n  cron: every hour\n",
 		":6:9: schedule.cron must be five crontab fields (as in \"0 */2 * * *\") or "
