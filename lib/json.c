@@ -248,9 +248,25 @@ static int is_digit(unsigned c)
 	return c - '0' < 10;
 }
 
-static const unsigned char *digits(const unsigned char *p,
-				   const unsigned char *end)
+/* The first byte at or after p that is not a digit, or end. */
+static inline const unsigned char *digits(const unsigned char *p,
+					  const unsigned char *end)
 {
+#ifdef __SSE2__
+	const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
+	__m128i x;
+	unsigned mm;
+
+	while (end - p >= 16) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		/* Signed: bytes above 0x7f are negative, so below '0' too. */
+		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+			_mm_cmplt_epi8(x, zero), _mm_cmpgt_epi8(x, nine)));
+		if (mm)
+			return p + __builtin_ctz(mm);
+		p += 16;
+	}
+#endif
 	while (p < end && is_digit(*p))
 		p++;
 	return p;
@@ -299,12 +315,14 @@ static const unsigned char *ws_run(const unsigned char *p,
 	return p;
 }
 
-/* Separators are mostly followed by one space or none: keep that inline. */
+/*
+ * Taps print compact JSON: one compare when no whitespace follows.  Any
+ * byte up to ' ' may start a run; ws_run() stops at the first that is not
+ * whitespace, where the caller's check of the next token fails as before.
+ */
 static inline const unsigned char *ws(const unsigned char *p,
 				      const unsigned char *end)
 {
-	if (p < end && *p == ' ')
-		p++;
 	if (p < end && *p <= ' ')
 		p = ws_run(p, end);
 	return p;
@@ -347,7 +365,10 @@ HOT int match_key(const unsigned char *q, const unsigned char *after,
  * away, so plain validation pays nothing for it) and with mem.  While
  * inside the object whose members are noted, ndepth is its depth (2), else
  * 0: no key or value is at depth 0.  The member being noted is *mcur (NULL
- * past mem->cap); mnext is the next free one.
+ * past mem->cap); mnext is the next free one.  vt is the type of the value
+ * just scanned, known where it was scanned: nothing looks at its first
+ * byte again.  Separators are tried first without whitespace around them
+ * (compact JSON, what taps print), then after it.
  */
 HOT int
 scan_body(const char *buf, size_t len, const char *const keys[], size_t nkeys,
@@ -360,6 +381,7 @@ scan_body(const char *buf, size_t len, const char *const keys[], size_t nkeys,
 	uint64_t objbits[JSON_MAX_DEPTH / 64];
 	unsigned depth = 0, ndepth = 0;
 	int slot = -1, esc = 0, in_obj = 0;
+	enum json_type vt = JSON_NONE;
 	size_t i, mover = 0;
 	struct jerr e = { NULL, NULL };
 
@@ -389,6 +411,7 @@ value:
 		p = ws(p + 1, end);
 		if (p < end && *p == '}') {
 			p++;
+			vt = JSON_OBJECT;
 			goto close;
 		}
 		in_obj = 1;
@@ -403,11 +426,13 @@ value:
 		p = ws(p + 1, end);
 		if (p < end && *p == ']') {
 			p++;
+			vt = JSON_ARRAY;
 			goto close;
 		}
 		in_obj = 0;
 		goto value;
 	case '"':
+		vt = JSON_STRING;
 		esc = 0;
 		p = plain_run(p + 1, end);
 		if (p < end && *p == '"') {
@@ -418,21 +443,25 @@ value:
 		break;
 	case '-': case '0': case '1': case '2': case '3': case '4': case '5':
 	case '6': case '7': case '8': case '9':
+		vt = JSON_NUMBER;
 		p = scan_number(p, end, &e);
 		break;
 	case 't':
 		if (end - p < 4 || memcmp(p, "true", 4) != 0)
 			goto badchar;
+		vt = JSON_TRUE;
 		p += 4;
 		break;
 	case 'f':
 		if (end - p < 5 || memcmp(p, "false", 5) != 0)
 			goto badchar;
+		vt = JSON_FALSE;
 		p += 5;
 		break;
 	case 'n':
 		if (end - p < 4 || memcmp(p, "null", 4) != 0)
 			goto badchar;
+		vt = JSON_NULL;
 		p += 4;
 		break;
 	default:
@@ -446,21 +475,24 @@ after:
 	if (slot >= 0 && depth == 1) {
 		vals[slot].p = (const char *)vstart;
 		vals[slot].len = (size_t)(p - vstart);
-		vals[slot].type = json_type_at(*vstart);
+		vals[slot].type = vt;
 		slot = -1;
 		if (mem)
 			ndepth = 0;
 	} else if (mem && depth == ndepth && mcur) {
 		mcur->val.len = (size_t)(p - (const unsigned char *)mcur->val.p);
-		mcur->val.type = json_type_at((unsigned char)*mcur->val.p);
-		mcur->val_esc = mcur->val.type == JSON_STRING && esc;
+		mcur->val.type = vt;
+		mcur->val_esc = vt == JSON_STRING && esc;
 	}
+	if (p < end && *p == ',')
+		goto comma;
 	p = ws(p, end);
 	if (p == end) {
 		fail(&e, p, E_END);
 		goto bad;
 	}
 	if (*p == ',') {
+comma:
 		p = ws(p + 1, end);
 		if (in_obj)
 			goto key;
@@ -469,6 +501,7 @@ after:
 	if (*p != (in_obj ? '}' : ']'))
 		goto badchar;
 	p++;
+	vt = in_obj ? JSON_OBJECT : JSON_ARRAY;
 close:
 	if (--depth > 0)
 		in_obj = (int)(objbits[(depth - 1) >> 6] >> ((depth - 1) & 63) & 1);
@@ -503,6 +536,8 @@ key:
 		} else {
 			mover++;
 		}
+		if (p < end && *p == ':')
+			goto mcolon;
 		p = ws(p, end);
 		if (p == end) {
 			fail(&e, p, E_END);
@@ -510,11 +545,14 @@ key:
 		}
 		if (*p != ':')
 			goto badchar;
+mcolon:
 		p = ws(p + 1, end);
 		if (mcur)
 			mcur->val.p = (const char *)p;
 		goto value;
 	}
+	if (p < end && *p == ':')
+		goto colon;
 	p = ws(p, end);
 	if (p == end) {
 		fail(&e, p, E_END);
@@ -522,6 +560,7 @@ key:
 	}
 	if (*p != ':')
 		goto badchar;
+colon:
 	p = ws(p + 1, end);
 	if (depth == 1) {
 		vstart = p;
@@ -535,7 +574,7 @@ done:
 	if (out) {
 		out->p = (const char *)start;
 		out->len = (size_t)(p - start);
-		out->type = json_type_at(*start);
+		out->type = vt;
 	}
 	p = ws(p, end);
 	if (p != end)
