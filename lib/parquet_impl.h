@@ -74,14 +74,20 @@ static inline int integer_syntax(const char *p, size_t n)
 static inline void put_le(struct sb *b, uint64_t v, int n)
 {
 	unsigned char *q;
-	int i;
 
-	/* In place: a call of sb_add() per value cost more than the value. */
+	/*
+	 * In place, and one store of eight bytes whatever n (there is room
+	 * for nine): a call of sb_add() per value cost more than the value.
+	 */
 	if (b->cap - b->len < 9)
 		sb_grow(b, 8);
 	q = (unsigned char *)b->buf + b->len;
-	for (i = 0; i < n; i++)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(q, &v, 8);
+#else
+	for (int i = 0; i < 8; i++)
 		q[i] = (unsigned char)(v >> (8 * i));
+#endif
 	b->len += (size_t)n;
 	b->buf[b->len] = '\0';
 }

@@ -28,6 +28,32 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+/*
+ * a[0..n) and b[0..n) are the same bytes.  Keys and dictionary strings are
+ * short: two loads of each, overlapping, instead of a call of memcmp().
+ */
+static inline int same_bytes(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y, u, v;
+	uint32_t x4, y4, u4, v4;
+
+	if (n >= 8 && n <= 16) {
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		memcpy(&u, a + n - 8, 8);
+		memcpy(&v, b + n - 8, 8);
+		return ((x ^ y) | (u ^ v)) == 0;
+	}
+	if (n >= 4 && n < 8) {
+		memcpy(&x4, a, 4);
+		memcpy(&y4, b, 4);
+		memcpy(&u4, a + n - 4, 4);
+		memcpy(&v4, b + n - 4, 4);
+		return ((x4 ^ y4) | (u4 ^ v4)) == 0;
+	}
+	return memcmp(a, b, n) == 0;
+}
+
 /* Digits of a plain JSON integer, sign and leading zeros aside. */
 static size_t integer_digits(const char *p, size_t n)
 {
@@ -36,6 +62,40 @@ static size_t integer_digits(const char *p, size_t n)
 	while (i + 1 < n && p[i] == '0')
 		i++;
 	return n - i;
+}
+
+/*
+ * A JSON number (validated) into int64 in one pass: 0; 1 when it is not
+ * a plain integer (a fraction or an exponent: its first byte that is not a
+ * digit, the sign aside, is '.', 'e' or 'E'); -1 when it is a plain
+ * integer out of range, or of more than 19 digits.
+ */
+static int int64_of(const char *p, size_t n, int64_t *out)
+{
+	int neg = p[0] == '-';
+	size_t i = (size_t)neg, lead;
+	uint64_t u = 0;
+
+	while (i + 1 < n && p[i] == '0')
+		i++;
+	lead = i;
+	for (; i < n && is_digit(p[i]); i++) {
+		if (i - lead == 19)
+			break;
+		u = u * 10 + (uint64_t)(p[i] - '0');	/* 19 digits: no wrap */
+	}
+	if (i < n)
+		return integer_syntax(p + i, n - i) ? -1 : 1;
+	if (neg) {
+		if (u > (uint64_t)INT64_MAX + 1)
+			return -1;
+		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+	} else {
+		if (u > (uint64_t)INT64_MAX)
+			return -1;
+		*out = (int64_t)u;
+	}
+	return 0;
 }
 
 /* A plain JSON integer into int64: 0, or -1 when it is out of range. */
@@ -94,8 +154,14 @@ static void parse_decimal(const char *p, size_t n, unsigned char out[16])
 			carry = x >> 32;
 		}
 	}
-	for (k = 0; k < 16; k++)
-		out[k] = (unsigned char)(limb[3 - k / 4] >> (8 * (3 - k % 4)));
+	for (k = 0; k < 4; k++) {
+		uint32_t l = limb[3 - k];
+
+		out[4 * k] = (unsigned char)(l >> 24);
+		out[4 * k + 1] = (unsigned char)(l >> 16);
+		out[4 * k + 2] = (unsigned char)(l >> 8);
+		out[4 * k + 3] = (unsigned char)l;
+	}
 }
 
 /*
@@ -568,6 +634,9 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 	case PQ_DIGITS:
 		if (v->type != JSON_NUMBER)
 			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not an integer");
+		/* The usual case in one pass; the others as before. */
+		if (col->kind == PQ_INT64 && int64_of(v->p, v->len, &cell->i) == 0)
+			return 0;
 		if (!integer_syntax(v->p, v->len)) {
 			/* A DECIMAL or DIGITS column holds integers a double may not. */
 			r = col->kind == PQ_INT64 ? parse_double(v->p, v->len, &cell->d) : -1;
@@ -670,7 +739,7 @@ static int dict_index(struct pq_colw *c, const char *p, size_t len, uint32_t *in
 		j = (uint32_t)util_hash_bytes(p, len) & (c->nslots - 1);
 		for (; c->dslots[j]; j = (j + 1) & (c->nslots - 1)) {
 			e = c->dslots[j] - 1;
-			if (c->dlen[e] == len && memcmp(c->dvals.buf + c->doff[e], p, len) == 0) {
+			if (c->dlen[e] == len && same_bytes(c->dvals.buf + c->doff[e], p, len)) {
 				*index = e;
 				return 0;
 			}
@@ -703,6 +772,16 @@ static int dict_index(struct pq_colw *c, const char *p, size_t len, uint32_t *in
 	return 0;
 }
 
+/* pq_rle_put(), the value of a long run inline: definition levels mostly are. */
+static inline void rle_put(struct pq_rle *e, uint32_t v)
+{
+	if (v == e->cur && e->repeat >= 8) {
+		e->repeat++;
+		return;
+	}
+	pq_rle_put(e, v);
+}
+
 /* Append the cell to its column's page.  0, or -1 on a write error. */
 static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell)
 {
@@ -724,11 +803,11 @@ static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell
 	c->page_rows++;
 	c->values++;
 	if (cell == NULL || cell->null) {
-		pq_rle_put(&c->rle, 0);
+		rle_put(&c->rle, 0);
 		c->nulls++;
 		return 0;
 	}
-	pq_rle_put(&c->rle, 1);
+	rle_put(&c->rle, 1);
 	switch (k) {
 	case PQ_INT64:
 	case PQ_TIMESTAMP:
@@ -793,7 +872,7 @@ static size_t match(struct pq_writer *pw, const struct json_span *key, int esc, 
 
 	/* Records usually name their members as the schema does, in its order. */
 	if (i + 1 < s->n && s->cols[i].qname_len == key->len &&
-	    memcmp(s->cols[i].qname, key->p, key->len) == 0) {
+	    same_bytes(s->cols[i].qname, key->p, key->len)) {
 		*next = i + 1;
 		return i;
 	}

@@ -516,6 +516,18 @@ static void test_widening(void)
 	} cases[] = {
 		{ I, PQ_JSON, "9223372036854775807", 0, 0, 0, 0, NULL },
 		{ I, PQ_JSON, "-0", 0, 0, 0, 0, NULL },
+		/* int64_of()'s ends: 19 digits, the sign, a fraction or exponent after them */
+		{ I, PQ_JSON, "-9223372036854775808", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "1234567890123456789", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "0", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "-7", 0, 0, 0, 0, NULL },
+		{ I, PQ_JSON, "12345678901234567890", PQ_WIDEN, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64" },
+		{ I, PQ_JSON, "-12345678901234567890", PQ_WIDEN, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64" },
+		{ I, PQ_JSON, "1E3", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "-1.5", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "0e0", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "10000000000000000000e-1", PQ_WIDEN, PQ_DOUBLE, JSON_NONE, 1, "is not an integer" },
+		{ I, PQ_JSON, "1234567890123456789.5", PQ_WIDEN, PQ_TEXT, JSON_NONE, 1, "is not an integer" },
 		{ I, PQ_JSON, "null", 0, 0, 0, 0, NULL },
 		{ I, PQ_JSON, "9223372036854775808", PQ_WIDEN, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64" },
 		{ I, PQ_JSON, "-9223372036854775809", PQ_WIDEN, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64" },
