@@ -54,6 +54,33 @@ static inline int same_bytes(const char *a, const char *b, size_t n)
 	return memcmp(a, b, n) == 0;
 }
 
+/*
+ * 1 with *v the value of the eight digits at p, else 0 (a byte is not a
+ * digit).  SWAR: all eight checked at once, then pairs, quads and the two
+ * halves combined in three multiplications.  Little-endian hosts only.
+ */
+static inline int digits8(const char *p, uint64_t *v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t x;
+
+	memcpy(&x, p, 8);
+	if (((x & UINT64_C(0xf0f0f0f0f0f0f0f0)) |
+	     (((x + UINT64_C(0x0606060606060606)) & UINT64_C(0xf0f0f0f0f0f0f0f0)) >> 4)) !=
+	    UINT64_C(0x3333333333333333))
+		return 0;
+	x -= UINT64_C(0x3030303030303030);
+	x = (x * 10 + (x >> 8)) & UINT64_C(0x00ff00ff00ff00ff);
+	x = (x * 100 + (x >> 16)) & UINT64_C(0x0000ffff0000ffff);
+	*v = (x * 10000 + (x >> 32)) & UINT64_C(0xffffffff);
+	return 1;
+#else
+	(void)p;
+	(void)v;
+	return 0;
+#endif
+}
+
 /* Digits of a plain JSON integer, sign and leading zeros aside. */
 static size_t integer_digits(const char *p, size_t n)
 {
@@ -79,6 +106,8 @@ static int int64_of(const char *p, size_t n, int64_t *out)
 	while (i + 1 < n && p[i] == '0')
 		i++;
 	lead = i;
+	for (uint64_t x; n - i >= 8 && i - lead <= 11 && digits8(p + i, &x); i += 8)
+		u = u * 100000000 + x;
 	for (; i < n && is_digit(p[i]); i++) {
 		if (i - lead == 19)
 			break;
@@ -121,47 +150,99 @@ static int parse_int64(const char *p, size_t n, int64_t *out)
 	return 0;
 }
 
-/* A plain JSON integer of at most 38 digits into 16 big-endian two's complement bytes. */
-static void parse_decimal(const char *p, size_t n, unsigned char out[16])
+/*
+ * A plain JSON integer of at most 38 digits into 16 big-endian two's
+ * complement bytes: 0; -1, out unspecified, when the number holds a byte
+ * that is not a digit (a fraction, an exponent), or more than 38 digits.
+ */
+static int parse_decimal(const char *p, size_t n, unsigned char out[16])
 {
-	uint32_t limb[4] = { 0, 0, 0, 0 };	/* little-endian limbs */
 	int neg = p[0] == '-', k;
 	size_t i;
 
-	/* Nine digits at a time: limb * 10^9 + chunk still fits in 64 bits. */
-	for (i = (size_t)neg; i < n;) {
-		uint64_t carry = 0, scale = 1;
-		size_t end = i + 9 < n ? i + 9 : n;
+	/* Validated JSON: no leading zeros, so n - neg digits. */
+	if (n - (size_t)neg > 38)
+		return -1;
+#ifdef __SIZEOF_INT128__
+	{
+		__extension__ typedef unsigned __int128 u128;
+		u128 v = 0;
+		uint64_t hi, lo;
 
-		for (; i < end; i++) {
-			carry = carry * 10 + (uint64_t)(p[i] - '0');
-			scale *= 10;
+		/* Nineteen digits at a time in 64 bits, then one 128-bit step. */
+		for (i = (size_t)neg; i < n;) {
+			uint64_t chunk = 0, scale = 1;
+			size_t end = i + 19 < n ? i + 19 : n;
+
+			for (uint64_t x; end - i >= 8 && digits8(p + i, &x); i += 8) {
+				chunk = chunk * 100000000 + x;
+				scale *= 100000000;
+			}
+			for (; i < end; i++) {
+				unsigned d = (unsigned char)p[i] - 48u;	/* '0' */
+
+				if (d > 9)
+					return -1;
+				chunk = chunk * 10 + d;
+				scale *= 10;
+			}
+			v = v * scale + chunk;
 		}
-		for (k = 0; k < 4; k++) {
-			uint64_t x = (uint64_t)limb[k] * scale + carry;
-
-			limb[k] = (uint32_t)x;
-			carry = x >> 32;
+		if (neg)
+			v = -v;
+		hi = (uint64_t)(v >> 64);
+		lo = (uint64_t)v;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		hi = __builtin_bswap64(hi);
+		lo = __builtin_bswap64(lo);
+		memcpy(out, &hi, 8);
+		memcpy(out + 8, &lo, 8);
+		(void)k;
+#else
+		for (k = 0; k < 8; k++) {
+			out[k] = (unsigned char)(hi >> (56 - 8 * k));
+			out[8 + k] = (unsigned char)(lo >> (56 - 8 * k));
 		}
+#endif
+		return 0;
 	}
-	if (neg) {
-		uint64_t carry = 1;
+#else
+	{
+		uint32_t limb[4] = { 0, 0, 0, 0 };	/* little-endian limbs */
 
-		for (k = 0; k < 4; k++) {
-			uint64_t x = (uint64_t)(uint32_t)~limb[k] + carry;
+		/* Nine digits at a time: limb * 10^9 + chunk still fits in 64 bits. */
+		for (i = (size_t)neg; i < n;) {
+			uint64_t carry = 0, scale = 1;
+			size_t end = i + 9 < n ? i + 9 : n;
 
-			limb[k] = (uint32_t)x;
-			carry = x >> 32;
+			for (; i < end; i++) {
+				if (!is_digit(p[i]))
+					return -1;
+				carry = carry * 10 + (uint64_t)(p[i] - '0');
+				scale *= 10;
+			}
+			for (k = 0; k < 4; k++) {
+				uint64_t x = (uint64_t)limb[k] * scale + carry;
+
+				limb[k] = (uint32_t)x;
+				carry = x >> 32;
+			}
 		}
-	}
-	for (k = 0; k < 4; k++) {
-		uint32_t l = limb[3 - k];
+		if (neg) {
+			uint64_t carry = 1;
 
-		out[4 * k] = (unsigned char)(l >> 24);
-		out[4 * k + 1] = (unsigned char)(l >> 16);
-		out[4 * k + 2] = (unsigned char)(l >> 8);
-		out[4 * k + 3] = (unsigned char)l;
+			for (k = 0; k < 4; k++) {
+				uint64_t x = (uint64_t)(uint32_t)~limb[k] + carry;
+
+				limb[k] = (uint32_t)x;
+				carry = x >> 32;
+			}
+		}
+		for (k = 0; k < 16; k++)
+			out[k] = (unsigned char)(limb[3 - k / 4] >> (8 * (3 - k % 4)));
+		return 0;
 	}
+#endif
 }
 
 /*
@@ -404,13 +485,37 @@ static int parse_timestamp(const char *p, size_t n, int64_t *us)
 	int h, mi, s, scale = 1000000, off = 0, fine = 0;
 	size_t i;
 
-	if (n < 20 || parse_ymd(p, &days) != 0 || (p[10] != 'T' && p[10] != 't' && p[10] != ' '))
+	if (n < 20)
 		return -1;
-	h = num2(p + 11);
-	mi = num2(p + 14);
-	s = num2(p + 17);
-	if (h < 0 || h > 23 || p[13] != ':' || mi < 0 || mi > 59 || p[16] != ':' || s < 0 || s > 60)
-		return -1;
+	{
+		/*
+		 * YYYY-MM-DDTHH:MM:SS checked at once, without a branch per
+		 * digit: every date-time takes this path.
+		 */
+		const unsigned char *u = (const unsigned char *)p;
+		unsigned c0 = u[0] - 48u, c1 = u[1] - 48u, c2 = u[2] - 48u, c3 = u[3] - 48u;
+		unsigned c5 = u[5] - 48u, c6 = u[6] - 48u, c8 = u[8] - 48u, c9 = u[9] - 48u;
+		unsigned c11 = u[11] - 48u, c12 = u[12] - 48u, c14 = u[14] - 48u, c15 = u[15] - 48u;
+		unsigned c17 = u[17] - 48u, c18 = u[18] - 48u;
+		int y, m, d;
+
+		/* 48: '0'.  One test for all: each digit 0 to 9, each separator in place. */
+		if ((c0 > 9) | (c1 > 9) | (c2 > 9) | (c3 > 9) | (c5 > 9) | (c6 > 9) | (c8 > 9) | (c9 > 9) |
+		    (c11 > 9) | (c12 > 9) | (c14 > 9) | (c15 > 9) | (c17 > 9) | (c18 > 9) | (u[4] != '-') |
+		    (u[7] != '-') | (u[13] != ':') | (u[16] != ':'))
+			return -1;
+		if (p[10] != 'T' && p[10] != 't' && p[10] != ' ')
+			return -1;
+		y = (int)(c0 * 1000 + c1 * 100 + c2 * 10 + c3);
+		m = (int)(c5 * 10 + c6);
+		d = (int)(c8 * 10 + c9);
+		h = (int)(c11 * 10 + c12);
+		mi = (int)(c14 * 10 + c15);
+		s = (int)(c17 * 10 + c18);
+		if (m < 1 || m > 12 || d < 1 || (d > 28 && d > days_in_month(y, m)) || h > 23 || mi > 59 || s > 60)
+			return -1;
+		days = days_from_civil(y, m, d);
+	}
 	i = 19;
 	if (p[i] == '.') {
 		size_t start = ++i;
@@ -637,6 +742,8 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 		/* The usual case in one pass; the others as before. */
 		if (col->kind == PQ_INT64 && int64_of(v->p, v->len, &cell->i) == 0)
 			return 0;
+		if (col->kind == PQ_DECIMAL && parse_decimal(v->p, v->len, cell->dec) == 0)
+			return 0;
 		if (!integer_syntax(v->p, v->len)) {
 			/* A DECIMAL or DIGITS column holds integers a double may not. */
 			r = col->kind == PQ_INT64 ? parse_double(v->p, v->len, &cell->d) : -1;
@@ -653,7 +760,7 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 			return widen(f, PQ_DIGITS, JSON_NONE, 0, "has more than 38 digits");
 		if (col->kind == PQ_INT64)
 			return widen(f, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64");
-		parse_decimal(v->p, v->len, cell->dec);
+		(void)parse_decimal(v->p, v->len, cell->dec);
 		return 0;
 	case PQ_DOUBLE:
 		if (v->type != JSON_NUMBER)

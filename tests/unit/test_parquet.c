@@ -7,6 +7,7 @@
 #include "bucket.h"
 #include "err.h"
 #include "parquet.h"
+#include "pqread.h"
 #include "sb.h"
 #include "taptest.h"
 
@@ -633,6 +634,74 @@ static void test_widening(void)
 				       (int)f.want, f.mismatch, f.why ? f.why : "(null)");
 		}
 		pq_schema_free(s);
+	}
+}
+
+/*
+ * The values the fast paths convert (int64_of(), parse_decimal() eight
+ * digits at a time, parse_timestamp()'s one test) read back as written:
+ * through a file, lib/pqread's JSON text of each cell.
+ */
+static void test_values_back(void)
+{
+	static const struct {
+		const char *type;
+		enum pq_kind kind;
+		const char *in, *out;	/* out NULL: the same text */
+	} cases[] = {
+		{ "{\"type\":\"integer\"}", PQ_JSON, "0", NULL },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "-0", "0" },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "7", NULL },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "-12345678", NULL },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "123456789", NULL },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "1234567890123456", NULL },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "9223372036854775807", NULL },
+		{ "{\"type\":\"integer\"}", PQ_JSON, "-9223372036854775808", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "0", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "-1", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "12345678", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "16860740366385928008", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "-16860740366385928008", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "99999999999999999999999999999999999999", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "-99999999999999999999999999999999999999", NULL },
+		{ "{\"type\":\"integer\"}", PQ_DECIMAL, "1000000000000000000000", NULL },
+		{ "{\"type\":\"string\",\"format\":\"date-time\"}", PQ_JSON, "\"2024-01-01T00:00:01+00:00\"",
+		  "\"2024-01-01T00:00:01Z\"" },
+		{ "{\"type\":\"string\",\"format\":\"date-time\"}", PQ_JSON, "\"2024-02-29T23:59:59.5-01:30\"",
+		  "\"2024-03-01T01:29:59.500000Z\"" },
+		{ "{\"type\":\"string\",\"format\":\"date-time\"}", PQ_JSON, "\"1969-12-31 23:59:59.999999z\"",
+		  "\"1969-12-31T23:59:59.999999Z\"" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pq_schema *s = one_column(cases[i].type, cases[i].kind);
+		struct pq_codec *codec = pq_codec_new(COMPRESSION_NONE, 0, 0);
+		struct pq_options o = { codec, 10, 1 << 20, 0 };
+		struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "v.parquet"), s, &o);
+		char *rec = xasprintf("{\"c\":%s}", cases[i].in);
+		struct json_span span = { rec, strlen(rec), JSON_OBJECT };
+		const char *want = cases[i].out ? cases[i].out : cases[i].in;
+		struct sb data = SB_INIT, got = SB_INIT;
+		struct pq_fail f;
+		struct pqr_file *rf = NULL;
+		uint64_t size;
+		int r = pw ? pq_writer_add(pw, &span, &f) : -3;
+
+		if (r == 0 && pq_writer_close(pw, &size) == 0 && bucket_get(wb, "v.parquet", &data) == 0 &&
+		    (rf = pqr_open(data.buf, data.len, "v.parquet")) != NULL && pqr_next_row(rf) == 1)
+			pqr_value_json(rf, 0, &got);
+		else if (r != 0)
+			pq_writer_abort(pw);
+		is_str(got.buf ? got.buf : "(none)", want, "%s %s: %s reads back", cases[i].type,
+		       pq_kind_name(s->cols[0].kind), cases[i].in);
+		pqr_free(rf);
+		sb_free(&data);
+		sb_free(&got);
+		free(rec);
+		pq_codec_free(codec);
+		pq_schema_free(s);
+		bucket_delete(wb, "v.parquet");
 	}
 }
 
@@ -1391,6 +1460,7 @@ int main(int argc, char **argv)
 			return tap_done();
 		}
 		test_widening();
+		test_values_back();
 		test_widening_ends();
 		test_widen_never_narrows();
 		ok(noted_differ == 0, "every value of the widening tests: pq_writer_add_members() "
