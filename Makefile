@@ -132,13 +132,17 @@ clean:
 
 # Crash consistency (tests/faults/): FAULT_KILLS signals at random moments
 # on the local bucket (SIGKILL to a random stage, SIGTERM and SIGINT to the
-# driver), then the full-disk and read-only bucket tests (root only).
-# test-faults-long: 50 SIGKILLs and 20 of each other signal, locally and on
-# the S3 server of the tests.  FAULT_SEED=N replays (see tests/faults/run).
+# driver), FAULT_CHECKPOINT_KILLS more on a pipeline that checkpoints at
+# every STATE (issue #15), then the full-disk and read-only bucket tests
+# (root only).  test-faults-long: 50 SIGKILLs and 20 of each other signal,
+# locally and on the S3 server of the tests, and 50 checkpointed trials
+# locally, 20 on S3.  FAULT_SEED=N replays (see tests/faults/run).
 FAULT_KILLS ?= 20
+FAULT_CHECKPOINT_KILLS ?= 4
 FAULT_RUN = PIPE_BIN=$(CURDIR)/$(O)/bin tests/faults/run
 test-faults: all
 	$(FAULT_RUN) -k $(FAULT_KILLS) -m mixed
+	$(FAULT_RUN) -k $(FAULT_CHECKPOINT_KILLS) -m mixed -c 1B
 	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/faults/
 
 test-faults-long: all
@@ -147,6 +151,8 @@ test-faults-long: all
 	$(FAULT_RUN) -k 20 -m int
 	$(FAULT_RUN) -k 50 -m kill -b s3
 	$(FAULT_RUN) -k 20 -m mixed -b s3
+	$(FAULT_RUN) -k 50 -m mixed -c 1B
+	$(FAULT_RUN) -k 20 -m mixed -b s3 -c 1B
 	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/faults/
 
 # Load (tests/load/, issue #6): 20 pipelines by run --all -j 8 into one
