@@ -8,6 +8,7 @@
 load test_helper
 load pipeline_scenarios
 load azure_helper
+load checkpoint_scenarios
 
 setup_file() {
 	azure_start
@@ -406,4 +407,12 @@ Done! 5 records in 2 stream(s)
 	shop_pipeline "endpoint_url: http://127.0.0.1:$AZ_PORT"
 	run -1 --separate-stderr pipe-state show shop
 	assert_equal "$stderr" "pipe-state: invalid bucket 'az://$AZ_CONTAINER': no storage account for the endpoint 'http://127.0.0.1:$AZ_PORT': set AZURE_STORAGE_ACCOUNT or destination.account_name, or give the endpoint as http://host:port/ACCOUNT"
+}
+
+@test "az checkpoints: a failed run keeps its checkpoints' records once (their block lists committed), and the next run goes on from there" {
+	scenario_ck_fail_resume
+}
+
+@test "az checkpoints: kill -9 of the driver after a checkpoint: the next run logs it as failed, every record once" {
+	scenario_ck_kill_driver
 }
