@@ -1,6 +1,7 @@
 /* plan: the commit plan (see plan.h). */
 #include "plan.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,9 +161,13 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			free(p->ustates[p->nunits]);
 			p->ustates[p->nunits] = xstrdup(p->state);
 		} else if (strcmp(type, "checkpoint") == 0) {
-			if (get_count(&obj, "unit") != p->nunits + 1ULL || p->run_id == NULL) {
+			/* the first one says how many units came before this text */
+			if (p->nunits == 0 && p->run_id != NULL && get_count(&obj, "unit") > 0 &&
+			    get_count(&obj, "unit") <= UINT_MAX)
+				p->unit_base = (unsigned)get_count(&obj, "unit") - 1;
+			if (get_count(&obj, "unit") != p->unit_base + p->nunits + 1ULL || p->run_id == NULL) {
 				err_msg("%s:%zu: checkpoint line out of order (unit %llu after %u)", origin, lineno,
-					get_count(&obj, "unit"), p->nunits);
+					get_count(&obj, "unit"), p->unit_base + p->nunits);
 				free(type);
 				goto fail;
 			}
@@ -411,6 +416,6 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 		out->state = xstrdup(all->state);
 	out->ended = 1;
 	out->success = 1;
-	out->unit = all->nunits ? upto : 0;
+	out->unit = all->nunits ? all->unit_base + upto : 0;
 	out->checkpoint = upto <= all->nunits;
 }

@@ -75,6 +75,8 @@ struct plan {
 	char *state;		/* raw JSON object of the last STATE, or NULL */
 
 	unsigned nunits;	/* checkpoint lines: units 1..nunits are closed */
+	unsigned unit_base;	/* units before the text (a tail of a plan): its units are
+				 * unit_base+1..; 0 for a whole plan */
 	char **ustates;		/* the last state of each unit 1..nunits+1 (NULL: none) */
 	unsigned unit;		/* a slice: the last unit it holds (0: the whole of a run
 				 * without checkpoints) */
@@ -107,8 +109,8 @@ void plan_format_part(const struct plan *p, int run_line, struct sb *out);
  * One plan of the units after < u <= upto of all (upto: at most
  * all->nunits + 1): their files; their streams merged (records added,
  * widenings joined, the latest schema, types and activation); the last
- * state among them.  It ends in success, unit upto (0 when all has no
- * checkpoints), a checkpoint when upto <= all->nunits.
+ * state among them.  It ends in success, unit all->unit_base + upto (0
+ * when all has no checkpoints), a checkpoint when upto <= all->nunits.
  */
 void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct plan *out);
 

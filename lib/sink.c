@@ -293,7 +293,8 @@ static void fill_run(struct sink *s, struct plan *p)
 /*
  * The streams' lines of the unit now closing: their records since the last
  * one, their schema, types and widenings.  A checkpoint unit (final 0)
- * copies what the stream keeps; the last one takes it, and its activation.
+ * names only the streams it has records of, and copies what the stream
+ * keeps; the last one names every stream, takes it, and its activation.
  */
 static void fill_streams(struct sink *s, struct plan *p, int final)
 {
@@ -305,6 +306,9 @@ static void fill_streams(struct sink *s, struct plan *p, int final)
 		struct plan_stream *ps;
 
 		if (st->dropped)
+			continue;
+		/* a checkpoint names the streams it landed records of; the end, all */
+		if (!final && st->records == st->unit_base && st->widened.len == 0)
 			continue;
 		ps = &p->streams[p->nstreams++];
 		ps->records = st->records - st->unit_base;

@@ -180,7 +180,15 @@ int sink_open_file(struct sink *s, struct stream *st)
 	staging = util_staging_prefix(s->cfg->name, s->opt->run_id);
 	st->final = xasprintf("%s/dt=%s/%s_%s_%04u%s%s", st->dir, s->date, st->safe,
 			      s->opt->run_id, st->file_index++, s->rw->suffix, s->ext);
-	st->staged = xasprintf("%s%s", staging, st->final);
+	/*
+	 * With checkpoints each commit unit stages under a folder of its own,
+	 * so the moves of one being published never empty a folder the next
+	 * is writing in (s3rver, like a file system, then removes it).
+	 */
+	if (s->opt->plan_fd >= 0 && (s->cfg->checkpoint_seconds || s->cfg->checkpoint_bytes))
+		st->staged = xasprintf("%su%u/%s", staging, s->units + 1, st->final);
+	else
+		st->staged = xasprintf("%s%s", staging, st->final);
 	free(staging);
 	st->file_records = 0;
 	w = bucket_writer_open(s->b, st->staged);

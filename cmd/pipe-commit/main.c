@@ -165,6 +165,11 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 
 		if (err)
 			goto release;
+		if (p->unit_base) {
+			err_msg("the plan begins at unit %u, not at its run line's first: nothing published",
+				p->unit_base + 1);
+			goto release;
+		}
 		if (k > p->nunits) {
 			err_msg("run %s committed checkpoint %u, but its plan has %u: nothing published",
 				p->run_id, k, p->nunits);
@@ -240,9 +245,10 @@ static int is_checkpoint(const char *line, size_t len)
 }
 
 /*
- * The units of text[0..len), which ends in a checkpoint line, that no
- * checkpoint has published yet (*done: the last one that did), published
- * now, under the run's lock (taken when free, kept for the run's end).
+ * The units of text[0..len) (the run line, then the lines after the last
+ * unit published, *done; it ends in a checkpoint line), published now,
+ * under the run's lock (taken when free, kept for the run's end).  0
+ * published (*done moves), 1 they wait, -1 error.
  */
 static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
 			 const char *text, size_t len, unsigned *done, struct runlock *lock, int *locked)
@@ -277,7 +283,8 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 				goto out;
 		}
 	}
-	plan_slice(&all, *done, all.nunits, &slice);
+	/* text is the run line and what came after the last unit published */
+	plan_slice(&all, 0, all.nunits, &slice);
 	r = must_wait(b, &slice);
 	if (r == 0 && (runlock_renew(lock) < 0 || commit_publish(b, &slice) != 0)) {
 		err_msg("checkpoint %u of run %s did not finish; the next run of '%s' finishes it",
@@ -285,8 +292,8 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 		r = -1;
 	}
 	if (r == 0)
-		*done = all.nunits;
-	ret = r < 0 ? -1 : 0;
+		*done = slice.unit;
+	ret = r < 0 ? -1 : r;
 out:
 	free(later);
 	plan_free(&slice);
@@ -304,9 +311,9 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 	struct sb text = SB_INIT;
 	struct runlock lock;
 	char buf[65536];
-	size_t scanned = 0;
+	size_t scanned = 0, head = 0;
 	unsigned done = 0;
-	int locked = 0, ret = CLI_OK;
+	int locked = 0, ret = CLI_OK, r;
 	sigset_t soft, old;
 
 	sigemptyset(&soft);
@@ -344,9 +351,18 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 			 * the driver lets a run's final commit finish.
 			 */
 			sigprocmask(SIG_BLOCK, &soft, &old);
-			if (checkpoint_at(b, cfg, run_id, text.buf, scanned, &done, &lock, &locked) != 0)
-				ret = CLI_FAILED;
+			r = checkpoint_at(b, cfg, run_id, text.buf, scanned, &done, &lock, &locked);
 			sigprocmask(SIG_SETMASK, &old, NULL);
+			if (r < 0) {
+				ret = CLI_FAILED;
+			} else if (r == 0) {
+				/* the units published are dropped: the run line stays */
+				if (head == 0)
+					head = (size_t)((const char *)memchr(text.buf, '\n', text.len) - text.buf) + 1;
+				memmove(text.buf + head, text.buf + scanned, text.len - scanned);
+				text.len = head + text.len - scanned;
+				scanned = head;
+			}
 		}
 		if (ret != CLI_OK)
 			break;

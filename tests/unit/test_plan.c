@@ -103,20 +103,41 @@ static void test_plain(void)
 	sb_free(&out);
 }
 
+static void test_tail(void)
+{
+	/* what pipe-commit -k keeps: the run line and the units after those published */
+	static const char tail[] = RUN FILE_(5, 2) "{\"type\":\"state\",\"value\":{\"n\":9}}\n"
+		"{\"type\":\"checkpoint\",\"unit\":4,\"records\":2}\n"
+		FILE_(6, 1) "{\"type\":\"checkpoint\",\"unit\":5,\"records\":1}\n";
+	struct plan p, s;
+
+	ok(plan_parse(tail, strlen(tail), "t", &p) == 0, "a plan's tail parses");
+	ok(p.unit_base == 3 && p.nunits == 2, "units 4 and 5, after 3");
+	plan_slice(&p, 0, p.nunits, &s);
+	ok(s.unit == 5 && s.checkpoint && s.nfiles == 2, "its slice is unit 5, a checkpoint, of both files");
+	is_str(s.state, "{\"n\":9}", "the state of unit 4");
+	plan_free(&s);
+	plan_free(&p);
+}
+
 static void test_bad(void)
 {
-	static const char skip[] = RUN "{\"type\":\"checkpoint\",\"unit\":2,\"records\":0}\n";
+	static const char skip[] = RUN "{\"type\":\"checkpoint\",\"unit\":1,\"records\":0}\n"
+		"{\"type\":\"checkpoint\",\"unit\":3,\"records\":0}\n";
 	static const char norun[] = "{\"type\":\"checkpoint\",\"unit\":1,\"records\":0}\n";
+	static const char zero[] = RUN "{\"type\":\"checkpoint\",\"unit\":0,\"records\":0}\n";
 	struct plan p;
 
 	ok(plan_parse(skip, strlen(skip), "t", &p) != 0, "a checkpoint out of order is refused");
 	ok(plan_parse(norun, strlen(norun), "t", &p) != 0, "a checkpoint before the run line is refused");
+	ok(plan_parse(zero, strlen(zero), "t", &p) != 0, "a unit 0 is refused");
 }
 
 int main(void)
 {
 	test_units();
 	test_plain();
+	test_tail();
 	test_bad();
 	return tap_done();
 }
