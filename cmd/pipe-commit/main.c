@@ -246,12 +246,12 @@ static int is_checkpoint(const char *line, size_t len)
 
 /*
  * The units of text[0..len) (the run line, then the lines after the last
- * unit published, *done; it ends in a checkpoint line), published now,
- * under the run's lock (taken when free, kept for the run's end).  0
- * published (*done moves), 1 they wait, -1 error.
+ * unit published; it ends in a checkpoint line), published now, under the
+ * run's lock (taken when free, kept for the run's end).  0 published, 1
+ * they wait, -1 error.
  */
 static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
-			 const char *text, size_t len, unsigned *done, struct runlock *lock, int *locked)
+			 const char *text, size_t len, struct runlock *lock, int *locked)
 {
 	struct plan all, slice;
 	char *later = NULL;
@@ -291,8 +291,6 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 			slice.unit, all.run_id, cfg->name);
 		r = -1;
 	}
-	if (r == 0)
-		*done = slice.unit;
 	ret = r < 0 ? -1 : r;
 out:
 	free(later);
@@ -312,7 +310,6 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 	struct runlock lock;
 	char buf[65536];
 	size_t scanned = 0, head = 0;
-	unsigned done = 0;
 	int locked = 0, ret = CLI_OK, r;
 	sigset_t soft, old;
 
@@ -351,7 +348,7 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 			 * the driver lets a run's final commit finish.
 			 */
 			sigprocmask(SIG_BLOCK, &soft, &old);
-			r = checkpoint_at(b, cfg, run_id, text.buf, scanned, &done, &lock, &locked);
+			r = checkpoint_at(b, cfg, run_id, text.buf, scanned, &lock, &locked);
 			sigprocmask(SIG_SETMASK, &old, NULL);
 			if (r < 0) {
 				ret = CLI_FAILED;
