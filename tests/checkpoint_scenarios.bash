@@ -83,8 +83,9 @@ scenario_ck_kill_driver() {
 	BG_PIDS="$BG_PIDS $driver"
 	wait_for "$FAKE_DIR/tap-counter/ready"
 	rid=$(bucket_cat .dataspoc/state/ck/lock | jq -r .run_id)
-	# the checkpoint of records 1-4 is in before the tap blocks at record 7
-	bucket_exists ".dataspoc/state/ck/checkpoints/$rid.json"
+	# the checkpoint of records 1-4 (the tap blocks at record 7; pipe-commit
+	# -k publishes it meanwhile)
+	wait_until bucket_exists ".dataspoc/state/ck/checkpoints/$rid.json"
 	[ "$(ck_ids)" = "1 2 3 4" ]
 	kill -9 "$driver"
 	wait "$driver" || st=$?
