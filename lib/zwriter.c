@@ -410,25 +410,38 @@ static void write_job(struct zpool *p, struct zjob *j)
 
 /*
  * Write out the jobs done at the head of the queue, and wait for more:
- * until z has none left (z not NULL), else until the jobs in flight are
- * within bounds.
+ * until the jobs in flight are within bounds (z NULL), or until z has none
+ * left, its own written as they are done, before others' still in flight
+ * (a file's frames stay in order; files need no order between them).
  */
 static void settle(struct zpool *p, const struct zwriter *z)
 {
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct zjob *j = p->head;
+		struct zjob *j = p->head, *prev = NULL;
 
+		if (z != NULL) {
+			if (z->jobs == 0)
+				break;
+			while (j->z != z) {
+				prev = j;
+				j = j->next;
+			}
+		}
 		if (j && j->done) {
-			p->head = j->next;
-			if (p->head == NULL)
-				p->tail = NULL;
+			/* Taken and done: the threads no longer look at it. */
+			if (prev)
+				prev->next = j->next;
+			else
+				p->head = j->next;
+			if (p->tail == j)
+				p->tail = prev;
 			pthread_mutex_unlock(&p->mu);
 			write_job(p, j);
 			pthread_mutex_lock(&p->mu);
 			continue;
 		}
-		if (j == NULL || (z ? z->jobs == 0 : p->flight <= p->flight_max))
+		if (j == NULL || (z == NULL && p->flight <= p->flight_max))
 			break;
 		pthread_cond_wait(&p->done, &p->mu);
 	}
@@ -436,7 +449,20 @@ static void settle(struct zpool *p, const struct zwriter *z)
 }
 
 /* The bytes z holds become a job (force: even none, for an empty file's frame).  0 or -1. */
+static int submit_job(struct zwriter *z, int force, int here);
+
 static int submit(struct zwriter *z, int force)
+{
+	return submit_job(z, force, 0);
+}
+
+/* submit(), compressed in the calling thread whatever the pool's threads. */
+static int submit_here(struct zwriter *z, int force)
+{
+	return submit_job(z, force, 1);
+}
+
+static int submit_job(struct zwriter *z, int force, int here)
 {
 	struct zpool *p = z->pool;
 	struct zjob *j;
@@ -476,7 +502,7 @@ static int submit(struct zwriter *z, int force)
 	z->jobs++;
 	z->bound += j->bound;
 	z->frames++;
-	if (p->threads == 0) {
+	if (p->threads == 0 || here) {
 		comp_job(p, &p->inl, j);
 		write_job(p, j);
 		return z->failed ? -1 : 0;
@@ -666,11 +692,15 @@ int zwriter_close_size(struct zwriter *z, uint64_t *bytes)
 
 	if (z == NULL)
 		return -1;
-	/* An empty file is one empty frame, as zstd -d and gzip -d expect. */
-	if (!z->failed)
-		submit(z, z->frames == 0 && z->c != COMPRESSION_NONE);
+	/*
+	 * Its frames so far, then the last one compressed in this thread,
+	 * while the threads go on with the other files' chunks.  An empty
+	 * file is one empty frame, as zstd -d and gzip -d expect.
+	 */
 	if (!z->failed)
 		settle(z->pool, z);
+	if (!z->failed)
+		submit_here(z, z->frames == 0 && z->c != COMPRESSION_NONE);
 	if (z->failed) {
 		zwriter_abort(z);
 		return -1;
