@@ -345,6 +345,13 @@ HOT int match_key(const unsigned char *q, const unsigned char *after,
 	struct json_span s;
 	size_t i, n = (size_t)(after - q) - 2;
 
+	if (!esc && n > 0) {
+		/* Most keys differ from most names at their first byte. */
+		for (i = 0; i < nkeys; i++)
+			if ((unsigned char)keys[i][0] == q[1] && raw_equal(q + 2, n - 1, keys[i] + 1))
+				return (int)i;
+		return -1;
+	}
 	for (i = 0; i < nkeys; i++) {
 		if (!esc) {
 			if (raw_equal(q + 1, n, keys[i]))
@@ -379,7 +386,7 @@ scan_body(const char *buf, size_t len, const char *const keys[], size_t nkeys,
 	const unsigned char *p, *end = b + len, *start, *vstart = NULL, *q;
 	struct json_member *mcur = NULL, *mnext = NULL, *mlim = NULL;
 	uint64_t objbits[JSON_MAX_DEPTH / 64];
-	unsigned depth = 0, ndepth = 0;
+	unsigned depth = 0, ndepth = 0, rmax = 0;
 	int slot = -1, esc = 0, in_obj = 0;
 	enum json_type vt = JSON_NONE;
 	size_t i, mover = 0;
@@ -400,6 +407,9 @@ value:
 		fail(&e, p, E_END);
 		goto bad;
 	}
+	/* Strings first, without the switch's jump: most values are strings. */
+	if (*p == '"')
+		goto string;
 	switch (*p) {
 	case '{':
 		if (depth == JSON_MAX_DEPTH) {
@@ -432,6 +442,7 @@ value:
 		in_obj = 0;
 		goto value;
 	case '"':
+string:
 		vt = JSON_STRING;
 		esc = 0;
 		p = plain_run(p + 1, end);
@@ -472,17 +483,20 @@ value:
 after:
 	if (depth == 0)
 		goto done;
-	if (slot >= 0 && depth == 1) {
-		vals[slot].p = (const char *)vstart;
-		vals[slot].len = (size_t)(p - vstart);
-		vals[slot].type = vt;
-		slot = -1;
-		if (mem)
+	/* rmax: 1 while a top-level member is noted, 2 inside the noted object, else 0. */
+	if (depth <= rmax) {
+		if (depth == 1) {
+			vals[slot].p = (const char *)vstart;
+			vals[slot].len = (size_t)(p - vstart);
+			vals[slot].type = vt;
+			slot = -1;
 			ndepth = 0;
-	} else if (mem && depth == ndepth && mcur) {
-		mcur->val.len = (size_t)(p - (const unsigned char *)mcur->val.p);
-		mcur->val.type = vt;
-		mcur->val_esc = vt == JSON_STRING && esc;
+			rmax = 0;
+		} else if (mcur) {
+			mcur->val.len = (size_t)(p - (const unsigned char *)mcur->val.p);
+			mcur->val.type = vt;
+			mcur->val_esc = vt == JSON_STRING && esc;
+		}
 	}
 	if (p < end && *p == ',')
 		goto comma;
@@ -562,10 +576,11 @@ mcolon:
 		goto badchar;
 colon:
 	p = ws(p + 1, end);
-	if (depth == 1) {
+	if (depth == 1 && slot >= 0) {
 		vstart = p;
+		rmax = 1;
 		if (mem && slot == (int)mem->of && p < end && *p == '{')
-			ndepth = 2;
+			ndepth = rmax = 2;
 	}
 	goto value;
 done:

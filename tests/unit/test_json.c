@@ -121,6 +121,22 @@ static const struct bad bad[] = {
 	{ S("\"\xc3(\""), 1, "invalid UTF-8" },
 	{ S("\"0123456789abcdef0123\xc3\""), 21, "invalid UTF-8" },
 	{ S("{\"\xe9t\xe9\":1}"), 2, "invalid UTF-8" },
+	/* separators: tried before whitespace, any byte up to ' ' looked at as whitespace */
+	{ S("{\"a\":1\x01}"), 6, "unexpected character" },
+	{ S("{\"a\"\x01:1}"), 4, "unexpected character" },
+	{ S("{\"a\":\x1f" "1}"), 5, "unexpected character" },
+	{ S("[1\x0b,2]"), 2, "unexpected character" },
+	{ S("[1, \x0c" "2]"), 4, "unexpected character" },
+	{ S("{\"a\" \t:1 ,\"b\"\x02:2}"), 13, "unexpected character" },
+	{ S("{\"a\":1 "), 7, "unexpected end of input" },
+	{ S("{\"a\" "), 5, "unexpected end of input" },
+	{ S("{\"a\":1, "), 8, "unexpected end of input" },
+	/* numbers: digits 16 at a time */
+	{ S("12345678901234567x"), 17, "unexpected character" },
+	{ S("1234567890123456\x80"), 16, "unexpected character" },
+	{ S("-0123456789012345678"), 2, "invalid number" },
+	{ S("1.12345678901234567890123456789012345e"), 38, "invalid number" },
+	{ S("[12345678901234567890123456789012345678901234567890,]"), 52, "unexpected character" },
 };
 
 static const char *const good[] = {
@@ -136,6 +152,8 @@ static const char *const good[] = {
 	"12345678901234567891", "-123456789012345678901234567890.5e-7",
 	"1e400", "{\"a\":{\"b\":{\"c\":[[[]]]}}}", "[[],[{}],{\"a\":[]}]",
 	"{\"type\": \"RECORD\", \"stream\": \"s\", \"record\": {\"id\": 1}}\r",
+	"{\"a\" \t\r\n:\n 1 \t,\r\n\"b\"  :  [ 1 , 2 ] \n}", "[1 ,2, 3 ]",
+	"1234567890123456", "12345678901234567", "123456789012345678901234567890123.5e+12345678901234567",
 };
 
 /* s[0..n) printable on one TAP line (static buffer). */
