@@ -482,7 +482,7 @@ int pq_parse_date(const char *p, size_t n, int32_t *days)
 static int parse_timestamp(const char *p, size_t n, int64_t *us)
 {
 	int64_t days, secs, frac = 0;
-	int h, mi, s, scale = 1000000, off = 0, fine = 0;
+	int h, mi, s, off = 0, fine = 0;
 	size_t i;
 
 	if (n < 20)
@@ -520,14 +520,14 @@ static int parse_timestamp(const char *p, size_t n, int64_t *us)
 	if (p[i] == '.') {
 		size_t start = ++i;
 
-		for (; i < n && is_digit(p[i]); i++) {
-			if (scale > 1) {
-				scale /= 10;
-				frac += (int64_t)(p[i] - '0') * scale;
-			} else if (p[i] != '0') {
-				fine = 1;
-			}
-		}
+		static const int to_us[7] = { 1000000, 100000, 10000, 1000, 100, 10, 1 };
+
+		/* Six digits at most count; a division by scale per digit cost more than the rest. */
+		for (; i < n && i - start < 6 && is_digit(p[i]); i++)
+			frac = frac * 10 + (p[i] - '0');
+		frac *= to_us[i - start];
+		for (; i < n && is_digit(p[i]); i++)
+			fine |= p[i] != '0';
 		if (i == start)
 			return -1;
 	}
