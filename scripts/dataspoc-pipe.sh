@@ -17,16 +17,22 @@ case $self in
 */*) ;;
 *) self=$(command -v -- "$0" 2>/dev/null) || self=$0 ;;
 esac
+# (dirname and basename by parameter expansion: each program started costs
+# a small run about half a millisecond)
 while [ -L "$self" ]; do
 	link=$(readlink -- "$self") || break
 	case $link in
 	/*) self=$link ;;
-	*) self=$(dirname -- "$self")/$link ;;
+	*) case $self in
+		*/*) self=${self%/*}/$link ;;
+		*) self=$link ;;
+		esac ;;
 	esac
 done
 case $self in
-*/*) here=$(CDPATH= cd -P -- "$(dirname -- "$self")" && pwd -P) &&
-	self=$here/$(basename -- "$self") && PATH=$here:$PATH ;;
+*/*) here=${self%/*}
+	here=$(CDPATH= cd -P -- "${here:-/}" && pwd -P) &&
+	self=$here/${self##*/} && PATH=$here:$PATH ;;
 esac
 export PATH
 templates=${here:-.}/../share/dataspoc-pipe/templates
@@ -188,6 +194,12 @@ YAML
 # left alone, as its maker may be about to lock it.  A pid would prove
 # nothing: drivers in other PID namespaces may share this TMPDIR.
 sweep_private_dirs() {
+	# (find and id run only when such a folder of this user is there)
+	for _d in "${TMPDIR:-/tmp}"/dataspoc-pipe.*; do
+		[ -d "$_d" ] && [ -O "$_d" ] && break
+		_d=
+	done
+	[ -n "$_d" ] || return 0
 	find "${TMPDIR:-/tmp}/" -maxdepth 1 -name 'dataspoc-pipe.*' -type d -user "$(id -u)" \
 		-mmin +1 2>/dev/null |
 		while IFS= read -r d; do
@@ -258,6 +270,7 @@ status_words() {
 # failed run, for status and logs), then say why in one line.
 # What the checks said that run -v has not shown live yet.
 check_unshown() {
+	[ -s "$tmp/check.err" ] || return 0
 	tail -c +$((check_shown + 1)) "$tmp/check.err"
 }
 
@@ -310,12 +323,14 @@ kill_grace() {
 # starts beside them.
 stages_wait() {
 	[ -n "$stages" ] || return 0
-	flock -n "$stages" true 2>/dev/null && return 0
+	# (the lock is tried on descriptor 7, opened here, closed when flock
+	# ends: no command for flock to start)
+	flock -n 7 7<"$stages" 2>/dev/null && return 0
 	_g=$(kill_grace)
-	flock -w $((_g + 2)) "$stages" true 2>/dev/null && return 0
+	flock -w $((_g + 2)) 7 7<"$stages" 2>/dev/null && return 0
 	kill -s KILL -- "-$job" 2>/dev/null
 	kill_session "$job"
-	flock -w $((_g + 2)) "$stages" true 2>/dev/null
+	flock -w $((_g + 2)) 7 7<"$stages" 2>/dev/null
 }
 
 # SIGKILL to every process of session $1.
@@ -330,15 +345,17 @@ kill_session() {
 	done
 }
 
-# A stage's exit status from its rc file: 255 ("did not finish") when the
-# file is missing, empty or not a number (the stage was killed, or TMPDIR
-# was full).
+# read_rc VAR FILE: a stage's exit status from its rc file into VAR: 255
+# ("did not finish") when the file is missing, empty or not a number (the
+# stage was killed, or TMPDIR was full).  (read, a builtin: no cat, no
+# subshell.)
 read_rc() {
-	_rc=$(cat "$1" 2>/dev/null) || _rc=
+	_rc=
+	IFS= read -r _rc 2>/dev/null <"$2" || :
 	case $_rc in
-	'' | *[!0-9]*) echo 255 ;;
-	*) echo "$_rc" ;;
+	'' | *[!0-9]*) _rc=255 ;;
 	esac
+	eval "$1=\$_rc"
 }
 
 # Status 0 when TMPDIR has no room left: a page written there fails with
@@ -356,6 +373,46 @@ tmp_full() {
 
 no_space() {
 	printf 'no space left in TMPDIR (%s)\n' "${TMPDIR:-/tmp}"
+}
+
+# sink_check_needed NAME | -c FILE: status 0 unless pipe-sink -n surely
+# has nothing to check or say beyond the config pipe-tap -n has loaded: no
+# transforms/NAME.jq or .py (pipe-state validate skips it so too), and no
+# incremental.checkpoint_every in the pipeline file (the word is not in it,
+# nor a backslash, which could spell it in a quoted key).  The name is the
+# loader's: FILE's base name without .yaml or .yml.
+sink_check_needed() {
+	# (config_home(): with no HOME, the user's home from the password file)
+	[ -n "${DATASPOC_PIPE_HOME:-}" ] || [ -n "${HOME:-}" ] || return 0
+	if [ "$1" = -c ]; then
+		_f=$2 _n=${2##*/}
+		case $_n in
+		?*.yaml) _n=${_n%.yaml} ;;
+		?*.yml) _n=${_n%.yml} ;;
+		esac
+	else
+		_n=$1 _f=$home/pipelines/$1.yaml
+		[ -e "$_f" ] || _f=$home/pipelines/$1.yml
+	fi
+	[ -f "$_f" ] && [ -r "$_f" ] || return 0
+	while IFS= read -r _l || [ -n "$_l" ]; do
+		case $_l in
+		*checkpoint_every* | *\\*) return 0 ;;
+		esac
+	done <"$_f"
+	_t=$home/transforms
+	[ -e "$_t" ] || [ -L "$_t" ] || return 1
+	# (a folder that cannot be searched: let pipe-sink say why)
+	[ -d "$_t" ] && [ -x "$_t" ] || return 0
+	[ -e "$_t/$_n.jq" ] || [ -L "$_t/$_n.jq" ] || [ -e "$_t/$_n.py" ] || [ -L "$_t/$_n.py" ]
+}
+
+# empty_state FILE: status 0 when pipe-state get printed {} (no state).
+empty_state() {
+	_l= _more=
+	[ -f "$1" ] || return 1
+	{ IFS= read -r _l; IFS= read -r _more; } <"$1" 2>/dev/null
+	[ "$_l" = "{}" ] && [ -z "$_more" ]
 }
 
 # run_pipeline FULL VERBOSE ARGS...: ARGS is NAME or -c FILE.
@@ -384,7 +441,7 @@ run_pipeline() {
 		# live: the tap's words as discovery runs, and kept for the failure line
 		{ pipe-tap -n -v $refresh "$@" </dev/null 2>&1 1>&3 3>&-; echo $? >"$tmp/check.rc"; } 3>&1 |
 			tee "$tmp/check.err" >&2
-		rc=$(cat "$tmp/check.rc")
+		read_rc rc "$tmp/check.rc"
 		check_shown=$(wc -c <"$tmp/check.err")
 	else
 		pipe-tap -n $refresh "$@" </dev/null 2>"$tmp/check.err"
@@ -393,7 +450,10 @@ run_pipeline() {
 	# A tap that is not there or cannot run is a config error too.
 	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"
 	# It prints "checkpoints" for incremental.checkpoint_every (pipe-commit -k).
-	checkpoints=$(pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err") || checks_failed 2 "$@"
+	checkpoints=
+	if sink_check_needed "$@"; then
+		checkpoints=$(pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err") || checks_failed 2 "$@"
+	fi
 	check_unshown >&2
 
 	run_id=$(new_run_id)
@@ -427,10 +487,10 @@ run_pipeline() {
 		[ $rc -eq 2 ] && exit 2
 		exit 1
 	fi
-	cat "$tmp/state.err" >&2
+	[ ! -s "$tmp/state.err" ] || cat "$tmp/state.err" >&2
 	if [ -n "$signal" ]; then
 		:	# it came while pipe-state ran: no stage starts (below)
-	elif [ "$(cat "$tmp/state")" != "{}" ]; then
+	elif ! empty_state "$tmp/state"; then
 		say "  Incremental mode (using previous checkpoint)"
 	elif [ "$full" = 1 ]; then
 		say "  Full extraction (saved state ignored)"
@@ -494,10 +554,10 @@ run_pipeline() {
 		job=
 	fi
 
-	tap_rc=$(read_rc "$tmp/tap.rc")
-	sink_rc=$(read_rc "$tmp/sink.rc")
+	read_rc tap_rc "$tmp/tap.rc"
+	read_rc sink_rc "$tmp/sink.rc"
 	ck_rc=0
-	[ -z "$checkpoints" ] || ck_rc=$(read_rc "$tmp/ck.rc")
+	[ -z "$checkpoints" ] || read_rc ck_rc "$tmp/ck.rc"
 	tap_said=
 	[ ! -s "$tmp/pipe-tap.err" ] ||
 		tap_said=$(grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v '^pipe-tap: warning: ' |

@@ -164,6 +164,57 @@ Done! 5 records in 2 stream(s)
 	assert_line --index 0 "Running: mine"
 }
 
+@test "a small run starts no helper program the shell can do without; pipe-sink -n only for a transform" {
+	# (each program started costs a small run about half a millisecond; issue #14)
+	cat >"$BATS_TEST_TMPDIR/bin/tap-tiny" <<-'EOF'
+	#!/bin/sh
+	printf '%s\n' '{"type":"SCHEMA","stream":"s","schema":{"type":"object","properties":{"id":{"type":"integer"}}},"key_properties":["id"]}' \
+		'{"type":"RECORD","stream":"s","record":{"id":1}}' '{"type":"STATE","value":{"s":1}}'
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-tiny"
+	printf 'source:\n  tap: tap-tiny\ndestination:\n  bucket: %s\n  format: jsonl\n' "$BATS_TEST_TMPDIR/plain" \
+		>"$DATASPOC_PIPE_HOME/pipelines/tiny.yaml"
+	# the programs, pipe-sink through a wrapper that says how it was called
+	mkdir progs
+	ln -s "$PIPE_BIN"/pipe-* progs/
+	rm progs/pipe-sink
+	cp "$PIPE_BIN/dataspoc-pipe" progs/
+	printf '#!/bin/sh\nprintf "%%s\\n" "pipe-sink $*" >>%s/sinks\nexec %s "$@"\n' "$BATS_TEST_TMPDIR" "$PIPE_BIN/pipe-sink" >progs/pipe-sink
+	chmod +x progs/pipe-sink
+	# helpers first on PATH that log their name when HELPER_LOG is set
+	local h real
+	for h in basename cat dirname find grep id sed tail tee true wc; do
+		real=$(type -P "$h")
+		printf '#!/bin/sh\n[ -z "${HELPER_LOG:-}" ] || printf "%%s\\n" %s >>"$HELPER_LOG"\nexec %s "$@"\n' "$h" "$real" \
+			>"$BATS_TEST_TMPDIR/bin/$h"
+		chmod +x "$BATS_TEST_TMPDIR/bin/$h"
+	done
+	run -0 --separate-stderr env HELPER_LOG="$BATS_TEST_TMPDIR/helpers" progs/dataspoc-pipe run tiny
+	assert_output "Running: tiny
+Done! 1 record in 1 stream(s)
+  s: 1"
+	[ ! -e helpers ] || { cat helpers; false; }
+	assert_equal "$(cat sinks)" "pipe-sink tiny"
+	# a transform: pipe-sink -n checks it before anything is touched
+	mkdir "$DATASPOC_PIPE_HOME/transforms"
+	echo '.' >"$DATASPOC_PIPE_HOME/transforms/tiny.jq"
+	rm sinks
+	run -0 --separate-stderr progs/dataspoc-pipe run tiny
+	assert_equal "$(cat sinks)" "pipe-sink -n tiny
+pipe-sink tiny"
+	# a Python transform alone is refused by that check, before the run
+	rm "$DATASPOC_PIPE_HOME/transforms/tiny.jq" sinks
+	echo 'def transform(df): return df' >"$DATASPOC_PIPE_HOME/transforms/tiny.py"
+	run -2 --separate-stderr progs/dataspoc-pipe run tiny
+	assert_equal "$(cat sinks)" "pipe-sink -n tiny"
+	# under -c FILE the name is the file's, without .yml
+	mv "$DATASPOC_PIPE_HOME/transforms/tiny.py" "$DATASPOC_PIPE_HOME/transforms/other.py"
+	cp "$DATASPOC_PIPE_HOME/pipelines/tiny.yaml" other.yml
+	rm sinks
+	run -2 --separate-stderr progs/dataspoc-pipe run -c other.yml
+	assert_equal "$(cat sinks)" "pipe-sink -n -c other.yml"
+}
+
 @test "-v shows the tap's stderr as it runs" {
 	shop_pipeline
 	echo 'tap-shop: hello' >"$FAKE_DIR/tap-shop/stderr"
