@@ -13,12 +13,13 @@ PKG_CONFIG ?= pkg-config
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla -Wcast-qual -Wwrite-strings
 CFLAGS ?= -O2 -g
-# libcurl is not linked: lib/curl_load.c loads it with dlopen(3) when a
-# program first reaches an s3:// or gs:// bucket, so that no start of a
-# local run maps it and the libraries it brings.  Each program gets only
-# the libraries it calls (--as-needed: pipe-tap needs libyaml alone).
-PKGS = yaml-0.1 libcrypto libzstd zlib
-DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) libcurl 2>/dev/null)
+# libcurl and libcrypto are not linked: lib/curl_load.c and
+# lib/crypto_load.c load them with dlopen(3) when a program first reaches
+# an s3://, gs:// or az:// bucket, so that no start of a local run maps
+# them and the libraries they bring.  Each program gets only the libraries
+# it calls (--as-needed: pipe-tap needs libyaml alone).
+PKGS = yaml-0.1 libzstd zlib
+DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) libcurl libcrypto 2>/dev/null)
 DEP_LIBS := -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
 	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) \
 	$(shell $(PKG_CONFIG) --libs snappy 2>/dev/null || echo -lsnappy) -lm -lpthread -ldl
@@ -90,9 +91,11 @@ $(O)/share/dataspoc-pipe/templates/%.json: templates/%.json
 	@mkdir -p $(dir $@)
 	cp -L $< $@
 
+# (test_s3 checks the signing against libcrypto's own SHA256)
+UNIT_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null || echo -lcrypto)
 $(O)/tests/%: tests/unit/%.c $(O)/libpipe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $@.d -Itests/unit -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $@.d -Itests/unit -o $@ $< $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $(DEP_LIBS) $(UNIT_LIBS)
 
 unit: $(UNITS)
 	@fail=0; for t in $(UNITS); do echo "# $$t"; $$t || fail=1; done; exit $$fail

@@ -215,6 +215,15 @@ pipe-sink tiny"
 	assert_equal "$(cat sinks)" "pipe-sink -n -c other.yml"
 }
 
+@test "the programs of a local run map neither libcurl nor libcrypto (loaded by the first s3/gs/az call)" {
+	local p
+	for p in pipe-state pipe-tap pipe-sink pipe-commit; do
+		run -0 ldd "$PIPE_BIN/$p"
+		refute_output --partial libcurl
+		refute_output --partial libcrypto
+	done
+}
+
 @test "-v shows the tap's stderr as it runs" {
 	shop_pipeline
 	echo 'tap-shop: hello' >"$FAKE_DIR/tap-shop/stderr"
