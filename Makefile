@@ -16,13 +16,13 @@ CFLAGS ?= -O2 -g
 # libcurl and libcrypto are not linked: lib/curl_load.c and
 # lib/crypto_load.c load them with dlopen(3) when a program first reaches
 # an s3://, gs:// or az:// bucket, so that no start of a local run maps
-# them and the libraries they bring.  Each program gets only the libraries
+# them and the libraries they bring; libsnappy (C++: libstdc++ with it) is
+# loaded by the first snappy Parquet page (lib/snappy_load.c).  Each program gets only the libraries
 # it calls (--as-needed: pipe-tap needs libyaml alone).
 PKGS = yaml-0.1 libzstd zlib
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) libcurl libcrypto 2>/dev/null)
 DEP_LIBS := -Wl,--as-needed $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) \
-	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) \
-	$(shell $(PKG_CONFIG) --libs snappy 2>/dev/null || echo -lsnappy) -lm -lpthread -ldl
+	$(shell $(PKG_CONFIG) --libs libjq 2>/dev/null || echo -ljq) -lm -lpthread -ldl
 ALL_CFLAGS = $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(EXTRA_CFLAGS)
 # Each object depends on the headers it includes (the .d files beside it).
 DEPFLAGS = -MMD -MP
