@@ -2,7 +2,9 @@
  * bucket_local: a directory as a bucket.  Every operation works relative to
  * a descriptor of the root (the *at() calls), so a later chdir() cannot
  * redirect it.  Durability follows git and zstd: write a temp file, fsync,
- * rename or link, fsync the directory.
+ * rename or link, fsync the directory.  The directory syncs of a run of
+ * moves, of deletes, or of a writer's folders are gathered, each directory
+ * synced once (see struct pending_dirs).
  */
 #include "bucket.h"
 #include "bucket_impl.h"
@@ -24,11 +26,33 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * Directories whose fsync is put off (keys relative to the root, "." for
+ * it).  A run of operations of one kind — moves (a commit's publishing),
+ * deletes, a writer's folders from its open to its close — needs no order
+ * among its members, only that all of them are durable before an operation
+ * of another kind starts: so each directory they change is synced once, when
+ * the run ends (flush()), not once per file.  A move puts its target's
+ * folder in grown, its source's in shrunk (the folders it makes are synced
+ * at once); a writer the parents of the folders it makes, then its own; a
+ * delete its folder in shrunk.  A flush syncs grown in the order the folders
+ * came (a new folder's parent before the folder), then shrunk, so that a
+ * file is durable where it goes before it is gone where it was.
+ */
+struct pending_dirs {
+	char **grown, **shrunk;
+	size_t ngrown, nshrunk, capgrown, capshrunk;
+	int kind;	/* BATCH_*: what the run is made of */
+};
+
+enum { BATCH_NONE, BATCH_MOVE, BATCH_DELETE, BATCH_WRITE };
+
 struct local_bucket {
 	struct bucket base;
 	int fd;		/* the root directory; -1 until it exists */
 	char *root;	/* for messages: the directory as given, no trailing '/' */
 	char *make;	/* while fd is -1: the directory to create, absolute */
+	struct pending_dirs later;
 };
 
 struct local_writer {
@@ -85,23 +109,61 @@ static int sync_dir_fd(int fd)
 	return 0;
 }
 
-/*
- * fsync the directory holding key; reports its own error.  With gone_ok,
- * a directory that is no more (another process pruned it once it was
- * empty: key was just removed from it) has nothing left to sync.
- */
-static int sync_parent(struct local_bucket *l, const char *key, int gone_ok)
+static int dirs_have(char *const *v, size_t n, const char *dir)
 {
-	char *dir = dir_of(key);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(v[i], dir) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void dirs_add(char ***v, size_t *n, size_t *cap, const char *dir)
+{
+	if (dirs_have(*v, *n, dir))
+		return;
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*v = xrealloc(*v, *cap * sizeof(**v));
+	}
+	(*v)[(*n)++] = xstrdup(dir);
+}
+
+/* Directory dir's syncs put off until the run of its kind ends. */
+static void grown_later(struct local_bucket *l, const char *dir)
+{
+	dirs_add(&l->later.grown, &l->later.ngrown, &l->later.capgrown, dir);
+}
+
+static void shrunk_later(struct local_bucket *l, const char *dir)
+{
+	dirs_add(&l->later.shrunk, &l->later.nshrunk, &l->later.capshrunk, dir);
+}
+
+/*
+ * fsync dir, or when it is no more (pruned once empty: a file was just
+ * removed from it), the nearest folder above it that is, so that its
+ * removal, and with it what it held, is durable.  Reports its own error.
+ */
+static int sync_dir_or_above(struct local_bucket *l, const char *dir)
+{
+	char *d = xstrdup(dir), *slash;
 	int fd, r = 0;
 
-	fd = open_dir(l->fd, dir);
-	if (fd < 0 && errno == ENOENT && gone_ok) {
-		free(dir);
-		return 0;
+	for (;;) {
+		fd = open_dir(l->fd, d);
+		if (fd >= 0 || errno != ENOENT || strcmp(d, ".") == 0)
+			break;
+		slash = strrchr(d, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			strcpy(d, ".");
 	}
 	if (fd < 0 || sync_dir_fd(fd) < 0) {
-		char *p = strcmp(dir, ".") ? path_of(l, dir) : xstrdup(l->root);
+		char *p = strcmp(d, ".") ? path_of(l, d) : xstrdup(l->root);
 
 		err_msg("cannot sync directory '%s':", p);
 		free(p);
@@ -109,18 +171,54 @@ static int sync_parent(struct local_bucket *l, const char *key, int gone_ok)
 	}
 	if (fd >= 0)
 		close(fd);
-	free(dir);
+	free(d);
 	return r;
 }
 
 /*
+ * Sync every directory put off, grown ones first (in order), then shrunk
+ * ones; 0, or -1 at the first that fails (reported; the rest are dropped:
+ * the operation that asked fails).
+ */
+static int flush(struct local_bucket *l)
+{
+	struct pending_dirs *p = &l->later;
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < p->ngrown; i++) {
+		if (r == 0)
+			r = sync_dir_or_above(l, p->grown[i]);
+		free(p->grown[i]);
+	}
+	for (i = 0; i < p->nshrunk; i++) {
+		if (r == 0)
+			r = sync_dir_or_above(l, p->shrunk[i]);
+		free(p->shrunk[i]);
+	}
+	p->ngrown = p->nshrunk = 0;
+	p->kind = BATCH_NONE;
+	return r;
+}
+
+/* An operation of kind starts: the run of another kind ends (flush()). */
+static int batch(struct local_bucket *l, int kind)
+{
+	if (l->later.kind != BATCH_NONE && l->later.kind != kind && flush(l) < 0)
+		return -1;
+	l->later.kind = kind;
+	return 0;
+}
+
+/*
  * Create the directories leading to key.  A directory made here is
- * fsynced into its parent so that what is renamed into it survives a crash.
+ * fsynced into its parent so that what is renamed into it survives a crash
+ * (with defer, the parent goes to grown_later(), synced before the folder).
  * When a parent vanishes on the way down (another process pruned it while
  * it was empty, as it may be between its mkdir and ours), the walk starts
  * again from the top.  Reports its own error.
  */
-static int mkdir_parents(struct local_bucket *l, const char *key)
+static int mkdir_parents(struct local_bucket *l, const char *key, int defer)
 {
 	char *dir = xstrdup(key);
 	char *p;
@@ -131,8 +229,15 @@ again:
 		*p = '\0';
 		if (mkdirat(l->fd, dir, 0777) == 0) {
 			char *parent = dir_of(dir);
-			int pfd = open_dir(l->fd, parent);
+			int pfd = -1;
 
+			if (defer) {
+				grown_later(l, parent);
+				free(parent);
+				*p = '/';
+				continue;
+			}
+			pfd = open_dir(l->fd, parent);
 			/* the parent gone: so is the empty folder just made in it */
 			if (pfd < 0 && errno == ENOENT && ++tries < MKDIR_TRIES) {
 				free(parent);
@@ -330,7 +435,7 @@ static char *write_temp(struct local_bucket *l, const char *key,
 	for (tries = 0;; tries++) {
 		int names;
 
-		if (mkdir_parents(l, key) < 0)
+		if (mkdir_parents(l, key, 0) < 0)
 			goto fail;
 		*dfd = open_dir(l->fd, dir);
 		if (*dfd < 0) {
@@ -396,7 +501,7 @@ static int local_put(struct bucket *b, const char *key, const void *data, size_t
 	char *tmp, *path = NULL;
 	int dfd, r = -1;
 
-	if (have_root(l, 1) < 0)
+	if (have_root(l, 1) < 0 || flush(l) < 0)
 		return -1;
 
 	tmp = write_temp(l, key, data, len, &dfd);
@@ -427,7 +532,7 @@ static int local_put_new(struct bucket *b, const char *key, const void *data, si
 	char *tmp, *path = NULL;
 	int dfd, r = -1, e;
 
-	if (have_root(l, 1) < 0)
+	if (have_root(l, 1) < 0 || flush(l) < 0)
 		return -1;
 
 	tmp = write_temp(l, key, data, len, &dfd);
@@ -467,12 +572,14 @@ out:
 static int local_delete(struct bucket *b, const char *key)
 {
 	struct local_bucket *l = lb(b);
-	char *path;
+	char *path, *dir;
 	int have = have_root(l, 0);
 
 	if (have <= 0)
 		return have;
 
+	if (batch(l, BATCH_DELETE) < 0)
+		return -1;
 	if (unlinkat(l->fd, key, 0) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
@@ -481,8 +588,9 @@ static int local_delete(struct bucket *b, const char *key)
 		free(path);
 		return -1;
 	}
-	if (sync_parent(l, key, 1) < 0)
-		return -1;
+	dir = dir_of(key);
+	shrunk_later(l, dir);
+	free(dir);
 	prune_parents(l, key);
 	return 0;
 }
@@ -491,8 +599,8 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 {
 	struct local_bucket *l = lb(b);
 	struct stat st;
-	char *pf, *pt;
-	int tries;
+	char *pf, *pt, *df = NULL, *dt = NULL;
+	int tries, r = -1;
 	int have = have_root(l, 0);
 
 	if (have <= 0)
@@ -505,44 +613,56 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 			return 1;
 		goto fail;
 	}
+	if (batch(l, BATCH_MOVE) < 0)
+		return -1;
+	df = dir_of(from);
+	dt = dir_of(to);
+	/* a folder both gaining and losing in one run: its order would be lost */
+	if ((dirs_have(l->later.grown, l->later.ngrown, df) ||
+	     dirs_have(l->later.shrunk, l->later.nshrunk, dt)) && flush(l) < 0) {
+		free(df);
+		free(dt);
+		return -1;
+	}
 	for (tries = 0; tries < MKDIR_TRIES; tries++) {
-		if (mkdir_parents(l, to) < 0)
-			return -1;
+		/* (its folders synced at once: a later sync of a parent that
+		 * is also the source's folder would make the file's leaving
+		 * durable before its arrival) */
+		if (mkdir_parents(l, to, 0) < 0)
+			goto out;
 		if (renameat(l->fd, from, l->fd, to) == 0)
 			break;
 		if (errno != ENOENT && errno != ENOTDIR)
 			goto fail;
 		/* Which side is missing: the source (fine) or the target's directory (retry)? */
 		if (fstatat(l->fd, from, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
-				return 1;
+			if (errno == ENOENT || errno == ENOTDIR) {
+				r = 1;
+				goto out;
+			}
 			goto fail;
 		}
 		errno = ENOENT;
 	}
 	if (tries == MKDIR_TRIES)
 		goto fail;
-	if (sync_parent(l, to, 0) < 0)
-		return -1;
-	{
-		/* The source's directory changed too, when it is another one. */
-		char *df = dir_of(from), *dt = dir_of(to);
-		int same = strcmp(df, dt) == 0;
-
-		free(df);
-		free(dt);
-		if (!same && sync_parent(l, from, 1) < 0)
-			return -1;
-	}
+	/* synced when the run of moves ends: the target's, then the source's */
+	grown_later(l, dt);
+	if (strcmp(df, dt) != 0)
+		shrunk_later(l, df);
 	prune_parents(l, from);
-	return 0;
+	r = 0;
+	goto out;
 fail:
 	pf = path_of(l, from);
 	pt = path_of(l, to);
 	err_msg("cannot move '%s' to '%s':", pf, pt);
 	free(pf);
 	free(pt);
-	return -1;
+out:
+	free(df);
+	free(dt);
+	return r;
 }
 
 static int local_exists(struct bucket *b, const char *key)
@@ -734,11 +854,12 @@ static struct bucket_writer *local_writer_open(struct bucket *b, const char *key
 	char *path;
 	int fd = -1, tries;
 
-	if (have_root(l, 1) < 0)
+	if (have_root(l, 1) < 0 || batch(l, BATCH_WRITE) < 0)
 		return NULL;
 
+	/* the new folders are synced by the close (or by the end of the run) */
 	for (tries = 0; tries < MKDIR_TRIES; tries++) {
-		if (mkdir_parents(l, key) < 0)
+		if (mkdir_parents(l, key, 1) < 0)
 			return NULL;
 		fd = openat(l->fd, key, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 		if (fd >= 0 || errno != ENOENT)
@@ -786,6 +907,7 @@ static void drop(struct local_writer *w)
 static int local_writer_close(struct bucket_writer *bw)
 {
 	struct local_writer *w = (struct local_writer *)bw;
+	char *dir;
 	int fd = w->fd;
 
 	if (w->failed)
@@ -799,7 +921,13 @@ static int local_writer_close(struct bucket_writer *bw)
 		err_msg("cannot write '%s':", w->path);
 		goto fail;
 	}
-	if (sync_parent(lb(bw->b), bw->key, 0) < 0)
+	/* its folder after the folders made for it, and any others put off */
+	if (batch(lb(bw->b), BATCH_WRITE) < 0)
+		goto fail;
+	dir = dir_of(bw->key);
+	grown_later(lb(bw->b), dir);
+	free(dir);
+	if (flush(lb(bw->b)) < 0)
 		goto fail;
 	free(w->path);
 	free(w);
@@ -818,6 +946,11 @@ static void local_free(struct bucket *b)
 {
 	struct local_bucket *l = lb(b);
 
+	/* the end of the last run of moves or deletes (an error is said) */
+	if (l->fd >= 0)
+		flush(l);
+	free(l->later.grown);
+	free(l->later.shrunk);
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l->root);

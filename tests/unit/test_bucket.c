@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,54 @@ static int count_entries(const char *dir)
 			n++;
 	closedir(d);
 	return n;
+}
+
+/*
+ * fsync(2), for this program (it takes the place of libc's for the bucket
+ * code linked in): while synced_root is set, the path of each descriptor
+ * synced under it is appended to synced ("." for the root, a file's
+ * name as "file:<path>", a temp file's without its random part),
+ * space-separated.
+ */
+static const char *synced_root;
+static struct sb synced = SB_INIT;
+
+int fsync(int fd)
+{
+	char link[64], path[4096];
+	ssize_t n;
+	struct stat st;
+	size_t rl;
+
+	if (synced_root) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, path, sizeof(path) - 1);
+		rl = strlen(synced_root);
+		if (n > 0) {
+			path[n] = '\0';
+			if (strncmp(path, synced_root, rl) == 0 && (path[rl] == '\0' || path[rl] == '/')) {
+				const char *rel = path[rl] ? path + rl + 1 : ".";
+				char *tmp = strstr(path, ".tmp-");
+
+				if (tmp)
+					tmp[4] = '\0';	/* the temp file's random part */
+
+				if (synced.len)
+					sb_addc(&synced, ' ');
+				if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+					sb_adds(&synced, "file:");
+				sb_adds(&synced, rel);
+			}
+		}
+	}
+	return (int)syscall(SYS_fsync, fd);
+}
+
+static void synced_begin(const char *root)
+{
+	synced_root = root;
+	synced.len = 0;
+	sb_adds(&synced, "");
 }
 
 static char *get_str(struct bucket *b, const char *key, int *rc)
@@ -370,6 +419,70 @@ static void test_move_delete(struct bucket *b, const char *root)
 	ok(path_exists(root, ""), "the root always stays");
 	is_int(bucket_delete(b, "dest/keep"), 0, "delete of a missing key is fine");
 	is_int(bucket_delete(b, "no/such/dir/key"), 0, "delete below missing directories is fine");
+}
+
+/*
+ * The directory syncs of a run of moves, of deletes, or of a writer are put
+ * off to the run's end (the next operation of another kind, or
+ * bucket_free()): each directory once, the new folders' parents first, a
+ * move's target before its source.
+ */
+static void test_sync_batches(const char *root)
+{
+	struct bucket *b = bucket_open(root);
+	struct bucket_writer *w;
+	char key[64], to[64];
+	int i, moved = 0, gone = 0;
+
+	ok(b != NULL, "open for the sync batches");
+	if (b == NULL)
+		return;
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "st/run/t/dt=2026-01-01/f%d", i);
+		bucket_put(b, key, "x", 1);
+	}
+	synced_begin(root);
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "st/run/t/dt=2026-01-01/f%d", i);
+		snprintf(to, sizeof(to), "pub/t/dt=2026-01-01/f%d", i);
+		moved += bucket_move(b, key, to) == 0;
+	}
+	is_int(moved, 10, "ten moves");
+	is_str(synced.buf, ". pub pub/t", "... sync while they run only the parents of the folders they make");
+	synced.len = 0;
+	sb_adds(&synced, "");
+	is_int(bucket_put(b, "state.json", "{}", 2), 0, "a put after them");
+	/* the target, the source (pruned: the folder above it that stays),
+	 * then the put's temp file and folder */
+	is_str(synced.buf, "pub/t/dt=2026-01-01 st/run file:.state.json.tmp .",
+	       "... syncs their target folder, then their source folder, once each, first");
+	synced.len = 0;
+	sb_adds(&synced, "");
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "pub/t/dt=2026-01-01/f%d", i);
+		gone += bucket_delete(b, key) == 0;
+	}
+	is_int(gone, 10, "ten deletes");
+	is_str(synced.buf, "", "... nothing synced while they run");
+	w = bucket_writer_open(b, "w/t/dt=2026-01-01/file");
+	ok(w != NULL, "a writer after them");
+	/* the deletes' folder is pruned up to pub, which stays */
+	is_str(synced.buf, "pub", "... syncs their folder once, first");
+	synced.len = 0;
+	sb_adds(&synced, "");
+	if (w) {
+		bucket_writer_write(w, "abc", 3);
+		is_int(bucket_writer_close(w), 0, "close the writer");
+	}
+	is_str(synced.buf, "file:w/t/dt=2026-01-01/file . w w/t w/t/dt=2026-01-01",
+	       "... syncs its file, the folders made for it, then its own");
+	synced.len = 0;
+	sb_adds(&synced, "");
+	is_int(bucket_move(b, "state.json", "moved/state.json"), 0, "a last move");
+	bucket_free(b);
+	is_str(synced.buf, ". moved .", "bucket_free() ends the run: the target's folder, then the source's");
+	synced_root = NULL;
+	sb_free(&synced);
 }
 
 static void test_list(struct bucket *b, const char *root)
@@ -703,6 +816,9 @@ int main(int argc, char **argv)
 	}
 	bucket_free(b);
 	bucket_free(NULL);
+	free(root);
+	root = xasprintf("%s/sync", tmpdir);
+	test_sync_batches(root);
 	free(root);
 	test_readonly();
 	rm_rf(tmpdir);
