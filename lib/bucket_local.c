@@ -145,9 +145,12 @@ static void shrunk_later(struct local_bucket *l, const char *dir)
 /*
  * fsync dir, or when it is no more (pruned once empty: a file was just
  * removed from it), the nearest folder above it that is, so that its
- * removal, and with it what it held, is durable.  Reports its own error.
+ * removal, and with it what it held, is durable; unless that folder is in
+ * done (synced already by this flush), where it goes otherwise.  Reports
+ * its own error.
  */
-static int sync_dir_or_above(struct local_bucket *l, const char *dir)
+static int sync_dir_or_above(struct local_bucket *l, const char *dir, char ***done, size_t *ndone,
+			     size_t *capdone)
 {
 	char *d = xstrdup(dir), *slash;
 	int fd, r = 0;
@@ -162,6 +165,13 @@ static int sync_dir_or_above(struct local_bucket *l, const char *dir)
 		else
 			strcpy(d, ".");
 	}
+	if (fd >= 0 && dirs_have(*done, *ndone, d)) {
+		close(fd);
+		free(d);
+		return 0;
+	}
+	if (fd >= 0)
+		dirs_add(done, ndone, capdone, d);
 	if (fd < 0 || sync_dir_fd(fd) < 0) {
 		char *p = strcmp(d, ".") ? path_of(l, d) : xstrdup(l->root);
 
@@ -183,19 +193,28 @@ static int sync_dir_or_above(struct local_bucket *l, const char *dir)
 static int flush(struct local_bucket *l)
 {
 	struct pending_dirs *p = &l->later;
-	size_t i;
+	char **done = NULL;
+	size_t i, ndone = 0, capdone = 0;
 	int r = 0;
 
 	for (i = 0; i < p->ngrown; i++) {
 		if (r == 0)
-			r = sync_dir_or_above(l, p->grown[i]);
+			r = sync_dir_or_above(l, p->grown[i], &done, &ndone, &capdone);
 		free(p->grown[i]);
 	}
+	/* (a folder is synced again when it lost a file after it gained
+	 * one: done starts anew) */
+	for (i = 0; i < ndone; i++)
+		free(done[i]);
+	ndone = 0;
 	for (i = 0; i < p->nshrunk; i++) {
 		if (r == 0)
-			r = sync_dir_or_above(l, p->shrunk[i]);
+			r = sync_dir_or_above(l, p->shrunk[i], &done, &ndone, &capdone);
 		free(p->shrunk[i]);
 	}
+	for (i = 0; i < ndone; i++)
+		free(done[i]);
+	free(done);
 	p->ngrown = p->nshrunk = 0;
 	p->kind = BATCH_NONE;
 	return r;

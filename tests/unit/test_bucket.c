@@ -437,37 +437,38 @@ static void test_sync_batches(const char *root)
 	ok(b != NULL, "open for the sync batches");
 	if (b == NULL)
 		return;
+	/* two tables of five files each */
 	for (i = 0; i < 10; i++) {
-		snprintf(key, sizeof(key), "st/run/t/dt=2026-01-01/f%d", i);
+		snprintf(key, sizeof(key), "st/run/t%d/dt=2026-01-01/f%d", i / 5, i);
 		bucket_put(b, key, "x", 1);
 	}
 	synced_begin(root);
 	for (i = 0; i < 10; i++) {
-		snprintf(key, sizeof(key), "st/run/t/dt=2026-01-01/f%d", i);
-		snprintf(to, sizeof(to), "pub/t/dt=2026-01-01/f%d", i);
+		snprintf(key, sizeof(key), "st/run/t%d/dt=2026-01-01/f%d", i / 5, i);
+		snprintf(to, sizeof(to), "pub/t%d/dt=2026-01-01/f%d", i / 5, i);
 		moved += bucket_move(b, key, to) == 0;
 	}
 	is_int(moved, 10, "ten moves");
-	is_str(synced.buf, ". pub pub/t", "... sync while they run only the parents of the folders they make");
+	is_str(synced.buf, ". pub pub/t0 pub pub/t1", "... sync while they run only the parents of the folders they make");
 	synced.len = 0;
 	sb_adds(&synced, "");
 	is_int(bucket_put(b, "state.json", "{}", 2), 0, "a put after them");
-	/* the target, the source (pruned: the folder above it that stays),
-	 * then the put's temp file and folder */
-	is_str(synced.buf, "pub/t/dt=2026-01-01 st/run file:.state.json.tmp .",
-	       "... syncs their target folder, then their source folder, once each, first");
+	/* the targets, the sources (both pruned: the folder above them that
+	 * stays, once), then the put's temp file and folder */
+	is_str(synced.buf, "pub/t0/dt=2026-01-01 pub/t1/dt=2026-01-01 st/run file:.state.json.tmp .",
+	       "... syncs their target folders, then their source folders, once each, first");
 	synced.len = 0;
 	sb_adds(&synced, "");
 	for (i = 0; i < 10; i++) {
-		snprintf(key, sizeof(key), "pub/t/dt=2026-01-01/f%d", i);
+		snprintf(key, sizeof(key), "pub/t%d/dt=2026-01-01/f%d", i / 5, i);
 		gone += bucket_delete(b, key) == 0;
 	}
 	is_int(gone, 10, "ten deletes");
 	is_str(synced.buf, "", "... nothing synced while they run");
 	w = bucket_writer_open(b, "w/t/dt=2026-01-01/file");
 	ok(w != NULL, "a writer after them");
-	/* the deletes' folder is pruned up to pub, which stays */
-	is_str(synced.buf, "pub", "... syncs their folder once, first");
+	/* the deletes' folders are pruned up to pub, which stays */
+	is_str(synced.buf, "pub", "... syncs what is left of their folders once, first");
 	synced.len = 0;
 	sb_adds(&synced, "");
 	if (w) {
