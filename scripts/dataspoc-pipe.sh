@@ -456,12 +456,12 @@ run_pipeline() {
 	fi
 	check_unshown >&2
 
-	run_id=$(new_run_id)
-	DATASPOC_RUN_ID=$run_id
+	# The run id is pipe-state get's (-i, below).
+	unset DATASPOC_RUN_ID
 	DATASPOC_PIPE_PID=$$
 	# pipe-sink leaves the report of a failure to this driver (one line).
 	DATASPOC_PIPE_DRIVER=1
-	export DATASPOC_RUN_ID DATASPOC_PIPE_PID DATASPOC_PIPE_DRIVER
+	export DATASPOC_PIPE_PID DATASPOC_PIPE_DRIVER
 	# With -v the tap's lines share the terminal: no live progress line.
 	[ "$verbose" = 1 ] && DATASPOC_PIPE_PROGRESS=lines && export DATASPOC_PIPE_PROGRESS
 	job=
@@ -471,10 +471,11 @@ run_pipeline() {
 	trap 'signal=HUP; [ -n "$job" ] && kill -s HUP -- "-$job" 2>/dev/null' HUP
 
 	say "Running: $label"
+	# (it makes the run id, into run-id, before it takes the lock for it)
 	if [ "$full" = 1 ]; then
-		pipe-state get -f "$@" >"$tmp/state" 2>"$tmp/state.err"
+		pipe-state get -f -i "$tmp/run-id" "$@" >"$tmp/state" 2>"$tmp/state.err"
 	else
-		pipe-state get "$@" >"$tmp/state" 2>"$tmp/state.err"
+		pipe-state get -i "$tmp/run-id" "$@" >"$tmp/state" 2>"$tmp/state.err"
 	fi
 	rc=$?
 	if [ $rc -ne 0 ] && [ -z "$signal" ]; then
@@ -487,6 +488,14 @@ run_pipeline() {
 		[ $rc -eq 2 ] && exit 2
 		exit 1
 	fi
+	run_id=
+	IFS= read -r run_id 2>/dev/null <"$tmp/run-id" || :
+	case $run_id in
+	[0-9]*Z-?*) ;;
+	*) run_id=$(new_run_id) ;;	# a signal stopped pipe-state before it made one
+	esac
+	DATASPOC_RUN_ID=$run_id
+	export DATASPOC_RUN_ID
 	[ ! -s "$tmp/state.err" ] || cat "$tmp/state.err" >&2
 	if [ -n "$signal" ]; then
 		:	# it came while pipe-state ran: no stage starts (below)

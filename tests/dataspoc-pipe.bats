@@ -174,13 +174,15 @@ Done! 5 records in 2 stream(s)
 	chmod +x "$BATS_TEST_TMPDIR/bin/tap-tiny"
 	printf 'source:\n  tap: tap-tiny\ndestination:\n  bucket: %s\n  format: jsonl\n' "$BATS_TEST_TMPDIR/plain" \
 		>"$DATASPOC_PIPE_HOME/pipelines/tiny.yaml"
-	# the programs, pipe-sink through a wrapper that says how it was called
+	# the programs, pipe-sink and pipe-state through wrappers that say how
+	# they were called
 	mkdir progs
 	ln -s "$PIPE_BIN"/pipe-* progs/
-	rm progs/pipe-sink
+	rm progs/pipe-sink progs/pipe-state
 	cp "$PIPE_BIN/dataspoc-pipe" progs/
 	printf '#!/bin/sh\nprintf "%%s\\n" "pipe-sink $*" >>%s/sinks\nexec %s "$@"\n' "$BATS_TEST_TMPDIR" "$PIPE_BIN/pipe-sink" >progs/pipe-sink
-	chmod +x progs/pipe-sink
+	printf '#!/bin/sh\nprintf "%%s\\n" "pipe-state $1" >>%s/states\nexec %s "$@"\n' "$BATS_TEST_TMPDIR" "$PIPE_BIN/pipe-state" >progs/pipe-state
+	chmod +x progs/pipe-sink progs/pipe-state
 	# helpers first on PATH that log their name when HELPER_LOG is set
 	local h real
 	for h in basename cat dirname find grep id sed tail tee true wc; do
@@ -195,6 +197,8 @@ Done! 1 record in 1 stream(s)
   s: 1"
 	[ ! -e helpers ] || { cat helpers; false; }
 	assert_equal "$(cat sinks)" "pipe-sink tiny"
+	# the run id is pipe-state get's: no pipe-state new-run-id
+	assert_equal "$(cat states)" "pipe-state get"
 	# a transform: pipe-sink -n checks it before anything is touched
 	mkdir "$DATASPOC_PIPE_HOME/transforms"
 	echo '.' >"$DATASPOC_PIPE_HOME/transforms/tiny.jq"

@@ -36,7 +36,7 @@ save_state() {	# JSON text
 @test "bad usage prints the usage on stderr and exits 2" {
 	run -2 --separate-stderr pipe-state
 	assert_equal "$output" ""
-	assert_equal "${stderr_lines[0]}" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	assert_equal "${stderr_lines[0]}" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 	local usage=$stderr
 	run -2 --separate-stderr pipe-state frob shop
 	assert_stderr "pipe-state: unknown command 'frob'
@@ -110,6 +110,38 @@ $usage"
 	DATASPOC_RUN_ID=$RID pipe-state get shop >/dev/null
 	run -0 jq -r .run_id <(bucket_cat "$LOCK_KEY")
 	assert_output "$RID"
+}
+
+@test "get -i FILE: a new run id, written to FILE first, and the lock taken for it" {
+	save_state '{"a":1}'
+	sleep 1000 &
+	local holder=$!
+	BG_PIDS="$BG_PIDS $holder"
+	# (the id is new: DATASPOC_RUN_ID does not count)
+	run -0 --separate-stderr env DATASPOC_RUN_ID=bad DATASPOC_PIPE_PID=$holder pipe-state get -i run-id shop
+	assert_output '{"a":1}'
+	run -0 cat run-id
+	assert_output --regexp '^[0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}$'
+	local id=$output
+	run -0 jq -r .run_id <(bucket_cat "$LOCK_KEY")
+	assert_output "$id"
+	# refused by the lock: the id is still said, nothing else changes
+	bucket_snapshot >before.snap
+	run -1 --separate-stderr pipe-state get -i again shop
+	assert_equal "$output" ""
+	[[ $stderr == "pipe-state: pipeline 'shop' is locked by run $id "* ]]
+	run -0 cat again
+	assert_output --regexp '^[0-9]{8}T[0-9]{6}Z-[0-9]{3}[0-9a-f]{6}$'
+	bucket_snapshot >after.snap
+	diff -u before.snap after.snap
+	# with -r, or for another command, it is bad usage; a file that cannot be written fails
+	run -2 --separate-stderr pipe-state get -r "$RID" -i x shop
+	run -2 --separate-stderr pipe-state show -i x shop
+	[ ! -e x ]
+	bucket_rm "$LOCK_KEY"
+	run -1 --separate-stderr pipe-state get -i no/such/dir/id shop
+	assert_stderr "pipe-state: cannot write the run id to 'no/such/dir/id': No such file or directory"
+	run -1 bucket_exists "$LOCK_KEY"
 }
 
 @test "get -r: refused while another live run holds the lock" {

@@ -26,7 +26,7 @@
 #include "util.h"
 
 static const char usage_line[] =
-	"pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
+	"pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
 	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
 	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
@@ -83,6 +83,9 @@ static const char help_text[] =
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -f, --full   get: print {} (the run ignores the saved state)\n"
 	"      --force  clear: really delete\n"
+	"  -i FILE      get: a new run id (as new-run-id makes), written to FILE\n"
+	"               before anything else, and taken as with -r (for the driver:\n"
+	"               one program less to start)\n"
 	"  -n K         logs: the last K run logs (default 1)\n"
 	"  -o FORMAT, --output FORMAT\n"
 	"               logs: jsonl (default: one compact JSON log a line), json (an\n"
@@ -643,8 +646,8 @@ int main(int argc, char **argv)
 	};
 	const struct command *cmd;
 	struct ctx c;
-	const char *file = NULL, *run_arg = NULL;
-	char *end;
+	const char *file = NULL, *run_arg = NULL, *id_file = NULL;
+	char *end, *new_id = NULL;
 	unsigned flags;
 	int opt, force = 0, have_n = 0, bad, ret = CLI_USAGE, nargs;
 
@@ -672,7 +675,7 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	flags = cmd->flags;
-	while ((opt = getopt_long(argc, argv, "b:c:fhn:o:p:r:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "b:c:fhi:n:o:p:r:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			c.bucket = optarg;
@@ -689,6 +692,9 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(help_text, stdout);
 			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
+		case 'i':
+			id_file = optarg;
+			break;
 		case 'n':
 			c.max = strtoul(optarg, &end, 10);
 			if (*optarg < '0' || *optarg > '9' || *end != '\0' || c.max == 0) {
@@ -717,7 +723,8 @@ int main(int argc, char **argv)
 	    (c.bucket && c.key) || (have_n && !(flags & TAKES_COUNT)) ||
 	    (c.bucket && (file || nargs > 0)) ||
 	    ((flags & TAKES_NAMES) ? file != NULL : nargs > 1) ||
-	    ((flags & NO_PIPELINE) && (file || nargs > 0))) {
+	    ((flags & NO_PIPELINE) && (file || nargs > 0)) ||
+	    (id_file && (run_arg || strcmp(c.cmd, "get") != 0))) {
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
@@ -725,9 +732,22 @@ int main(int argc, char **argv)
 		err_msg("%s deletes the saved state: add --force to do it", c.cmd);
 		return CLI_USAGE;
 	}
-	c.run_id = cli_run_id(run_arg, &bad);
-	if (bad)
+	/* (-i makes the run id: $DATASPOC_RUN_ID does not count) */
+	c.run_id = id_file ? NULL : cli_run_id(run_arg, &bad);
+	if (!id_file && bad)
 		return CLI_USAGE;
+	if (id_file) {
+		FILE *f = fopen(id_file, "w");
+		int werr;
+
+		c.run_id = new_id = util_new_run_id();
+		werr = f == NULL || fprintf(f, "%s\n", new_id) < 0;
+		if ((f != NULL && fclose(f) != 0) || werr) {
+			err_msg("cannot write the run id to '%s':", id_file);
+			free(new_id);
+			return CLI_FAILED;
+		}
+	}
 	if (flags & TAKES_NAMES) {
 		c.names = argv + optind;
 		c.nnames = (size_t)nargs;
@@ -747,6 +767,7 @@ int main(int argc, char **argv)
 out:
 	bucket_free(c.b);
 	config_free(&c.cfg);
+	free(new_id);
 	if (cli_close_stdout() != 0 && ret == CLI_OK)
 		ret = CLI_FAILED;
 	return ret;
