@@ -164,7 +164,7 @@ Done! 5 records in 2 stream(s)
 	assert_line --index 0 "Running: mine"
 }
 
-@test "a small run starts no helper program the shell can do without; pipe-sink -n only for a transform" {
+@test "a small run starts no helper program the shell can do without; pipe-sink -n only for a transform or checkpoints" {
 	# (each program started costs a small run about half a millisecond; issue #14)
 	cat >"$BATS_TEST_TMPDIR/bin/tap-tiny" <<-'EOF'
 	#!/bin/sh
@@ -217,6 +217,15 @@ pipe-sink tiny"
 	rm sinks
 	run -2 --separate-stderr progs/dataspoc-pipe run -c other.yml
 	assert_equal "$(cat sinks)" "pipe-sink -n -c other.yml"
+	# checkpoint_every: pipe-sink -n says so, and pipe-commit -k runs beside the sink
+	rm "$DATASPOC_PIPE_HOME/transforms/other.py" sinks
+	printf 'source:\n  tap: tap-tiny\ndestination:\n  bucket: %s\n  format: jsonl\nincremental:\n  enabled: true\n  checkpoint_every: 1h\n' \
+		"$BATS_TEST_TMPDIR/plain" >"$DATASPOC_PIPE_HOME/pipelines/ck.yml"
+	run -0 --separate-stderr progs/dataspoc-pipe run ck
+	assert_equal "$(cat sinks)" "pipe-sink -n ck
+pipe-sink ck"
+	run -0 jq -r .status plain/.dataspoc/logs/ck/*.json
+	assert_output success
 }
 
 @test "the programs of a local run map neither libcurl nor libcrypto (loaded by the first s3/gs/az call), nor libsnappy" {
