@@ -12,9 +12,11 @@
  * in flight and their frames (flight_max, the calling thread waits for
  * room), and one compressor and two chunk-sized buffers per thread.  An
  * open file costs its last segment and a few words, so hundreds of files
- * can be open.  Chunks of 1 MiB, compressed whole and on their own, cost
- * less CPU per byte than zstd's streaming window (which sends blocks down
- * its slower two-segment path) and about 1% in size (bench/RESULTS-streams.md).
+ * can be open.  Chunks of 128 KiB, compressed whole and on their own (zstd
+ * picks its tables for the size), cost less CPU per byte than zstd's
+ * streaming window, which sends blocks down its slower two-segment path,
+ * and than chunks of 1 MiB, whose tables miss the cache; the files are
+ * about as small (bench/RESULTS-streams.md).
  */
 #include "zwriter.h"
 #include "err.h"
@@ -30,7 +32,7 @@
 
 enum {
 	ZW_SEG = 32 * 1024,		/* a segment's bytes */
-	ZW_CHUNK = 1 << 20,		/* a whole chunk: one frame */
+	ZW_CHUNK = 128 * 1024,		/* a whole chunk: one frame */
 	ZW_HELD_MAX = 512,		/* segments waiting in files, all of them: 16 MiB */
 	ZW_FLIGHT_MIN = 256,		/* segments of jobs in flight, at least: 8 MiB */
 };
@@ -86,6 +88,8 @@ struct zpool {
 	struct zseg *free_segs;	/* mu */
 	size_t flight;		/* segments of jobs (mu) */
 	size_t flight_max;
+	size_t queued;		/* segments of the jobs no thread took yet (mu) */
+	int waiting;		/* the calling thread waits: 1 for room, 2 for a file's jobs (mu) */
 	size_t held;		/* segments waiting in files */
 	struct zcomp inl;	/* the calling thread's, with no threads */
 	struct zwriter *writers;	/* open, in the order they were opened */
@@ -294,11 +298,18 @@ static void *worker(void *arg)
 			break;
 		j = p->take;
 		p->take = j->next;
+		p->queued -= j->nin;
 		pthread_mutex_unlock(&p->mu);
 		comp_job(p, &wk->comp, j);
 		pthread_mutex_lock(&p->mu);
 		j->done = 1;
-		pthread_cond_broadcast(&p->done);
+		/*
+		 * Waiting for room, the calling thread wakes once half of what
+		 * was queued is taken: fewer wake-ups, and the threads still
+		 * have work while it fills the queue again.
+		 */
+		if (p->waiting == 2 || (p->waiting == 1 && p->queued <= p->flight_max / 2))
+			pthread_cond_broadcast(&p->done);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -443,7 +454,9 @@ static void settle(struct zpool *p, const struct zwriter *z)
 		}
 		if (j == NULL || (z == NULL && p->flight <= p->flight_max))
 			break;
+		p->waiting = z ? 2 : 1;
 		pthread_cond_wait(&p->done, &p->mu);
+		p->waiting = 0;
 	}
 	pthread_mutex_unlock(&p->mu);
 }
@@ -511,6 +524,7 @@ static int submit_job(struct zwriter *z, int force, int here)
 	settle(p, NULL);
 	pthread_mutex_lock(&p->mu);
 	p->flight += j->nin;
+	p->queued += j->nin;
 	if (p->tail)
 		p->tail->next = j;
 	else

@@ -56,7 +56,7 @@ uint64_t zwriter_out_bytes(const struct zwriter *z);
  * 1 when the frames of the chunks ended so far take at least limit bytes,
  * else 0: the same answer with any number of threads (it waits for this
  * writer's chunks in flight only when they could make the difference).
- * Bytes not yet in an ended chunk (at most a chunk, 1 MiB) are not counted.
+ * Bytes not yet in an ended chunk (at most a chunk, 128 KiB) are not counted.
  */
 int zwriter_reached(struct zwriter *z, uint64_t limit);
 

@@ -49,7 +49,7 @@ static const char help_text[] =
 	"  -j THREADS   compression threads, shared by every JSON-lines file; 0\n"
 	"               compresses in this thread (default 1, or\n"
 	"               $DATASPOC_PIPE_THREADS); the files are the same either way,\n"
-	"               runs of whole frames of up to 1 MiB of lines; Parquet:\n"
+	"               runs of whole frames of up to 128 KiB of lines; Parquet:\n"
 	"               two workers whenever THREADS is not 0 (the values and\n"
 	"               pages, their compression)\n"
 	"  -n           check the config and the transform; read nothing; print\n"
