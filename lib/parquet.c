@@ -462,6 +462,13 @@ uint64_t pq_writer_rows(const struct pq_writer *pw)
 	return pw->rows;
 }
 
+int pq_writer_end_row_group(struct pq_writer *pw)
+{
+	if (pw->failed)
+		return -1;
+	return pq_flush_row_group(pw);
+}
+
 uint64_t pq_writer_bytes(const struct pq_writer *pw)
 {
 	pq_drain(pw);

@@ -274,6 +274,11 @@ uint64_t pq_writer_bytes(const struct pq_writer *pw);
  * could make the difference: what to ask after each record.
  */
 int pq_writer_reached(const struct pq_writer *pw, uint64_t limit);
+/*
+ * End the open row group now (written out as a full one would be), so that
+ * its buffers hold nothing until more rows come.  0 or -1.
+ */
+int pq_writer_end_row_group(struct pq_writer *pw);
 
 /*
  * Write the last row group and the footer, close the file; frees pw.  The

@@ -166,6 +166,17 @@ static struct pq_batch *batch_get(struct sink *s)
 
 static void batch_put(struct sink *s, struct pq_batch *b)
 {
+	const struct pq_batch *x;
+	size_t n = 0;
+
+	/* Enough kept for the feed: with many streams open, a batch each
+	 * would keep its size for good. */
+	for (x = s->spare; x && n <= FEED_HELD; x = x->after)
+		n++;
+	if (n > FEED_HELD) {
+		pq_batch_free(b);
+		return;
+	}
 	pq_batch_clear(b);
 	b->after = s->spare;
 	s->spare = b;
@@ -473,6 +484,53 @@ static void infer_columns(struct sink *s, struct stream *st, const struct json_s
 }
 
 /*
+ * Memory.  An open file holds its open row group: the values of up to
+ * row_group_size bytes, uncompressed in its pages.  Many streams open at
+ * once (200 interleaved, each smaller than a row group) would hold them
+ * all, so the records landed since a stream's row group was last ended
+ * here are counted (rg_held, in record bytes, a measure of the values
+ * held), and once they pass RG_HELD_MAX over all streams the stream with
+ * the most ends its row group: its file gets one more row group, and its
+ * buffers are reused by its next rows.  The count depends only on the
+ * records, so the row groups end at the same records with any -j (the
+ * feed's worker ends it after the stream's records handed over so far).
+ */
+enum { RG_HELD_MAX = 16 << 20 };
+
+static int shed_row_group(struct sink *s)
+{
+	struct stream *most = NULL;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		if (most == NULL || s->streams[i].rg_held > most->rg_held)
+			most = &s->streams[i];
+	}
+	if (most == NULL)
+		return 0;
+	s->rg_held -= most->rg_held;
+	most->rg_held = 0;
+	if (most->file == NULL)
+		return 0;
+	if (s->feed)
+		return hand_over(s, most, 1);
+	if (pq_writer_end_row_group(most->file) != 0) {
+		sink_fail(s, "cannot write '%s' in %s", most->staged, bucket_url(s->b));
+		s->reported = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* len bytes of st's records landed: memory is counted (see above). */
+static int held(struct sink *s, struct stream *st, size_t len)
+{
+	st->rg_held += len;
+	s->rg_held += len;
+	return s->rg_held > RG_HELD_MAX ? shed_row_group(s) : 0;
+}
+
+/*
  * A record's bytes (count of them, one per line, after a transform) into
  * Parquet rows; from: see parquet_add().
  */
@@ -486,7 +544,9 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 
 		if (st->pqs == NULL)
 			infer_columns(s, st, &rec);
-		return s->feed ? fed_add(s, st, &rec, from) : parquet_add(s, st, &rec, from);
+		if ((s->feed ? fed_add(s, st, &rec, from) : parquet_add(s, st, &rec, from)) != 0)
+			return -1;
+		return held(s, st, len);
 	}
 	while (count-- > 0 && p <= end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -502,7 +562,8 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 		}
 		if (st->pqs == NULL)
 			infer_columns(s, st, &rec);
-		if ((s->feed ? fed_add(s, st, &rec, NULL) : parquet_add(s, st, &rec, NULL)) != 0)
+		if ((s->feed ? fed_add(s, st, &rec, NULL) : parquet_add(s, st, &rec, NULL)) != 0 ||
+		    held(s, st, n) != 0)
 			return -1;
 		p += n + 1;
 	}

@@ -56,6 +56,7 @@ struct stream {
 	char *activated;	/* raw JSON of the version last activated, or NULL */
 	struct sb widened;	/* parquet: JSON array members of the columns widened */
 	struct pq_batch *batch;	/* parquet, fed: its records not yet handed to the feed, or NULL */
+	uint64_t rg_held;	/* parquet: bytes of its records since its row group was last ended early */
 	int resolving;		/* parquet, fed: its file rolls inside sink_close_file()'s settle */
 	char **warned;		/* columns widened with a warning already, NULL-terminated */
 	size_t nwarned;
@@ -89,6 +90,7 @@ struct sink {
 	struct pq_options pqo;
 	struct pq_feed *feed;	/* parquet, threads > 0: the worker that adds the rows, or NULL */
 	struct pq_batch *spare;	/* parquet, fed: batches to reuse (linked by after) */
+	uint64_t rg_held;	/* parquet: the streams' rg_held, all together */
 
 	struct stream *streams;
 	size_t n, cap;

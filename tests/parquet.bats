@@ -547,3 +547,31 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	bucket_snapshot >after.snap
 	diff <(grep -v ' .dataspoc/logs/' before.snap) <(grep -v ' .dataspoc/logs/' after.snap)
 }
+
+@test "many streams open at once: their row groups share a budget, the stream holding the most ends its own; -j 0 and -j 2 write the same bytes" {
+	local rid=20260102T030405Z-abc123 j
+	pq_pipeline many
+	# 30 streams of 300 records of about 2 kB, round robin: 18 MB, more
+	# than the 16 MiB of records the open row groups may hold together
+	awk 'BEGIN {
+		for (i = 1; i <= 30; i++)
+			printf "{\"type\":\"SCHEMA\",\"stream\":\"s%02d\",\"schema\":{\"properties\":{\"r\":{\"type\":\"integer\"},\"pad\":{\"type\":\"string\"}}}}\n", i
+		for (j = 1; j <= 300; j++)
+			for (i = 1; i <= 30; i++)
+				printf "{\"type\":\"RECORD\",\"stream\":\"s%02d\",\"record\":{\"r\":%d,\"pad\":\"%02000d\"}}\n", i, j, i * j * 7919
+		print "{\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}"
+	}' >many.jsonl
+	for j in 0 2; do
+		pipe-sink -q -j "$j" -r "$rid" many <many.jsonl >plan.jsonl
+		mv "$BUCKET_DIR/.dataspoc/staging/many/$rid" "out.$j"
+	done
+	diff -r out.0 out.2
+	local f=out.2/raw/many/s01/dt=2026-01-02/s01_${rid}_0000.parquet
+	run -0 node "$PQ/duckdb-rows.mjs" --schema "$f"
+	assert_line --regexp '^row_groups [2-9] rows '
+	node "$PQ/duckdb-rows.mjs" "$f" | jq -r .r >got
+	seq 1 300 >want
+	diff -u want got
+	run -0 sh -c "find out.2 -name '*.parquet' | wc -l"
+	assert_output 30
+}
