@@ -178,8 +178,9 @@ struct pq_colw {
 	 * STRING columns start each row group dictionary-encoded: the
 	 * distinct values (PLAIN) go into one dictionary page, written
 	 * before the chunk's data pages, and pages hold their indices.  A
-	 * dictionary past DICT_MAX_BYTES ends that: the rest of the row
-	 * group's pages are PLAIN.
+	 * dictionary past DICT_MAX_BYTES ends that, and so do first values
+	 * all distinct (DICT_PROBE, lib/parquet_value.c): the rest of the
+	 * row group's pages are PLAIN.
 	 */
 	int dict;		/* the open page is dictionary-encoded */
 	struct sb dvals;	/* the dictionary's entries, PLAIN */

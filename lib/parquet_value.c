@@ -889,6 +889,9 @@ static inline void rle_put(struct pq_rle *e, uint32_t v)
 	pq_rle_put(e, v);
 }
 
+/* Distinct values a dictionary sees first: all distinct, it gives way to PLAIN. */
+#define DICT_PROBE 1024
+
 /* Append the cell to its column's page.  0, or -1 on a write error. */
 static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell)
 {
@@ -898,7 +901,16 @@ static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell
 	const char *p;
 	uint32_t index = 0;
 
-	if (c->dict && cell && !cell->null) {
+	if (c->dict && cell && !cell->null && c->ndict == DICT_PROBE && c->values - c->nulls == DICT_PROBE) {
+		/*
+		 * The row group's first DICT_PROBE values were all distinct (ids,
+		 * e-mails): a dictionary would hold every value once more and
+		 * save nothing.  PLAIN from the next page on, as when it fills.
+		 */
+		if (pq_flush_page(pw, ci) != 0)
+			return -1;
+		c->dict = 0;
+	} else if (c->dict && cell && !cell->null) {
 		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
 		if (dict_index(c, p, cell->len, &index) != 0) {
 			/* Too many distinct values: PLAIN from the next page on. */

@@ -7,6 +7,7 @@
 #include "bucket.h"
 #include "err.h"
 #include "parquet.h"
+#include "parquet_impl.h"
 #include "pqread.h"
 #include "sb.h"
 #include "taptest.h"
@@ -711,6 +712,61 @@ static void test_values_back(void)
 		pq_codec_free(codec);
 		pq_schema_free(s);
 		bucket_delete(wb, "v.parquet");
+	}
+}
+
+/*
+ * A STRING column's dictionary gives way to PLAIN when the row group's first
+ * DICT_PROBE (1,024) values are all distinct, and stays when one repeats;
+ * either way every value reads back.
+ */
+static void test_dict_probe(void)
+{
+	static const int repeat_at[] = { -1, 700, 1023 };
+	size_t t;
+
+	for (t = 0; t < sizeof(repeat_at) / sizeof(repeat_at[0]); t++) {
+		struct pq_schema *s = one_column("{\"type\":\"string\"}", PQ_JSON);
+		struct pq_codec *codec = pq_codec_new(COMPRESSION_NONE, 0, 0);
+		struct pq_options o = { codec, 100000, 64 << 20, 0 };
+		struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "d.parquet"), s, &o);
+		struct sb data = SB_INIT, got = SB_INIT;
+		struct pqr_file *rf = NULL;
+		struct pq_fail f;
+		uint64_t size;
+		int i, r = pw ? 0 : -3, dict_after = -1, rows_ok = 1;
+
+		for (i = 0; i < 3000 && r == 0; i++) {
+			char *rec = xasprintf("{\"c\":\"id-%d\"}", i == repeat_at[t] ? 0 : i);
+			struct json_span span = { rec, strlen(rec), JSON_OBJECT };
+
+			r = pq_writer_add(pw, &span, &f);
+			if (i == 1024)
+				dict_after = pw->cols[0].dict;
+			free(rec);
+		}
+		is_int(r, 0, "dictionary probe %zu: 3,000 values added", t);
+		is_int(dict_after, repeat_at[t] < 0 ? 0 : 1, "dictionary probe %zu: %s after 1,025 values", t,
+		       repeat_at[t] < 0 ? "all distinct, PLAIN" : "one repeat, still a dictionary");
+		if (r == 0 && pq_writer_close(pw, &size) == 0 && bucket_get(wb, "d.parquet", &data) == 0)
+			rf = pqr_open(data.buf, data.len, "d.parquet");
+		else if (r != 0)
+			pq_writer_abort(pw);
+		for (i = 0; rf && i < 3000; i++) {
+			char want[32];
+
+			snprintf(want, sizeof(want), "\"id-%d\"", i == repeat_at[t] ? 0 : i);
+			sb_reset(&got);
+			if (pqr_next_row(rf) != 1 || pqr_value_json(rf, 0, &got) != 0 || strcmp(got.buf, want) != 0)
+				rows_ok = 0;
+		}
+		ok(rf && rows_ok, "dictionary probe %zu: every value reads back", t);
+		pqr_free(rf);
+		sb_free(&data);
+		sb_free(&got);
+		pq_codec_free(codec);
+		pq_schema_free(s);
+		bucket_delete(wb, "d.parquet");
 	}
 }
 
@@ -1470,6 +1526,7 @@ int main(int argc, char **argv)
 		}
 		test_widening();
 		test_values_back();
+		test_dict_probe();
 		test_widening_ends();
 		test_widen_never_narrows();
 		ok(noted_differ == 0, "every value of the widening tests: pq_writer_add_members() "
