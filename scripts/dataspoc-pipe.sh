@@ -658,6 +658,24 @@ cmd_run() {
 	run_pipeline "$full" "$verbose" "$name"
 }
 
+# `run NAME` starts here, before the rest of this file is read: dash reads
+# and runs a script one command at a time, and the commands below (add,
+# schedule, status, the help texts) were half of a small run's start in
+# instructions (issue #14).  run --all needs them: it goes on to the end.
+if [ "${1:-}" = run ]; then
+	_all=0
+	for _a; do
+		case $_a in
+		--all | -a) _all=1 ;;
+		esac
+	done
+	if [ "$_all" = 0 ]; then
+		shift
+		cmd_run "$@"
+		exit
+	fi
+fi
+
 help_add() {
 	cat <<'HELP'
 usage: dataspoc-pipe add [options] NAME

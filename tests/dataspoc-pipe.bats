@@ -228,6 +228,23 @@ pipe-sink ck"
 	assert_output success
 }
 
+@test "run NAME is under way before the driver's other commands are read (dash parses as it goes): a copy cut after them still runs" {
+	use_tap tap-shop
+	shop_records
+	shop_stream "$FAKE_DIR/tap-shop/out"
+	write_pipeline shop tap-shop false
+	mkdir cut
+	ln -s "$PIPE_BIN"/pipe-* cut/
+	# up to the first of the other commands' functions (add's help)
+	sed '/^help_add() {/,$d' "$PIPE_BIN/dataspoc-pipe" >cut/dataspoc-pipe
+	chmod +x cut/dataspoc-pipe
+	run -0 --separate-stderr cut/dataspoc-pipe run shop
+	assert_output "Running: shop
+Done! 5 records in 2 stream(s)
+  orders: 3
+  users: 2"
+}
+
 @test "the programs of a local run map neither libcurl nor libcrypto (loaded by the first s3/gs/az call), nor libsnappy" {
 	local p
 	for p in pipe-state pipe-tap pipe-sink pipe-commit; do
