@@ -889,6 +889,17 @@ static inline void rle_put(struct pq_rle *e, uint32_t v)
 	pq_rle_put(e, v);
 }
 
+/* sb_add(), the room checked inline: two calls per value cost more than a short value. */
+static inline void add_bytes(struct sb *b, const void *p, size_t n)
+{
+	if (b->cap - b->len <= n)
+		sb_grow(b, n);
+	if (n)
+		memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+}
+
 /* Distinct values a dictionary sees first: all distinct, it gives way to PLAIN. */
 #define DICT_PROBE 1024
 
@@ -962,7 +973,7 @@ static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell
 		}
 		break;
 	case PQ_DECIMAL:
-		sb_add(&c->vals, cell->dec, 16);
+		add_bytes(&c->vals, cell->dec, 16);
 		break;
 	default:
 		if (c->dict) {
@@ -976,7 +987,7 @@ static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell
 		}
 		p = cell->p ? cell->p : pw->scratch.buf + cell->off;
 		put_le(&c->vals, cell->len, 4);
-		sb_add(&c->vals, p, cell->len);
+		add_bytes(&c->vals, p, cell->len);
 		break;
 	}
 	pw->rg_bytes += c->vals.len - before + (k == PQ_BOOL);
