@@ -329,7 +329,15 @@ json.dump(c, open("props.json", "w"), indent=2)' "$2" "$3"
 	[ "$st" -eq 1 ]
 	run cat err
 	[ "${#lines[@]}" -eq 1 ]
-	[[ $output == "dataspoc-tap-postgres: cannot read table 'other.big' (host '127.0.0.1' port $PG_PORT database 'appdb'): "*"terminating connection due to administrator command"* ]]
+	# libpq reads the server's FATAL; or, when the server's close found data
+	# unread and reset the connection, only finds it gone (failed once on a
+	# loaded machine, its words not kept: the test now prints them)
+	[[ $output == "dataspoc-tap-postgres: cannot read table 'other.big' (host '127.0.0.1' port $PG_PORT database 'appdb'): "* ]] ||
+		{ echo "$output" >&2; false; }
+	[[ $output == *"terminating connection due to administrator command"* ||
+		$output == *"server closed the connection unexpectedly"* ||
+		$output == *"connection to server was lost"* ||
+		$output == *"could not receive data from server"* ]] || { echo "$output" >&2; false; }
 	# it stopped short of the end
 	run grep -c '"type": "RECORD"' got.jsonl
 	[ "$output" -lt 200000 ]
