@@ -11,8 +11,9 @@
 #include "recwriter.h"
 
 /*
- * Spill.  At most max_open files are open at once (each holds a compressor
- * and, on S3, a part buffer).  A stream that has a record while every slot
+ * Spill.  At most max_open files are open at once (each holds a descriptor
+ * or, on S3 and Azure, a part buffer; a Parquet file its row group, a
+ * JSON-lines file a segment of the compressors' pool).  A stream that has a record while every slot
  * is taken does not close another stream's file: it goes cold, and its
  * records wait, in order, in memory and then in chunks of one spill file
  * (unlinked, in TMPDIR).  When the records waiting, all streams, pass
