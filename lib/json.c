@@ -815,21 +815,27 @@ void json_string_decode(const struct json_span *s, struct sb *out)
 	const unsigned char *p = (const unsigned char *)s->p + 1;
 	const unsigned char *end = (const unsigned char *)s->p + s->len - 1;
 	const unsigned char *q;
-	unsigned char u[4];
-	size_t n;
+	unsigned char *o;
 
+	/*
+	 * Decoded, a string is never longer than its literal (an escape of
+	 * 2, 6 or 12 bytes gives 1 to 4): room once, then written in place,
+	 * without a call of sb_add() per run and per escape.
+	 */
 	sb_grow(out, s->len);
+	o = (unsigned char *)out->buf + out->len;
 	while (p < end) {
 		q = memchr(p, '\\', (size_t)(end - p));
 		if (q == NULL)
 			q = end;
-		sb_add(out, p, (size_t)(q - p));
+		memcpy(o, p, (size_t)(q - p));
+		o += q - p;
 		p = q;
-		if (p < end) {
-			n = decode_escape(&p, u);
-			sb_add(out, u, n);
-		}
+		if (p < end)
+			o += decode_escape(&p, o);
 	}
+	out->len = (size_t)((char *)o - out->buf);
+	out->buf[out->len] = '\0';
 }
 
 static unsigned lower(unsigned c)
