@@ -21,10 +21,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 
+#include "dl_load.h"
 #include "err.h"
 
 #define CRYPTO_SONAME "libcrypto.so.3"
@@ -40,37 +40,16 @@ static struct {
 static int usable;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* dlsym's object pointer into a function pointer (ISO C has no cast for it). */
-static int find(void *lib, const char *name, void *fp, size_t size)
-{
-	void *p = dlsym(lib, name);
-
-	if (p == NULL)
-		return -1;
-	memcpy(fp, &p, size);
-	return 0;
-}
-
-#define FIND(lib, f, name) find(lib, name, &fn.f, sizeof(fn.f))
-
 static void load(void)
 {
-	void *lib = dlopen(CRYPTO_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const struct dl_sym syms[] = {
+		DL_SYM(fn.sha256, "EVP_sha256"), DL_SYM(fn.digest, "EVP_Digest"), DL_SYM(fn.hmac, "HMAC"),
+		DL_SYM(fn.encode_block, "EVP_EncodeBlock"), DL_SYM(fn.decode_block, "EVP_DecodeBlock"),
+	};
 
-	if (lib == NULL) {
-		err_msg("cannot load libcrypto (needed to sign requests to s3://, gs:// and az:// buckets): %s",
-			dlerror());
-		return;
-	}
-	if (FIND(lib, sha256, "EVP_sha256") || FIND(lib, digest, "EVP_Digest") ||
-	    FIND(lib, hmac, "HMAC") || FIND(lib, encode_block, "EVP_EncodeBlock") ||
-	    FIND(lib, decode_block, "EVP_DecodeBlock")) {
-		err_msg("cannot load libcrypto (needed to sign requests to s3://, gs:// and az:// buckets): %s",
-			dlerror());
-		dlclose(lib);
-		return;
-	}
-	usable = 1;
+	usable = dl_load(CRYPTO_SONAME,
+			 "libcrypto (needed to sign requests to s3://, gs:// and az:// buckets)", syms,
+			 sizeof(syms) / sizeof(syms[0])) == 0;
 }
 
 static int ready(void)

@@ -16,11 +16,11 @@
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
 
+#include "dl_load.h"
 #include "err.h"
 
 #define CURL_SONAME "libcurl.so.4"
@@ -40,39 +40,18 @@ static struct {
 static int usable;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* dlsym's object pointer into a function pointer (ISO C has no cast for it). */
-static int find(void *lib, const char *name, void *fp, size_t size)
-{
-	void *p = dlsym(lib, name);
-
-	if (p == NULL)
-		return -1;
-	memcpy(fp, &p, size);
-	return 0;
-}
-
-#define FIND(lib, f, name) find(lib, name, &fn.f, sizeof(fn.f))
-
 static void load(void)
 {
-	void *lib = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const struct dl_sym syms[] = {
+		DL_SYM(fn.global_init, "curl_global_init"), DL_SYM(fn.easy_init, "curl_easy_init"),
+		DL_SYM(fn.easy_setopt, "curl_easy_setopt"), DL_SYM(fn.easy_perform, "curl_easy_perform"),
+		DL_SYM(fn.easy_getinfo, "curl_easy_getinfo"), DL_SYM(fn.easy_reset, "curl_easy_reset"),
+		DL_SYM(fn.easy_cleanup, "curl_easy_cleanup"), DL_SYM(fn.easy_strerror, "curl_easy_strerror"),
+		DL_SYM(fn.slist_append, "curl_slist_append"), DL_SYM(fn.slist_free_all, "curl_slist_free_all"),
+	};
 
-	if (lib == NULL) {
-		err_msg("cannot load libcurl (needed for s3:// and gs:// buckets): %s", dlerror());
-		return;
-	}
-	if (FIND(lib, global_init, "curl_global_init") || FIND(lib, easy_init, "curl_easy_init") ||
-	    FIND(lib, easy_setopt, "curl_easy_setopt") || FIND(lib, easy_perform, "curl_easy_perform") ||
-	    FIND(lib, easy_getinfo, "curl_easy_getinfo") || FIND(lib, easy_reset, "curl_easy_reset") ||
-	    FIND(lib, easy_cleanup, "curl_easy_cleanup") ||
-	    FIND(lib, easy_strerror, "curl_easy_strerror") ||
-	    FIND(lib, slist_append, "curl_slist_append") ||
-	    FIND(lib, slist_free_all, "curl_slist_free_all")) {
-		err_msg("cannot load libcurl (needed for s3:// and gs:// buckets): %s", dlerror());
-		dlclose(lib);
-		return;
-	}
-	usable = 1;
+	usable = dl_load(CURL_SONAME, "libcurl (needed for s3:// and gs:// buckets)", syms,
+			 sizeof(syms) / sizeof(syms[0])) == 0;
 }
 
 static int ready(void)

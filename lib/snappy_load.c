@@ -14,10 +14,9 @@
  */
 #include <snappy-c.h>
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <string.h>
 
+#include "dl_load.h"
 #include "err.h"
 
 #define SNAPPY_SONAME "libsnappy.so.1"
@@ -30,34 +29,15 @@ static struct {
 static int usable;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* dlsym's object pointer into a function pointer (ISO C has no cast for it). */
-static int find(void *lib, const char *name, void *fp, size_t size)
-{
-	void *p = dlsym(lib, name);
-
-	if (p == NULL)
-		return -1;
-	memcpy(fp, &p, size);
-	return 0;
-}
-
-#define FIND(lib, f, name) find(lib, name, &fn.f, sizeof(fn.f))
-
 static void load(void)
 {
-	void *lib = dlopen(SNAPPY_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const struct dl_sym syms[] = {
+		DL_SYM(fn.compress, "snappy_compress"), DL_SYM(fn.uncompress, "snappy_uncompress"),
+		DL_SYM(fn.uncompressed_length, "snappy_uncompressed_length"),
+	};
 
-	if (lib == NULL) {
-		err_msg("cannot load libsnappy (needed for snappy-compressed Parquet): %s", dlerror());
-		return;
-	}
-	if (FIND(lib, compress, "snappy_compress") || FIND(lib, uncompress, "snappy_uncompress") ||
-	    FIND(lib, uncompressed_length, "snappy_uncompressed_length")) {
-		err_msg("cannot load libsnappy (needed for snappy-compressed Parquet): %s", dlerror());
-		dlclose(lib);
-		return;
-	}
-	usable = 1;
+	usable = dl_load(SNAPPY_SONAME, "libsnappy (needed for snappy-compressed Parquet)", syms,
+			 sizeof(syms) / sizeof(syms[0])) == 0;
 }
 
 static int ready(void)
