@@ -429,14 +429,19 @@ int config_dest_merge(struct yctx *c, struct dest *d, const struct dest *def,
 	cfg->compression = comp;
 	if (valid_level(c, d, comp) < 0)
 		return -1;
+	cfg->parquet = d->set[D_FORMAT] ? d->parquet : def->set[D_FORMAT] ? def->parquet : 1;
+	/*
+	 * zstd: level 1 for Parquet pages, the level pyarrow writes them at
+	 * (Arrow's default), so the Python tool's files and ours cost the same
+	 * to make and to read; 3, zstd's own default, for JSON lines.
+	 */
 	if (d->set[D_LEVEL])
 		cfg->compression_level = (int)d->level;
 	else if (def->set[D_LEVEL] && defcomp == comp)
 		cfg->compression_level = (int)def->level;
 	else
-		cfg->compression_level = comp == COMPRESSION_ZSTD ? 3 :
+		cfg->compression_level = comp == COMPRESSION_ZSTD ? (cfg->parquet ? 1 : 3) :
 					 comp == COMPRESSION_GZIP ? 6 : 0;
-	cfg->parquet = d->set[D_FORMAT] ? d->parquet : def->set[D_FORMAT] ? def->parquet : 1;
 	cfg->format = xstrdup(cfg->parquet ? "parquet" : "jsonl");
 	if (!cfg->parquet && (d->set[D_RG_ROWS] || d->set[D_RG_SIZE] || d->set[D_STRCOLS] ||
 			      d->set[D_MISMATCH])) {

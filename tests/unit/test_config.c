@@ -136,7 +136,7 @@ static void test_minimal(void)
 	is_str(cfg.bucket, "/lake", "bucket");
 	is_str(cfg.path, "raw", "path defaults to raw");
 	is_int(cfg.compression, COMPRESSION_ZSTD, "compression defaults to zstd");
-	is_int(cfg.compression_level, 3, "zstd level defaults to 3");
+	is_int(cfg.compression_level, 1, "zstd level defaults to 1 for Parquet, pyarrow's");
 	is_int(cfg.max_file_size, 128 * 1024 * 1024, "max_file_size defaults to 128 MiB");
 	ok(cfg.endpoint_url == NULL, "no endpoint_url");
 	is_str(cfg.format, "parquet", "format defaults to parquet, as in the Python tool");
@@ -449,6 +449,8 @@ static void test_destination(void)
 	is_int(cfg.max_file_size, 2048, "max_file_size in bytes");
 	is_str(cfg.path, "a/b.c/d_e", "path with components");
 
+	loads(MINI_SOURCE "destination:\n  bucket: s3://b\n  format: jsonl\n", "jsonl, zstd");
+	is_int(cfg.compression_level, 3, "zstd level defaults to 3 for JSON lines, zstd's own");
 	loads(MINI_SOURCE "destination:\n  bucket: s3://b\n  compression_level: 19\n", "zstd level 19");
 	is_int(cfg.compression_level, 19, "zstd level");
 	loads(MINI_SOURCE "destination:\n  bucket: s3://b\n  compression: gzip\n  compression_level: 1\n",
@@ -842,7 +844,7 @@ static void test_home_config(void)
 	      "pipeline overrides config.yaml");
 	is_str(cfg.bucket, "/mine", "the pipeline's own bucket wins");
 	is_int(cfg.compression, COMPRESSION_ZSTD, "the pipeline's own compression wins");
-	is_int(cfg.compression_level, 3, "a default level for another compression is not used");
+	is_int(cfg.compression_level, 1, "a default level for another compression is not used (zstd's for Parquet)");
 
 	/* The Python tool's init wrote "defaults:". */
 	write_file(conf, "# DataSpoc Pipe\n\ndefaults:\n  compression: none\n"
