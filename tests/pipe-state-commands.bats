@@ -97,7 +97,7 @@ put_manifest() {
 	local usage
 	run -2 --separate-stderr pipe-state get -b "$(bucket_url)"
 	usage=$stderr
-	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 	run -2 --separate-stderr pipe-state show -n 2 shop
 	assert_equal "$stderr" "$usage"
 	run -2 --separate-stderr pipe-state logs -p cron shop
@@ -526,7 +526,7 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	run -2 --separate-stderr pipe-state validate -o xml shop
 	assert_equal "$stderr" "pipe-state: validate: unknown output format 'xml'"
 	run -2 --separate-stderr pipe-state validate -c "$HOMEDIR/pipelines/shop.yaml"
-	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 	bucket_untouched
 	rm "$HOMEDIR/pipelines/shop.yaml"
 	run -0 --separate-stderr pipe-state validate
@@ -574,7 +574,7 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 		assert_equal "$stderr" "pipe-state: invalid pipeline name '$bad' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
 	done
 	run -2 --separate-stderr pipe-state check-name
-	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 	run -2 pipe-state check-name a b
 	run -2 pipe-state check-name -c "$HOMEDIR/pipelines/a.yaml"
 	bucket_untouched
@@ -593,7 +593,7 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	assert_output "orders
 users"
 	run -2 --separate-stderr pipe-state list -b "$(bucket_url)" -c x.yaml
-	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID] NAME | show NAME | set NAME < STATE | clear --force NAME |"
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 }
 
 @test "reading a local bucket that does not exist finds nothing and creates nothing" {
