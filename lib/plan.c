@@ -412,8 +412,6 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 		if (all->ustates && u <= all->nunits + 1 && all->ustates[u - 1])
 			out->state = xstrdup(all->ustates[u - 1]);
 	}
-	if (out->state == NULL && all->ustates == NULL && all->state && upto > all->nunits)
-		out->state = xstrdup(all->state);
 	out->ended = 1;
 	out->success = 1;
 	out->unit = all->nunits ? all->unit_base + upto : 0;

@@ -474,11 +474,11 @@ int main(int argc, char **argv)
 		int err = 0;
 
 		tail = tap_tail(&cfg, taplog);
-		/* after checkpoints, the units they did not commit */
+		/* after checkpoints, the units they did not commit (unknown: the log fails too) */
 		if (parsed && plan.nunits > 0) {
 			unsigned k = commit_checkpoints(b, cfg.name, run_id, &err);
 
-			plan_slice(&plan, k > plan.nunits ? plan.nunits : k, plan.nunits + 1, &rest);
+			plan_slice(&plan, err || k > plan.nunits ? plan.nunits : k, plan.nunits + 1, &rest);
 			rest.error = plan.error;
 			plan.error = NULL;
 			plan_free(&plan);
