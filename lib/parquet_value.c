@@ -91,6 +91,21 @@ static size_t integer_digits(const char *p, size_t n)
 	return n - i;
 }
 
+/* The magnitude u of a number, negative when neg, into int64: 0, or -1 out of range. */
+static int int64_signed(uint64_t u, int neg, int64_t *out)
+{
+	if (neg) {
+		if (u > (uint64_t)INT64_MAX + 1)
+			return -1;
+		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+	} else {
+		if (u > (uint64_t)INT64_MAX)
+			return -1;
+		*out = (int64_t)u;
+	}
+	return 0;
+}
+
 /*
  * A JSON number (validated) into int64 in one pass: 0; 1 when it is not
  * a plain integer (a fraction or an exponent: its first byte that is not a
@@ -115,16 +130,7 @@ static int int64_of(const char *p, size_t n, int64_t *out)
 	}
 	if (i < n)
 		return integer_syntax(p + i, n - i) ? -1 : 1;
-	if (neg) {
-		if (u > (uint64_t)INT64_MAX + 1)
-			return -1;
-		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
-	} else {
-		if (u > (uint64_t)INT64_MAX)
-			return -1;
-		*out = (int64_t)u;
-	}
-	return 0;
+	return int64_signed(u, neg, out);
 }
 
 /* A plain JSON integer into int64: 0, or -1 when it is out of range. */
@@ -138,16 +144,7 @@ static int parse_int64(const char *p, size_t n, int64_t *out)
 		return -1;
 	for (; i < n; i++)
 		u = u * 10 + (uint64_t)(p[i] - '0');	/* 19 digits: no wrap */
-	if (neg) {
-		if (u > (uint64_t)INT64_MAX + 1)
-			return -1;
-		*out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
-	} else {
-		if (u > (uint64_t)INT64_MAX)
-			return -1;
-		*out = (int64_t)u;
-	}
-	return 0;
+	return int64_signed(u, neg, out);
 }
 
 /*
