@@ -464,11 +464,12 @@ static void log_stream(struct sb *log, const char *name, unsigned long long reco
 
 /*
  * The run log, once (the first wins).  A run that committed checkpoints
- * logs them, and its streams' records include theirs.  tap_stderr: lines
- * to log as the "tap_stderr" list, or NULL for none.
+ * logs them (marker: the run's record of them, consumed; invalid: none),
+ * and its streams' records include theirs.  tap_stderr: lines to log as
+ * the "tap_stderr" list, or NULL for none.
  */
-static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
-		     const struct plan *p, const char *error, const char *tap_stderr)
+static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
+		   const struct plan *p, const char *error, const char *tap_stderr, jv marker)
 {
 	struct sb log = SB_INIT;
 	char started[32], finished[32];
@@ -476,17 +477,14 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 	time_t t0 = util_run_id_time(run_id), t1 = time(NULL);
 	unsigned long long total = 0, lost = 0;
 	size_t i, n = 0;
-	jv marker, cps = jv_invalid();
+	jv cps = jv_invalid();
 	int ret = bucket_exists(b, key);
 
 	if (ret != 0) {
 		/* a recovery finishing a commit keeps the first log */
+		jv_free(marker);
 		free(key);
 		return ret < 0 ? -1 : 0;
-	}
-	if (marker_get(b, pipeline, run_id, &marker) < 0) {
-		free(key);
-		return -1;
 	}
 	if (jv_is_valid(marker)) {
 		cps = jv_object_get(jv_copy(marker), jv_string("streams"));
@@ -590,6 +588,17 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
 	return ret;
 }
 
+/* log_run() with the run's record of checkpoints read from the bucket. */
+static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
+		     const struct plan *p, const char *error, const char *tap_stderr)
+{
+	jv marker;
+
+	if (marker_get(b, pipeline, run_id, &marker) < 0)
+		return -1;
+	return log_run(b, pipeline, run_id, p, error, tap_stderr, marker);
+}
+
 /*
  * A pending commit that can never be finished (a staged copy is gone, so
  * no earlier attempt got past publishing: the state never moved): undo
@@ -654,7 +663,7 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 		if (runlock_check(f, "recording the checkpoint") != 0 || marker_add(b, p) != 0)
 			goto out;
 	} else if (runlock_check(f, "writing the run log") != 0 ||
-		   write_log(b, p->pipeline, p->run_id, p, NULL, NULL) != 0) {
+		   log_run(b, p->pipeline, p->run_id, p, NULL, NULL, jv_copy(marker)) != 0) {
 		goto out;
 	}
 	if (runlock_check(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0)
@@ -832,19 +841,19 @@ static int end_checkpointed_runs(struct bucket *b, const char *pipeline, const c
 
 	for (i = 0; ret == 0 && i < n; i++) {
 		unsigned units;
-		int err;
+		jv marker;
 		char *why;
 
 		if (key_run_id(keys[i], id, sizeof(id)) != 0 || strcmp(id, run_id) == 0)
 			continue;
-		units = commit_checkpoints(b, pipeline, id, &err);
-		if (err) {
+		if (marker_get(b, pipeline, id, &marker) < 0) {
 			ret = -1;
 			break;
 		}
+		units = jv_is_valid(marker) ? (unsigned)jnum(marker, "unit") : 0;
 		why = xasprintf("the run stopped after checkpoint %u without its last commit (killed, or its failure could not be logged); what its checkpoints committed stays",
 				units);
-		ret = write_log(b, pipeline, id, NULL, why, NULL);
+		ret = log_run(b, pipeline, id, NULL, why, NULL, marker);
 		if (ret == 0)
 			ret = bucket_delete(b, keys[i]);
 		if (ret == 0)

@@ -211,6 +211,11 @@ static int parse_checkpoint(const char *s, struct pipe_config *cfg)
 	return 0;
 }
 
+int config_checkpoints(const struct pipe_config *cfg)
+{
+	return cfg->checkpoint_seconds != 0 || cfg->checkpoint_bytes != 0;
+}
+
 static int parse_incremental(struct yctx *c, yaml_node_t *map, struct pipe_config *cfg)
 {
 	yaml_node_t *seen[2] = { NULL, NULL };
@@ -241,7 +246,7 @@ static int parse_incremental(struct yctx *c, yaml_node_t *map, struct pipe_confi
 			return config_yerr(c, v->start_mark, "incremental.enabled must be true or false, not '%s'", s);
 	}
 	/* A half snapshot must not replace a whole one: checkpoints keep what they publish. */
-	if (seen[I_CHECKPOINT] && (cfg->checkpoint_seconds || cfg->checkpoint_bytes) && !cfg->incremental)
+	if (seen[I_CHECKPOINT] && config_checkpoints(cfg) && !cfg->incremental)
 		return config_yerr(c, seen[I_CHECKPOINT]->start_mark,
 				   "incremental.checkpoint_every needs incremental.enabled: true (a snapshot "
 				   "pipeline replaces its tables whole, and a checkpoint would publish half of one)");

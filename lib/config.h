@@ -222,4 +222,7 @@ const char *config_compression_ext(enum compression c);
 /* "zstd", "gzip", "none" or "snappy". */
 const char *config_compression_name(enum compression c);
 
+/* 1 when the pipeline has incremental.checkpoint_every. */
+int config_checkpoints(const struct pipe_config *cfg);
+
 #endif

@@ -399,10 +399,15 @@ out:
 	return ret;
 }
 
+int sink_checkpoints(const struct sink *s)
+{
+	return s->opt->plan_fd >= 0 && config_checkpoints(s->cfg);
+}
+
 /* At the first STATE after each checkpoint_every. */
 static int checkpoint_due(const struct sink *s)
 {
-	if (s->opt->plan_fd < 0)
+	if (!sink_checkpoints(s))
 		return 0;
 	if (s->cfg->checkpoint_bytes)
 		return s->unit_bytes >= s->cfg->checkpoint_bytes;

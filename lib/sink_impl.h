@@ -121,6 +121,9 @@ struct sink {
 	uint64_t unit_bytes;	/* bytes of records routed in it */
 };
 
+/* 1 when the run writes its plan in commit units (checkpoint_every, a plan_fd). */
+int sink_checkpoints(const struct sink *s);
+
 /* The run's error, for the plan: the first one set stays.  printf-like. */
 void sink_fail(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -185,7 +185,7 @@ int sink_open_file(struct sink *s, struct stream *st)
 	 * so the moves of one being published never empty a folder the next
 	 * is writing in (s3rver, like a file system, then removes it).
 	 */
-	if (s->opt->plan_fd >= 0 && (s->cfg->checkpoint_seconds || s->cfg->checkpoint_bytes))
+	if (sink_checkpoints(s))
 		st->staged = xasprintf("%su%u/%s", staging, s->units + 1, st->final);
 	else
 		st->staged = xasprintf("%s%s", staging, st->final);

@@ -213,9 +213,17 @@ out:
  */
 static int must_wait(struct bucket *b, const struct plan *slice)
 {
-	char **versions = xcalloc(slice->nstreams + 1, sizeof(*versions));
+	char **versions;
 	size_t i, j;
-	int r = manifest_table_versions(b, slice, versions);
+	int r;
+
+	/* (records without a table version never wait: no manifest to read) */
+	for (i = 0; i < slice->nfiles && slice->files[i].version == NULL; i++)
+		;
+	if (i == slice->nfiles)
+		return 0;
+	versions = xcalloc(slice->nstreams + 1, sizeof(*versions));
+	r = manifest_table_versions(b, slice, versions);
 
 	for (i = 0; r == 0 && i < slice->nfiles; i++) {
 		const struct plan_file *f = &slice->files[i];

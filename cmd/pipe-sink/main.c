@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 	}
 	if (check) {
 		/* The driver runs pipe-commit -k beside a pipeline that checkpoints. */
-		if (cfg.checkpoint_seconds || cfg.checkpoint_bytes)
+		if (config_checkpoints(&cfg))
 			puts("checkpoints");
 		ret = CLI_OK;
 		goto out;
