@@ -158,3 +158,31 @@ load checkpoint_scenarios
 	run -0 --separate-stderr dataspoc-pipe run my
 	[ "$(table_data raw/mysql/products | wc -l)" -eq "$n2" ]
 }
+
+@test "pipe-commit -k: a plan of another run publishes nothing; a record of checkpoints that is not one stops the checkpoint, left pending for the next run" {
+	local rid other
+	ck_pipeline ck jsonl
+	rid=$(pipe-state new-run-id)
+	other=$(pipe-state new-run-id)
+	echo '{}' | DATASPOC_RUN_ID=$rid pipe-tap ck | DATASPOC_RUN_ID=$rid pipe-sink -q ck >plan
+	grep -q '"type":"checkpoint"' plan
+	# the plan is another run's
+	run -1 --separate-stderr env DATASPOC_RUN_ID=$other pipe-commit -k ck <plan
+	[[ $stderr == *"pipe-commit: the plan is of run $rid, not $other; nothing published"* ]]
+	run -0 bucket_files
+	assert_output ""
+	run -1 bucket_exists .dataspoc/state/ck/state.json
+	# the run's record of checkpoints is not one
+	echo 'not json' | bucket_put ".dataspoc/state/ck/checkpoints/$rid.json"
+	run -1 --separate-stderr env DATASPOC_RUN_ID=$rid pipe-commit -k ck <plan
+	[[ $stderr == *"is not a record of checkpoints; inspect and remove it by hand"* ]]
+	[[ $stderr == *"checkpoint 1 of run $rid did not finish"* ]]
+	# (the record is written last: the checkpoint's commit began, and stays
+	# pending for the next run, which finishes it once the record is mended)
+	bucket_exists ".dataspoc/state/ck/pending/$rid.json"
+	bucket_rm ".dataspoc/state/ck/checkpoints/$rid.json"
+	run -0 --separate-stderr pipe-state get -r "$(pipe-state new-run-id)" ck
+	[[ $stderr == *"finishing the commit of run $rid"* ]]
+	run -1 bucket_exists ".dataspoc/state/ck/pending/$rid.json"
+	[ "$(ck_ids)" = "$(ck_seq 4)" ]
+}
