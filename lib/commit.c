@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "jvx.h"
 #include "lock.h"
 #include "manifest.h"
 #include "util.h"
@@ -64,20 +65,11 @@ static int marker_get(struct bucket *b, const char *pipeline, const char *run_id
 	return r;
 }
 
-static double jnum(jv obj, const char *key)
-{
-	jv v = jv_object_get(jv_copy(obj), jv_string(key));
-	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
-
-	jv_free(v);
-	return d;
-}
-
 unsigned commit_checkpoints(struct bucket *b, const char *pipeline, const char *run_id, int *err)
 {
 	jv m;
 	int r = marker_get(b, pipeline, run_id, &m);
-	unsigned u = r == 0 ? (unsigned)jnum(m, "unit") : 0;
+	unsigned u = r == 0 ? (unsigned)jvx_number(m, "unit", 0) : 0;
 
 	*err = r < 0;
 	jv_free(m);
@@ -103,7 +95,7 @@ static int marker_add(struct bucket *b, const struct plan *p)
 		m = JV_OBJECT(jv_string("run_id"), jv_string(p->run_id), jv_string("unit"), jv_number(0),
 			      jv_string("records"), jv_number(0), jv_string("checkpoints"), jv_array(),
 			      jv_string("streams"), jv_object(), jv_string("files"), jv_array());
-	if (jnum(m, "unit") >= p->unit) {
+	if (jvx_number(m, "unit", 0) >= p->unit) {
 		/* a recovery repeating the step */
 		jv_free(m);
 		return 0;
@@ -121,7 +113,7 @@ static int marker_add(struct bucket *b, const struct plan *p)
 			jv_free(one);
 			one = JV_OBJECT(jv_string("records"), jv_number(0));
 		}
-		one = jv_object_set(one, jv_string("records"), jv_number(jnum(one, "records") + (double)ps->records));
+		one = jv_object_set(one, jv_string("records"), jv_number(jvx_number(one, "records", 0) + (double)ps->records));
 		if (ps->widened) {
 			jv w = jv_object_get(jv_copy(one), jv_string("widened"));
 
@@ -140,7 +132,7 @@ static int marker_add(struct bucket *b, const struct plan *p)
 	m = jv_object_set(m, jv_string("checkpoints"), cps);
 	m = jv_object_set(m, jv_string("streams"), streams);
 	m = jv_object_set(m, jv_string("files"), files);
-	m = jv_object_set(m, jv_string("records"), jv_number(jnum(m, "records") + (double)p->records));
+	m = jv_object_set(m, jv_string("records"), jv_number(jvx_number(m, "records", 0) + (double)p->records));
 	m = jv_object_set(m, jv_string("unit"), jv_number(p->unit));
 	{
 		jv d = jv_dump_string(m, 0);
@@ -438,7 +430,7 @@ static void log_stream(struct sb *log, const char *name, unsigned long long reco
 {
 	jv w = jv_is_valid(cp) ? jv_object_get(jv_copy(cp), jv_string("widened")) : jv_invalid();
 
-	records += jv_is_valid(cp) ? (unsigned long long)jnum(cp, "records") : 0;
+	records += jv_is_valid(cp) ? (unsigned long long)jvx_number(cp, "records", 0) : 0;
 	json_quote(log, name, strlen(name));
 	sb_addf(log, ": {\"records\": %llu", records);
 	if (jv_get_kind(w) == JV_KIND_ARRAY && widened) {
@@ -543,12 +535,12 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 				jv at = jv_object_get(jv_copy(c), jv_string("at"));
 
 				sb_addf(&log, "%s{\"unit\": %u, \"at\": ", j ? ",\n    " : "\n    ",
-					(unsigned)jnum(c, "unit"));
+					(unsigned)jvx_number(c, "unit", 0));
 				if (jv_get_kind(at) == JV_KIND_STRING)
 					json_quote(&log, jv_string_value(at), strlen(jv_string_value(at)));
 				else
 					sb_adds(&log, "null");
-				sb_addf(&log, ", \"records\": %llu}", (unsigned long long)jnum(c, "records"));
+				sb_addf(&log, ", \"records\": %llu}", (unsigned long long)jvx_number(c, "records", 0));
 				jv_free(at);
 				jv_free(c);
 			}
@@ -556,7 +548,7 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 				sb_adds(&log, "\n  ");
 		}
 		jv_free(list);
-		sb_addf(&log, "],\n  \"checkpointed_records\": %llu,\n", (unsigned long long)jnum(marker, "records"));
+		sb_addf(&log, "],\n  \"checkpointed_records\": %llu,\n", (unsigned long long)jvx_number(marker, "records", 0));
 		if (error)
 			sb_addf(&log, "  \"uncommitted_records\": %llu,\n", lost);
 	}
@@ -850,7 +842,7 @@ static int end_checkpointed_runs(struct bucket *b, const char *pipeline, const c
 			ret = -1;
 			break;
 		}
-		units = jv_is_valid(marker) ? (unsigned)jnum(marker, "unit") : 0;
+		units = jv_is_valid(marker) ? (unsigned)jvx_number(marker, "unit", 0) : 0;
 		why = xasprintf("the run stopped after checkpoint %u without its last commit (killed, or its failure could not be logged); what its checkpoints committed stays",
 				units);
 		ret = log_run(b, pipeline, id, NULL, why, NULL, marker);

@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "jvx.h"
 #include "util.h"
 
 /* Seconds a lock may read as garbage before it is reported. */
@@ -48,15 +49,6 @@ static void copy_field(jv obj, const char *name, char *dst, size_t size)
 	jv_free(v);
 }
 
-static double number_field(jv obj, const char *name, double def)
-{
-	jv v = jv_object_get(jv_copy(obj), jv_string(name));
-	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : def;
-
-	jv_free(v);
-	return d;
-}
-
 /*
  * A lock document is one line (json_quote() escapes every newline).  Two
  * rivals writing one key of a store whose writes are not atomic (s3rver
@@ -82,9 +74,9 @@ static int parse_holder(const struct sb *text, struct holder *h)
 	copy_field(obj, "run_dir", h->run_dir, sizeof(h->run_dir));
 	copy_field(obj, "started_at", h->started, sizeof(h->started));
 	copy_field(obj, "expires_at", h->expires, sizeof(h->expires));
-	h->pid = (long)number_field(obj, "pid", 0);
-	h->pid_start = (long long)number_field(obj, "pid_start", -1);
-	every = number_field(obj, "renew_every", 0);
+	h->pid = (long)jvx_number(obj, "pid", 0);
+	h->pid_start = (long long)jvx_number(obj, "pid_start", -1);
+	every = jvx_number(obj, "renew_every", 0);
 	h->renew_every = every < 0 ? 0 : every > LOCK_RENEW_MAX ? LOCK_RENEW_MAX : (long)every;
 	jv_free(obj);
 	h->expires_at = util_parse_iso_time(h->expires);

@@ -10,6 +10,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "jvx.h"
 #include "lock.h"
 #include "util.h"
 
@@ -152,15 +153,6 @@ done:
 	sb_addc(out, ']');
 }
 
-static double num(jv obj, const char *key)
-{
-	jv v = jv_object_get(jv_copy(obj), jv_string(key));
-	double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : 0;
-
-	jv_free(v);
-	return d;
-}
-
 /* The raw JSON of table t's recorded table version, or NULL. */
 static char *recorded_version(jv t)
 {
@@ -197,12 +189,12 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 		jv_free(stats);
 		stats = jv_object();
 	}
-	total = num(stats, "total_rows");
-	extractions = num(stats, "extractions");
+	total = jvx_number(stats, "total_rows", 0);
+	extractions = jvx_number(stats, "extractions", 0);
 	/* a later commit unit of a run whose checkpoints are in: one extraction */
 	run_rows = (double)s->records;
 	if (same_run) {
-		run_rows += num(stats, "last_extraction_rows");
+		run_rows += jvx_number(stats, "last_extraction_rows", 0);
 		extractions--;
 	}
 	total = p->replace || new_version(t, s->activated) ? run_rows : total + (double)s->records;
@@ -642,15 +634,6 @@ static int log_records(jv log, const char *safe, double *records, char **name)
 	return ret;
 }
 
-static char *str_of(jv obj, const char *key)
-{
-	jv v = jv_object_get(jv_copy(obj), jv_string(key));
-	char *s = jv_get_kind(v) == JV_KIND_STRING ? xstrdup(jv_string_value(v)) : NULL;
-
-	jv_free(v);
-	return s;
-}
-
 /*
  * Table t as the manifest would hold it after the runs whose files are in
  * its folder, as their success logs tell: rows, extractions, the last one,
@@ -688,14 +671,14 @@ static jv rb_table_json(struct bucket *b, struct rebuild *rb, struct rb_table *t
 		stream = name;
 		if (owner == NULL) {
 			/* the first pipeline to land there; its log's folder names it too */
-			owner = str_of(r->obj, "pipeline");
+			owner = jvx_string(r->obj, "pipeline");
 			if (owner == NULL)
 				owner = xstrndup(r->log + 15, (size_t)(strrchr(r->log, '/') - r->log - 15));
 			t->first = r->id;
 		}
 		last = r->id;
 		free(finished);
-		finished = str_of(r->obj, "finished_at");
+		finished = jvx_string(r->obj, "finished_at");
 	}
 	if (*err || last == NULL) {
 		free(stream);
@@ -985,7 +968,7 @@ int manifest_update(struct bucket *b, const struct plan *p)
 		same_run = jv_get_kind(last) == JV_KIND_STRING && strcmp(jv_string_value(last), p->run_id) == 0;
 		jv_free(last);
 		/* this run (this unit of it, with checkpoints) is in already: a recovery repeating the step */
-		if (same_run && (p->unit == 0 || num(t, "last_unit") >= (double)p->unit)) {
+		if (same_run && (p->unit == 0 || jvx_number(t, "last_unit", 0) >= (double)p->unit)) {
 			jv_free(t);
 			free(name);
 			continue;

@@ -9,6 +9,7 @@
 #include <jv.h>
 
 #include "err.h"
+#include "jvx.h"
 #include "sb.h"
 #include "singer_tap.h"
 #include "util.h"
@@ -167,15 +168,129 @@ int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 
 int singer_tap_deselected(jv m)
 {
-	jv md = jv_object_get(jv_copy(m), jv_string("metadata"));
+	jv md = jvx_get(m, "metadata"), s = jvx_get(md, "selected");
+	int r = jv_get_kind(s) == JV_KIND_FALSE;
+
+	jv_free(s);
+	jv_free(md);
+	return r;
+}
+
+int singer_tap_catalog(const char *what, const char *file, jv *streams)
+{
+	jv cat = jv_invalid();
+	int rc = singer_tap_load_json(what, file, &cat);
+
+	*streams = jv_invalid();
+	if (rc == 0) {
+		*streams = jvx_get(cat, "streams");
+		if (jv_get_kind(*streams) != JV_KIND_ARRAY) {
+			jv_free(*streams);
+			*streams = jv_invalid();
+			rc = singer_tap_bad(what, file, "not a catalog: {\"streams\": [...]} expected");
+		}
+	}
+	jv_free(cat);
+	return rc;
+}
+
+jv singer_tap_stream_id(jv s)
+{
+	jv id = jvx_get(s, "tap_stream_id");
+
+	if (jv_get_kind(id) != JV_KIND_STRING) {
+		jv_free(id);
+		id = jvx_get(s, "stream");
+	}
+	if (jv_get_kind(id) != JV_KIND_STRING) {
+		jv_free(id);
+		id = jv_invalid();
+	}
+	return id;
+}
+
+/* The property NAME of breadcrumb ["properties", NAME] (bc borrowed), or NULL. */
+static char *breadcrumb_property(jv bc)
+{
+	jv a = jv_array_get(jv_copy(bc), 0), b = jv_array_get(jv_copy(bc), 1);
+	char *col = NULL;
+
+	if (jv_get_kind(a) == JV_KIND_STRING && strcmp(jv_string_value(a), "properties") == 0 &&
+	    jv_get_kind(b) == JV_KIND_STRING)
+		col = jvx_cstr(b);
+	jv_free(a);
+	jv_free(b);
+	return col;
+}
+
+int singer_tap_stream_selection(const char *what, const char *file, const char *name, jv s,
+				int *selected, char ***drop, size_t *ndrop)
+{
+	jv schema = jvx_get(s, "schema"), sel = jvx_get(schema, "selected");
+	jv md = jvx_get(s, "metadata");
+	int i, n, rc = 0;
+
+	if (jv_get_kind(sel) == JV_KIND_FALSE)
+		*selected = 0;
+	jv_free(sel);
+	jv_free(schema);
+	if (jvx_absent(md))
+		goto out;
+	if (jv_get_kind(md) != JV_KIND_ARRAY) {
+		rc = singer_tap_bad(what, file, "%s: \"metadata\" is not an array", name);
+		goto out;
+	}
+	n = jv_array_length(jv_copy(md));
+	for (i = 0; i < n && rc == 0; i++) {
+		jv m = jv_array_get(jv_copy(md), i), bc = jvx_get(m, "breadcrumb");
+		char *col;
+
+		if (jv_get_kind(m) != JV_KIND_OBJECT)
+			rc = singer_tap_bad(what, file, "%s: metadata[%d] is not an object", name, i);
+		else if (jv_get_kind(bc) != JV_KIND_ARRAY)
+			rc = singer_tap_bad(what, file, "%s: metadata[%d] has no \"breadcrumb\" array",
+					    name, i);
+		else if (!singer_tap_deselected(m))
+			;
+		else if (jv_array_length(jv_copy(bc)) == 0)
+			*selected = 0;
+		else if (jv_array_length(jv_copy(bc)) == 2 && (col = breadcrumb_property(bc)) != NULL) {
+			*drop = xrealloc(*drop, (*ndrop + 1) * sizeof(**drop));
+			(*drop)[(*ndrop)++] = col;
+		}
+		jv_free(bc);
+		jv_free(m);
+	}
+out:
+	jv_free(md);
+	return rc;
+}
+
+int singer_tap_config_string(jv conf, const char *key, int num, char **out)
+{
+	jv v = jvx_get(conf, key);
 	int r = 0;
 
-	if (jv_get_kind(md) == JV_KIND_OBJECT) {
-		jv s = jv_object_get(jv_copy(md), jv_string("selected"));
+	*out = NULL;
+	if (jvx_absent(v))
+		r = 0;
+	else if (jv_get_kind(v) == JV_KIND_STRING) {
+		const char *s = jv_string_value(v);
+		size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
 
-		r = jv_get_kind(s) == JV_KIND_FALSE;
-		jv_free(s);
-	}
-	jv_free(md);
+		if (n == 0 || memchr(s, '\0', n) != NULL)
+			r = -1;
+		else
+			*out = xstrndup(s, n);
+	} else if (num && jv_get_kind(v) == JV_KIND_NUMBER) {
+		double d = jv_number_value(v);
+
+		if (d < 0 || d > 4294967295.0 || d != (double)(uint64_t)d)
+			r = -1;
+		else
+			*out = xasprintf("%llu", (unsigned long long)d);
+	} else
+		r = -1;
+	jv_free(v);
 	return r;
 }

@@ -56,6 +56,36 @@ int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 /* 1 when catalog metadata entry m (an object) says "selected": false. */
 int singer_tap_deselected(jv m);
 
+/*
+ * Read the catalog file (what: "catalog" or "properties") and hand back its
+ * "streams" array in *streams (owned by the caller).  0, or 2 after
+ * reporting a file that cannot be read, is not JSON or is not a catalog.
+ */
+int singer_tap_catalog(const char *what, const char *file, jv *streams);
+
+/* The id of catalog stream s (borrowed): its "tap_stream_id", else its
+ * "stream"; invalid when s is not an object or neither is a string. */
+jv singer_tap_stream_id(jv s);
+
+/*
+ * Catalog stream s's selection (s borrowed; name names it in messages).
+ * *selected is cleared by "selected": false in its schema (the legacy
+ * form) or in its metadata of breadcrumb []; each property whose
+ * breadcrumb ["properties", NAME] says "selected": false is appended to
+ * *drop (*ndrop strings, each the caller's).  0, or 2 after reporting
+ * metadata that is not a list of objects with a "breadcrumb" array.
+ */
+int singer_tap_stream_selection(const char *what, const char *file, const char *name, jv s,
+				int *selected, char ***drop, size_t *ndrop);
+
+/*
+ * Config member key as a C string in *out (the caller's; NULL when the
+ * member is absent or null): a non-empty string without a NUL or, with num,
+ * a whole number from 0 to 2^32-1 (printed in decimal).  0, or -1 when the
+ * member is something else (the caller says what it expects).
+ */
+int singer_tap_config_string(jv conf, const char *key, int num, char **out);
+
 /* Free the n strings of list, and list (NULL with n 0 is fine). */
 void singer_tap_free_list(char **list, size_t n);
 

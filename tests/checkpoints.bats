@@ -186,3 +186,19 @@ load checkpoint_scenarios
 	run -1 bucket_exists ".dataspoc/state/ck/pending/$rid.json"
 	[ "$(ck_ids)" = "$(ck_seq 4)" ]
 }
+
+@test "checkpoints: a checkpoint that cannot publish fails the run at once, says so, changes no state; the next run finishes it" {
+	ck_pipeline ck jsonl
+	# a file where the table's folder goes: the first checkpoint's publish fails
+	echo block | bucket_put raw/counter/ev
+	run -1 --separate-stderr dataspoc-pipe run ck
+	[[ $stderr == *"pipe-commit: checkpoint 1 of run "*" did not finish; the next run of 'ck' finishes it"* ]]
+	[[ $stderr == *"a checkpoint did not finish (pipe-commit -k exited with status 1)"* ]]
+	run -1 bucket_exists .dataspoc/state/ck/state.json
+	run -0 bucket_files
+	assert_output raw/counter/ev
+	bucket_rm raw/counter/ev
+	run -0 --separate-stderr dataspoc-pipe run ck
+	[[ $stderr == *"finishing the commit of run "* ]]
+	[ "$(ck_ids)" = "$(ck_seq 10)" ]
+}

@@ -8,26 +8,10 @@
 
 #include "err.h"
 #include "sb.h"
+#include "jvx.h"
 #include "singer_tap.h"
 #include "tap_csv.h"
 #include "util.h"
-
-/* obj[key], obj borrowed; invalid when absent. */
-static jv jget(jv obj, const char *key)
-{
-	return jv_object_get(jv_copy(obj), jv_string(key));
-}
-
-/* A C copy of the JSON string v (borrowed), or NULL when it holds a NUL. */
-static char *jcstr(jv v)
-{
-	const char *s = jv_string_value(v);
-	size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
-
-	if (memchr(s, '\0', n) != NULL)
-		return NULL;
-	return xstrndup(s, n);
-}
 
 /* An array of strings into a list; -1 when v is not one. */
 static int jstrlist(jv v, char ***list, size_t *n)
@@ -45,7 +29,7 @@ static int jstrlist(jv v, char ***list, size_t *n)
 		char *c = NULL;
 
 		if (jv_get_kind(s) == JV_KIND_STRING)
-			c = jcstr(s);
+			c = jvx_cstr(s);
 		jv_free(s);
 		if (c == NULL)
 			return -1;
@@ -83,23 +67,23 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	if (jv_get_kind(f) != JV_KIND_OBJECT)
 		return singer_tap_bad("config", file, "files[%d]: not an object", idx);
 
-	v = jget(f, "entity");
+	v = jvx_get(f, "entity");
 	if (jv_get_kind(v) == JV_KIND_STRING)
-		e->name = jcstr(v);
+		e->name = jvx_cstr(v);
 	jv_free(v);
 	if (e->name == NULL || *e->name == '\0')
 		return singer_tap_bad("config", file,
 			   "files[%d]: \"entity\" must be a non-empty string", idx);
 
-	v = jget(f, "path");
+	v = jvx_get(f, "path");
 	if (jv_get_kind(v) == JV_KIND_STRING)
-		e->path = jcstr(v);
+		e->path = jvx_cstr(v);
 	jv_free(v);
 	if (e->path == NULL || *e->path == '\0')
 		return singer_tap_bad("config", file,
 			   "%s: \"path\" must be a non-empty string", e->name);
 
-	v = jget(f, "keys");
+	v = jvx_get(f, "keys");
 	if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL &&
 	    jstrlist(v, &e->keys, &e->nkeys) < 0)
 		rc = singer_tap_bad("config", file,
@@ -108,9 +92,9 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	if (rc)
 		return rc;
 
-	v = jget(f, "replication_key");
+	v = jvx_get(f, "replication_key");
 	if (jv_get_kind(v) == JV_KIND_STRING) {
-		e->rk = jcstr(v);
+		e->rk = jvx_cstr(v);
 		if (e->rk == NULL || *e->rk == '\0')
 			rc = singer_tap_bad("config", file, "%s: \"replication_key\" "
 				 "must be a non-empty string", e->name);
@@ -121,7 +105,7 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	if (rc)
 		return rc;
 
-	v = jget(f, "delimiter");
+	v = jvx_get(f, "delimiter");
 	if (jv_get_kind(v) == JV_KIND_STRING) {
 		const char *d = jv_string_value(v);
 
@@ -139,7 +123,7 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	if (rc)
 		return rc;
 
-	v = jget(f, "encoding");
+	v = jvx_get(f, "encoding");
 	if (jv_get_kind(v) == JV_KIND_STRING) {
 		if (!encoding_ok(jv_string_value(v)))
 			rc = singer_tap_bad("config", file, "%s: encoding '%s' is not "
@@ -184,8 +168,8 @@ int load_config(struct tap *t)
 		rc = singer_tap_bad("config", file, "not a JSON object");
 		goto out;
 	}
-	files = jget(conf, "files");
-	def = jget(conf, "csv_files_definition");
+	files = jvx_get(conf, "files");
+	def = jvx_get(conf, "csv_files_definition");
 	if (jv_is_valid(def) && jv_get_kind(def) != JV_KIND_NULL) {
 		char *path;
 
@@ -195,7 +179,7 @@ int load_config(struct tap *t)
 			goto out;
 		}
 		if (jv_get_kind(def) != JV_KIND_STRING ||
-		    (path = jcstr(def)) == NULL || *path == '\0') {
+		    (path = jvx_cstr(def)) == NULL || *path == '\0') {
 			rc = singer_tap_bad("config", file, "\"csv_files_definition\" "
 				 "must be a file name");
 			goto out;
@@ -264,20 +248,13 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 {
 	const char *what = t->catalog_what, *file = t->catalog_file;
 	struct entity *e;
-	jv id, md = jv_invalid(), schema;
-	int i, n, rc = 0;
+	jv id;
 
 	if (jv_get_kind(s) != JV_KIND_OBJECT)
 		return singer_tap_bad(what, file, "streams[%d]: not an object", idx);
-	id = jget(s, "tap_stream_id");
-	if (jv_get_kind(id) != JV_KIND_STRING) {
-		jv_free(id);
-		id = jget(s, "stream");
-	}
-	if (jv_get_kind(id) != JV_KIND_STRING) {
-		jv_free(id);
+	id = singer_tap_stream_id(s);
+	if (!jv_is_valid(id))
 		return singer_tap_bad(what, file, "streams[%d]: no \"tap_stream_id\"", idx);
-	}
 	e = find_entity(t, jv_string_value(id),
 			(size_t)jv_string_length_bytes(jv_copy(id)));
 	if (e == NULL) {
@@ -288,88 +265,19 @@ static int catalog_stream(struct tap *t, jv s, int idx)
 	}
 	jv_free(id);
 	e->selected = 1;
-
-	/* The legacy form: "selected" in the stream's schema. */
-	schema = jget(s, "schema");
-	if (jv_get_kind(schema) == JV_KIND_OBJECT) {
-		jv sel = jget(schema, "selected");
-
-		if (jv_get_kind(sel) == JV_KIND_FALSE)
-			e->selected = 0;
-		jv_free(sel);
-	}
-	jv_free(schema);
-
-	md = jget(s, "metadata");
-	if (!jv_is_valid(md) || jv_get_kind(md) == JV_KIND_NULL)
-		goto out;
-	if (jv_get_kind(md) != JV_KIND_ARRAY) {
-		rc = singer_tap_bad(what, file, "%s: \"metadata\" is not an array", e->name);
-		goto out;
-	}
-	n = jv_array_length(jv_copy(md));
-	for (i = 0; i < n && rc == 0; i++) {
-		jv m = jv_array_get(jv_copy(md), i), bc = jv_invalid();
-		int len;
-
-		if (jv_get_kind(m) != JV_KIND_OBJECT) {
-			rc = singer_tap_bad(what, file, "%s: metadata[%d] is not an object",
-				 e->name, i);
-			goto next;
-		}
-		bc = jget(m, "breadcrumb");
-		if (jv_get_kind(bc) != JV_KIND_ARRAY) {
-			rc = singer_tap_bad(what, file, "%s: metadata[%d] has no "
-				 "\"breadcrumb\" array", e->name, i);
-			goto next;
-		}
-		len = jv_array_length(jv_copy(bc));
-		if (len == 0) {
-			if (singer_tap_deselected(m))
-				e->selected = 0;
-		} else if (len == 2) {
-			jv a = jv_array_get(jv_copy(bc), 0);
-			jv b = jv_array_get(jv_copy(bc), 1);
-
-			if (jv_get_kind(a) == JV_KIND_STRING &&
-			    strcmp(jv_string_value(a), "properties") == 0 &&
-			    jv_get_kind(b) == JV_KIND_STRING && singer_tap_deselected(m)) {
-				char *col = jcstr(b);
-
-				if (col != NULL) {
-					e->drop = xrealloc(e->drop, (e->ndrop + 1) *
-							   sizeof(*e->drop));
-					e->drop[e->ndrop++] = col;
-				}
-			}
-			jv_free(a);
-			jv_free(b);
-		}
-next:
-		jv_free(bc);
-		jv_free(m);
-	}
-out:
-	jv_free(md);
-	return rc;
+	return singer_tap_stream_selection(what, file, e->name, s, &e->selected, &e->drop,
+					   &e->ndrop);
 }
 
 int load_catalog(struct tap *t)
 {
-	jv cat = jv_invalid(), streams = jv_invalid();
+	jv streams;
 	int rc, i, n;
 	size_t j;
 
-	rc = singer_tap_load_json(t->catalog_what, t->catalog_file, &cat);
+	rc = singer_tap_catalog(t->catalog_what, t->catalog_file, &streams);
 	if (rc)
-		goto out;
-	if (jv_get_kind(cat) == JV_KIND_OBJECT)
-		streams = jget(cat, "streams");
-	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
-		rc = singer_tap_bad(t->catalog_what, t->catalog_file,
-			 "not a catalog: {\"streams\": [...]} expected");
-		goto out;
-	}
+		return rc;
 	for (j = 0; j < t->nents; j++)
 		t->ents[j].selected = 0;
 	n = jv_array_length(jv_copy(streams));
@@ -379,8 +287,6 @@ int load_catalog(struct tap *t)
 		rc = catalog_stream(t, s, i);
 		jv_free(s);
 	}
-out:
-	jv_free(cat);
 	jv_free(streams);
 	return rc;
 }

@@ -24,6 +24,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "jvx.h"
 #include "singer_tap.h"
 #include "util.h"
 
@@ -111,46 +112,6 @@ static int emit(struct sheet *s)
 
 /* ---- config and catalog (libjq: they hold no record values) ---- */
 
-static jv jget(jv obj, const char *key)
-{
-	return jv_object_get(jv_copy(obj), jv_string(key));
-}
-
-static int absent(jv v)
-{
-	return !jv_is_valid(v) || jv_get_kind(v) == JV_KIND_NULL;
-}
-
-/* A non-empty string (or, with num, a non-negative integer) member; -1 otherwise. */
-static int jstr_member(jv conf, const char *key, int num, char **out)
-{
-	jv v = jget(conf, key);
-	int r = 0;
-
-	*out = NULL;
-	if (absent(v))
-		r = 0;
-	else if (jv_get_kind(v) == JV_KIND_STRING) {
-		const char *s = jv_string_value(v);
-		size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
-
-		if (n == 0 || memchr(s, '\0', n) != NULL)
-			r = -1;
-		else
-			*out = xstrndup(s, n);
-	} else if (num && jv_get_kind(v) == JV_KIND_NUMBER) {
-		double d = jv_number_value(v);
-
-		if (d < 0 || d > 4294967295.0 || d != (double)(uint64_t)d)
-			r = -1;
-		else
-			*out = xasprintf("%llu", (unsigned long long)d);
-	} else
-		r = -1;
-	jv_free(v);
-	return r;
-}
-
 static int id_ok(const char *s)
 {
 	if (*s == '\0')
@@ -217,11 +178,11 @@ static int load_config(struct sheet *s)
 		rc = singer_tap_bad("config", file, "not a JSON object");
 		goto out;
 	}
-	if (jstr_member(conf, "url", 0, &url) < 0 ||
-	    jstr_member(conf, "spreadsheet_id", 0, &s->id) < 0 ||
-	    jstr_member(conf, "sheet_gid", 1, &gid) < 0 ||
-	    jstr_member(conf, "sheet_name", 0, &s->name) < 0 ||
-	    jstr_member(conf, "stream_name", 0, &s->stream) < 0) {
+	if (singer_tap_config_string(conf, "url", 0, &url) < 0 ||
+	    singer_tap_config_string(conf, "spreadsheet_id", 0, &s->id) < 0 ||
+	    singer_tap_config_string(conf, "sheet_gid", 1, &gid) < 0 ||
+	    singer_tap_config_string(conf, "sheet_name", 0, &s->name) < 0 ||
+	    singer_tap_config_string(conf, "stream_name", 0, &s->stream) < 0) {
 		rc = singer_tap_bad("config", file, "\"url\", \"spreadsheet_id\", \"sheet_name\" and "
 			 "\"stream_name\" must be non-empty strings, \"sheet_gid\" a string "
 			 "or a number of digits");
@@ -257,8 +218,8 @@ static int load_config(struct sheet *s)
 	}
 	if (s->stream == NULL)
 		s->stream = xstrdup(s->name ? s->name : "sheet");
-	v = jget(conf, "key_properties");
-	if (!absent(v)) {
+	v = jvx_get(conf, "key_properties");
+	if (!jvx_absent(v)) {
 		if (jv_get_kind(v) != JV_KIND_ARRAY)
 			rc = -1;
 		n = rc ? 0 : jv_array_length(jv_copy(v));
@@ -299,63 +260,26 @@ out:
 
 static int load_catalog(struct sheet *s)
 {
-	jv cat = jv_invalid(), streams = jv_invalid();
-	int rc, i, n, j, nm;
+	jv streams;
+	int rc, i, n;
 
-	rc = singer_tap_load_json(s->catalog_what, s->catalog_file, &cat);
+	rc = singer_tap_catalog(s->catalog_what, s->catalog_file, &streams);
 	if (rc)
-		goto out;
-	if (jv_get_kind(cat) == JV_KIND_OBJECT)
-		streams = jget(cat, "streams");
-	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
-		rc = singer_tap_bad(s->catalog_what, s->catalog_file,
-			 "not a catalog: {\"streams\": [...]} expected");
-		goto out;
-	}
+		return rc;
+	/* A catalog that does not list the stream leaves it out. */
 	s->selected = 0;
 	n = jv_array_length(jv_copy(streams));
-	for (i = 0; i < n; i++) {
-		jv st = jv_array_get(jv_copy(streams), i), id = jv_invalid(), md;
+	for (i = 0; i < n && rc == 0; i++) {
+		jv st = jv_array_get(jv_copy(streams), i), id = singer_tap_stream_id(st);
 
-		if (jv_get_kind(st) == JV_KIND_OBJECT) {
-			id = jget(st, "tap_stream_id");
-			if (jv_get_kind(id) != JV_KIND_STRING) {
-				jv_free(id);
-				id = jget(st, "stream");
-			}
-		}
-		if (jv_get_kind(id) != JV_KIND_STRING || strcmp(jv_string_value(id), s->stream)) {
-			jv_free(id);
-			jv_free(st);
-			continue;
+		if (jv_is_valid(id) && strcmp(jv_string_value(id), s->stream) == 0) {
+			s->selected = 1;
+			rc = singer_tap_stream_selection(s->catalog_what, s->catalog_file, s->stream,
+							 st, &s->selected, &s->drop, &s->ndrop);
 		}
 		jv_free(id);
-		s->selected = 1;
-		md = jget(st, "metadata");
-		nm = jv_get_kind(md) == JV_KIND_ARRAY ? jv_array_length(jv_copy(md)) : 0;
-		for (j = 0; j < nm; j++) {
-			jv m = jv_array_get(jv_copy(md), j), bc = jget(m, "breadcrumb");
-			int len = jv_get_kind(bc) == JV_KIND_ARRAY ? jv_array_length(jv_copy(bc)) : -1;
-
-			if (len == 0 && singer_tap_deselected(m))
-				s->selected = 0;
-			else if (len == 2 && singer_tap_deselected(m)) {
-				jv col = jv_array_get(jv_copy(bc), 1);
-
-				if (jv_get_kind(col) == JV_KIND_STRING) {
-					s->drop = xrealloc(s->drop, (s->ndrop + 1) * sizeof(*s->drop));
-					s->drop[s->ndrop++] = xstrdup(jv_string_value(col));
-				}
-				jv_free(col);
-			}
-			jv_free(bc);
-			jv_free(m);
-		}
-		jv_free(md);
 		jv_free(st);
 	}
-out:
-	jv_free(cat);
 	jv_free(streams);
 	return rc;
 }

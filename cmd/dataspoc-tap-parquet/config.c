@@ -16,6 +16,7 @@
 #include "err.h"
 #include "json.h"
 #include "sb.h"
+#include "jvx.h"
 #include "singer_tap.h"
 #include "tap_parquet.h"
 #include "util.h"
@@ -36,42 +37,6 @@ int in_sorted(char *const *list, size_t n, const char *s)
 			hi = mid;
 	}
 	return 0;
-}
-
-static jv jget(jv obj, const char *key)
-{
-	return jv_object_get(jv_copy(obj), jv_string(key));
-}
-
-/* A C copy of the JSON string v (borrowed), or NULL when it holds a NUL. */
-static char *jcstr(jv v)
-{
-	const char *s = jv_string_value(v);
-	size_t n = (size_t)jv_string_length_bytes(jv_copy(v));
-
-	if (memchr(s, '\0', n) != NULL)
-		return NULL;
-	return xstrndup(s, n);
-}
-
-static int absent(jv v)
-{
-	return !jv_is_valid(v) || jv_get_kind(v) == JV_KIND_NULL;
-}
-
-/* A non-empty string member into *out (NULL when absent); -1 when it is something else. */
-static int jstr_member(jv conf, const char *key, char **out)
-{
-	jv v = jget(conf, key);
-	int r = 0;
-
-	*out = NULL;
-	if (absent(v))
-		r = 0;
-	else if (jv_get_kind(v) != JV_KIND_STRING || (*out = jcstr(v)) == NULL || **out == '\0')
-		r = -1;
-	jv_free(v);
-	return r;
 }
 
 /* The stream's default name: the path's last folder, without ".parquet". */
@@ -111,18 +76,18 @@ int load_config(struct tap *t)
 		rc = singer_tap_bad("config", file, "not a JSON object");
 		goto out;
 	}
-	if (jstr_member(conf, "path", &t->path) < 0 || t->path == NULL) {
+	if (singer_tap_config_string(conf, "path", 0, &t->path) < 0 || t->path == NULL) {
 		rc = singer_tap_bad("config", file, "\"path\" must be a non-empty string (a folder or "
 			 "a file: /dir, file:///dir, s3://bucket/prefix, gs://bucket/prefix)");
 		goto out;
 	}
-	if (jstr_member(conf, "stream_name", &t->stream) < 0) {
+	if (singer_tap_config_string(conf, "stream_name", 0, &t->stream) < 0) {
 		rc = singer_tap_bad("config", file, "\"stream_name\" must be a non-empty string");
 		goto out;
 	}
 	if (t->stream == NULL)
 		t->stream = default_stream(t->path);
-	if (jstr_member(conf, "glob", &t->glob) < 0) {
+	if (singer_tap_config_string(conf, "glob", 0, &t->glob) < 0) {
 		rc = singer_tap_bad("config", file, "\"glob\" must be a non-empty string");
 		goto out;
 	}
@@ -133,20 +98,20 @@ int load_config(struct tap *t)
 			 "with '/'");
 		goto out;
 	}
-	if (jstr_member(conf, "endpoint_url", &t->endpoint) < 0) {
+	if (singer_tap_config_string(conf, "endpoint_url", 0, &t->endpoint) < 0) {
 		rc = singer_tap_bad("config", file, "\"endpoint_url\" must be a non-empty string");
 		goto out;
 	}
-	v = jget(conf, "hive_partitioning");
+	v = jvx_get(conf, "hive_partitioning");
 	if (jv_get_kind(v) == JV_KIND_TRUE)
 		t->hive = 1;
-	else if (!absent(v) && jv_get_kind(v) != JV_KIND_FALSE)
+	else if (!jvx_absent(v) && jv_get_kind(v) != JV_KIND_FALSE)
 		rc = singer_tap_bad("config", file, "\"hive_partitioning\" must be true or false");
 	jv_free(v);
 	if (rc)
 		goto out;
-	v = jget(conf, "key_properties");
-	if (!absent(v)) {
+	v = jvx_get(conf, "key_properties");
+	if (!jvx_absent(v)) {
 		if (jv_get_kind(v) != JV_KIND_ARRAY)
 			rc = -1;
 		n = rc ? 0 : jv_array_length(jv_copy(v));
@@ -156,7 +121,7 @@ int load_config(struct tap *t)
 			char *c = NULL;
 
 			if (jv_get_kind(s) == JV_KIND_STRING)
-				c = jcstr(s);
+				c = jvx_cstr(s);
 			jv_free(s);
 			if (c == NULL)
 				rc = -1;
@@ -188,101 +153,28 @@ out:
 
 /* ---- the catalog ---- */
 
-/* The catalog's entry of the stream: its selection and deselected columns. */
-static int catalog_stream(struct tap *t, jv s)
-{
-	const char *what = t->catalog_what, *file = t->catalog_file;
-	jv md, schema;
-	int i, n, rc = 0;
-
-	t->selected = 1;
-	schema = jget(s, "schema");
-	if (jv_get_kind(schema) == JV_KIND_OBJECT) {
-		jv sel = jget(schema, "selected");
-
-		if (jv_get_kind(sel) == JV_KIND_FALSE)
-			t->selected = 0;
-		jv_free(sel);
-	}
-	jv_free(schema);
-	md = jget(s, "metadata");
-	if (absent(md))
-		goto out;
-	if (jv_get_kind(md) != JV_KIND_ARRAY) {
-		rc = singer_tap_bad(what, file, "%s: \"metadata\" is not an array", t->stream);
-		goto out;
-	}
-	n = jv_array_length(jv_copy(md));
-	for (i = 0; i < n && rc == 0; i++) {
-		jv m = jv_array_get(jv_copy(md), i), bc = jv_invalid();
-		int len;
-
-		if (jv_get_kind(m) != JV_KIND_OBJECT ||
-		    jv_get_kind(bc = jget(m, "breadcrumb")) != JV_KIND_ARRAY) {
-			rc = singer_tap_bad(what, file, "%s: metadata[%d] has no \"breadcrumb\" array",
-				 t->stream, i);
-			goto next;
-		}
-		len = jv_array_length(jv_copy(bc));
-		if (len == 0 && singer_tap_deselected(m))
-			t->selected = 0;
-		else if (len == 2 && singer_tap_deselected(m)) {
-			jv a = jv_array_get(jv_copy(bc), 0), b = jv_array_get(jv_copy(bc), 1);
-			char *col;
-
-			if (jv_get_kind(a) == JV_KIND_STRING &&
-			    strcmp(jv_string_value(a), "properties") == 0 &&
-			    jv_get_kind(b) == JV_KIND_STRING && (col = jcstr(b)) != NULL) {
-				t->drop = xrealloc(t->drop, (t->ndrop + 1) * sizeof(*t->drop));
-				t->drop[t->ndrop++] = col;
-			}
-			jv_free(a);
-			jv_free(b);
-		}
-next:
-		jv_free(bc);
-		jv_free(m);
-	}
-out:
-	jv_free(md);
-	return rc;
-}
-
 int load_catalog(struct tap *t)
 {
-	jv cat = jv_invalid(), streams = jv_invalid();
+	jv streams;
 	int rc, i, n;
 
-	rc = singer_tap_load_json(t->catalog_what, t->catalog_file, &cat);
+	rc = singer_tap_catalog(t->catalog_what, t->catalog_file, &streams);
 	if (rc)
-		goto out;
-	if (jv_get_kind(cat) == JV_KIND_OBJECT)
-		streams = jget(cat, "streams");
-	if (jv_get_kind(streams) != JV_KIND_ARRAY) {
-		rc = singer_tap_bad(t->catalog_what, t->catalog_file,
-			 "not a catalog: {\"streams\": [...]} expected");
-		goto out;
-	}
+		return rc;
 	/* A catalog that does not list the stream leaves it out. */
 	t->selected = 0;
 	n = jv_array_length(jv_copy(streams));
 	for (i = 0; i < n && rc == 0; i++) {
-		jv s = jv_array_get(jv_copy(streams), i), id = jv_invalid();
+		jv s = jv_array_get(jv_copy(streams), i), id = singer_tap_stream_id(s);
 
-		if (jv_get_kind(s) == JV_KIND_OBJECT) {
-			id = jget(s, "tap_stream_id");
-			if (jv_get_kind(id) != JV_KIND_STRING) {
-				jv_free(id);
-				id = jget(s, "stream");
-			}
+		if (jv_is_valid(id) && strcmp(jv_string_value(id), t->stream) == 0) {
+			t->selected = 1;
+			rc = singer_tap_stream_selection(t->catalog_what, t->catalog_file, t->stream,
+							 s, &t->selected, &t->drop, &t->ndrop);
 		}
-		if (jv_get_kind(id) == JV_KIND_STRING && strcmp(jv_string_value(id), t->stream) == 0)
-			rc = catalog_stream(t, s);
 		jv_free(id);
 		jv_free(s);
 	}
-out:
-	jv_free(cat);
 	jv_free(streams);
 	return rc;
 }

@@ -34,6 +34,7 @@
 
 #include "cli.h"
 #include "err.h"
+#include "jvx.h"
 #include "util.h"
 
 /* The protocol versions spoken, the latest first. */
@@ -490,16 +491,6 @@ static void jobs_stop_all(struct server *s)
 
 /* ---- requests ---- */
 
-/* member key of object o (a copy; o is only looked at), or invalid when o has none */
-static jv member(jv o, const char *key)
-{
-	if (jv_get_kind(o) != JV_KIND_OBJECT)
-		return jv_invalid();
-	if (!jv_object_has(jv_copy(o), jv_string(key)))
-		return jv_invalid();
-	return jv_object_get(jv_copy(o), jv_string(key));
-}
-
 /* v is "2.0"; consumes v */
 static int is_version(jv v)
 {
@@ -511,7 +502,7 @@ static int is_version(jv v)
 
 static void do_initialize(struct server *s, jv id, jv params)
 {
-	jv want = member(params, "protocolVersion"), caps, info, r;
+	jv want = jvx_get(params, "protocolVersion"), caps, info, r;
 	size_t i;
 
 	if (jv_get_kind(want) != JV_KIND_STRING) {
@@ -563,7 +554,7 @@ static void do_initialize(struct server *s, jv id, jv params)
 /* A list method's cursor: there is one page, so any cursor is not ours. */
 static int bad_cursor(struct server *s, jv id, jv params)
 {
-	jv c = member(params, "cursor");
+	jv c = jvx_get(params, "cursor");
 
 	jv_free(params);
 	if (!jv_is_valid(c) || jv_get_kind(c) == JV_KIND_NULL) {
@@ -579,7 +570,7 @@ static int bad_cursor(struct server *s, jv id, jv params)
 /* The request's _meta.progressToken, or null. */
 static jv progress_token(jv params)
 {
-	jv meta = member(params, "_meta"), t = member(meta, "progressToken");
+	jv meta = jvx_get(params, "_meta"), t = jvx_get(meta, "progressToken");
 
 	jv_free(meta);
 	if (jv_get_kind(t) == JV_KIND_STRING || jv_get_kind(t) == JV_KIND_NUMBER)
@@ -600,7 +591,7 @@ static void queue(struct server *s, struct job *j)
 
 static void do_call(struct server *s, jv id, jv params)
 {
-	jv name = member(params, "name"), args = member(params, "arguments");
+	jv name = jvx_get(params, "name"), args = jvx_get(params, "arguments");
 	const struct tool *t;
 	struct job *j;
 	char *why = NULL;
@@ -642,7 +633,7 @@ out:
 
 static void do_read(struct server *s, jv id, jv params)
 {
-	jv uri = member(params, "uri");
+	jv uri = jvx_get(params, "uri");
 	struct job *j;
 
 	if (jv_get_kind(uri) != JV_KIND_STRING) {
@@ -703,7 +694,7 @@ static void on_request(struct server *s, jv id, const char *method, jv params)
 static void on_notification(struct server *s, const char *method, jv params)
 {
 	if (strcmp(method, "notifications/cancelled") == 0) {
-		jv rid = member(params, "requestId");
+		jv rid = jvx_get(params, "requestId");
 		struct job *j = jv_is_valid(rid) ? job_with_id(s, jv_copy(rid)) : NULL;
 
 		if (j && !j->cancelled) {
@@ -725,7 +716,7 @@ static void on_notification(struct server *s, const char *method, jv params)
 /* The id of msg (only looked at) when it is a valid one (a string or a number), else null. */
 static jv valid_id(jv msg)
 {
-	jv id = member(msg, "id");
+	jv id = jvx_get(msg, "id");
 
 	if (jv_get_kind(id) == JV_KIND_STRING || jv_get_kind(id) == JV_KIND_NUMBER)
 		return id;
@@ -771,9 +762,9 @@ static void on_line(struct server *s, const char *line, size_t len)
 	}
 	has_id = jv_object_has(jv_copy(msg), jv_string("id"));
 	id = valid_id(msg);
-	method = member(msg, "method");
-	params = member(msg, "params");
-	if (!is_version(member(msg, "jsonrpc"))) {
+	method = jvx_get(msg, "method");
+	params = jvx_get(msg, "params");
+	if (!is_version(jvx_get(msg, "jsonrpc"))) {
 		respond_errorf(s, id, RPC_INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"");
 	} else if (has_id && jv_get_kind(id) == JV_KIND_NULL) {
 		respond_errorf(s, id, RPC_INVALID_REQUEST, "Invalid Request: the id must be a string or a number");
