@@ -1,4 +1,5 @@
 /* singer_tap: the built-in Singer taps' command line and JSON files. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <jv.h>
 
 #include "err.h"
+#include "json.h"
 #include "jvx.h"
 #include "sb.h"
 #include "singer_tap.h"
@@ -293,4 +295,45 @@ int singer_tap_config_string(jv conf, const char *key, int num, char **out)
 		r = -1;
 	jv_free(v);
 	return r;
+}
+
+int singer_tap_emit(struct sb *msg, int *write_failed)
+{
+	int r = 0;
+
+	if (msg->len > 0 && fwrite(msg->buf, 1, msg->len, stdout) != msg->len) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		*write_failed = 1;
+		r = -1;
+	}
+	sb_reset(msg);
+	return r;
+}
+
+int singer_tap_print_pretty(const char *json, size_t len, struct sb *msg, int *write_failed)
+{
+	struct json_span v;
+	const char *why = NULL;
+	size_t pos = 0;
+
+	if (json_validate(json, len, &v, &pos, &why) < 0) {
+		err_msg("internal error: invalid JSON at byte %zu: %s", pos, why);
+		return EXIT_FAIL;
+	}
+	json_pretty(&v, msg);
+	return singer_tap_emit(msg, write_failed) < 0 ? EXIT_FAIL : 0;
+}
+
+int singer_tap_finish(int rc, int write_failed)
+{
+	if (fclose(stdout) != 0 && !write_failed) {
+		if (errno != EPIPE)
+			err_msg("cannot write 'standard output':");
+		if (rc == 0)
+			rc = EXIT_FAIL;
+	}
+	if (write_failed && rc == 0)
+		rc = EXIT_FAIL;
+	return rc;
 }

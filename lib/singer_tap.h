@@ -10,6 +10,11 @@
 
 #include <jv.h>
 
+#include "sb.h"
+
+/* A tap's exit statuses beside 0: a failure, a usage or config error. */
+enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
 /* A tap's options; the strings point into argv. */
 struct singer_tap_args {
 	const char *config, *state, *catalog, *properties;
@@ -85,6 +90,20 @@ int singer_tap_stream_selection(const char *what, const char *file, const char *
  * member is something else (the caller says what it expects).
  */
 int singer_tap_config_string(jv conf, const char *key, int num, char **out);
+
+/*
+ * Write msg to stdout and empty it: 0, or -1 once the write failed (said on
+ * stderr unless stdout's reader is gone, EPIPE), with *write_failed set.
+ */
+int singer_tap_emit(struct sb *msg, int *write_failed);
+
+/* JSON text json (the tap's own: --about, --discover) pretty-printed through
+ * msg to stdout: 0, or the exit status of a failure after saying it. */
+int singer_tap_print_pretty(const char *json, size_t len, struct sb *msg, int *write_failed);
+
+/* The end of a tap's main(): close stdout and give the exit status, rc
+ * unless closing or an earlier write failed (then 1 when rc was 0). */
+int singer_tap_finish(int rc, int write_failed);
 
 /* Free the n strings of list, and list (NULL with n 0 is fine). */
 void singer_tap_free_list(char **list, size_t n);

@@ -23,14 +23,5 @@ int bytes_eq(const char *a, size_t alen, const char *b)
 
 int emit(struct tap *t)
 {
-	if (t->msg.len > 0 &&
-	    fwrite(t->msg.buf, 1, t->msg.len, stdout) != t->msg.len) {
-		if (errno != EPIPE)
-			err_msg("cannot write 'standard output':");
-		t->write_failed = 1;
-		sb_reset(&t->msg);
-		return -1;
-	}
-	sb_reset(&t->msg);
-	return 0;
+	return singer_tap_emit(&t->msg, &t->write_failed);
 }

@@ -299,20 +299,6 @@ static void add_metadata(struct sb *out, const struct entity *e,
 	sb_addc(out, ']');
 }
 
-int print_pretty(struct tap *t, const char *json, size_t len)
-{
-	struct json_span v;
-	const char *why = NULL;
-	size_t pos = 0;
-
-	if (json_validate(json, len, &v, &pos, &why) < 0) {
-		err_msg("internal error: invalid JSON at byte %zu: %s", pos, why);
-		return EXIT_FAIL;
-	}
-	json_pretty(&v, &t->msg);
-	return emit(t) < 0 ? EXIT_FAIL : 0;
-}
-
 int discover(struct tap *t)
 {
 	struct sb cat = SB_INIT;
@@ -357,7 +343,7 @@ int discover(struct tap *t)
 	}
 	sb_adds(&cat, "]}");
 	if (rc == 0)
-		rc = print_pretty(t, cat.buf, cat.len);
+		rc = singer_tap_print_pretty(cat.buf, cat.len, &t->msg, &t->write_failed);
 	sb_free(&cat);
 	return rc;
 }

@@ -26,7 +26,6 @@
 #include "sb.h"
 #include "singer_tap.h"
 
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 struct entity {
 	char *name;		/* the stream: "entity" */
@@ -91,7 +90,5 @@ int emit_state(struct tap *t);
 int sync_stream(struct tap *t, struct entity *e);
 /* Print the catalog of the configured files (-d). */
 int discover(struct tap *t);
-/* Print JSON text json, checked, pretty. */
-int print_pretty(struct tap *t, const char *json, size_t len);
 
 #endif

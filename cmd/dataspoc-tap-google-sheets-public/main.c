@@ -32,7 +32,6 @@
 #define PIPE_VERSION "0.1.0"
 #endif
 
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* A sheet bigger than this is refused (the export is read into memory). */
 #define MAX_BYTES ((size_t)1 << 30)
@@ -99,15 +98,7 @@ struct sheet {
 
 static int emit(struct sheet *s)
 {
-	if (s->msg.len > 0 && fwrite(s->msg.buf, 1, s->msg.len, stdout) != s->msg.len) {
-		if (errno != EPIPE)
-			err_msg("cannot write 'standard output':");
-		s->write_failed = 1;
-		sb_reset(&s->msg);
-		return -1;
-	}
-	sb_reset(&s->msg);
-	return 0;
+	return singer_tap_emit(&s->msg, &s->write_failed);
 }
 
 /* ---- config and catalog (libjq: they hold no record values) ---- */
@@ -629,20 +620,6 @@ out:
 	return rc;
 }
 
-static int print_pretty(struct sheet *s, const char *json, size_t len)
-{
-	struct json_span v;
-	const char *why = NULL;
-	size_t pos = 0;
-
-	if (json_validate(json, len, &v, &pos, &why) < 0) {
-		err_msg("internal error: invalid JSON at byte %zu: %s", pos, why);
-		return EXIT_FAIL;
-	}
-	json_pretty(&v, &s->msg);
-	return emit(s) < 0 ? EXIT_FAIL : 0;
-}
-
 static int discover(struct sheet *s)
 {
 	struct sb cat = SB_INIT;
@@ -673,7 +650,7 @@ static int discover(struct sheet *s)
 		sb_adds(&cat, ",\"selected-by-default\":true}}");
 	}
 	sb_adds(&cat, "]}]}");
-	rc = print_pretty(s, cat.buf, cat.len);
+	rc = singer_tap_print_pretty(cat.buf, cat.len, &s->msg, &s->write_failed);
 	sb_free(&cat);
 	return rc;
 }
@@ -710,7 +687,7 @@ int main(int argc, char **argv)
 		goto out;
 	rc = 0;
 	if (a.about) {
-		rc = print_pretty(&s, about_json, sizeof(about_json) - 1);
+		rc = singer_tap_print_pretty(about_json, sizeof(about_json) - 1, &s.msg, &s.write_failed);
 		goto out;
 	}
 	s.config_file = a.config;
@@ -730,13 +707,5 @@ int main(int argc, char **argv)
 		rc = sync_sheet(&s);
 out:
 	sheet_free(&s);
-	if (fclose(stdout) != 0 && !s.write_failed) {
-		if (errno != EPIPE)
-			err_msg("cannot write 'standard output':");
-		if (rc == 0)
-			rc = EXIT_FAIL;
-	}
-	if (s.write_failed && rc == 0)
-		rc = EXIT_FAIL;
-	return rc;
+	return singer_tap_finish(rc, s.write_failed);
 }

@@ -342,27 +342,6 @@ void add_state(struct tap *t)
 
 int emit(struct tap *t)
 {
-	if (t->msg.len > 0 && fwrite(t->msg.buf, 1, t->msg.len, stdout) != t->msg.len) {
-		if (errno != EPIPE)
-			err_msg("cannot write 'standard output':");
-		t->write_failed = 1;
-		sb_reset(&t->msg);
-		return -1;
-	}
-	sb_reset(&t->msg);
-	return 0;
+	return singer_tap_emit(&t->msg, &t->write_failed);
 }
 
-int print_pretty(struct tap *t, const char *json, size_t len)
-{
-	struct json_span v;
-	const char *why = NULL;
-	size_t pos = 0;
-
-	if (json_validate(json, len, &v, &pos, &why) < 0) {
-		err_msg("internal error: invalid JSON at byte %zu: %s", pos, why);
-		return EXIT_FAIL;
-	}
-	json_pretty(&v, &t->msg);
-	return emit(t) < 0 ? EXIT_FAIL : 0;
-}

@@ -655,7 +655,7 @@ int discover(struct tap *t)
 			"\"selected-by-default\":true}}");
 	}
 	sb_adds(&cat, "]}]}");
-	rc = print_pretty(t, cat.buf, cat.len);
+	rc = singer_tap_print_pretty(cat.buf, cat.len, &t->msg, &t->write_failed);
 out:
 	pqr_free(f);
 	content_free(&c);

@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 		goto out;
 	rc = 0;
 	if (a.about) {
-		rc = print_pretty(&t, about_json, sizeof(about_json) - 1);
+		rc = singer_tap_print_pretty(about_json, sizeof(about_json) - 1, &t.msg, &t.write_failed);
 		goto out;
 	}
 	t.config_file = a.config;
@@ -114,13 +114,5 @@ int main(int argc, char **argv)
 	rc = sync_files(&t);
 out:
 	tap_free(&t);
-	if (fclose(stdout) != 0 && !t.write_failed) {
-		if (errno != EPIPE)
-			err_msg("cannot write 'standard output':");
-		if (rc == 0)
-			rc = EXIT_FAIL;
-	}
-	if (t.write_failed && rc == 0)
-		rc = EXIT_FAIL;
-	return rc;
+	return singer_tap_finish(rc, t.write_failed);
 }

@@ -22,7 +22,6 @@
 #include "sb.h"
 #include "singer_tap.h"
 
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 struct tap {
 	const char *config_file;
@@ -73,8 +72,6 @@ int load_state(struct tap *t);
 void add_state(struct tap *t);
 /* Write t->msg to stdout and empty it.  0, or -1 after reporting. */
 int emit(struct tap *t);
-/* Print JSON text json, checked, pretty. */
-int print_pretty(struct tap *t, const char *json, size_t len);
 
 /* ---- files.c ---- */
 

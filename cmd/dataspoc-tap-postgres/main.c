@@ -248,13 +248,5 @@ out:
 	if (rc == 0 && flush_out(&t, 0) != 0)
 		rc = EXIT_FAIL;
 	conf_free(&t);
-	if (fclose(stdout) != 0 && !t.write_failed) {
-		if (errno != EPIPE)
-			err_msg("cannot write 'standard output':");
-		if (rc == 0)
-			rc = EXIT_FAIL;
-	}
-	if (t.write_failed && rc == 0)
-		rc = EXIT_FAIL;
-	return rc;
+	return singer_tap_finish(rc, t.write_failed);
 }

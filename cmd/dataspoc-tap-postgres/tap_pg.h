@@ -28,7 +28,6 @@
 #include "sb.h"
 #include "singer_tap.h"
 
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* What a column's values are printed as (value.c). */
 enum kind {
