@@ -337,3 +337,47 @@ int singer_tap_finish(int rc, int write_failed)
 		rc = EXIT_FAIL;
 	return rc;
 }
+
+int singer_tap_select_one(const char *what, const char *file, const char *stream, int *selected,
+			  char ***drop, size_t *ndrop)
+{
+	jv streams;
+	int rc, i, n;
+
+	*selected = 0;
+	rc = singer_tap_catalog(what, file, &streams);
+	if (rc)
+		return rc;
+	n = jv_array_length(jv_copy(streams));
+	for (i = 0; i < n && rc == 0; i++) {
+		jv s = jv_array_get(jv_copy(streams), i), id = singer_tap_stream_id(s);
+
+		if (jv_is_valid(id) && strcmp(jv_string_value(id), stream) == 0) {
+			*selected = 1;
+			rc = singer_tap_stream_selection(what, file, stream, s, selected, drop, ndrop);
+		}
+		jv_free(id);
+		jv_free(s);
+	}
+	jv_free(streams);
+	return rc;
+}
+
+void singer_tap_warn_unknown(jv obj, const char *const *known, size_t n, const char *file,
+			     const char *where)
+{
+	int it;
+
+	for (it = jv_object_iter(obj); jv_object_iter_valid(obj, it); it = jv_object_iter_next(obj, it)) {
+		jv key = jv_object_iter_key(obj, it);
+		const char *ks = jv_string_value(key);
+		size_t k;
+
+		for (k = 0; k < n && strcmp(ks, known[k]) != 0; k++)
+			;
+		if (k == n)
+			err_warn("config '%s': %s%skey '%s' ignored", file, where ? where : "",
+				 where ? ": " : "", ks);
+		jv_free(key);
+	}
+}

@@ -84,6 +84,20 @@ int singer_tap_stream_selection(const char *what, const char *file, const char *
 				int *selected, char ***drop, size_t *ndrop);
 
 /*
+ * The catalog file's stream named stream, for a tap of one stream: *selected
+ * is 1 when the catalog lists it and leaves it selected (0 when it does not
+ * list it), its deselected properties appended to *drop.  0, or 2 after
+ * reporting (singer_tap_catalog(), singer_tap_stream_selection()).
+ */
+int singer_tap_select_one(const char *what, const char *file, const char *stream, int *selected,
+			  char ***drop, size_t *ndrop);
+
+/* Warn "config 'file': [where: ]key 'K' ignored" for each member of object
+ * obj not among the n strings of known (where may be NULL). */
+void singer_tap_warn_unknown(jv obj, const char *const *known, size_t n, const char *file,
+			     const char *where);
+
+/*
  * Config member key as a C string in *out (the caller's; NULL when the
  * member is absent or null): a non-empty string without a NUL or, with num,
  * a whole number from 0 to 2^32-1 (printed in decimal).  0, or -1 when the

@@ -59,8 +59,7 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 		"encoding"
 	};
 	jv v;
-	int it, rc = 0;
-	size_t i;
+	int rc = 0;
 
 	e->delim = ',';
 	e->selected = 1;
@@ -137,19 +136,7 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 		return rc;
 
 	/* Other tap-csv settings (quotechar, ...) are not supported: say so. */
-	for (it = jv_object_iter(f); jv_object_iter_valid(f, it);
-	     it = jv_object_iter_next(f, it)) {
-		jv k = jv_object_iter_key(f, it);
-		const char *ks = jv_string_value(k);
-
-		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			if (strcmp(ks, known[i]) == 0)
-				break;
-		if (i == sizeof(known) / sizeof(known[0]))
-			err_warn("config '%s': %s: key '%s' ignored", file,
-				 e->name, ks);
-		jv_free(k);
-	}
+	singer_tap_warn_unknown(f, known, sizeof(known) / sizeof(known[0]), file, e->name);
 	return 0;
 }
 

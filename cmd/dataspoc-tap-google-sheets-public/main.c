@@ -159,8 +159,7 @@ static int load_config(struct sheet *s)
 	const char *file = s->config_file;
 	jv conf = jv_invalid(), v;
 	char *url = NULL, *gid = NULL;
-	int rc, it, i, n;
-	size_t k;
+	int rc, i, n;
 
 	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
@@ -231,17 +230,7 @@ static int load_config(struct sheet *s)
 	jv_free(v);
 	if (rc)
 		goto out;
-	for (it = jv_object_iter(conf); jv_object_iter_valid(conf, it);
-	     it = jv_object_iter_next(conf, it)) {
-		jv key = jv_object_iter_key(conf, it);
-
-		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-			if (strcmp(jv_string_value(key), known[k]) == 0)
-				break;
-		if (k == sizeof(known) / sizeof(known[0]))
-			err_warn("config '%s': key '%s' ignored", file, jv_string_value(key));
-		jv_free(key);
-	}
+	singer_tap_warn_unknown(conf, known, sizeof(known) / sizeof(known[0]), file, NULL);
 out:
 	free(url);
 	free(gid);
@@ -251,28 +240,9 @@ out:
 
 static int load_catalog(struct sheet *s)
 {
-	jv streams;
-	int rc, i, n;
-
-	rc = singer_tap_catalog(s->catalog_what, s->catalog_file, &streams);
-	if (rc)
-		return rc;
 	/* A catalog that does not list the stream leaves it out. */
-	s->selected = 0;
-	n = jv_array_length(jv_copy(streams));
-	for (i = 0; i < n && rc == 0; i++) {
-		jv st = jv_array_get(jv_copy(streams), i), id = singer_tap_stream_id(st);
-
-		if (jv_is_valid(id) && strcmp(jv_string_value(id), s->stream) == 0) {
-			s->selected = 1;
-			rc = singer_tap_stream_selection(s->catalog_what, s->catalog_file, s->stream,
-							 st, &s->selected, &s->drop, &s->ndrop);
-		}
-		jv_free(id);
-		jv_free(st);
-	}
-	jv_free(streams);
-	return rc;
+	return singer_tap_select_one(s->catalog_what, s->catalog_file, s->stream, &s->selected,
+				     &s->drop, &s->ndrop);
 }
 
 /* ---- the export, over HTTP ---- */

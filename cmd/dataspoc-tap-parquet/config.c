@@ -66,8 +66,7 @@ int load_config(struct tap *t)
 	};
 	const char *file = t->config_file;
 	jv conf = jv_invalid(), v;
-	int rc, it, i, n;
-	size_t k;
+	int rc, i, n;
 
 	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
@@ -134,18 +133,7 @@ int load_config(struct tap *t)
 	jv_free(v);
 	if (rc)
 		goto out;
-	for (it = jv_object_iter(conf); jv_object_iter_valid(conf, it);
-	     it = jv_object_iter_next(conf, it)) {
-		jv key = jv_object_iter_key(conf, it);
-		const char *ks = jv_string_value(key);
-
-		for (k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-			if (strcmp(ks, known[k]) == 0)
-				break;
-		if (k == sizeof(known) / sizeof(known[0]))
-			err_warn("config '%s': key '%s' ignored", file, ks);
-		jv_free(key);
-	}
+	singer_tap_warn_unknown(conf, known, sizeof(known) / sizeof(known[0]), file, NULL);
 out:
 	jv_free(conf);
 	return rc;
@@ -155,28 +143,9 @@ out:
 
 int load_catalog(struct tap *t)
 {
-	jv streams;
-	int rc, i, n;
-
-	rc = singer_tap_catalog(t->catalog_what, t->catalog_file, &streams);
-	if (rc)
-		return rc;
 	/* A catalog that does not list the stream leaves it out. */
-	t->selected = 0;
-	n = jv_array_length(jv_copy(streams));
-	for (i = 0; i < n && rc == 0; i++) {
-		jv s = jv_array_get(jv_copy(streams), i), id = singer_tap_stream_id(s);
-
-		if (jv_is_valid(id) && strcmp(jv_string_value(id), t->stream) == 0) {
-			t->selected = 1;
-			rc = singer_tap_stream_selection(t->catalog_what, t->catalog_file, t->stream,
-							 s, &t->selected, &t->drop, &t->ndrop);
-		}
-		jv_free(id);
-		jv_free(s);
-	}
-	jv_free(streams);
-	return rc;
+	return singer_tap_select_one(t->catalog_what, t->catalog_file, t->stream, &t->selected,
+				     &t->drop, &t->ndrop);
 }
 
 /* ---- the state ---- */
