@@ -17,20 +17,25 @@
 #endif
 #define PQ_CREATED_BY "dataspoc-pipe version " PIPE_VERSION
 
-static int out(struct pq_writer *pw, const void *p, size_t n)
+/* n bytes into the file, not counted in pw->offset (the caller counts them). */
+static int put(struct pq_writer *pw, const void *p, size_t n)
 {
-	if (pw->failed)
-		return -1;
 	if (pw->defer) {
 		/* A feed's worker adds the rows: the bucket is the caller's thread's. */
 		sb_add(&pw->outq, p, n);
-		pw->offset += n;
 		return 0;
 	}
 	if (n && bucket_writer_write(pw->w, p, n) < 0) {
 		pw->failed = 1;
 		return -1;
 	}
+	return 0;
+}
+
+static int out(struct pq_writer *pw, const void *p, size_t n)
+{
+	if (pw->failed || put(pw, p, n) != 0)
+		return -1;
 	pw->offset += n;
 	return 0;
 }
@@ -83,14 +88,35 @@ static int index_bits(uint32_t n)
 	return b;
 }
 
+/* A page for the worker (pq_queue()): the writer's page buffer and the one in the slot change places. */
+struct page_job {
+	struct pq_writer *pw;
+	size_t ci;
+	int encoding;
+};
+
+static void fill_page(struct pq_job *j, void *arg)
+{
+	const struct page_job *a = arg;
+	struct sb raw = j->raw;
+
+	j->raw = a->pw->page;
+	a->pw->page = raw;
+	j->pw = a->pw;
+	j->ci = a->ci;
+	j->rows = a->pw->cols[a->ci].page_rows;
+	j->encoding = a->encoding;
+	j->rg = NULL;
+	j->bound = pq_page_bound(&a->pw->o.codec->wk, j->raw.len);
+}
+
 int pq_flush_page(struct pq_writer *pw, size_t ci)
 {
 	struct pq_colw *c = &pw->cols[ci];
 	struct pq_codec *k = pw->o.codec;
-	struct pq_job *j = NULL;
 	struct sb *page = &pw->page;
 	uint64_t added;
-	int encoding, failed = 0;
+	int encoding;
 
 	if (c->page_rows == 0)
 		return 0;
@@ -118,36 +144,9 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 		sb_add(page, c->vals.buf, c->vals.len);
 	}
 	if (k->threaded) {
-		struct sb raw;
+		struct page_job a = { pw, ci, encoding };
 
-		/*
-		 * The page is built in the writer's own buffer and handed to the
-		 * ring in one critical section: the parsing thread and the
-		 * values worker (parquet_feed.c) both flush pages, of different
-		 * writers, so a slot taken by one must be filled before another
-		 * can look for the next.  The worker moves head and count
-		 * together: the slot at head + count is free.
-		 */
-		pthread_mutex_lock(&k->mu);
-		while (k->count == PQ_QUEUE)
-			pthread_cond_wait(&k->done, &k->mu);
-		failed = pw->wfailed;
-		if (!failed) {
-			j = &k->ring[(k->head + k->count) % PQ_QUEUE];
-			raw = j->raw;
-			j->raw = *page;
-			*page = raw;
-			j->pw = pw;
-			j->ci = ci;
-			j->rows = c->page_rows;
-			j->encoding = encoding;
-			k->count++;
-			pw->inflight++;
-			pw->inflight_bound += pq_page_bound(&k->wk, j->raw.len);
-			pthread_cond_signal(&k->job);
-		}
-		pthread_mutex_unlock(&k->mu);
-		if (failed) {
+		if (pq_queue(k, pw, fill_page, &a) != 0) {
 			pw->failed = 1;
 			return -1;
 		}
@@ -182,7 +181,7 @@ static int physical(enum pq_kind k)
 	}
 }
 
-static void statistics(struct pq_thrift *t, const struct pq_colw *c, enum pq_kind k)
+static void statistics(struct pq_thrift *t, const struct pq_rgcol *c, enum pq_kind k)
 {
 	struct sb v = SB_INIT;
 
@@ -209,11 +208,110 @@ static void statistics(struct pq_thrift *t, const struct pq_colw *c, enum pq_kin
 	sb_free(&v);
 }
 
-int pq_flush_row_group(struct pq_writer *pw)
+void pq_rg_free(struct pq_rg *rg)
+{
+	size_t i;
+
+	if (rg == NULL)
+		return;
+	for (i = 0; i < rg->n; i++)
+		sb_free(&rg->cols[i].dvals);
+	free(rg);
+}
+
+int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg, struct sb *header,
+		       uint64_t *at, uint64_t *chunks)
 {
 	struct pq_thrift t;
-	uint64_t start = pw->offset, raw = 0, comp = 0;
+	uint64_t start = *at, raw = 0, comp = 0;
 	size_t i;
+
+	*chunks = 0;
+	pq_thrift_init(&t, &pw->rowgroups);
+	pq_thrift_elem_struct(&t);
+	pq_thrift_list(&t, 1, PQ_T_STRUCT, pw->n);
+	for (i = 0; i < pw->n; i++) {
+		struct pq_colw *c = &pw->cols[i];
+		const struct pq_rgcol *rc = &rg->cols[i];
+		const struct pq_column *col = &pw->s->cols[i];
+		uint64_t here = *at, dict_comp = 0, dict_raw = 0;
+
+		if (rc->ndict > 0) {
+			const char *body;
+			size_t blen;
+
+			if (pq_compress_page(k, rc->dvals.buf, rc->dvals.len, &body, &blen) != 0)
+				return -1;
+			sb_reset(header);
+			pq_page_header(header, rc->dvals.len, blen, 0, ENC_PLAIN, rc->ndict);
+			if (put(pw, header->buf, header->len) != 0 || put(pw, body, blen) != 0)
+				return -1;
+			dict_comp = header->len + blen;
+			dict_raw = header->len + rc->dvals.len;
+			*at += dict_comp;
+		}
+		if (put(pw, c->chunk.buf, c->chunk.len) != 0)
+			return -1;
+		*at += c->chunk.len;
+		*chunks += c->chunk.len;
+		pq_thrift_elem_struct(&t);		/* ColumnChunk */
+		pq_thrift_i64(&t, 2, (int64_t)here);
+		pq_thrift_struct(&t, 3);		/* ColumnMetaData */
+		pq_thrift_i32(&t, 1, physical(col->kind));
+		pq_thrift_list(&t, 2, PQ_T_I32, rc->ndict ? 3 : 2);
+		pq_thrift_elem_i32(&t, ENC_PLAIN);
+		pq_thrift_elem_i32(&t, ENC_RLE);
+		if (rc->ndict)
+			pq_thrift_elem_i32(&t, ENC_RLE_DICTIONARY);
+		pq_thrift_list(&t, 3, PQ_T_BINARY, 1);
+		pq_thrift_elem_binary(&t, col->name, col->name_len);
+		pq_thrift_i32(&t, 4, pq_codec_id(pw->o.codec));
+		pq_thrift_i64(&t, 5, (int64_t)rc->values);
+		pq_thrift_i64(&t, 6, (int64_t)(c->chunk_raw + dict_raw));
+		pq_thrift_i64(&t, 7, (int64_t)(c->chunk.len + dict_comp));
+		pq_thrift_i64(&t, 9, (int64_t)(here + dict_comp));
+		if (rc->ndict)
+			pq_thrift_i64(&t, 11, (int64_t)here);
+		statistics(&t, rc, col->kind);
+		pq_thrift_end(&t);
+		pq_thrift_end(&t);
+		raw += c->chunk_raw + dict_raw;
+		comp += c->chunk.len + dict_comp;
+		sb_reset(&c->chunk);
+		c->chunk_raw = 0;
+	}
+	pq_thrift_i64(&t, 2, (int64_t)raw);
+	pq_thrift_i64(&t, 3, (int64_t)rg->rows);
+	pq_thrift_i64(&t, 5, (int64_t)start);
+	pq_thrift_i64(&t, 6, (int64_t)comp);
+	pq_thrift_end(&t);
+	pw->nrowgroups++;
+	return 0;
+}
+
+/* A row group for the worker (pq_queue()). */
+struct rg_job {
+	struct pq_writer *pw;
+	struct pq_rg *rg;
+	uint64_t bound;
+};
+
+static void fill_rg(struct pq_job *j, void *arg)
+{
+	const struct rg_job *a = arg;
+
+	j->pw = a->pw;
+	j->rg = a->rg;
+	j->bound = a->bound;
+}
+
+int pq_flush_row_group(struct pq_writer *pw)
+{
+	struct pq_codec *k = pw->o.codec;
+	struct pq_rg *rg;
+	uint64_t bound = 0, chunks;
+	size_t i;
+	int r;
 
 	if (pw->rg_rows == 0)
 		return 0;
@@ -221,76 +319,60 @@ int pq_flush_row_group(struct pq_writer *pw)
 		if (pq_flush_page(pw, i) != 0)
 			return -1;
 	}
-	/* The chunks are complete once the worker is done with the pages. */
-	if (pq_drain(pw) != 0) {
-		pw->failed = 1;
-		return -1;
-	}
-	pq_thrift_init(&t, &pw->rowgroups);
-	pq_thrift_elem_struct(&t);
-	pq_thrift_list(&t, 1, PQ_T_STRUCT, pw->n);
+	/* What the chunks' metadata needs, taken from the columns: they start the next row group. */
+	rg = xmalloc(sizeof(*rg) + pw->n * sizeof(rg->cols[0]));
+	rg->rows = pw->rg_rows;
+	rg->n = pw->n;
 	for (i = 0; i < pw->n; i++) {
 		struct pq_colw *c = &pw->cols[i];
-		const struct pq_column *col = &pw->s->cols[i];
-		uint64_t at = pw->offset, dict_comp = 0, dict_raw = 0;
+		struct pq_rgcol *rc = &rg->cols[i];
 
-		if (c->ndict > 0) {
-			const char *body;
-			size_t blen;
-
-			if (pq_compress_page(pw->comp, c->dvals.buf, c->dvals.len, &body, &blen) != 0) {
-				pw->failed = 1;
-				return -1;
-			}
-			sb_reset(&pw->header);
-			pq_page_header(&pw->header, c->dvals.len, blen, 0, ENC_PLAIN, c->ndict);
-			if (out(pw, pw->header.buf, pw->header.len) != 0 || out(pw, body, blen) != 0)
-				return -1;
-			dict_comp = pw->header.len + blen;
-			dict_raw = pw->header.len + c->dvals.len;
-		}
-		if (out(pw, c->chunk.buf, c->chunk.len) != 0)
-			return -1;
-		pq_thrift_elem_struct(&t);		/* ColumnChunk */
-		pq_thrift_i64(&t, 2, (int64_t)at);
-		pq_thrift_struct(&t, 3);		/* ColumnMetaData */
-		pq_thrift_i32(&t, 1, physical(col->kind));
-		pq_thrift_list(&t, 2, PQ_T_I32, c->ndict ? 3 : 2);
-		pq_thrift_elem_i32(&t, ENC_PLAIN);
-		pq_thrift_elem_i32(&t, ENC_RLE);
-		if (c->ndict)
-			pq_thrift_elem_i32(&t, ENC_RLE_DICTIONARY);
-		pq_thrift_list(&t, 3, PQ_T_BINARY, 1);
-		pq_thrift_elem_binary(&t, col->name, col->name_len);
-		pq_thrift_i32(&t, 4, pq_codec_id(pw->o.codec));
-		pq_thrift_i64(&t, 5, (int64_t)c->values);
-		pq_thrift_i64(&t, 6, (int64_t)(c->chunk_raw + dict_raw));
-		pq_thrift_i64(&t, 7, (int64_t)(c->chunk.len + dict_comp));
-		pq_thrift_i64(&t, 9, (int64_t)(at + dict_comp));
-		if (c->ndict)
-			pq_thrift_i64(&t, 11, (int64_t)at);
-		statistics(&t, c, col->kind);
-		pq_thrift_end(&t);
-		pq_thrift_end(&t);
-		raw += c->chunk_raw + dict_raw;
-		comp += c->chunk.len + dict_comp;
-		sb_reset(&c->chunk);
-		c->chunk_raw = c->values = c->nulls = 0;
+		rc->values = c->values;
+		rc->nulls = c->nulls;
+		rc->has_minmax = c->has_minmax;
+		rc->imin = c->imin;
+		rc->imax = c->imax;
+		rc->dmin = c->dmin;
+		rc->dmax = c->dmax;
+		rc->ndict = c->ndict;
+		rc->dvals = c->dvals;
+		c->dvals = (struct sb)SB_INIT;
+		if (rc->ndict > 0)
+			bound += pq_page_bound(&k->main, rc->dvals.len);
+		c->values = c->nulls = 0;
 		c->has_minmax = 0;
 		/* The next row group starts its own dictionary. */
-		sb_reset(&c->dvals);
 		if (c->nslots)
 			memset(c->dslots, 0, c->nslots * sizeof(*c->dslots));
 		c->ndict = 0;
-		c->dict = col->kind == PQ_STRING;
+		c->dict = pw->s->cols[i].kind == PQ_STRING;
 	}
-	pq_thrift_i64(&t, 2, (int64_t)raw);
-	pq_thrift_i64(&t, 3, (int64_t)pw->rg_rows);
-	pq_thrift_i64(&t, 5, (int64_t)start);
-	pq_thrift_i64(&t, 6, (int64_t)comp);
-	pq_thrift_end(&t);
-	pw->nrowgroups++;
-	pw->rg_rows = pw->rg_bytes = pw->pending = 0;
+	pw->rg_rows = pw->rg_bytes = 0;
+	if (k->threaded && pw->defer) {
+		/* Fed: the worker writes it out after its pages, while the next rows come. */
+		struct rg_job a = { pw, rg, bound };
+
+		if (pq_queue(k, pw, fill_rg, &a) != 0) {
+			pq_rg_free(rg);
+			pw->failed = 1;
+			return -1;
+		}
+		return 0;
+	}
+	/* The chunks are complete once the worker is done with the pages. */
+	r = pq_drain(pw) != 0 || pw->failed ? -1 : pq_write_row_group(pw, pw->comp, rg, &pw->header, &pw->offset, &chunks);
+	for (i = 0; i < pw->n; i++) {
+		/* The dictionaries' buffers, for the next row group's. */
+		sb_reset(&rg->cols[i].dvals);
+		pw->cols[i].dvals = rg->cols[i].dvals;
+		rg->cols[i].dvals = (struct sb)SB_INIT;
+	}
+	pq_rg_free(rg);
+	if (r != 0) {
+		pw->failed = 1;
+		return -1;
+	}
+	pw->pending = 0;
 	return 0;
 }
 

@@ -98,8 +98,10 @@ void pq_codec_free(struct pq_codec *k)
 		pthread_cond_destroy(&k->job);
 		pthread_mutex_destroy(&k->mu);
 	}
-	for (i = 0; i < PQ_QUEUE; i++)
+	for (i = 0; i < PQ_QUEUE; i++) {
 		sb_free(&k->ring[i].raw);
+		pq_rg_free(k->ring[i].rg);
+	}
 	pq_comp_free(&k->wk);
 	pq_comp_free(&k->main);
 	free(k);
@@ -226,6 +228,34 @@ int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const str
 	return 0;
 }
 
+int pq_queue(struct pq_codec *k, struct pq_writer *pw, void (*fill)(struct pq_job *j, void *arg), void *arg)
+{
+	int failed;
+
+	/*
+	 * The job is filled and handed to the ring in one critical section:
+	 * the parsing thread and the values worker (parquet_feed.c) both
+	 * queue jobs, of different writers, so a slot taken by one must be
+	 * filled before another can look for the next.  The worker moves
+	 * head and count together: the slot at head + count is free.
+	 */
+	pthread_mutex_lock(&k->mu);
+	while (k->count == PQ_QUEUE)
+		pthread_cond_wait(&k->done, &k->mu);
+	failed = pw->wfailed;
+	if (!failed) {
+		struct pq_job *j = &k->ring[(k->head + k->count) % PQ_QUEUE];
+
+		fill(j, arg);
+		k->count++;
+		pw->inflight++;
+		pw->inflight_bound += j->bound;
+		pthread_cond_signal(&k->job);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return failed ? -1 : 0;
+}
+
 static void *worker(void *arg)
 {
 	struct pq_codec *k = arg;
@@ -234,7 +264,7 @@ static void *worker(void *arg)
 	for (;;) {
 		struct pq_job *j;
 		struct pq_writer *pw;
-		uint64_t added = 0;
+		uint64_t added = 0, at = 0, chunks = 0;
 		int r = -1;
 
 		while (k->count == 0 && !k->quit)
@@ -244,16 +274,35 @@ static void *worker(void *arg)
 		j = &k->ring[k->head];
 		pw = j->pw;
 		if (!pw->wfailed) {
-			/* The page is the worker's until count goes down; the chunk too. */
+			/*
+			 * The job is the worker's until count goes down; the chunks
+			 * too, and for a row group the writer's offset, rowgroups
+			 * and outq (its pages before it are done: jobs go in order).
+			 */
 			pthread_mutex_unlock(&k->mu);
-			r = pq_finish_page(&k->wk, pw, j->ci, &j->raw, j->rows, j->encoding, &k->wk.header, &added);
+			if (j->rg == NULL) {
+				r = pq_finish_page(&k->wk, pw, j->ci, &j->raw, j->rows, j->encoding, &k->wk.header,
+						   &added);
+			} else {
+				at = pw->offset;
+				r = pq_write_row_group(pw, &k->wk, j->rg, &k->wk.header, &at, &chunks);
+				if (r == 0)
+					pq_feed_deliver(pw);
+			}
 			pthread_mutex_lock(&k->mu);
 		}
-		if (r != 0)
+		if (r != 0) {
 			pw->wfailed = 1;
-		pw->pending += added;
+		} else if (j->rg) {
+			pw->offset = at;
+			pw->pending -= chunks;
+		} else {
+			pw->pending += added;
+		}
+		pq_rg_free(j->rg);
+		j->rg = NULL;
 		pw->inflight--;
-		pw->inflight_bound -= pq_page_bound(&k->wk, j->raw.len);
+		pw->inflight_bound -= j->bound;
 		k->head = (k->head + 1) % PQ_QUEUE;
 		k->count--;
 		pthread_cond_broadcast(&k->done);

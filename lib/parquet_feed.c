@@ -51,6 +51,31 @@ static void rebase(struct pq_batch *b)
 	b->rebased = 1;
 }
 
+/* pw's outq to its ready (the feed's mutex held). */
+static void deliver(struct pq_writer *pw)
+{
+	if (pw->outq.len == 0)
+		return;
+	if (pw->ready.len == 0) {
+		struct sb t = pw->ready;
+
+		pw->ready = pw->outq;
+		pw->outq = t;
+	} else {
+		sb_add(&pw->ready, pw->outq.buf, pw->outq.len);
+	}
+	sb_reset(&pw->outq);
+}
+
+void pq_feed_deliver(struct pq_writer *pw)
+{
+	struct pq_feed *f = pw->feed;
+
+	pthread_mutex_lock(&f->mu);
+	deliver(pw);
+	pthread_mutex_unlock(&f->mu);
+}
+
 /* The batch's records from b->start into its writer, until one stops it. */
 static void run(struct pq_feed *f, struct pq_batch *b)
 {
@@ -116,18 +141,13 @@ static void *worker(void *arg)
 			pthread_mutex_lock(&f->mu);
 			if (b->stop != PQ_STOP_NONE)
 				pw->stopped = 1;
-			/* What the rows wrote, for the caller's thread to write. */
-			if (pw->outq.len > 0) {
-				if (pw->ready.len == 0) {
-					struct sb t = pw->ready;
-
-					pw->ready = pw->outq;
-					pw->outq = t;
-				} else {
-					sb_add(&pw->ready, pw->outq.buf, pw->outq.len);
-				}
-				sb_reset(&pw->outq);
-			}
+			/*
+			 * What the rows wrote, for the caller's thread to write;
+			 * with the codec's worker, its row groups are written out
+			 * there, which hands them over (pq_feed_deliver()).
+			 */
+			if (!pw->o.codec->threaded)
+				deliver(pw);
 		}
 		b->done = 1;
 		f->cur = b->after;

@@ -116,13 +116,40 @@ struct pq_comp {
 /* Pages waiting for the worker (each up to page_size bytes, 1 MiB by default). */
 #define PQ_QUEUE 4
 
-/* A page for the worker: its body, uncompressed, and what its header says. */
+/*
+ * A column's part of a row group written out: what its chunk's metadata
+ * says, and its dictionary's entries (PLAIN), taken from the column when
+ * the row group ended.
+ */
+struct pq_rgcol {
+	uint64_t values, nulls;
+	int has_minmax;
+	int64_t imin, imax;
+	double dmin, dmax;
+	uint32_t ndict;
+	struct sb dvals;
+};
+
+/* A row group whose pages are all queued, to be written out. */
+struct pq_rg {
+	uint64_t rows;
+	size_t n;
+	struct pq_rgcol cols[];
+};
+
+/*
+ * A job for the worker: a page (its body, uncompressed, and what its
+ * header says), or, rg not NULL, the writer's row group to write out once
+ * its pages before it are done (the worker takes jobs in order).
+ */
 struct pq_job {
 	struct pq_writer *pw;
 	size_t ci;
 	struct sb raw;
 	uint32_t rows;
 	int encoding;
+	struct pq_rg *rg;
+	uint64_t bound;		/* the most it adds to the file (pq_page_bound()) */
 };
 
 /*
@@ -130,9 +157,10 @@ struct pq_job {
  * worker's, and a ring of PQ_QUEUE pages between them.  The worker takes
  * pages in order, so every column chunk gets its pages in order and the
  * bytes are those of the single-threaded writer.  The mutex guards the
- * ring's counters and each writer's inflight, inflight_bound, pending and
- * wfailed; a writer's chunks belong to the worker while it has pages
- * inflight.
+ * ring's counters and each writer's inflight, inflight_bound, pending,
+ * offset and wfailed; a writer's chunks belong to the worker while it has
+ * jobs inflight, and so, while it has a row group inflight, do its
+ * rowgroups, nrowgroups and outq.
  */
 struct pq_codec {
 	struct pq_comp main;
@@ -256,6 +284,12 @@ int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const str
 		   uint32_t rows, int encoding, struct sb *header, uint64_t *added);
 /* Wait until the worker is done with pw's pages.  0, or -1 when one failed. */
 int pq_drain(const struct pq_writer *pw);
+/*
+ * Wait for a free slot of k's ring, fill it (fill(j, arg) sets the job's
+ * pw, bound and what it does) and hand it to the worker.  0, or -1 when
+ * one of pw's jobs failed (nothing queued).
+ */
+int pq_queue(struct pq_codec *k, struct pq_writer *pw, void (*fill)(struct pq_job *j, void *arg), void *arg);
 
 /* parquet.c */
 
@@ -267,8 +301,24 @@ int pq_flush_page(struct pq_writer *pw, size_t ci);
 /*
  * Write the open row group out: each column's last page, then its
  * dictionary page and chunk; its RowGroup goes into pw->rowgroups for the
- * footer.  0 (nothing to do when it holds no rows) or -1.
+ * footer.  0 (nothing to do when it holds no rows) or -1.  A fed writer
+ * with a worker (pw->defer) only queues it: the worker writes it out after
+ * its pages (pq_write_row_group()), while the rows of the next one come.
  */
 int pq_flush_row_group(struct pq_writer *pw);
+/*
+ * Row group rg of pw written out with compressor k (the dictionary pages)
+ * and header, from file offset *at, which it advances; *chunks: the bytes
+ * of the column chunks, which pw->pending counted.  0 or -1 (pw->failed
+ * set when the bucket failed).  The caller owns pw's chunks and output.
+ */
+int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg, struct sb *header,
+		       uint64_t *at, uint64_t *chunks);
+void pq_rg_free(struct pq_rg *rg);
+
+/* parquet_feed.c */
+
+/* What pw's row groups wrote (pw->outq) handed to the thread that writes them. */
+void pq_feed_deliver(struct pq_writer *pw);
 
 #endif
