@@ -88,11 +88,16 @@ static int index_bits(uint32_t n)
 	return b;
 }
 
-/* A page for the worker (pq_queue()): the writer's page buffer and the one in the slot change places. */
+/*
+ * A page for the worker (pq_queue()): the page buffer of the thread that
+ * built it (its compressor's, so the buffers are the threads' and the
+ * ring's, not one per open file) and the one in the slot change places.
+ */
 struct page_job {
 	struct pq_writer *pw;
 	size_t ci;
 	int encoding;
+	struct sb *page;
 };
 
 static void fill_page(struct pq_job *j, void *arg)
@@ -100,8 +105,8 @@ static void fill_page(struct pq_job *j, void *arg)
 	const struct page_job *a = arg;
 	struct sb raw = j->raw;
 
-	j->raw = a->pw->page;
-	a->pw->page = raw;
+	j->raw = *a->page;
+	*a->page = raw;
 	j->pw = a->pw;
 	j->ci = a->ci;
 	j->rows = a->pw->cols[a->ci].page_rows;
@@ -114,7 +119,7 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 {
 	struct pq_colw *c = &pw->cols[ci];
 	struct pq_codec *k = pw->o.codec;
-	struct sb *page = &pw->page;
+	struct sb *page = &pw->comp->page;
 	uint64_t added;
 	int encoding;
 
@@ -144,7 +149,7 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 		sb_add(page, c->vals.buf, c->vals.len);
 	}
 	if (k->threaded) {
-		struct page_job a = { pw, ci, encoding };
+		struct page_job a = { pw, ci, encoding, page };
 
 		if (pq_queue(k, pw, fill_page, &a) != 0) {
 			pw->failed = 1;
@@ -491,7 +496,6 @@ static void free_writer(struct pq_writer *pw)
 	sb_free(&pw->scratch);
 	sb_free(&pw->extra);
 	sb_free(&pw->key);
-	sb_free(&pw->page);
 	sb_free(&pw->header);
 	sb_free(&pw->rowgroups);
 	sb_free(&pw->outq);

@@ -47,6 +47,7 @@ void pq_comp_free(struct pq_comp *k)
 	k->zs_ready = 0;
 	sb_free(&k->out);
 	sb_free(&k->header);
+	sb_free(&k->page);
 }
 
 static void *worker(void *arg);

@@ -233,7 +233,7 @@ void pq_batch_add(struct pq_batch *b, const struct json_span *rec, const struct 
 	struct pq_rec *r;
 
 	if (b->n == b->rcap) {
-		b->rcap = b->rcap ? b->rcap * 2 : 256;
+		b->rcap = b->rcap ? b->rcap * 2 : 32;
 		b->r = xrealloc(b->r, b->rcap * sizeof(*b->r));
 	}
 	r = &b->r[b->n++];
@@ -251,7 +251,7 @@ void pq_batch_add(struct pq_batch *b, const struct json_span *rec, const struct 
 	}
 	if (b->nm + nm > b->mcap) {
 		while (b->nm + nm > b->mcap)
-			b->mcap = b->mcap ? b->mcap * 2 : 2048;
+			b->mcap = b->mcap ? b->mcap * 2 : 256;
 		b->m = xrealloc(b->m, b->mcap * sizeof(*b->m));
 	}
 	r->m = b->nm;

@@ -111,6 +111,12 @@ struct pq_comp {
 	int zs_ready;
 	struct sb out;
 	struct sb header;	/* the worker's page header */
+	/*
+	 * The page being built, by the thread that flushes it: with the
+	 * worker it is swapped for a slot's buffer of the ring, so the
+	 * buffers are the threads' and the ring's, not one per open file.
+	 */
+	struct sb page;
 };
 
 /* Pages waiting for the worker (each up to page_size bytes, 1 MiB by default). */
@@ -231,7 +237,6 @@ struct pq_writer {
 	struct sb scratch;	/* decoded strings of the row */
 	struct sb extra;	/* the row's extra object */
 	struct sb key;		/* a decoded key */
-	struct sb page;		/* a page's body */
 	struct sb header;	/* a page's header */
 	struct sb rowgroups;	/* RowGroup structs so far */
 	size_t nrowgroups;

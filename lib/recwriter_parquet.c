@@ -150,17 +150,39 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
  * again, to the stream's file from then on.  So the files, the plan and
  * the messages are those of parquet_add(), record by record; only a
  * widening's warning comes a little later on stderr.
+ *
+ * The open batches, one per stream with records not yet handed over, are
+ * bounded together too, by the memory they take (their bytes, members and
+ * records, as allocated): past FEED_OPEN_MAX, all streams, the stream
+ * whose batch holds the most records hands it over early, and a stream's
+ * new batch is a batch kept for reuse only while that fits, else one that
+ * grows from small.  200 interleaved streams would otherwise each hold a
+ * batch of 64 KiB of records and their members (about 300 KiB).  Where a
+ * batch ends does not change the files: the worker adds the same records
+ * in the same order, and the row groups end by the records (see Memory,
+ * below).
  */
-enum { FEED_BATCH = 64 * 1024, FEED_HELD = 16 };
+enum { FEED_BATCH = 64 * 1024, FEED_HELD = 16, FEED_OPEN_MAX = 8 << 20, FEED_SPARE = 4 };
 
-static struct pq_batch *batch_get(struct sink *s)
+/* What b takes in memory. */
+static size_t batch_cap(const struct pq_batch *b)
+{
+	return b->bytes.cap + b->mcap * sizeof(*b->m) + b->rcap * sizeof(*b->r);
+}
+
+/* A batch to fill; open: a stream's open batch (see above). */
+static struct pq_batch *batch_get(struct sink *s, int open)
 {
 	struct pq_batch *b = s->spare;
 
-	if (b == NULL)
-		return xcalloc(1, sizeof(*b));
-	s->spare = b->after;
-	pq_batch_clear(b);
+	if (b == NULL || (open && s->batched + batch_cap(b) > FEED_OPEN_MAX)) {
+		b = xcalloc(1, sizeof(*b));
+	} else {
+		s->spare = b->after;
+		pq_batch_clear(b);
+	}
+	if (open)
+		s->batched += batch_cap(b);
 	return b;
 }
 
@@ -169,11 +191,11 @@ static void batch_put(struct sink *s, struct pq_batch *b)
 	const struct pq_batch *x;
 	size_t n = 0;
 
-	/* Enough kept for the feed: with many streams open, a batch each
-	 * would keep its size for good. */
-	for (x = s->spare; x && n <= FEED_HELD; x = x->after)
+	/* A few kept for reuse: the batches held come back about as fast
+	 * as new ones are needed. */
+	for (x = s->spare; x && n < FEED_SPARE; x = x->after)
 		n++;
-	if (n > FEED_HELD) {
+	if (n >= FEED_SPARE) {
 		pq_batch_free(b);
 		return;
 	}
@@ -329,14 +351,16 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 	}
 	b = st->batch;
 	st->batch = NULL;
-	if (b)
+	if (b) {
+		s->batched -= batch_cap(b);
 		pq_feed_submit(s->feed, b);
+	}
 	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
 		if (b->owner == (size_t)(st - s->streams))
 			last = b;
 	}
 	if (finish && st->file && (last == NULL || !last->finish)) {
-		b = batch_get(s);
+		b = batch_get(s, 0);
 		b->pw = st->file;
 		b->owner = (size_t)(st - s->streams);
 		b->finish = 1;
@@ -355,20 +379,36 @@ static int fed_add(struct sink *s, struct stream *st, const struct json_span *re
 		   const struct singer_msg *from)
 {
 	struct pq_batch *b;
+	size_t cap;
 
 	if (st->file == NULL && sink_open_file(s, st) != 0)
 		return -1;
 	b = st->batch;
 	if (b == NULL) {
-		b = st->batch = batch_get(s);
+		b = st->batch = batch_get(s, 1);
 		b->pw = st->file;
 		b->owner = (size_t)(st - s->streams);
 		b->limit = s->cfg->max_file_size;
 	}
+	cap = batch_cap(b);
 	pq_batch_add(b, rec, from ? from->members : NULL, from && from->members ? from->nmembers : 0,
 		     s->lineno, st->records + st->failed_in + 1, st->records);
 	st->records++;
-	return b->bytes.len >= FEED_BATCH ? hand_over(s, st, 0) : 0;
+	s->batched += batch_cap(b) - cap;
+	if (b->bytes.len >= FEED_BATCH)
+		return hand_over(s, st, 0);
+	if (s->batched > FEED_OPEN_MAX) {
+		/* The open batches take too much: the fullest goes (see above). */
+		struct stream *most = st;
+		size_t i;
+
+		for (i = 0; i < s->n; i++) {
+			if (s->streams[i].batch && s->streams[i].batch->bytes.len > most->batch->bytes.len)
+				most = &s->streams[i];
+		}
+		return hand_over(s, most, 0);
+	}
+	return 0;
 }
 
 /* Before st's file closes: its records land (lib/recwriter.h). */
@@ -424,6 +464,7 @@ static void parquet_abandon(struct sink *s)
 			batch_put(s, s->streams[i].batch);
 		s->streams[i].batch = NULL;
 	}
+	s->batched = 0;
 	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b))
 		last = b;
 	if (last == NULL)

@@ -91,6 +91,7 @@ struct sink {
 	struct pq_feed *feed;	/* parquet, threads > 0: the worker that adds the rows, or NULL */
 	struct pq_batch *spare;	/* parquet, fed: batches to reuse (linked by after) */
 	uint64_t rg_held;	/* parquet: the streams' rg_held, all together */
+	uint64_t batched;	/* parquet, fed: the memory of the streams' open batches */
 
 	struct stream *streams;
 	size_t n, cap;
