@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include "err.h"
 #include "util.h"
@@ -47,6 +49,50 @@ void cli_die_with_driver(void)
 	/* it may have died before the call */
 	if ((long)getppid() != driver)
 		_exit(CLI_FAILED);
+}
+
+/* The descriptor $name names, when it is open on a file of that type; else -1. */
+static int inherited_fd(const char *name, mode_t type)
+{
+	long fd = util_env_long(name, 3, 1023, -1);
+	struct stat st;
+
+	if (fd < 0 || fstat((int)fd, &st) != 0 || (st.st_mode & S_IFMT) != type)
+		return -1;
+	return (int)fd;
+}
+
+/* flock(2) exclusive, at once: 0 or -1. */
+static int lock_now(int fd)
+{
+	int r;
+
+	while ((r = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR)
+		;
+	return r;
+}
+
+int cli_lock_run(void)
+{
+	int fd = inherited_fd("DATASPOC_PIPE_RUN_DIR_FD", S_IFDIR);
+	const char *dir = getenv("DATASPOC_PIPE_RUN_DIR");
+	struct stat st;
+
+	if (fd >= 0) {
+		if (lock_now(fd) != 0) {
+			err_msg("cannot lock the run's private folder '%s':", dir ? dir : "?");
+			return -1;
+		}
+		/* (a sweep removes a folder once it holds its lock) */
+		if (fstat(fd, &st) != 0 || st.st_nlink == 0) {
+			err_msg("the run's private folder '%s' is gone", dir ? dir : "?");
+			return -1;
+		}
+	}
+	fd = inherited_fd("DATASPOC_PIPE_STAGES_FD", S_IFREG);
+	if (fd >= 0)
+		lock_now(fd);
+	return 0;
 }
 
 int cli_close_stdout(void)

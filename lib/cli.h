@@ -28,6 +28,27 @@ const char *cli_run_id(const char *arg, int *bad);
  */
 void cli_die_with_driver(void);
 
+/*
+ * The run's locks on descriptors (DESIGN.md, the driver's run), taken by
+ * the programs the driver starts, not by flock(1) programs of its own: a
+ * flock(2) lock belongs to the open file, which every process holding the
+ * descriptor shares, so the first program to lock it holds it for the
+ * driver and every process of the run until the last of them ends.
+ *
+ * $DATASPOC_PIPE_RUN_DIR_FD: a descriptor open on the driver's private
+ * folder.  -1 when it cannot be locked (a sweep has it: the folder is
+ * going) or the folder is gone, said; 0 otherwise, or when unset.
+ *
+ * $DATASPOC_PIPE_STAGES_FD (the stages only): a descriptor open on a file
+ * of that folder, locked by the first stage to start, so that the lock is
+ * free only once no process of the stages (the tap and its children,
+ * pipe-tap's janitor) is left.  Not a failure when it cannot be locked.
+ *
+ * Call it first in main(), before any handler is set or child started: a
+ * stage that a forwarded signal reaches before it has the lock dies of it.
+ */
+int cli_lock_run(void);
+
 /* Flush and close stdout; report a failure ("write error: ...").  0 or -1. */
 int cli_close_stdout(void);
 

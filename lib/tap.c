@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,6 +501,19 @@ static int start_tap(struct run *r)
  */
 #define COPY_NAP_MS 1
 
+/*
+ * The nap: poll(2) asking for no event, so that only POLLHUP (every write
+ * end closed: the tap is done) or a signal ends it early.  A small run's
+ * tap ends within a nap of its last line: pipe-tap would otherwise sleep
+ * the rest of it before it reads the end (issue #14).
+ */
+static void copy_nap(int fd)
+{
+	struct pollfd p = { fd, 0, 0 };
+
+	poll(&p, 1, COPY_NAP_MS);
+}
+
 static void copy_output(struct run *r, int in, int out_fd)
 {
 	char buf[1 << 17];
@@ -541,7 +555,7 @@ static void copy_output(struct run *r, int in, int out_fd)
 		r->wrote = 1;
 		r->last_nl = buf[n - 1] == '\n';
 		if ((size_t)n < small && !child_guard_signal())
-			util_sleep_ms(COPY_NAP_MS);
+			copy_nap(in);
 	}
 }
 

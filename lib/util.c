@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -228,6 +229,29 @@ void util_sleep_ms(long ms)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+static int remove_errno;
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((type == FTW_DP || type == FTW_DNR ? rmdir(path) : unlink(path)) != 0 && errno != ENOENT && remove_errno == 0)
+		remove_errno = errno;
+	return 0;
+}
+
+int util_remove_tree(const char *dir)
+{
+	remove_errno = 0;
+	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0 && remove_errno == 0 &&
+	    errno != ENOENT)
+		remove_errno = errno ? errno : EIO;
+	if (remove_errno == 0)
+		return 0;
+	errno = remove_errno;
+	return -1;
 }
 
 double util_now(void)

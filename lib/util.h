@@ -81,6 +81,13 @@ long util_env_long(const char *name, long min, long max, long def);
 /* Sleep for ms milliseconds. */
 void util_sleep_ms(long ms);
 
+/*
+ * Remove dir and everything under it (symbolic links as links, never
+ * followed; nothing on another file system).  0, or -1 with errno set by
+ * the first removal that failed (the rest is still tried).
+ */
+int util_remove_tree(const char *dir);
+
 /* Seconds since the epoch, as a double (for durations). */
 double util_now(void);
 

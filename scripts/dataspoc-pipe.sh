@@ -212,19 +212,20 @@ sweep_private_dirs() {
 # descriptor (the stages, the tap, its children), so the lock is held while
 # any of them lives, whatever was killed: the bucket's run lock names the
 # folder (DATASPOC_PIPE_RUN_DIR), and the next run takes a lock over on
-# this machine only once nothing holds this one.
+# this machine only once nothing holds this one.  The run's first program
+# (pipe-tap -n) locks it, told by DATASPOC_PIPE_RUN_DIR_FD: the lock is the
+# open file's, so it stays with this driver's descriptor (no flock program
+# to start, issue #14).  A sweep leaves a folder made in the last minute
+# alone; one that a sweep took meanwhile is said by that program.
 open_private_dir() {
 	sweep_private_dirs
-	for _i in 1 2 3 4 5; do
-		tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
-		# (a sweep may remove a folder between mktemp and flock: try anew)
-		if [ -d "$tmp" ]; then
-			exec 9<"$tmp"
-			flock -n 9 && [ -d "$tmp" ] && return 0
-			exec 9<&-
-		fi
-	done
-	err "cannot lock a private folder in ${TMPDIR:-/tmp}"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
+	if [ -d "$tmp" ] && { command exec 9<"$tmp"; } 2>/dev/null; then
+		DATASPOC_PIPE_RUN_DIR_FD=9
+		export DATASPOC_PIPE_RUN_DIR_FD
+		return 0
+	fi
+	err "cannot open a private folder in ${TMPDIR:-/tmp}"
 	return 1
 }
 
@@ -294,15 +295,16 @@ checks_failed() {
 	exit "$_st"
 }
 
-# The stages of a run hold descriptor 8, a file of $tmp locked with
-# flock(2) before they start: they inherit it (the tap and its children,
-# and pipe-tap's janitor, too), and the driver closes its own copy, so the
-# lock is free once no process of the stages is left.  stages is that file,
-# empty when it could not be locked (the wait is then only for the
+# The stages of a run hold descriptor 8, open on a file of $tmp: they
+# inherit it (the tap and its children, and pipe-tap's janitor, too), the
+# first stage to start locks it with flock(2) (DATASPOC_PIPE_STAGES_FD, no
+# flock program to start), and the driver closes its own copy, so the lock
+# is free once no process of the stages is left.  stages is that file,
+# empty when it could not be opened (the wait is then only for the
 # session's leader).
-stages_lock() {
+stages_open() {
 	stages=
-	{ command exec 8>"$tmp/stages"; } 2>/dev/null && flock -n 8 && stages=$tmp/stages
+	{ command exec 8>"$tmp/stages"; } 2>/dev/null && stages=$tmp/stages
 }
 
 # Seconds a stage that is stopped has before SIGKILL: pipe-tap gives the
@@ -517,8 +519,8 @@ run_pipeline() {
 	# redirected log).  An rc file that cannot be written (TMPDIR full)
 	# stays empty, and says so below.
 	if [ -z "$signal" ]; then
-		stages_lock
-		setsid sh -c '
+		stages_open
+		DATASPOC_PIPE_STAGES_FD=${stages:+8} setsid sh -c '
 			d=$1 v=$2 sf=$3 ck=$4
 			shift 4
 			# With checkpoints, pipe-commit -k publishes each unit of
@@ -593,9 +595,13 @@ run_pipeline() {
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
 	fi
 	if [ -z "$failed" ]; then
-		pipe-commit "$@" <"$tmp/plan"
+		# (it removes the private folder once the run is published: no rm)
+		pipe-commit -d "$tmp" "$@" <"$tmp/plan"
 		rc=$?
-		[ $rc -eq 0 ] && exit 0
+		if [ $rc -eq 0 ]; then
+			[ -d "$tmp" ] || tmp=
+			exit 0
+		fi
 		failed="the commit did not finish (pipe-commit $(status_words "$rc"))"
 		# Let go of the lock; a commit that began is kept for the next run.
 		pipe-commit -a -e "$failed" "$@" <"$tmp/plan"

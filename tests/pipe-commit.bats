@@ -5,7 +5,7 @@
 load test_helper
 
 RID=20260102T030405Z-abc123
-USAGE='usage: pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml'
+USAGE='usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml'
 END_OK='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'
 
 setup() {
@@ -42,7 +42,7 @@ expect_published() {
 
 @test "-h prints the help on stdout" {
 	run -0 --separate-stderr pipe-commit -h
-	assert_line --index 0 "usage: pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME"
+	assert_line --index 0 "usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME"
 	assert_stderr ""
 }
 

@@ -121,6 +121,43 @@ small_tmpdir() {
 	assert_output ""
 }
 
+# The private folder's lock and the stages' are taken by the programs the
+# driver starts (DATASPOC_PIPE_RUN_DIR_FD, DATASPOC_PIPE_STAGES_FD): while
+# the tap runs, another process can take neither.
+@test "while the tap runs, the driver's private folder and the stages' file are locked" {
+	cat >"$BATS_TEST_TMPDIR/bin/tap-looks" <<SH
+#!/bin/sh
+d=\$DATASPOC_PIPE_RUN_DIR
+{ flock -n "\$d" true && echo "folder free" || echo "folder held"
+  flock -n "\$d/stages" true && echo "stages free" || echo "stages held"; } >"$BATS_TEST_TMPDIR/seen" 2>&1
+echo '{"type":"RECORD","stream":"s","record":{"id":1}}'
+SH
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-looks"
+	write_pipeline looks tap-looks false
+	run -0 dataspoc-pipe run looks
+	printf '%s\n' "folder held" "stages held" | expect_file "$BATS_TEST_TMPDIR/seen"
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
+# A process the tap leaves behind holds the stages' lock (the first stage to
+# start takes it, DATASPOC_PIPE_STAGES_FD): the run is committed only once
+# it is gone, although the tap, pipe-tap and pipe-sink ended long before.
+@test "a tap that leaves a child behind: the commit waits until the child is gone" {
+	cat >"$BATS_TEST_TMPDIR/bin/tap-leaves" <<SH
+#!/bin/sh
+echo '{"type":"RECORD","stream":"s","record":{"id":1}}'
+( sleep 1; : >"$BATS_TEST_TMPDIR/child-done" ) </dev/null >/dev/null 2>&1 &
+SH
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-leaves"
+	write_pipeline leaves tap-leaves false
+	run -0 dataspoc-pipe run leaves
+	assert_line "Done! 1 record in 1 stream(s)"
+	[ -e "$BATS_TEST_TMPDIR/child-done" ]
+	run -0 ls -A "$TMPDIR"
+	assert_output ""
+}
+
 @test "SIGTERM to the driver, the tap ignoring it: 143; the lock goes only once the stages are gone" {
 	local driver tap sid st=0 rid
 	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$S/out"

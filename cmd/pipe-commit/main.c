@@ -25,11 +25,11 @@
 #include "plan.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME\n"
-	"       pipe-commit [-ahk] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] -c FILE.yaml\n"
+	"usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME\n"
+	"       pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] -c FILE.yaml\n"
 	"\n"
 	"Publish the run described by pipe-sink's plan on stdin: only when the plan\n"
 	"ends in success and the run holds the pipeline's lock (taken here when\n"
@@ -42,6 +42,9 @@ static const char help_text[] =
 	"  -a           abort: delete the run's staged files, write a failure run\n"
 	"               log, release the lock; the plan on stdin may be partial\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
+	"  -d DIR       once the run is published, remove the folder DIR and what\n"
+	"               it holds (the driver's private folder, the plan's); kept\n"
+	"               on any failure, and with -a or -k\n"
 	"  -e MESSAGE   abort: the error to log when the plan carries none\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else the plan's)\n"
 	"  -t TAPLOG    abort: the tap's stderr; its last 20 lines, secrets masked,\n"
@@ -390,20 +393,26 @@ int main(int argc, char **argv)
 	struct sb in = SB_INIT;
 	struct bucket *b = NULL;
 	const char *file = NULL, *run_arg = NULL, *message = NULL, *taplog = NULL, *run_id;
+	const char *done_dir = NULL;
 	char *tail = NULL;
 	int c, abort_run = 0, follow = 0, bad, parsed = 0, ret = CLI_FAILED;
 
 	err_init(argv[0]);
+	if (cli_lock_run() != 0)
+		return CLI_FAILED;
 	cli_die_with_driver();
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&plan, 0, sizeof(plan));
-	while ((c = getopt_long(argc, argv, "ac:e:hkr:t:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ac:d:e:hkr:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			abort_run = 1;
 			break;
 		case 'c':
 			file = optarg;
+			break;
+		case 'd':
+			done_dir = optarg;
 			break;
 		case 'e':
 			message = optarg;
@@ -506,5 +515,12 @@ out:
 	config_free(&cfg);
 	if (cli_close_stdout() != 0 && ret == CLI_OK)
 		ret = CLI_FAILED;
+	/*
+	 * The driver's last step after a commit: its folder goes here, not by
+	 * one more program (rm) started after this one (issue #14).  A folder
+	 * left (said) is the driver's to remove.
+	 */
+	if (done_dir && ret == CLI_OK && !abort_run && !follow && util_remove_tree(done_dir) != 0)
+		err_msg("warning: cannot remove '%s':", done_dir);
 	return ret;
 }

@@ -941,7 +941,8 @@ static int turn(struct server *s)
 int server_run(int read_only)
 {
 	static const char *const run_env[] = {
-		"DATASPOC_RUN_ID", "DATASPOC_PIPE_PID", "DATASPOC_PIPE_DRIVER", "DATASPOC_PIPE_RUN_DIR", NULL
+		"DATASPOC_RUN_ID", "DATASPOC_PIPE_PID", "DATASPOC_PIPE_DRIVER", "DATASPOC_PIPE_RUN_DIR",
+		"DATASPOC_PIPE_RUN_DIR_FD", "DATASPOC_PIPE_STAGES_FD", NULL
 	};
 	struct server s;
 	int ret = CLI_OK, sig;

@@ -77,6 +77,8 @@ int main(int argc, char **argv)
 	int c, bad, check = 0, ret = CLI_FAILED;
 
 	err_init(argv[0]);
+	if (cli_lock_run() != 0)
+		return CLI_FAILED;
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&opt, 0, sizeof(opt));
 	memset(&plan, 0, sizeof(plan));

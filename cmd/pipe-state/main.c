@@ -652,6 +652,8 @@ int main(int argc, char **argv)
 	int opt, force = 0, have_n = 0, bad, ret = CLI_USAGE, nargs;
 
 	err_init(argv[0]);
+	if (cli_lock_run() != 0)
+		return CLI_FAILED;
 	cli_die_with_driver();
 	memset(&c, 0, sizeof(c));
 	c.fmt = FMT_DEFAULT;

@@ -72,6 +72,8 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	err_init(argv[0]);
+	if (cli_lock_run() != 0)
+		return CLI_FAILED;
 	memset(&cfg, 0, sizeof(cfg));
 	while ((c = getopt_long(argc, argv, "c:hl:nv", longopts, NULL)) != -1) {
 		switch (c) {
