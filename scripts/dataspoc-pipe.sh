@@ -212,20 +212,31 @@ sweep_private_dirs() {
 # descriptor (the stages, the tap, its children), so the lock is held while
 # any of them lives, whatever was killed: the bucket's run lock names the
 # folder (DATASPOC_PIPE_RUN_DIR), and the next run takes a lock over on
-# this machine only once nothing holds this one.  The run's first program
-# (pipe-tap -n) locks it, told by DATASPOC_PIPE_RUN_DIR_FD: the lock is the
-# open file's, so it stays with this driver's descriptor (no flock program
-# to start, issue #14).  A sweep leaves a folder made in the last minute
-# alone; one that a sweep took meanwhile is said by that program.
+# this machine only once nothing holds this one.  With --by-first (run),
+# the run's first program (pipe-tap -n) locks it, told by
+# DATASPOC_PIPE_RUN_DIR_FD: the lock is the open file's, so it stays with
+# this driver's descriptor (no flock program to start, issue #14); a sweep
+# leaves a folder made in the last minute alone, and one that a sweep took
+# meanwhile is said by that program.  The other commands lock it here.
 open_private_dir() {
 	sweep_private_dirs
-	tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
-	if [ -d "$tmp" ] && { command exec 9<"$tmp"; } 2>/dev/null; then
-		DATASPOC_PIPE_RUN_DIR_FD=9
-		export DATASPOC_PIPE_RUN_DIR_FD
-		return 0
-	fi
-	err "cannot open a private folder in ${TMPDIR:-/tmp}"
+	for _i in 1 2 3 4 5; do
+		tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
+		# (a sweep may remove a folder between mktemp and flock: try anew)
+		if [ -d "$tmp" ]; then
+			exec 9<"$tmp"
+			if [ "${1:-}" = --by-first ]; then
+				DATASPOC_PIPE_RUN_DIR_FD=9
+				export DATASPOC_PIPE_RUN_DIR_FD
+				return 0
+			fi
+			# (not a folder that the run's programs lock: this one may go first)
+			unset DATASPOC_PIPE_RUN_DIR_FD
+			flock -n 9 && [ -d "$tmp" ] && return 0
+			exec 9<&-
+		fi
+	done
+	err "cannot lock a private folder in ${TMPDIR:-/tmp}"
 	return 1
 }
 
@@ -417,6 +428,21 @@ empty_state() {
 	[ "$_l" = "{}" ] && [ -z "$_more" ]
 }
 
+# committed STATUS ARGS...: the end of a run after pipe-commit -d, which
+# removed the private folder once the run was published (no rm to start).
+committed() {
+	if [ "$1" -eq 0 ]; then
+		[ -d "$tmp" ] || tmp=
+		exit 0
+	fi
+	failed="the commit did not finish (pipe-commit $(status_words "$1"))"
+	shift
+	# Let go of the lock; a commit that began is kept for the next run.
+	pipe-commit -a -e "$failed" "$@" <"$tmp/plan"
+	err "run '$label' failed: $failed"
+	exit 1
+}
+
 # run_pipeline FULL VERBOSE ARGS...: ARGS is NAME or -c FILE.
 run_pipeline() {
 	full=$1 verbose=$2
@@ -430,7 +456,7 @@ run_pipeline() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	trap 'exit 129' HUP
-	open_private_dir || exit 1
+	open_private_dir --by-first || exit 1
 	DATASPOC_PIPE_RUN_DIR=$tmp
 	export DATASPOC_PIPE_RUN_DIR
 
@@ -560,9 +586,18 @@ run_pipeline() {
 			kill -0 "$job" 2>/dev/null || break
 		done
 		# The session's leader is gone (at once, when a signal killed it):
-		# the run ends when every process of its stages has.
-		stages_wait
-		job=
+		# the run ends when every process of its stages has.  When every
+		# stage succeeded, pipe-commit -w looks first (no flock to start
+		# for it, issue #14); stages_wait below when one is still there.
+		read_rc tap_rc "$tmp/tap.rc"
+		read_rc sink_rc "$tmp/sink.rc"
+		ck_rc=0
+		[ -z "$checkpoints" ] || read_rc ck_rc "$tmp/ck.rc"
+		if [ -n "$signal" ] || [ -z "$stages" ] || [ "$tap_rc" -ne 0 ] ||
+			[ "$sink_rc" -ne 0 ] || [ "$ck_rc" -ne 0 ]; then
+			stages_wait
+			job=
+		fi
 	fi
 
 	read_rc tap_rc "$tmp/tap.rc"
@@ -594,20 +629,16 @@ run_pipeline() {
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
 	fi
-	if [ -z "$failed" ]; then
-		# (it removes the private folder once the run is published: no rm)
-		pipe-commit -d "$tmp" "$@" <"$tmp/plan"
+	if [ -z "$failed" ] && [ -n "$job" ]; then
+		# (3: a process of the stages is still there, nothing done)
+		pipe-commit -w "$stages" -d "$tmp" "$@" <"$tmp/plan"
 		rc=$?
-		if [ $rc -eq 0 ]; then
-			[ -d "$tmp" ] || tmp=
-			exit 0
-		fi
-		failed="the commit did not finish (pipe-commit $(status_words "$rc"))"
-		# Let go of the lock; a commit that began is kept for the next run.
-		pipe-commit -a -e "$failed" "$@" <"$tmp/plan"
-		err "run '$label' failed: $failed"
-		exit 1
+		[ $rc -eq 3 ] || { job=; committed "$rc" "$@"; }
+		stages_wait
+		job=
+		[ -z "$signal" ] || failed="interrupted by SIG$signal"
 	fi
+	[ -n "$failed" ] || { pipe-commit -d "$tmp" "$@" <"$tmp/plan"; committed $? "$@"; }
 	# The tap's last words explain most failures; not an interruption's.
 	if [ "$verbose" != 1 ] && [ -z "$signal" ] && [ -s "$tmp/tap.log" ]; then
 		err "the tap's last words:"

@@ -5,7 +5,7 @@
 load test_helper
 
 RID=20260102T030405Z-abc123
-USAGE='usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml'
+USAGE='usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] NAME | -c FILE.yaml'
 END_OK='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'
 
 setup() {
@@ -42,7 +42,7 @@ expect_published() {
 
 @test "-h prints the help on stdout" {
 	run -0 --separate-stderr pipe-commit -h
-	assert_line --index 0 "usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME"
+	assert_line --index 0 "usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] NAME"
 	assert_stderr ""
 }
 
@@ -56,6 +56,37 @@ $USAGE"
 	run -2 --separate-stderr pipe-commit -r nope shop </dev/null
 	assert_stderr "pipe-commit: invalid run id 'nope' (expected the shape 20261130T004809Z-3fa9c1)"
 	bucket_untouched
+}
+
+# -w FILE: the driver's look at its stages' lock; -d DIR: its folder removed
+# once the run is published, kept otherwise.
+@test "-w: a process holding FILE's lock makes it exit 3 having done nothing; -d removes DIR only after a commit" {
+	make_plan
+	: >stages
+	mkdir -p run-dir/sub
+	cp plan.jsonl run-dir/plan
+	bucket_snapshot >before.snap
+	( exec 8>stages; flock 8; exec sleep 1000 ) &
+	local holder=$!
+	BG_PIDS="$BG_PIDS $holder"
+	wait_until sh -c '! flock -n "$1" true' sh stages
+	run -3 --separate-stderr pipe-commit -w stages -d run-dir shop <run-dir/plan
+	assert_equal "$output" ""
+	assert_stderr ""
+	bucket_snapshot >after.snap
+	diff -u before.snap after.snap
+	[ -e run-dir/plan ]
+	kill "$holder"
+	wait "$holder" 2>/dev/null || true
+	# a plan that fails: the folder stays
+	printf '%s\n' '{"type":"end","status":"failure","records":0}' >bad-plan
+	run -1 --separate-stderr pipe-commit -w stages -d run-dir shop <bad-plan
+	[ -e run-dir/plan ]
+	run -0 --separate-stderr pipe-commit -w stages -d run-dir shop <run-dir/plan
+	assert_line "Done! 3 records in 2 stream(s)"
+	assert_stderr ""
+	[ ! -e run-dir ]
+	expect_published
 }
 
 @test "a plan is published: files, state, manifest, run log; summary on stdout" {

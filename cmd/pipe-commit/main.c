@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "bucket.h"
@@ -25,11 +26,11 @@
 #include "plan.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] NAME\n"
-	"       pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] -c FILE.yaml\n"
+	"usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] NAME\n"
+	"       pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] -c FILE.yaml\n"
 	"\n"
 	"Publish the run described by pipe-sink's plan on stdin: only when the plan\n"
 	"ends in success and the run holds the pipeline's lock (taken here when\n"
@@ -50,6 +51,9 @@ static const char help_text[] =
 	"  -t TAPLOG    abort: the tap's stderr; its last 20 lines, secrets masked,\n"
 	"               go into the failure log as \"tap_stderr\"\n"
 	"  -h, --help   this help\n"
+	"  -w FILE      first see whether a process still holds FILE's lock\n"
+	"               (flock(2): the driver's stages, DATASPOC_PIPE_STAGES_FD);\n"
+	"               if one does, exit 3 at once, having read and done nothing\n"
 	"  -k           checkpoints: copy the plan from stdin to stdout as it comes,\n"
 	"               and publish each checkpoint unit of it (with its state) as\n"
 	"               it closes; the run's last unit is left to pipe-commit NAME\n"
@@ -58,7 +62,8 @@ static const char help_text[] =
 	"A plan with checkpoints (incremental.checkpoint_every) publishes only the\n"
 	"units its run's checkpoints did not.\n"
 	"\n"
-	"Exit status: 0 published (or cleaned up), 1 failed, 2 bad usage or config.\n";
+	"Exit status: 0 published (or cleaned up), 1 failed, 2 bad usage or config,\n"
+	"3 (-w) the stages still run: nothing done.\n";
 
 /* The last TAIL_LINES lines of the tap's log, secrets masked; NULL if none. */
 enum { TAIL_LINES = 20 };
@@ -381,6 +386,28 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 	return ret;
 }
 
+/* -w: exit status when a process of the stages is still there */
+#define COMMIT_STAGES_RUNNING 3
+
+/*
+ * A process still holds the stages' lock on file (the driver's stages,
+ * DESIGN.md): the driver's check before its commit, made here so that it
+ * starts no flock(1) for it (issue #14).  A file that cannot be opened
+ * holds nothing.
+ */
+static int stages_running(const char *file)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return 0;
+	while ((r = flock(fd, LOCK_SH | LOCK_NB)) != 0 && errno == EINTR)
+		;
+	r = r != 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -393,7 +420,7 @@ int main(int argc, char **argv)
 	struct sb in = SB_INIT;
 	struct bucket *b = NULL;
 	const char *file = NULL, *run_arg = NULL, *message = NULL, *taplog = NULL, *run_id;
-	const char *done_dir = NULL;
+	const char *done_dir = NULL, *stages = NULL;
 	char *tail = NULL;
 	int c, abort_run = 0, follow = 0, bad, parsed = 0, ret = CLI_FAILED;
 
@@ -403,7 +430,7 @@ int main(int argc, char **argv)
 	cli_die_with_driver();
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&plan, 0, sizeof(plan));
-	while ((c = getopt_long(argc, argv, "ac:d:e:hkr:t:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ac:d:e:hkr:t:w:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			abort_run = 1;
@@ -429,6 +456,9 @@ int main(int argc, char **argv)
 		case 't':
 			taplog = optarg;
 			break;
+		case 'w':
+			stages = optarg;
+			break;
 		default:
 			cli_usage(usage_line);
 			return CLI_USAGE;
@@ -438,6 +468,8 @@ int main(int argc, char **argv)
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
+	if (stages && stages_running(stages))
+		return COMMIT_STAGES_RUNNING;
 	run_id = cli_run_id(run_arg, &bad);
 	if (bad)
 		return CLI_USAGE;
