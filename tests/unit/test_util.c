@@ -1,8 +1,11 @@
 /* Unit tests of the run ids of util.c. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "taptest.h"
 #include "util.h"
@@ -47,5 +50,33 @@ int main(void)
 	ok(!util_utf8_valid("\xf4\x90\x80\x80", 4), "utf8: past U+10FFFF");
 	ok(!util_utf8_valid("\xe2\x82", 2), "utf8: cut short");
 	ok(!util_utf8_valid("\x80", 1), "utf8: a lone continuation byte");
+
+	/* util_remove_tree: files, a folder in it, a link that is not followed */
+	{
+		char tree[] = "/tmp/test_util.XXXXXX", path[256], kept[] = "/tmp/test_util_kept.XXXXXX";
+		int fd, made = mkdtemp(tree) != NULL && mkdtemp(kept) != NULL;
+
+		snprintf(path, sizeof(path), "%s/kept-file", kept);
+		fd = made ? open(path, O_WRONLY | O_CREAT | O_EXCL, 0600) : -1;
+		made &= fd >= 0;
+		if (fd >= 0)
+			close(fd);
+		snprintf(path, sizeof(path), "%s/plan", tree);
+		fd = made ? open(path, O_WRONLY | O_CREAT | O_EXCL, 0600) : -1;
+		made &= fd >= 0 && write(fd, "x\n", 2) == 2;
+		if (fd >= 0)
+			close(fd);
+		snprintf(path, sizeof(path), "%s/sub", tree);
+		made &= mkdir(path, 0700) == 0;
+		snprintf(path, sizeof(path), "%s/sub/link", tree);
+		made &= symlink(kept, path) == 0;
+		ok(made, "remove_tree: a tree made");
+		ok(util_remove_tree(tree) == 0, "remove_tree: removed");
+		ok(access(tree, F_OK) != 0, "remove_tree: the folder is gone");
+		snprintf(path, sizeof(path), "%s/kept-file", kept);
+		ok(access(path, F_OK) == 0, "remove_tree: what a link in it names stays");
+		ok(util_remove_tree(tree) == 0, "remove_tree: a folder already gone is no error");
+		ok(util_remove_tree(kept) == 0 && access(kept, F_OK) != 0, "remove_tree: the other one");
+	}
 	return tap_done();
 }
