@@ -413,26 +413,13 @@ static int az_writer_write(struct bucket_writer *bw, const void *data, size_t le
 	if (w->failed)
 		return -1;
 	while (len > 0) {
-		size_t room, n;
+		size_t n;
 
 		if (w->len == block && flush_block(w) < 0) {
 			w->failed = 1;
 			return -1;
 		}
-		if (w->cap < block && w->len + len > w->cap) {
-			size_t cap = w->cap ? w->cap : 65536;
-
-			while (cap < w->len + len && cap < block)
-				cap *= 2;
-			if (cap > block)
-				cap = block;
-			w->buf = xrealloc(w->buf, cap);
-			w->cap = cap;
-		}
-		room = w->cap - w->len;
-		n = len < room ? len : room;
-		memcpy(w->buf + w->len, p, n);
-		w->len += n;
+		n = bucket_part_fill(&w->buf, &w->cap, &w->len, block, p, len);
 		p += n;
 		len -= n;
 	}

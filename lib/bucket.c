@@ -308,6 +308,29 @@ void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len)
 	k->v[k->n++] = xstrndup(key, len);
 }
 
+size_t bucket_part_fill(char **buf, size_t *cap, size_t *len, size_t part, const void *data,
+			size_t n)
+{
+	size_t room;
+
+	if (*cap < part && *len + n > *cap) {
+		size_t c = *cap ? *cap : 65536;
+
+		while (c < *len + n && c < part)
+			c *= 2;
+		if (c > part)
+			c = part;
+		*buf = xrealloc(*buf, c);
+		*cap = c;
+	}
+	room = *cap - *len;
+	if (n > room)
+		n = room;
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	return n;
+}
+
 static int cmp_keys(const void *a, const void *b)
 {
 	/* strcmp compares as unsigned char: bytewise, as S3 lists. */

@@ -35,6 +35,15 @@ struct bucket_keys {
 /* Append a copy of key[0..len) to k. */
 void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len);
 
+/*
+ * A store's writer buffers one part (S3) or block (Azure) of at most part
+ * bytes: copy as much of data[0..len) as fits into *buf (*len used, *cap
+ * allocated, grown by doubling from 64 KiB up to part) and return how much
+ * was taken; 0 only when the buffer holds part bytes (send it first).
+ */
+size_t bucket_part_fill(char **buf, size_t *cap, size_t *len, size_t part, const void *data,
+			size_t n);
+
 struct bucket_ops {
 	const char *name;	/* "local", "s3", "az": for messages and tests */
 

@@ -330,26 +330,13 @@ int s3_writer_write(struct bucket_writer *bw, const void *data, size_t len)
 	if (w->failed)
 		return -1;
 	while (len > 0) {
-		size_t room, n;
+		size_t n;
 
 		if (w->len == w->part && flush_part(w) < 0) {
 			writer_fail(w);
 			return -1;
 		}
-		if (w->cap < w->part && w->len + len > w->cap) {
-			size_t cap = w->cap ? w->cap : 65536;
-
-			while (cap < w->len + len && cap < w->part)
-				cap *= 2;
-			if (cap > w->part)
-				cap = w->part;
-			w->buf = xrealloc(w->buf, cap);
-			w->cap = cap;
-		}
-		room = w->cap - w->len;
-		n = len < room ? len : room;
-		memcpy(w->buf + w->len, p, n);
-		w->len += n;
+		n = bucket_part_fill(&w->buf, &w->cap, &w->len, w->part, p, len);
 		p += n;
 		len -= n;
 	}
