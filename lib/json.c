@@ -977,3 +977,16 @@ void json_pretty(const struct json_span *v, struct sb *out)
 	pretty(v, out, 0);
 	sb_addc(out, '\n');
 }
+
+void json_quote_list(struct sb *out, char *const *list, size_t n)
+{
+	size_t i;
+
+	sb_addc(out, '[');
+	for (i = 0; i < n; i++) {
+		if (i)
+			sb_addc(out, ',');
+		json_quote(out, list[i], strlen(list[i]));
+	}
+	sb_addc(out, ']');
+}

@@ -138,6 +138,9 @@ int json_string_equal(const struct json_span *s, const char *str, int icase);
  */
 void json_quote(struct sb *out, const char *s, size_t len);
 
+/* Append the n C strings of list to out as a JSON array of strings. */
+void json_quote_list(struct sb *out, char *const *list, size_t n);
+
 /* Append a validated value with all insignificant whitespace removed. */
 void json_compact(const struct json_span *v, struct sb *out);
 

@@ -381,3 +381,18 @@ void singer_tap_warn_unknown(jv obj, const char *const *known, size_t n, const c
 		jv_free(key);
 	}
 }
+
+int singer_tap_bad_at(const char *what, const char *file, const char *text, size_t len,
+		      size_t pos, const char *why)
+{
+	size_t i, line = 1, col = 1;
+
+	for (i = 0; i < pos && i < len; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else
+			col++;
+	}
+	return singer_tap_bad(what, file, "line %zu, column %zu: %s", line, col, why);
+}

@@ -58,6 +58,11 @@ int singer_tap_load_json(const char *what, const char *path, jv *out);
 int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* singer_tap_bad() for the byte pos of file's text[0..len): "what 'file':
+ * line L, column C: why".  Returns 2. */
+int singer_tap_bad_at(const char *what, const char *file, const char *text, size_t len,
+		      size_t pos, const char *why);
+
 /* 1 when catalog metadata entry m (an object) says "selected": false. */
 int singer_tap_deselected(jv m);
 

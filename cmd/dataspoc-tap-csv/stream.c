@@ -129,19 +129,6 @@ static int open_stream(const struct tap *t, struct entity *e,
 	return 0;
 }
 
-static void add_string_list(struct sb *out, char *const *list, size_t n)
-{
-	size_t i;
-
-	sb_addc(out, '[');
-	for (i = 0; i < n; i++) {
-		if (i)
-			sb_addc(out, ',');
-		json_quote(out, list[i], strlen(list[i]));
-	}
-	sb_addc(out, ']');
-}
-
 static void add_schema(struct sb *out, const struct header *h)
 {
 	size_t i;
@@ -177,10 +164,10 @@ int sync_stream(struct tap *t, struct entity *e)
 	sb_adds(&t->msg, ",\"schema\":");
 	add_schema(&t->msg, &h);
 	sb_adds(&t->msg, ",\"key_properties\":");
-	add_string_list(&t->msg, e->keys, e->nkeys);
+	json_quote_list(&t->msg, e->keys, e->nkeys);
 	if (e->rk != NULL) {
 		sb_adds(&t->msg, ",\"bookmark_properties\":");
-		add_string_list(&t->msg, &e->rk, 1);
+		json_quote_list(&t->msg, &e->rk, 1);
 	}
 	sb_adds(&t->msg, "}\n");
 	rc = EXIT_FAIL;
@@ -277,10 +264,10 @@ static void add_metadata(struct sb *out, const struct entity *e,
 	sb_adds(out, "[{\"breadcrumb\":[],\"metadata\":{"
 		"\"inclusion\":\"available\",\"selected-by-default\":true,"
 		"\"table-key-properties\":");
-	add_string_list(out, e->keys, e->nkeys);
+	json_quote_list(out, e->keys, e->nkeys);
 	if (e->rk != NULL) {
 		sb_adds(out, ",\"valid-replication-keys\":");
-		add_string_list(out, &e->rk, 1);
+		json_quote_list(out, &e->rk, 1);
 		sb_adds(out, ",\"forced-replication-method\":\"INCREMENTAL\"");
 	} else
 		sb_adds(out, ",\"forced-replication-method\":\"FULL_TABLE\"");
@@ -326,7 +313,7 @@ int discover(struct tap *t)
 			sb_adds(&cat, ",\"schema\":");
 			add_schema(&cat, &h);
 			sb_adds(&cat, ",\"key_properties\":");
-			add_string_list(&cat, e->keys, e->nkeys);
+			json_quote_list(&cat, e->keys, e->nkeys);
 			if (e->rk != NULL) {
 				sb_adds(&cat, ",\"replication_key\":");
 				json_quote(&cat, e->rk, strlen(e->rk));

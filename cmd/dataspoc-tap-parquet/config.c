@@ -157,16 +157,8 @@ static int cmp_str(const void *a, const void *b)
 
 static int state_fail(struct tap *t, size_t pos, const char *why)
 {
-	size_t i, line = 1, col = 1;
-
-	for (i = 0; i < pos && i < t->state_text.len; i++) {
-		if (t->state_text.buf[i] == '\n') {
-			line++;
-			col = 1;
-		} else
-			col++;
-	}
-	return singer_tap_bad("state", t->state_file, "line %zu, column %zu: %s", line, col, why);
+	return singer_tap_bad_at("state", t->state_file, t->state_text.buf, t->state_text.len, pos,
+				 why);
 }
 
 int load_state(struct tap *t)

@@ -458,19 +458,6 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 	return 0;
 }
 
-static void add_string_list(struct sb *out, char *const *list, size_t n)
-{
-	size_t i;
-
-	sb_addc(out, '[');
-	for (i = 0; i < n; i++) {
-		if (i)
-			sb_addc(out, ',');
-		json_quote(out, list[i], strlen(list[i]));
-	}
-	sb_addc(out, ']');
-}
-
 /* Print one file: a SCHEMA when its columns differ from the last one's, its rows. */
 static int sync_file(struct tap *t, struct source *s, const char *key)
 {
@@ -499,7 +486,7 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 		sb_adds(&t->msg, ",\"schema\":");
 		sb_add(&t->msg, schema.buf, schema.len);
 		sb_adds(&t->msg, ",\"key_properties\":");
-		add_string_list(&t->msg, t->keys, t->nkeys);
+		json_quote_list(&t->msg, t->keys, t->nkeys);
 		sb_adds(&t->msg, "}\n");
 		sb_reset(&t->schema);
 		sb_add(&t->schema, schema.buf, schema.len);
@@ -630,11 +617,11 @@ int discover(struct tap *t)
 	sb_adds(&cat, ",\"schema\":");
 	sb_add(&cat, schema.buf, schema.len);
 	sb_adds(&cat, ",\"key_properties\":");
-	add_string_list(&cat, t->keys, t->nkeys);
+	json_quote_list(&cat, t->keys, t->nkeys);
 	sb_adds(&cat, ",\"replication_method\":\"INCREMENTAL\",\"metadata\":[{\"breadcrumb\":[],"
 		"\"metadata\":{\"inclusion\":\"available\",\"selected-by-default\":true,"
 		"\"table-key-properties\":");
-	add_string_list(&cat, t->keys, t->nkeys);
+	json_quote_list(&cat, t->keys, t->nkeys);
 	sb_adds(&cat, ",\"forced-replication-method\":\"INCREMENTAL\"}}");
 	for (i = 0; i < pqr_ncolumns(f); i++) {
 		const struct pqr_column *col = pqr_column(f, i);
