@@ -5,29 +5,9 @@
 
 load test_helper
 load s3_helper
-load parquet/helper
-load lake_scenarios
 load checkpoint_scenarios
 
-setup_file() {
-	s3_start
-}
-
-teardown_file() {
-	s3_stop
-}
-
-setup() {
-	pipe_setup
-}
-
-teardown() {
-	pipe_teardown
-}
-
-lens_root() {
-	s3_sync && printf '%s\n' "$S3_MIRROR"
-}
+use_s3_lake
 
 @test "s3 checkpoints: a failed run keeps its checkpoints' records once, logs them, and the next run goes on from there" {
 	scenario_ck_fail_resume

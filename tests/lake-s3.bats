@@ -5,28 +5,8 @@
 
 load test_helper
 load s3_helper
-load parquet/helper
-load lake_scenarios
 
-setup_file() {
-	s3_start
-}
-
-teardown_file() {
-	s3_stop
-}
-
-setup() {
-	pipe_setup
-}
-
-teardown() {
-	pipe_teardown
-}
-
-lens_root() {
-	s3_sync && printf '%s\n' "$S3_MIRROR"
-}
+use_s3_lake
 
 @test "s3 lake: no format: lands Parquet that Lens reads as one table over runs and a new column" {
 	scenario_lake_default_parquet

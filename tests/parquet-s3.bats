@@ -6,21 +6,7 @@ load test_helper
 load s3_helper
 load parquet/helper
 
-setup_file() {
-	s3_start
-}
-
-teardown_file() {
-	s3_stop
-}
-
-setup() {
-	pipe_setup
-}
-
-teardown() {
-	pipe_teardown
-}
+use_s3_bucket
 
 @test "s3: a parquet run lands files DuckDB and hyparquet read, every value as the tap sent it" {
 	node "$PQ/gen.mjs" 5000 5 expected.jsonl | grep -v DATASPOC_TAP_END >out

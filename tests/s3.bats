@@ -8,21 +8,7 @@ load test_helper
 load pipeline_scenarios
 load s3_helper
 
-setup_file() {
-	s3_start
-}
-
-teardown_file() {
-	s3_stop
-}
-
-setup() {
-	pipe_setup
-}
-
-teardown() {
-	pipe_teardown
-}
+use_s3_bucket
 
 # --- the local bucket's scenarios, on s3:// ------------------------------------------
 

@@ -50,6 +50,36 @@ s3_port_of() {
 	echo "$port"
 }
 
+# use_s3_bucket: what a bats file of tests on s3:// starts with, after `load
+# s3_helper`: one s3rver for the file (setup_file, teardown_file), each test
+# in its sandbox (setup, teardown).  A file may define its own setup after.
+use_s3_bucket() {
+	setup_file() {
+		s3_start
+	}
+	teardown_file() {
+		s3_stop
+	}
+	setup() {
+		pipe_setup
+	}
+	teardown() {
+		pipe_teardown
+	}
+}
+
+# use_s3_lake: use_s3_bucket, with tests/parquet/helper.bash and
+# tests/lake_scenarios.bash loaded, and Lens reading the bucket copied down
+# (lens_root).
+use_s3_lake() {
+	use_s3_bucket
+	load parquet/helper
+	load lake_scenarios
+	lens_root() {
+		s3_sync && printf '%s\n' "$S3_MIRROR"
+	}
+}
+
 s3_start() {
 	if [ ! -f "$S3RVER_JS" ]; then
 		echo "s3_helper: $S3RVER_JS is missing: run scripts/deps" >&2
