@@ -424,12 +424,16 @@ static void write_job(struct zpool *p, struct zjob *j)
  * until the jobs in flight are within bounds (z NULL), or until z has none
  * left, its own written as they are done, before others' still in flight
  * (a file's frames stay in order; files need no order between them).
+ * Rather than wait while a job is queued that no thread took yet, the
+ * calling thread compresses it itself: the threads are behind, and this
+ * one would only sleep (with -j 1 on two cores, the input's scan and the
+ * compression then share both, not one core each in turn).
  */
 static void settle(struct zpool *p, const struct zwriter *z)
 {
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct zjob *j = p->head, *prev = NULL;
+		struct zjob *j = p->head, *prev = NULL, *t;
 
 		if (z != NULL) {
 			if (z->jobs == 0)
@@ -454,6 +458,15 @@ static void settle(struct zpool *p, const struct zwriter *z)
 		}
 		if (j == NULL || (z == NULL && p->flight <= p->flight_max))
 			break;
+		if ((t = p->take) != NULL) {
+			p->take = t->next;
+			p->queued -= t->nin;
+			pthread_mutex_unlock(&p->mu);
+			comp_job(p, &p->inl, t);
+			pthread_mutex_lock(&p->mu);
+			t->done = 1;
+			continue;
+		}
 		p->waiting = z ? 2 : 1;
 		pthread_cond_wait(&p->done, &p->mu);
 		p->waiting = 0;
