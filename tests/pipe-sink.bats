@@ -384,6 +384,17 @@ expect_rounds() {	# STREAMS ROUNDS [STREAM...]
 	assert_output ""
 }
 
+@test "a low limit of open descriptors: fewer files are open at once, the others wait; every record lands" {
+	round_robin 70 30 >many.jsonl
+	# 48 descriptors, soft and hard: the default 256 files cannot all be
+	# open, so pipe-sink opens what fits (24) instead of failing on EMFILE
+	run -0 --separate-stderr bash -c 'ulimit -n 48 && exec pipe-sink -q -r "$1" shop <many.jsonl >plan.jsonl' _ "$RID"
+	assert_stderr ""
+	run -0 jq -s -c '[.[] | select(.type == "file")] | length' plan.jsonl
+	assert_output 70
+	expect_rounds 70 30 s01 s24 s25 s70
+}
+
 @test "more waiting than the spill may hold: the stream with the most takes a slot; files roll" {
 	# 40 streams, 4 open: about 1.3 MB waits in all, the limit is 1 MB
 	round_robin 40 150 >many.jsonl

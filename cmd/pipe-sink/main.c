@@ -4,6 +4,8 @@
  * compressed files under the run's staging area, and prints the commit plan
  * for pipe-commit on stdout.  Nothing becomes visible until pipe-commit runs.
  */
+#include <sys/resource.h>
+
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,11 +39,12 @@ static const char help_text[] =
 	"On bad input, a failed tap or a bucket error, the staged files are removed\n"
 	"and the plan ends in failure.\n"
 	"\n"
-	"At most $DATASPOC_PIPE_MAX_OPEN files (default 64, on S3 8) are open at once.\n"
-	"The"
-	" records of further streams wait in a spill file in $TMPDIR; once more than\n"
-	"$DATASPOC_PIPE_SPILL_MB megabytes (default 256) wait, the stream with the\n"
-	"most takes the slot of the stream idle the longest, whose file is rolled.\n"
+	"At most $DATASPOC_PIPE_MAX_OPEN files (default 256, on S3 and Azure 8; fewer\n"
+	"when the limit of open descriptors, raised up to its hard limit, is lower)\n"
+	"are open at once.  The records of further streams wait in a spill file in\n"
+	"$TMPDIR; once more than $DATASPOC_PIPE_SPILL_MB megabytes (default 256)\n"
+	"wait, the stream with the most takes the slot of the stream idle the\n"
+	"longest, whose file is rolled.\n"
 	"\n"
 	"Options:\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
@@ -60,6 +63,31 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0 the plan ends in success, 1 it ends in failure, 2 bad\n"
 	"usage or config.\n";
+
+/*
+ * Files open at once: asked (0: the default), within the descriptors the
+ * process may have.  The soft limit is raised towards the hard one when the
+ * files need it (a local file is a descriptor; an S3 or Azure one holds a
+ * part buffer in memory, so fewer are open there).
+ */
+enum { MAX_OPEN_LOCAL = 256, MAX_OPEN_REMOTE = 8, FD_RESERVE = 32 };
+
+static size_t open_files(size_t asked, int local)
+{
+	struct rlimit rl;
+	size_t n = asked ? asked : local ? MAX_OPEN_LOCAL : MAX_OPEN_REMOTE;
+	rlim_t want = (rlim_t)n + FD_RESERVE;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return n;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return n;
+	/* Still short: as many as fit (the others' records wait in the spill). */
+	if (rl.rlim_cur < want)
+		n = rl.rlim_cur > 2 * FD_RESERVE ? (size_t)rl.rlim_cur - FD_RESERVE : (size_t)rl.rlim_cur / 2;
+	return n ? n : 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -147,9 +175,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
-	/* An open S3 file holds a part buffer (8 MiB): fewer of them. */
-	if (b != NULL && opt.max_open == 0)
-		opt.max_open = bucket_is_local(b) ? 64 : 8;
+	if (b != NULL)
+		opt.max_open = open_files(opt.max_open, bucket_is_local(b));
 	if (b == NULL) {
 		/* Still end the plan, so a reader of it knows. */
 		plan.ended = 1;

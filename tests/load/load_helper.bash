@@ -27,7 +27,7 @@ LOAD_WIDE=${LOAD_WIDE:-1000}
 LOAD_WIDE_TURNS=${LOAD_WIDE_TURNS:-4}
 LOAD_RSS_MAX_MIB=${LOAD_RSS_MAX_MIB:-64}
 # pipe-sink keeps at most this many data files open (cmd/pipe-sink/main.c)
-SINK_MAX_OPEN=64
+SINK_MAX_OPEN=256
 # and has a few descriptors besides: stdin, stdout, stderr, the bucket's
 # folder, and what the driver and the test's shell pass down (bats keeps
 # some open; dash leaves one at 10)
