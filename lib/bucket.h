@@ -72,6 +72,8 @@ int bucket_put(struct bucket *b, const char *key, const void *data, size_t len);
 /*
  * Create an object only if none exists, atomically with its content
  * (locally: temp file + link(2)).  0 created, 1 already exists, -1 error.
+ * For locks: locally the content is durable, the name need not outlive a
+ * crash (after one the object is whole or absent).
  */
 int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len);
 

@@ -576,11 +576,17 @@ static int local_put_new(struct bucket *b, const char *key, const void *data, si
 		err_msg("cannot create '%s':", path);
 		goto out;
 	}
-	if (r == 0 && sync_dir_fd(dfd) < 0) {
-		path = path_of(l, key);
-		err_msg("cannot sync the directory of '%s':", path);
-		r = -1;
-	}
+	/*
+	 * No directory sync: create-if-absent makes locks (the run's, the
+	 * manifest's) and validate's probe, whose name needs to outlive no
+	 * crash.  link(2) is atomic without one, so two live rivals still
+	 * never both win, and the content was synced before the link, so a
+	 * name that survives has its bytes: a crash leaves the lock whole or
+	 * absent.  Absent is the better of the two, as the crash killed its
+	 * holder: one that survives names a boot of this machine that is over,
+	 * and waits out its TTL (DESIGN.md, Durability on a local bucket).
+	 * Its release, a delete, is synced.
+	 */
 out:
 	close(dfd);
 	free(tmp);

@@ -29,9 +29,15 @@ while [ -L "$self" ]; do
 		esac ;;
 	esac
 done
+# The folder is made physical (cd -P, in a subshell) for the crontab
+# entries of schedule; run, whose $self only starts the driver again (run
+# --all), takes an absolute folder as it is and spares the subshell.
 case $self in
 */*) here=${self%/*}
-	here=$(CDPATH= cd -P -- "${here:-/}" && pwd -P) &&
+	case ${1:-}:$here in
+	run:/?*) ;;
+	*) here=$(CDPATH= cd -P -- "${here:-/}" && pwd -P) ;;
+	esac &&
 	self=$here/${self##*/} && PATH=$here:$PATH ;;
 esac
 export PATH
@@ -42,89 +48,12 @@ home=${DATASPOC_PIPE_HOME:-${HOME:-}/.dataspoc-pipe}
 say() { printf '%s\n' "$*"; }
 err() { printf '%s: %s\n' "$prog" "$*" >&2; }
 
-# usage_all [REASON]: what is wrong, then every command's usage; exit 2.
-usage_all() {
-	[ $# -eq 0 ] || err "$1"
-	cat >&2 <<USAGE
-usage: $prog init
-       $prog add [--tap TAP] [--config FILE] [--bucket URL] [--path PATH]
-           [--compression C] [--incremental|--no-incremental] [--cron EXPR] [--yes] NAME
-       $prog run [--full] [-v] NAME | -c FILE.yaml
-       $prog run --all [-j N] [--full] [-v]
-       $prog status [--output text|json] [NAME...]
-       $prog logs [-n K] [--output text|json|jsonl] NAME
-       $prog validate [--output text|json] [NAME...]
-       $prog manifest [--output text|json] BUCKET
-       $prog schedule install|remove|list [NAME...]
-       $prog mcp [--read-only]
-       $prog help [COMMAND] | --version
-USAGE
-	exit 2
-}
-
 # usage CMD REASON: what is wrong with CMD's arguments, then CMD's usage
 # lines (its help up to the first blank line), on stderr; exit 2.
 usage() {
 	err "$1: $2"
 	"help_$1" | awk 'NF == 0 { exit } { print }' >&2
 	exit 2
-}
-
-# nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
-# a swap of neighbours counting as one), if any.
-nearest() {
-	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule mcp help' '
-	function dist(a, b,   i, j, la, lb, d, c, x) {
-		la = length(a); lb = length(b)
-		for (i = 0; i <= la; i++) d[i, 0] = i
-		for (j = 0; j <= lb; j++) d[0, j] = j
-		for (i = 1; i <= la; i++)
-			for (j = 1; j <= lb; j++) {
-				c = substr(a, i, 1) != substr(b, j, 1)
-				x = d[i - 1, j] + 1
-				if (d[i, j - 1] + 1 < x) x = d[i, j - 1] + 1
-				if (d[i - 1, j - 1] + c < x) x = d[i - 1, j - 1] + c
-				if (i > 1 && j > 1 && substr(a, i, 1) == substr(b, j - 1, 1) &&
-				    substr(a, i - 1, 1) == substr(b, j, 1) && d[i - 2, j - 2] + 1 < x)
-					x = d[i - 2, j - 2] + 1
-				d[i, j] = x
-			}
-		return d[la, lb]
-	}
-	{
-		n = split(cmds, c, " "); best = ""; bd = 3
-		for (k = 1; k <= n; k++) {
-			e = dist(tolower($0), c[k])
-			if (e < bd && e < length(c[k])) { bd = e; best = c[k] }
-		}
-		if (best != "") print best
-	}'
-}
-
-help_main() {
-	cat <<'HELP'
-usage: dataspoc-pipe COMMAND [options]
-
-Run Singer taps and land their records in a bucket (a local directory,
-S3 or Azure Blob Storage), as Parquet (or compressed JSON lines), with incremental state kept in
-the bucket.
-
-Commands:
-  init              create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe)
-  add NAME          create a pipeline: a wizard, or flags for scripts
-  run NAME          run pipelines/NAME.yaml (or -c FILE.yaml)
-  run --all         run every pipeline, N at a time (-j N)
-  status            the last run of each pipeline
-  logs NAME         the last run log(s) of a pipeline
-  validate [NAME]   check configs, taps and buckets
-  manifest BUCKET   the catalog of the tables in a bucket
-  schedule          install, remove or list crontab entries
-  mcp               serve MCP (stdio) for AI agents
-  help [COMMAND]    help on a command
-  --version         the version
-
-Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config.
-HELP
 }
 
 help_run() {
@@ -151,40 +80,6 @@ Options:
                  failed
   -j N           with --all: N pipelines at a time (default 1)
 HELP
-}
-
-help_init() {
-	cat <<'HELP'
-usage: dataspoc-pipe init
-
-Create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe) with config.yaml,
-pipelines/, sources/ and transforms/.  Existing files are left alone.
-HELP
-}
-
-cmd_init() {
-	case ${1:-} in
-	-h | --help) help_init; exit 0 ;;
-	esac
-	[ $# -eq 0 ] || usage init "unexpected argument '$1'"
-	mkdir -p "$home/pipelines" "$home/sources" "$home/transforms" || exit 1
-	if [ ! -e "$home/config.yaml" ]; then
-		cat >"$home/config.yaml" <<'YAML' || exit 1
-# dataspoc-pipe settings.  Optional "destination:" defaults apply to every
-# pipeline that does not set them, e.g.:
-#
-# destination:
-#   bucket: s3://company-datalake
-#   path: raw
-#   compression: zstd
-YAML
-		say "Created $home"
-	else
-		say "$home is ready (already initialised)"
-	fi
-	say "  pipelines/   one NAME.yaml per pipeline"
-	say "  sources/     tap configs (JSON)"
-	say "  transforms/  jq programs"
 }
 
 # Folders in TMPDIR that no live run holds (see open_private_dir): those of
@@ -712,6 +607,117 @@ if [ "${1:-}" = run ]; then
 		exit
 	fi
 fi
+
+# usage_all [REASON]: what is wrong, then every command's usage; exit 2.
+usage_all() {
+	[ $# -eq 0 ] || err "$1"
+	cat >&2 <<USAGE
+usage: $prog init
+       $prog add [--tap TAP] [--config FILE] [--bucket URL] [--path PATH]
+           [--compression C] [--incremental|--no-incremental] [--cron EXPR] [--yes] NAME
+       $prog run [--full] [-v] NAME | -c FILE.yaml
+       $prog run --all [-j N] [--full] [-v]
+       $prog status [--output text|json] [NAME...]
+       $prog logs [-n K] [--output text|json|jsonl] NAME
+       $prog validate [--output text|json] [NAME...]
+       $prog manifest [--output text|json] BUCKET
+       $prog schedule install|remove|list [NAME...]
+       $prog mcp [--read-only]
+       $prog help [COMMAND] | --version
+USAGE
+	exit 2
+}
+
+# nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
+# a swap of neighbours counting as one), if any.
+nearest() {
+	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule mcp help' '
+	function dist(a, b,   i, j, la, lb, d, c, x) {
+		la = length(a); lb = length(b)
+		for (i = 0; i <= la; i++) d[i, 0] = i
+		for (j = 0; j <= lb; j++) d[0, j] = j
+		for (i = 1; i <= la; i++)
+			for (j = 1; j <= lb; j++) {
+				c = substr(a, i, 1) != substr(b, j, 1)
+				x = d[i - 1, j] + 1
+				if (d[i, j - 1] + 1 < x) x = d[i, j - 1] + 1
+				if (d[i - 1, j - 1] + c < x) x = d[i - 1, j - 1] + c
+				if (i > 1 && j > 1 && substr(a, i, 1) == substr(b, j - 1, 1) &&
+				    substr(a, i - 1, 1) == substr(b, j, 1) && d[i - 2, j - 2] + 1 < x)
+					x = d[i - 2, j - 2] + 1
+				d[i, j] = x
+			}
+		return d[la, lb]
+	}
+	{
+		n = split(cmds, c, " "); best = ""; bd = 3
+		for (k = 1; k <= n; k++) {
+			e = dist(tolower($0), c[k])
+			if (e < bd && e < length(c[k])) { bd = e; best = c[k] }
+		}
+		if (best != "") print best
+	}'
+}
+
+help_main() {
+	cat <<'HELP'
+usage: dataspoc-pipe COMMAND [options]
+
+Run Singer taps and land their records in a bucket (a local directory,
+S3 or Azure Blob Storage), as Parquet (or compressed JSON lines), with incremental state kept in
+the bucket.
+
+Commands:
+  init              create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe)
+  add NAME          create a pipeline: a wizard, or flags for scripts
+  run NAME          run pipelines/NAME.yaml (or -c FILE.yaml)
+  run --all         run every pipeline, N at a time (-j N)
+  status            the last run of each pipeline
+  logs NAME         the last run log(s) of a pipeline
+  validate [NAME]   check configs, taps and buckets
+  manifest BUCKET   the catalog of the tables in a bucket
+  schedule          install, remove or list crontab entries
+  mcp               serve MCP (stdio) for AI agents
+  help [COMMAND]    help on a command
+  --version         the version
+
+Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config.
+HELP
+}
+
+help_init() {
+	cat <<'HELP'
+usage: dataspoc-pipe init
+
+Create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe) with config.yaml,
+pipelines/, sources/ and transforms/.  Existing files are left alone.
+HELP
+}
+
+cmd_init() {
+	case ${1:-} in
+	-h | --help) help_init; exit 0 ;;
+	esac
+	[ $# -eq 0 ] || usage init "unexpected argument '$1'"
+	mkdir -p "$home/pipelines" "$home/sources" "$home/transforms" || exit 1
+	if [ ! -e "$home/config.yaml" ]; then
+		cat >"$home/config.yaml" <<'YAML' || exit 1
+# dataspoc-pipe settings.  Optional "destination:" defaults apply to every
+# pipeline that does not set them, e.g.:
+#
+# destination:
+#   bucket: s3://company-datalake
+#   path: raw
+#   compression: zstd
+YAML
+		say "Created $home"
+	else
+		say "$home is ready (already initialised)"
+	fi
+	say "  pipelines/   one NAME.yaml per pipeline"
+	say "  sources/     tap configs (JSON)"
+	say "  transforms/  jq programs"
+}
 
 help_add() {
 	cat <<'HELP'
