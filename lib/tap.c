@@ -349,6 +349,20 @@ static int make_private_dir(struct run *r)
 }
 
 /*
+ * A private folder only for what goes in it (private_files): an inline
+ * config, a state, a catalog and discovery's stderr.  Without them no
+ * folder is made and no janitor started (two forks and a folder fewer in a
+ * small run's pipe-tap -n and pipe-tap, issue #14).
+ */
+static int private_dir_needed(const struct run *r, int want_state)
+{
+	const struct pipe_config *cfg = r->cfg;
+
+	return cfg->tap_config_json || want_state || cfg->streams || cfg->metadata_json ||
+	       cfg->catalog_file;
+}
+
+/*
  * The catalog the tap gets, when the pipeline selects streams or names
  * one.  Returns 0, -1 when it cannot be made, 1 when the run was stopped
  * (a signal, the driver gone) while it was made.
@@ -366,7 +380,7 @@ static int catalog_arguments(struct run *r, char *conf)
 	 */
 	r->clog.path = r->opt->stderr_path;
 	r->clog.live = r->opt->live;
-	if (r->clog.path == NULL && !r->opt->live) {
+	if (r->clog.path == NULL && !r->opt->live && r->dir) {
 		r->held_log = xasprintf("%s/discover.err", r->dir);
 		r->clog.path = r->held_log;
 		r->clog.held = 1;
@@ -596,7 +610,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		r.status = 2;
 		goto out;
 	}
-	if (find_tap(&r) != 0 || make_private_dir(&r) != 0)
+	if (find_tap(&r) != 0 || (private_dir_needed(&r, want_state) && make_private_dir(&r) != 0))
 		goto out;
 	ready = tap_arguments(&r, state, state_len, want_state);
 	if (ready < 0)
