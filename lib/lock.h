@@ -128,6 +128,8 @@ int runlock_take(const struct runlock *l);
 int runlock_take_here(const struct runlock *l, long ttl);
 int runlock_held(const struct runlock *l);
 int runlock_check(const struct runlock *l, const char *step);
+/* Renew it, unless the lock itself was written within the last
+ * lock_renew_interval() (then it is fresh enough: 0). */
 int runlock_renew(const struct runlock *l);
 /* Release it if the run holds it (run_id NULL: whoever holds it). */
 int runlock_release(const struct runlock *l);
