@@ -6,13 +6,8 @@
 load test_helper
 load s3_helper
 
-setup_file() {
-	s3_start
-}
-
-teardown_file() {
-	s3_stop
-}
+# (its own setup and teardown follow)
+use_s3_bucket
 
 setup() {
 	pipe_setup

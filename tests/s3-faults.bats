@@ -28,13 +28,8 @@ load test_helper
 load pipeline_scenarios
 load s3_helper
 
-setup_file() {
-	s3_start
-}
-
-teardown_file() {
-	s3_stop
-}
+# (its own setup and teardown follow)
+use_s3_bucket
 
 setup() {
 	pipe_setup
