@@ -92,7 +92,8 @@ expect_next_run_works() {
 	expect_next_run_works
 }
 
-# Two pages left: the lock's renewal and the pending plan fit, then the commit
+# One page left: the pending plan fits (the lock, written a moment ago by
+# pipe-state get, is not renewed), then the commit
 # runs out of room.  Every step is idempotent: the next run, with room,
 # finishes that commit.
 @test "disk full in mid-commit: the commit is kept and the next run finishes it" {
@@ -102,7 +103,7 @@ expect_next_run_works() {
 	DATASPOC_PIPE_PID=$$ pipe-state get -r "$rid" disk >state.line
 	pipe-tap disk <state.line >dump.jsonl
 	pipe-sink -q -r "$rid" disk <dump.jsonl >plan.jsonl
-	fill_disk 8192
+	fill_disk 4096
 	run -1 --separate-stderr pipe-commit -r "$rid" disk <plan.jsonl
 	printf '%s\n' "$stderr" >err
 	grep -qx "pipe-commit: the commit of run $rid did not finish; the next run of 'disk' finishes it" err
