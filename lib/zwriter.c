@@ -283,6 +283,22 @@ static void comp_job(struct zpool *p, struct zcomp *k, struct zjob *j)
 	}
 }
 
+/*
+ * With p->mu held and a job queued: takes the first, compresses it with k
+ * outside the lock, and marks it done (p->mu held again).
+ */
+static void take_job(struct zpool *p, struct zcomp *k)
+{
+	struct zjob *j = p->take;
+
+	p->take = j->next;
+	p->queued -= j->nin;
+	pthread_mutex_unlock(&p->mu);
+	comp_job(p, k, j);
+	pthread_mutex_lock(&p->mu);
+	j->done = 1;
+}
+
 static void *worker(void *arg)
 {
 	struct zworker *wk = arg;
@@ -290,19 +306,11 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct zjob *j;
-
 		while (p->take == NULL && !p->quit)
 			pthread_cond_wait(&p->work, &p->mu);
 		if (p->take == NULL)
 			break;
-		j = p->take;
-		p->take = j->next;
-		p->queued -= j->nin;
-		pthread_mutex_unlock(&p->mu);
-		comp_job(p, &wk->comp, j);
-		pthread_mutex_lock(&p->mu);
-		j->done = 1;
+		take_job(p, &wk->comp);
 		/*
 		 * Waiting for room, the calling thread wakes once half of what
 		 * was queued is taken: fewer wake-ups, and the threads still
@@ -433,7 +441,7 @@ static void settle(struct zpool *p, const struct zwriter *z)
 {
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct zjob *j = p->head, *prev = NULL, *t;
+		struct zjob *j = p->head, *prev = NULL;
 
 		if (z != NULL) {
 			if (z->jobs == 0)
@@ -458,13 +466,8 @@ static void settle(struct zpool *p, const struct zwriter *z)
 		}
 		if (j == NULL || (z == NULL && p->flight <= p->flight_max))
 			break;
-		if ((t = p->take) != NULL) {
-			p->take = t->next;
-			p->queued -= t->nin;
-			pthread_mutex_unlock(&p->mu);
-			comp_job(p, &p->inl, t);
-			pthread_mutex_lock(&p->mu);
-			t->done = 1;
+		if (p->take != NULL) {
+			take_job(p, &p->inl);
 			continue;
 		}
 		p->waiting = z ? 2 : 1;
