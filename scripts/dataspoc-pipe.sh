@@ -431,46 +431,20 @@ run_pipeline() {
 	sinkflags=
 	[ "$full" = 1 ] && sinkflags=-f
 	: >"$tmp/plan"
-	# Its own session, so a signal reaches every stage and the tap.  Once a
-	# signal came, nothing starts: the extraction would run to its end.
-	# pipe-tap's own messages go to pipe-tap.err (the driver says why the
-	# run failed); the end of the tap's stderr to tap.log (pipe-tap keeps
-	# it short), and with -v also to the driver's stderr, written to the
-	# inherited descriptor (a fresh open of /dev/stderr would write over a
-	# redirected log).  An rc file that cannot be written (TMPDIR full)
-	# stays empty, and says so below.
+	# Its own session, so a signal reaches every stage and the tap
+	# (pipe-stages: pipe-tap | pipe-sink [| pipe-commit -k], each stage's
+	# status in tap.rc, sink.rc, ck.rc).  Once a signal came, nothing
+	# starts: the extraction would run to its end.  pipe-tap's own messages
+	# go to pipe-tap.err (the driver says why the run failed); the end of
+	# the tap's stderr to tap.log (pipe-tap keeps it short), and with -v
+	# also to the driver's stderr.  An rc file that cannot be written
+	# (TMPDIR full) stays empty, and says so below.
 	if [ -z "$signal" ]; then
 		stages_open
-		DATASPOC_PIPE_STAGES_FD=${stages:+8} setsid sh -c '
-			d=$1 v=$2 sf=$3 ck=$4
-			shift 4
-			# With checkpoints, pipe-commit -k publishes each unit of
-			# the plan as it passes (DESIGN.md, Checkpoints).
-			sink() {
-				if [ -n "$ck" ]; then
-					{ pipe-sink $sf "$@"; echo $? >"$d/sink.rc" 2>/dev/null; } |
-						{ pipe-commit -k "$@" >"$d/plan"; echo $? >"$d/ck.rc" 2>/dev/null; }
-				else
-					pipe-sink $sf "$@" >"$d/plan"; echo $? >"$d/sink.rc" 2>/dev/null
-				fi
-			}
-			if [ "$v" = 1 ]; then
-				{
-					{ pipe-tap -v -l "$d/tap.log" "$@" <"$d/state" 2>&1 >&3 3>&-
-						echo $? >"$d/tap.rc" 2>/dev/null; } |
-					while IFS= read -r l || [ -n "$l" ]; do
-						case $l in
-						"pipe-tap: "*) printf "%s\n" "$l" >>"$d/pipe-tap.err" 2>/dev/null ;;
-						*) printf "%s\n" "$l" >&2 ;;
-						esac
-					done >/dev/null 3>&-
-				} 3>&1 | sink "$@"
-			else
-				{ pipe-tap -l "$d/tap.log" "$@" <"$d/state" 2>"$d/pipe-tap.err"
-					echo $? >"$d/tap.rc" 2>/dev/null; } |
-				sink "$@"
-			fi
-		' sh "$tmp" "$verbose" "$sinkflags" "$checkpoints" "$@" &
+		stageflags=$sinkflags
+		[ "$verbose" = 1 ] && stageflags="$stageflags -v"
+		[ -z "$checkpoints" ] || stageflags="$stageflags -k"
+		DATASPOC_PIPE_STAGES_FD=${stages:+8} pipe-stages $stageflags -d "$tmp" "$@" &
 		job=$!
 		# only the stages hold the lock now
 		exec 8>&-
