@@ -182,6 +182,51 @@ static char *private_dir(const char *tmpdir, int *lock_fd)
 	return NULL;
 }
 
+int tap_make_run_dir(int *lock_fd)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char *dir, *log;
+	int fd, e;
+
+	if (tmpdir == NULL || *tmpdir == '\0')
+		tmpdir = "/tmp";
+	dir = private_dir(tmpdir, lock_fd);
+	if (dir == NULL) {
+		err_msg("cannot create a private directory in '%s':", tmpdir);
+		return -1;
+	}
+	/* the name first, whole, then nothing more on the driver's $(...) */
+	if (printf("%s\n", dir) < 0 || fflush(stdout) != 0 ||
+	    (fd = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+		err_msg("cannot hand over the private directory '%s':", dir);
+		free(dir);
+		return -1;
+	}
+	close(fd);
+	if (setenv("DATASPOC_PIPE_RUN_DIR", dir, 1) != 0) {
+		err_msg("cannot set DATASPOC_PIPE_RUN_DIR:");
+		free(dir);
+		return -1;
+	}
+	/* (a TMPDIR without room still takes the file; what it holds is lost, as the driver's 2> lost it) */
+	log = xasprintf("%s/check.err", dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	e = errno;
+	if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		errno = fd < 0 ? e : errno;
+		err_msg("cannot create '%s':", log);
+		if (fd >= 0)
+			close(fd);
+		free(log);
+		free(dir);
+		return -1;
+	}
+	close(fd);
+	free(log);
+	free(dir);
+	return 0;
+}
+
 /* 0, or -1 with errno set, said unless TMPDIR is full (the caller says so). */
 static int write_private(const char *dir, const char *name, const char *data, size_t len, char **path)
 {

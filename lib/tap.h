@@ -50,4 +50,15 @@ struct tap_options {
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt);
 
+/*
+ * pipe-tap -n -D: make the driver's private folder for its run, so that no
+ * mktemp starts (issue #14): a folder as pipe-tap's own (mkdtemp(3) in
+ * TMPDIR, "dataspoc-pipe.XXXXXX"), held with a flock(2) lock on *lock_fd
+ * (close-on-exec) while this process lives.  Its path goes to stdout, on a
+ * line of its own, and nothing else does (stdout is /dev/null after it); it
+ * is exported as DATASPOC_PIPE_RUN_DIR, and stderr goes to its check.err
+ * from then on.  0, or -1 (said on the stderr of the caller).
+ */
+int tap_make_run_dir(int *lock_fd);
+
 #endif

@@ -135,6 +135,27 @@ open_private_dir() {
 	return 1
 }
 
+# run_dir_taken: after tmp=$(pipe-tap -n -D ...): status 0 when tmp names
+# the folder it made, now open on descriptor 9 for the run's programs to
+# lock (DATASPOC_PIPE_RUN_DIR_FD), as open_private_dir --by-first leaves it;
+# else tmp is emptied (what the EXIT trap removes is only ever such a
+# folder) and pipe-tap has said why.  Between pipe-tap's end and the next
+# program's lock no process holds the folder's: a sweep leaves it alone, as
+# pipe-tap marked it changed as it ended.
+run_dir_taken() {
+	_t=${tmp#"${TMPDIR:-/tmp}/dataspoc-pipe."}
+	case $_t in
+	"$tmp" | '' | *[!A-Za-z0-9]*) tmp= ; return 1 ;;
+	esac
+	if ! { command exec 9<"$tmp"; } 2>/dev/null; then
+		err "the private folder '$tmp' is gone"
+		tmp=
+		return 1
+	fi
+	DATASPOC_PIPE_RUN_DIR=$tmp DATASPOC_PIPE_RUN_DIR_FD=9
+	export DATASPOC_PIPE_RUN_DIR DATASPOC_PIPE_RUN_DIR_FD
+}
+
 # A run id (pipe-state new-run-id: UTC time to the second, then the
 # milliseconds and random hex).
 new_run_id() {
@@ -351,9 +372,6 @@ run_pipeline() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	trap 'exit 129' HUP
-	open_private_dir --by-first || exit 1
-	DATASPOC_PIPE_RUN_DIR=$tmp
-	export DATASPOC_PIPE_RUN_DIR
 
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet; the
@@ -361,14 +379,21 @@ run_pipeline() {
 	refresh= check_shown=0
 	[ "${refresh_catalog:-0}" = 1 ] && refresh=--refresh-catalog
 	if [ "$verbose" = 1 ]; then
+		open_private_dir --by-first || exit 1
+		DATASPOC_PIPE_RUN_DIR=$tmp
+		export DATASPOC_PIPE_RUN_DIR
 		# live: the tap's words as discovery runs, and kept for the failure line
 		{ pipe-tap -n -v $refresh "$@" </dev/null 2>&1 1>&3 3>&-; echo $? >"$tmp/check.rc"; } 3>&1 |
 			tee "$tmp/check.err" >&2
 		read_rc rc "$tmp/check.rc"
 		check_shown=$(wc -c <"$tmp/check.err")
 	else
-		pipe-tap -n $refresh "$@" </dev/null 2>"$tmp/check.err"
+		# pipe-tap -n -D makes the private folder (no mktemp to start, issue
+		# #14) and prints its name; its stderr goes to check.err there.
+		sweep_private_dirs
+		tmp=$(pipe-tap -n -D $refresh "$@" </dev/null)
 		rc=$?
+		run_dir_taken || exit 1
 	fi
 	# A tap that is not there or cannot run is a config error too.
 	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"

@@ -185,7 +185,10 @@ Done! 5 records in 2 stream(s)
 	chmod +x progs/pipe-sink progs/pipe-state
 	# helpers first on PATH that log their name when HELPER_LOG is set
 	local h real
-	for h in basename cat dirname find grep id sed tail tee true wc; do
+	# (no mktemp: pipe-tap -n -D makes the private folder; no setsid or sh:
+	# pipe-stages runs the stages; no flock or rm: the programs lock, and
+	# pipe-commit -d removes the folder)
+	for h in basename cat dirname find flock grep id mktemp rm sed setsid sh tail tee true wc; do
 		real=$(type -P "$h")
 		printf '#!/bin/sh\n[ -z "${HELPER_LOG:-}" ] || printf "%%s\\n" %s >>"$HELPER_LOG"\nexec %s "$@"\n' "$h" "$real" \
 			>"$BATS_TEST_TMPDIR/bin/$h"
@@ -226,6 +229,18 @@ pipe-sink tiny"
 pipe-sink ck"
 	run -0 jq -r .status plain/.dataspoc/logs/ck/*.json
 	assert_output success
+}
+
+@test "run: a private folder that cannot be made in TMPDIR is said in one line, exit 1, nothing touched" {
+	use_tap tap-shop
+	shop_records
+	shop_stream "$FAKE_DIR/tap-shop/out"
+	write_pipeline shop tap-shop false
+	TMPDIR=$BATS_TEST_TMPDIR/nowhere run -1 --separate-stderr dataspoc-pipe run shop
+	assert_output ""
+	assert_stderr "pipe-tap: cannot create a private directory in '$BATS_TEST_TMPDIR/nowhere': No such file or directory"
+	bucket_untouched
+	[ ! -e "$FAKE_DIR/tap-shop/runs" ]
 }
 
 @test "run NAME is under way before the driver's other commands are read (dash parses as it goes): a copy cut after them still runs" {

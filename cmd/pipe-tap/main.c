@@ -7,7 +7,10 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -17,11 +20,11 @@
 #include "tap.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-tap [-hnv] [-l FILE] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-tap [-Dhnv] [-l FILE] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-tap [-hnv] [-l FILE] NAME\n"
-	"       pipe-tap [-hnv] [-l FILE] -c FILE.yaml\n"
+	"usage: pipe-tap [-Dhnv] [-l FILE] NAME\n"
+	"       pipe-tap [-Dhnv] [-l FILE] -c FILE.yaml\n"
 	"\n"
 	"Run the pipeline's Singer tap.  The saved state is read from stdin (one\n"
 	"JSON line; empty or {} means none).  The tap runs without a shell, with\n"
@@ -43,6 +46,10 @@ static const char help_text[] =
 	"\n"
 	"Options:\n"
 	"  -c FILE     the pipeline file, instead of NAME\n"
+	"  -D          with -n: first make the driver's private folder for the run\n"
+	"              ($TMPDIR/dataspoc-pipe.XXXXXX, locked while this runs), print\n"
+	"              its path as the only line on stdout, export it as\n"
+	"              DATASPOC_PIPE_RUN_DIR and write stderr to its check.err\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it (that\n"
 	"              of discovery and --about too), keeping only its end: past\n"
 	"              128 KiB it is cut to its last 64 KiB\n"
@@ -58,6 +65,25 @@ static const char help_text[] =
 	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
 	"cannot run; 127 not found; 2 bad usage or config.\n";
 
+/* -D: the driver's private folder, locked on this descriptor while pipe-tap lives */
+static int run_dir_lock = -1;
+
+/*
+ * At the end of pipe-tap -n -D the folder is marked changed and its lock let
+ * go, for the driver's next program to take on descriptor 9 (another open of
+ * the folder).  LOCK_UN frees it for every copy of this descriptor: a
+ * janitor forked a moment ago may not have closed its copy yet.  Between
+ * this and that lock nothing holds it, and a sweep leaves a folder changed
+ * in the last minute alone (discovery may have taken longer).
+ */
+static void let_go_of_run_dir(void)
+{
+	if (futimens(run_dir_lock, NULL) != 0) {
+		/* an older folder is swept only once its lock is free: the run then fails, said by the next program */
+	}
+	flock(run_dir_lock, LOCK_UN);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -69,16 +95,19 @@ int main(int argc, char **argv)
 	struct sb state = SB_INIT;
 	struct tap_options topt = { NULL, 0, 0, 0 };
 	const char *file = NULL, *log = NULL;
-	int c, ret;
+	int c, ret, make_dir = 0;
 
 	err_init(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	memset(&cfg, 0, sizeof(cfg));
-	while ((c = getopt_long(argc, argv, "c:hl:nv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:Dhl:nv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			file = optarg;
+			break;
+		case 'D':
+			make_dir = 1;
 			break;
 		case 'h':
 			fputs(help_text, stdout);
@@ -100,9 +129,14 @@ int main(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if (argc - optind > 1) {
+	if (argc - optind > 1 || (make_dir && !topt.check)) {
 		cli_usage(usage_line);
 		return CLI_USAGE;
+	}
+	if (make_dir) {
+		if (tap_make_run_dir(&run_dir_lock) != 0)
+			return CLI_FAILED;
+		atexit(let_go_of_run_dir);
 	}
 	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
 		return CLI_USAGE;
