@@ -101,55 +101,6 @@ static double steady_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-const char *lock_host_id(void)
-{
-	static char id[128];
-	static int done;
-
-	if (!done) {
-		char boot[64] = "";
-		struct stat st;
-		FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-
-		done = 1;
-		if (f) {
-			if (fgets(boot, sizeof(boot), f) == NULL)
-				boot[0] = '\0';
-			fclose(f);
-		}
-		boot[strcspn(boot, "\n")] = '\0';
-		if (boot[0] && stat("/proc/self/ns/pid", &st) == 0)
-			snprintf(id, sizeof(id), "%s:%llu", boot, (unsigned long long)st.st_ino);
-	}
-	return id;
-}
-
-/* When process pid started, in clock ticks since boot; -1 unknown. */
-static long long pid_start(long pid)
-{
-	char path[64], buf[1024], *p;
-	long long start = -1;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* after "pid (comm)", which may hold spaces: field 3 on; starttime is 22 */
-	p = strrchr(buf, ')');
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (p)
-		start = strtoll(p + 1, NULL, 10);
-	return start;
-}
-
 /* The run's folder is held by a process (flock): 1 yes, 0 no, -1 cannot tell. */
 static int run_dir_held(const char *dir)
 {
@@ -176,7 +127,7 @@ static int holder_pid_alive(const struct holder *h)
 
 	if (!util_pid_alive(h->pid))
 		return 0;
-	start = pid_start(h->pid);
+	start = util_pid_start(h->pid);
 	return h->pid_start < 0 || start < 0 || start == h->pid_start;
 }
 
@@ -187,7 +138,7 @@ static enum liveness judge(const struct holder *h)
 {
 	int held;
 
-	if (!h->host_id[0] || strcmp(h->host_id, lock_host_id()) != 0 ||
+	if (!h->host_id[0] || strcmp(h->host_id, util_host_id()) != 0 ||
 	    strcmp(h->host, util_hostname()) != 0)
 		return NOT_LOCAL;
 	held = h->run_dir[0] ? run_dir_held(h->run_dir) : 0;
@@ -278,14 +229,14 @@ static void lock_document(struct sb *out, const char *run_id, long pid, const ch
 {
 	char started[32], expires[32];
 	time_t now = time(NULL);
-	long long start = pid_start(pid);
+	long long start = util_pid_start(pid);
 
 	util_iso_time(now, started, sizeof(started));
 	util_iso_time(now + ttl, expires, sizeof(expires));
 	sb_addf(out, "{\"run_id\": \"%s\", \"host\": ", run_id);
 	json_quote(out, util_hostname(), strlen(util_hostname()));
 	sb_adds(out, ", \"host_id\": ");
-	json_quote(out, lock_host_id(), strlen(lock_host_id()));
+	json_quote(out, util_host_id(), strlen(util_host_id()));
 	sb_addf(out, ", \"pid\": %ld", pid);
 	if (start >= 0)
 		sb_addf(out, ", \"pid_start\": %lld", start);

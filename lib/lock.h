@@ -100,8 +100,6 @@ long lock_default_ttl(void);
 /* Seconds between renewals: $DATASPOC_PIPE_LOCK_RENEW, default 60. */
 long lock_renew_interval(void);
 
-/* This machine and PID namespace: "<boot id>:<pid namespace inode>", or "". */
-const char *lock_host_id(void);
 
 /*
  * The run lock of one pipeline, .dataspoc/state/NAME/lock, as the

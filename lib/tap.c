@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -182,7 +183,103 @@ static char *private_dir(const char *tmpdir, int *lock_fd)
 	return NULL;
 }
 
-int tap_make_run_dir(int *lock_fd)
+/*
+ * The maker of a driver's private folder: its "maker" file, "PID START
+ * HOST_ID", the driver's pid, when it started (util_pid_start()) and this
+ * machine and PID namespace (util_host_id()).  1 when that driver is known
+ * gone (this machine and namespace, and no process of that pid, or one that
+ * started at another time), 0 when it lives or it cannot be told (no maker
+ * file, another host id: another namespace, or another machine sharing
+ * this TMPDIR).
+ */
+static int maker_gone(int dirfd)
+{
+	char buf[256], host[160];
+	const char *here = util_host_id();
+	long pid;
+	long long start, now;
+	ssize_t n;
+	int fd = openat(dirfd, "maker", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* (another boot id may be another machine sharing this TMPDIR: a live one) */
+	if (sscanf(buf, "%ld %lld %159s", &pid, &start, host) != 3 || pid <= 0 || start < 0 ||
+	    !*here || strcmp(host, here) != 0)
+		return 0;
+	if (!util_pid_alive(pid))
+		return 1;
+	now = util_pid_start(pid);
+	return now >= 0 && now != start;
+}
+
+/*
+ * Remove the driver's private folders in tmpdir that no run holds, this
+ * user's: one is proven dead when its lock can be taken and it is a minute
+ * old, or its maker is known gone (maker_gone()).  A live run's folder is
+ * locked but in two moments of its driver's, who is then alive: between
+ * its making and its first lock, and between pipe-tap -n -D's end and the
+ * next program's lock (pipe-tap marks it changed as it ends).  Those of
+ * pipe-tap's own folders (no maker) go once a minute old, as in the
+ * driver's sweep_private_dirs.  What cannot be read is left.
+ */
+static void sweep_run_dirs(const char *tmpdir)
+{
+	static const char prefix[] = "dataspoc-pipe.";
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+	time_t now = time(NULL);
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		char *path;
+		int fd, dead;
+
+		if (strncmp(de->d_name, prefix, sizeof(prefix) - 1) != 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* (judged before the lock is tried: a live folder's next program must find it free) */
+		dead = now - st.st_mtime > 60 || maker_gone(fd);
+		if (dead && flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0) {
+			path = xasprintf("%s/%s", tmpdir, de->d_name);
+			util_remove_tree(path);
+			free(path);
+		}
+		close(fd);
+	}
+	closedir(d);
+}
+
+/* The maker file of dir (see maker_gone()); 0 or -1, unsaid (the folder then goes once a minute old). */
+static int write_maker(const char *dir, long driver)
+{
+	char *path = xasprintf("%s/maker", dir);
+	struct sb line = SB_INIT;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), r = -1;
+
+	sb_addf(&line, "%ld %lld %s\n", driver, util_pid_start(driver), util_host_id());
+	if (fd >= 0) {
+		r = util_write_all(fd, line.buf, line.len);
+		if (close(fd) != 0)
+			r = -1;
+	}
+	sb_free(&line);
+	free(path);
+	return r;
+}
+
+int tap_make_run_dir(long driver, int *lock_fd)
 {
 	const char *tmpdir = getenv("TMPDIR");
 	char *dir, *log;
@@ -190,6 +287,7 @@ int tap_make_run_dir(int *lock_fd)
 
 	if (tmpdir == NULL || *tmpdir == '\0')
 		tmpdir = "/tmp";
+	sweep_run_dirs(tmpdir);
 	dir = private_dir(tmpdir, lock_fd);
 	if (dir == NULL) {
 		err_msg("cannot create a private directory in '%s':", tmpdir);
@@ -203,6 +301,7 @@ int tap_make_run_dir(int *lock_fd)
 		return -1;
 	}
 	close(fd);
+	write_maker(dir, driver);
 	if (setenv("DATASPOC_PIPE_RUN_DIR", dir, 1) != 0) {
 		err_msg("cannot set DATASPOC_PIPE_RUN_DIR:");
 		free(dir);

@@ -51,14 +51,19 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt);
 
 /*
- * pipe-tap -n -D: make the driver's private folder for its run, so that no
- * mktemp starts (issue #14): a folder as pipe-tap's own (mkdtemp(3) in
- * TMPDIR, "dataspoc-pipe.XXXXXX"), held with a flock(2) lock on *lock_fd
- * (close-on-exec) while this process lives.  Its path goes to stdout, on a
- * line of its own, and nothing else does (stdout is /dev/null after it); it
- * is exported as DATASPOC_PIPE_RUN_DIR, and stderr goes to its check.err
- * from then on.  0, or -1 (said on the stderr of the caller).
+ * pipe-tap -n -D PID: make the private folder of the driver whose pid is
+ * driver, for its run, so that no mktemp starts (issue #14): first the
+ * folders of runs that are over go (the driver's sweep, with one more proof
+ * of death: a folder whose maker is known gone goes at once, not a minute
+ * later), then a folder as pipe-tap's own (mkdtemp(3) in TMPDIR,
+ * "dataspoc-pipe.XXXXXX"), held with a flock(2) lock on *lock_fd
+ * (close-on-exec) while this process lives, with a "maker" file naming the
+ * driver (its pid, when it started, this machine and PID namespace).  Its
+ * path goes to stdout, on a line of its own, and nothing else does (stdout
+ * is /dev/null after it); it is exported as DATASPOC_PIPE_RUN_DIR, and
+ * stderr goes to its check.err from then on.  0, or -1 (said on the stderr
+ * of the caller).
  */
-int tap_make_run_dir(int *lock_fd);
+int tap_make_run_dir(long driver, int *lock_fd);
 
 #endif

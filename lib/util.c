@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -118,6 +119,54 @@ const char *util_hostname(void)
 			strcpy(name, "localhost");
 	}
 	return name;
+}
+
+const char *util_host_id(void)
+{
+	static char id[128];
+	static int done;
+
+	if (!done) {
+		char boot[64] = "";
+		struct stat st;
+		FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+		done = 1;
+		if (f) {
+			if (fgets(boot, sizeof(boot), f) == NULL)
+				boot[0] = '\0';
+			fclose(f);
+		}
+		boot[strcspn(boot, "\n")] = '\0';
+		if (boot[0] && stat("/proc/self/ns/pid", &st) == 0)
+			snprintf(id, sizeof(id), "%s:%llu", boot, (unsigned long long)st.st_ino);
+	}
+	return id;
+}
+
+long long util_pid_start(long pid)
+{
+	char path[64], buf[1024], *p;
+	long long start = -1;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* after "pid (comm)", which may hold spaces: field 3 on; starttime is 22 */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		start = strtoll(p + 1, NULL, 10);
+	return start;
 }
 
 int util_pid_alive(long pid)

@@ -34,6 +34,12 @@ const char *util_hostname(void);
 /* 1 when a process with this pid exists on this host, 0 when it does not. */
 int util_pid_alive(long pid);
 
+/* This machine and PID namespace: "<boot id>:<pid namespace inode>", or "". */
+const char *util_host_id(void);
+
+/* When process pid started, in clock ticks since boot; -1 unknown. */
+long long util_pid_start(long pid);
+
 /* Read all of fd into out (appended).  0, or -1 with errno set. */
 int util_read_fd(int fd, struct sb *out);
 

@@ -86,8 +86,10 @@ HELP
 # drivers and pipe-taps killed outright, which could not remove themselves
 # (a pipe-tap's may hold the tap's config, password included).  A folder is
 # proven dead when its lock can be taken; one changed in the last minute is
-# left alone, as its maker may be about to lock it.  A pid would prove
-# nothing: drivers in other PID namespaces may share this TMPDIR.
+# left alone, as its maker may be about to lock it.  A pid alone would prove
+# nothing: drivers in other PID namespaces may share this TMPDIR.  (run,
+# without -v, has pipe-tap -n -D sweep them, which also takes a folder whose
+# maker file names a driver of this namespace known gone at once.)
 sweep_private_dirs() {
 	# (find and id run only when such a folder of this user is there)
 	for _d in "${TMPDIR:-/tmp}"/dataspoc-pipe.*; do
@@ -389,9 +391,9 @@ run_pipeline() {
 		check_shown=$(wc -c <"$tmp/check.err")
 	else
 		# pipe-tap -n -D makes the private folder (no mktemp to start, issue
-		# #14) and prints its name; its stderr goes to check.err there.
-		sweep_private_dirs
-		tmp=$(pipe-tap -n -D $refresh "$@" </dev/null)
+		# #14), having swept those of runs that are over, and prints its
+		# name; its stderr goes to check.err there.
+		tmp=$(pipe-tap -n -D $$ $refresh "$@" </dev/null)
 		rc=$?
 		run_dir_taken || exit 1
 	fi

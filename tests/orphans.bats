@@ -357,6 +357,46 @@ gone_pid() {
 	rm -rf "$live"
 }
 
+@test "a private folder whose driver is known gone goes with the next run at once; a live driver's stays, fresh and unlocked, as does one of another host id" {
+	local here live start d
+	here=$(cat /proc/sys/kernel/random/boot_id):$(stat -L -c %i /proc/self/ns/pid)
+	sleep 1000 &
+	live=$!
+	BG_PIDS="$BG_PIDS $live"
+	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$live/stat")
+	# (maker: "PID START HOST_ID", as pipe-tap -n -D writes it)
+	for d in live dead reused other nomaker; do
+		mkdir -m 700 "$TMPDIR/dataspoc-pipe.$d"
+		echo secret >"$TMPDIR/dataspoc-pipe.$d/config.json"
+	done
+	echo "$live $start $here" >"$TMPDIR/dataspoc-pipe.live/maker"
+	echo "$(gone_pid) $start $here" >"$TMPDIR/dataspoc-pipe.dead/maker"
+	# the pid now another process's
+	echo "$live $((start + 1)) $here" >"$TMPDIR/dataspoc-pipe.reused/maker"
+	# another namespace or machine: a pid there means nothing here
+	echo "$(gone_pid) $start 00000000-0000-0000-0000-000000000000:1" >"$TMPDIR/dataspoc-pipe.other/maker"
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -0 dataspoc-pipe run orph
+	run -0 ls -A "$TMPDIR"
+	assert_output "dataspoc-pipe.live
+dataspoc-pipe.nomaker
+dataspoc-pipe.other"
+	kill "$live"
+	wait "$live" 2>/dev/null || true
+	rm -rf "$TMPDIR"/dataspoc-pipe.*
+}
+
+@test "pipe-tap -n -D PID: the folder's maker file names the driver, its start and this host id" {
+	local here start dir
+	here=$(cat /proc/sys/kernel/random/boot_id):$(stat -L -c %i /proc/self/ns/pid)
+	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat")
+	dir=$(pipe-tap -n -D $$ orph </dev/null)
+	expect_file "$dir/maker" <<<"$$ $start $here"
+	run -2 --separate-stderr pipe-tap -n -D 0 orph
+	run -2 --separate-stderr pipe-tap -n -D x orph
+	rm -rf "$dir"
+}
+
 @test "the temp file of a pending plan whose writer was killed goes with the next run" {
 	local dead litter
 	dead=$(gone_pid)

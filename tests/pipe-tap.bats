@@ -19,7 +19,7 @@ teardown() {
 }
 
 END_OK='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'
-USAGE='usage: pipe-tap [-Dhnv] [-l FILE] NAME | -c FILE.yaml'
+USAGE='usage: pipe-tap [-hnv] [-D PID] [-l FILE] NAME | -c FILE.yaml'
 
 # pipe-tap's output: the tap's, then the end line given.
 expect_dump() {	# dump-file end-line
@@ -29,7 +29,7 @@ expect_dump() {	# dump-file end-line
 
 @test "-h prints the help on stdout" {
 	run -0 --separate-stderr pipe-tap -h
-	assert_line --index 0 "usage: pipe-tap [-Dhnv] [-l FILE] NAME"
+	assert_line --index 0 "usage: pipe-tap [-hnv] [-D PID] [-l FILE] NAME"
 	assert_line "  {\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}"
 	assert_stderr ""
 	local help=$output
@@ -115,8 +115,8 @@ $USAGE"
 	assert_stderr "pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
 }
 
-@test "-n -D makes the driver's private folder: its path alone on stdout, stderr into its check.err, -D only with -n" {
-	run -0 --separate-stderr pipe-tap -n -D one </dev/null
+@test "-n -D PID makes the driver's private folder: its path alone on stdout, stderr into its check.err, -D only with -n" {
+	run -0 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""
 	[[ $output == "$TMPDIR"/dataspoc-pipe.?????? ]]
 	[ -d "$output" ] && [ ! -L "$output" ]
@@ -125,22 +125,22 @@ $USAGE"
 	rm -rf "$output"
 	# what it says once the folder is there goes into check.err
 	write_pipeline one tap-nowhere
-	run -127 --separate-stderr pipe-tap -n -D one </dev/null
+	run -127 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""
 	expect_file "$output/check.err" <<<"pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
 	rm -rf "$output"
-	run -2 --separate-stderr pipe-tap -D one </dev/null
+	run -2 --separate-stderr pipe-tap -D $$ one </dev/null
 	assert_output ""
 	assert_stderr "$USAGE"
 	# a folder that cannot be made: said on stderr, nothing on stdout
-	TMPDIR=$BATS_TEST_TMPDIR/nowhere run -1 --separate-stderr pipe-tap -n -D one </dev/null
+	TMPDIR=$BATS_TEST_TMPDIR/nowhere run -1 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_output ""
 	assert_stderr "pipe-tap: cannot create a private directory in '$BATS_TEST_TMPDIR/nowhere': No such file or directory"
 	run -0 ls -A "$TMPDIR"
 	assert_output ""
 }
 
-@test "-n -D: the tap's discovery sees the folder as DATASPOC_PIPE_RUN_DIR, locked; pipe-tap marks it changed as it ends" {
+@test "-n -D PID: the tap's discovery sees the folder as DATASPOC_PIPE_RUN_DIR, locked; pipe-tap marks it changed as it ends" {
 	cat >"$BATS_TEST_TMPDIR/bin/tap-disc" <<-EOF
 	#!/bin/sh
 	case " \$* " in
@@ -157,7 +157,7 @@ $USAGE"
 		printf 'source:\n  tap: tap-disc\n  streams: [s]\ndestination:\n'
 		bucket_yaml
 	} >"$DATASPOC_PIPE_HOME/pipelines/disc.yaml"
-	run -0 --separate-stderr pipe-tap -n -D disc </dev/null
+	run -0 --separate-stderr pipe-tap -n -D $$ disc </dev/null
 	expect_file "$BATS_TEST_TMPDIR/seen" <<<"$output"$'\nlocked'
 	run -0 find "$output" -maxdepth 0 -mmin -1
 	[ -n "$output" ]

@@ -5,6 +5,7 @@
  * ends it with one line saying how the tap ended.  Exits with the tap's
  * status (128+n when killed by signal n, 127 not found, 126 cannot run).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +21,11 @@
 #include "tap.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-tap [-Dhnv] [-l FILE] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-tap [-hnv] [-D PID] [-l FILE] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-tap [-Dhnv] [-l FILE] NAME\n"
-	"       pipe-tap [-Dhnv] [-l FILE] -c FILE.yaml\n"
+	"usage: pipe-tap [-hnv] [-D PID] [-l FILE] NAME\n"
+	"       pipe-tap [-hnv] [-D PID] [-l FILE] -c FILE.yaml\n"
 	"\n"
 	"Run the pipeline's Singer tap.  The saved state is read from stdin (one\n"
 	"JSON line; empty or {} means none).  The tap runs without a shell, with\n"
@@ -46,9 +47,10 @@ static const char help_text[] =
 	"\n"
 	"Options:\n"
 	"  -c FILE     the pipeline file, instead of NAME\n"
-	"  -D          with -n: first make the driver's private folder for the run\n"
-	"              ($TMPDIR/dataspoc-pipe.XXXXXX, locked while this runs), print\n"
-	"              its path as the only line on stdout, export it as\n"
+	"  -D PID      with -n: first make the private folder of the driver PID for\n"
+	"              its run ($TMPDIR/dataspoc-pipe.XXXXXX, locked while this runs;\n"
+	"              the folders of runs that are over removed first), print its\n"
+	"              path as the only line on stdout, export it as\n"
 	"              DATASPOC_PIPE_RUN_DIR and write stderr to its check.err\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it (that\n"
 	"              of discovery and --about too), keeping only its end: past\n"
@@ -64,6 +66,17 @@ static const char help_text[] =
 	"\n"
 	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
 	"cannot run; 127 not found; 2 bad usage or config.\n";
+
+/* -D PID: the driver's pid, or 0 when s is not one. */
+static long pid_arg(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno != 0 || end == s || *end != '\0' || v <= 0 || v > 0x7fffffffL ? 0 : v;
+}
 
 /* -D: the driver's private folder, locked on this descriptor while pipe-tap lives */
 static int run_dir_lock = -1;
@@ -95,19 +108,24 @@ int main(int argc, char **argv)
 	struct sb state = SB_INIT;
 	struct tap_options topt = { NULL, 0, 0, 0 };
 	const char *file = NULL, *log = NULL;
-	int c, ret, make_dir = 0;
+	long driver = 0;
+	int c, ret;
 
 	err_init(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	memset(&cfg, 0, sizeof(cfg));
-	while ((c = getopt_long(argc, argv, "c:Dhl:nv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:D:hl:nv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			file = optarg;
 			break;
 		case 'D':
-			make_dir = 1;
+			driver = pid_arg(optarg);
+			if (driver <= 0) {
+				cli_usage(usage_line);
+				return CLI_USAGE;
+			}
 			break;
 		case 'h':
 			fputs(help_text, stdout);
@@ -129,12 +147,12 @@ int main(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if (argc - optind > 1 || (make_dir && !topt.check)) {
+	if (argc - optind > 1 || (driver > 0 && !topt.check)) {
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
-	if (make_dir) {
-		if (tap_make_run_dir(&run_dir_lock) != 0)
+	if (driver > 0) {
+		if (tap_make_run_dir(driver, &run_dir_lock) != 0)
 			return CLI_FAILED;
 		atexit(let_go_of_run_dir);
 	}
