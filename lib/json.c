@@ -627,11 +627,11 @@ int json_validate_members(const char *buf, size_t len,
 	return scan(buf, len, keys, nkeys, vals, out, errpos, errmsg);
 }
 
-int json_validate_inner(const char *buf, size_t len,
-			const char *const keys[], size_t nkeys,
-			struct json_span vals[], struct json_members *mem,
-			struct json_span *out, size_t *errpos,
-			const char **errmsg)
+int json_validate_inner_slow(const char *buf, size_t len,
+			     const char *const keys[], size_t nkeys,
+			     struct json_span vals[], struct json_members *mem,
+			     struct json_span *out, size_t *errpos,
+			     const char **errmsg)
 {
 	if (mem == NULL || mem->of >= nkeys) {
 		if (mem)
@@ -639,6 +639,371 @@ int json_validate_inner(const char *buf, size_t len,
 		return scan(buf, len, keys, nkeys, vals, out, errpos, errmsg);
 	}
 	return scan_body(buf, len, keys, nkeys, vals, mem, out, errpos, errmsg);
+}
+
+/*
+ * The fast path of json_validate_inner(), for a line that is an object (a
+ * Singer message): the same grammar, on a copy of the line followed by NUL
+ * bytes, so that no step checks for the end (a NUL is wrong wherever it
+ * is met: not whitespace, not a token, a control character in a string),
+ * strings are read 16 bytes at a time without a tail, and the three kinds
+ * of object (the top one, whose keys are matched; the noted one, whose
+ * members are noted; any other, only validated) each have their own loop,
+ * with none of the other two's bookkeeping.  It never reports an error: on
+ * anything it does not accept, valid or not, it returns -1 and the scanner
+ * above runs on the line, so that every result, message and offset is
+ * that scanner's.  Escapes and bytes above 0x7f in strings go through
+ * scan_string(), as they do there.
+ */
+#define FAST_MAX 16384	/* longer lines go to the scanner above */
+#define FAST_PAD 64	/* NUL bytes after the copy: more than one 16-byte load */
+#define FAST_DEPTH 64	/* deeper nesting goes to the scanner above */
+
+/* The first byte at or after p that is not whitespace (the copy ends in NUL). */
+HOT const unsigned char *fast_ws(const unsigned char *p)
+{
+	if (*p <= ' ')
+		while (is_ws(*p))
+			p++;
+	return p;
+}
+
+/* p at an opening quote, in the copy: the byte after the closing quote, or NULL. */
+HOT const unsigned char *fast_string(const unsigned char *p,
+				     const unsigned char *end, int *esc)
+{
+	struct jerr e;
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	__m128i x;
+	unsigned mm;
+
+	/* No end check: the NUL after the line stops the loop at the latest. */
+	for (p++;; p += 16) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+				     _mm_cmpeq_epi8(x, bslash)),
+			_mm_cmplt_epi8(x, space)));
+		if (mm)
+			break;
+	}
+	p += __builtin_ctz(mm);
+#else
+	p = plain_run(p + 1, end);
+#endif
+	if (*p == '"')
+		return p + 1;
+	return scan_string(p, end, esc, &e);
+}
+
+/* The first byte at or after p that is not a digit (the copy ends in NUL). */
+HOT const unsigned char *fast_digits(const unsigned char *p)
+{
+#ifdef __SSE2__
+	const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
+	__m128i x;
+	unsigned mm;
+
+	for (;; p += 16) {
+		x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+			_mm_cmplt_epi8(x, zero), _mm_cmpgt_epi8(x, nine)));
+		if (mm)
+			return p + __builtin_ctz(mm);
+	}
+#else
+	while (is_digit(*p))
+		p++;
+	return p;
+#endif
+}
+
+/* scan_number() where the copy's NUL ends every digit run: NULL where it fails. */
+HOT const unsigned char *fast_number(const unsigned char *p)
+{
+	if (*p == '-')
+		p++;
+	if (*p == '0') {
+		if (is_digit(*++p))
+			return NULL;
+	} else if (is_digit(*p)) {
+		p = fast_digits(p + 1);
+	} else {
+		return NULL;
+	}
+	if (*p == '.') {
+		if (!is_digit(*++p))
+			return NULL;
+		p = fast_digits(p + 1);
+	}
+	if ((*p | 0x20) == 'e') {
+		if (*++p == '+' || *p == '-')
+			p++;
+		if (!is_digit(*p))
+			return NULL;
+		p = fast_digits(p + 1);
+	}
+	return p;
+}
+
+/*
+ * p at a value, in the copy: the byte after it, *vt its type, *esc set when
+ * it is a string holding a backslash (cleared first).  Whitespace before it
+ * costs nothing where there is none: it is one more case of the switch.
+ * Objects and arrays go to fast_nested(), depth being that of the
+ * container holding the value.
+ */
+static const unsigned char *fast_nested(const unsigned char *p,
+					const unsigned char *end,
+					unsigned depth);
+
+HOT const unsigned char *fast_value(const unsigned char *p,
+				    const unsigned char *end, unsigned depth,
+				    enum json_type *vt, int *esc)
+{
+	*esc = 0;
+again:
+	if (*p == '"') {
+		*vt = JSON_STRING;
+		return fast_string(p, end, esc);
+	}
+	switch (*p) {
+	case '{':
+		*vt = JSON_OBJECT;
+		return fast_nested(p, end, depth);
+	case '[':
+		*vt = JSON_ARRAY;
+		return fast_nested(p, end, depth);
+	case '-': case '0': case '1': case '2': case '3': case '4': case '5':
+	case '6': case '7': case '8': case '9':
+		*vt = JSON_NUMBER;
+		return fast_number(p);
+	case 't':
+		*vt = JSON_TRUE;
+		return memcmp(p, "true", 4) == 0 ? p + 4 : NULL;
+	case 'f':
+		*vt = JSON_FALSE;
+		return memcmp(p, "false", 5) == 0 ? p + 5 : NULL;
+	case 'n':
+		*vt = JSON_NULL;
+		return memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+	case ' ': case '\t': case '\n': case '\r':
+		p = fast_ws(p);
+		goto again;
+	}
+	return NULL;
+}
+
+/* The byte p is, or else the first after whitespace: 1 when it is c. */
+#define FAST_AT(p, c) (*(p) == (c) || (*((p) = fast_ws(p)) == (c)))
+
+/*
+ * p at '{' or '[' at depth `depth` (the top object is at 1): the byte after
+ * the container, validated, or NULL.
+ */
+static const unsigned char *fast_nested(const unsigned char *p,
+					const unsigned char *end,
+					unsigned depth)
+{
+	uint64_t objs = 0;	/* bit d: the container at depth + d is an object */
+	unsigned d = 0;
+	enum json_type vt;
+	int esc;
+
+open:
+	if (depth + d >= FAST_DEPTH)
+		return NULL;
+	if (*p++ == '{') {
+		objs |= UINT64_C(1) << d++;
+		if (FAST_AT(p, '}')) {
+			p++;
+			goto close;
+		}
+		goto key;
+	}
+	objs &= ~(UINT64_C(1) << d++);
+	if (FAST_AT(p, ']')) {
+		p++;
+		goto close;
+	}
+value:
+	if (*p == '{' || *p == '[')
+		goto open;
+	if ((p = fast_value(p, end, depth + d, &vt, &esc)) == NULL)
+		return NULL;
+after:
+	if (FAST_AT(p, ',')) {
+		p++;
+		if (objs >> (d - 1) & 1)
+			goto key;
+		goto value;
+	}
+	if (*p != (objs >> (d - 1) & 1 ? '}' : ']'))
+		return NULL;
+	p++;
+close:
+	if (--d == 0)
+		return p;
+	goto after;
+key:
+	if (!FAST_AT(p, '"') || (p = fast_string(p, end, &esc)) == NULL)
+		return NULL;
+	if (!FAST_AT(p, ':'))
+		return NULL;
+	p++;
+	if (*p == '{' || *p == '[')
+		goto open;
+	goto value;
+}
+
+/* Spans point into the caller's buffer: x + delta, delta = buf - c. */
+#define ORIG(x) ((const char *)((uintptr_t)(x) + delta))
+
+/*
+ * p at the '{' of vals[mem->of], at depth 2, in the copy of the line
+ * (delta from it to the caller's buffer): its members noted as
+ * scan_body() notes them; the byte after it, or NULL.  More members than
+ * mem->cap: NULL, for scan_body() to count them.
+ */
+static const unsigned char *fast_noted(const unsigned char *p,
+				       const unsigned char *end,
+				       uintptr_t delta,
+				       struct json_members *mem)
+{
+	struct json_member *m = mem->m, *mlim = mem->m + mem->cap;
+	const unsigned char *q;
+	enum json_type vt;
+	int esc;
+
+	p++;
+	if (FAST_AT(p, '}'))
+		goto done;
+	for (;; m++) {
+		if (!FAST_AT(p, '"') || m == mlim)
+			return NULL;
+		q = p;
+		esc = 0;
+		if ((p = fast_string(p, end, &esc)) == NULL)
+			return NULL;
+		m->key.p = ORIG(q);
+		m->key.len = (size_t)(p - q);
+		m->key.type = JSON_STRING;
+		m->key_esc = esc;
+		if (!FAST_AT(p, ':'))
+			return NULL;
+		q = ++p;
+		if ((p = fast_value(p, end, 2, &vt, &esc)) == NULL)
+			return NULL;
+		/* (whitespace before the value: fast_value() skipped it) */
+		if (*q <= ' ')
+			q = fast_ws(q);
+		m->val.p = ORIG(q);
+		m->val.len = (size_t)(p - q);
+		m->val.type = vt;
+		m->val_esc = esc;
+		if (FAST_AT(p, ','))
+			p++;
+		else if (*p == '}')
+			break;
+		else
+			return NULL;
+	}
+	m++;
+done:
+	mem->n = (size_t)(m - mem->m);
+	return p + 1;
+}
+
+/* json_validate_inner() on a line that fast_inner() takes: 0, or -1 to run scan_body(). */
+static int fast_inner(const char *buf, size_t len, const char *const keys[],
+		      size_t nkeys, struct json_span vals[],
+		      struct json_members *mem, struct json_span *out)
+{
+	unsigned char c[FAST_MAX + FAST_PAD];
+	const unsigned char *p, *q, *start, *end = c + len;
+	uintptr_t delta = (uintptr_t)buf - (uintptr_t)c;
+	enum json_type vt;
+	size_t i;
+	int slot, esc;
+
+	if (len > FAST_MAX)
+		return -1;
+	memcpy(c, buf, len);
+	memset(c + len, 0, FAST_PAD);
+	for (i = 0; i < nkeys; i++) {
+		vals[i].p = NULL;
+		vals[i].len = 0;
+		vals[i].type = JSON_NONE;
+	}
+	if (mem)
+		mem->n = 0;
+	p = start = fast_ws(c);
+	if (*p++ != '{')
+		return -1;
+	if (FAST_AT(p, '}'))
+		goto done;
+	for (;;) {
+		if (!FAST_AT(p, '"'))
+			return -1;
+		q = p;
+		esc = 0;
+		if ((p = fast_string(p, end, &esc)) == NULL)
+			return -1;
+		slot = -1;
+		if (nkeys > 0) {
+			slot = match_key(q, p, esc, keys, nkeys);
+			if (slot >= 0 && vals[slot].type != JSON_NONE)
+				slot = -1;
+		}
+		if (!FAST_AT(p, ':'))
+			return -1;
+		q = p = fast_ws(p + 1);
+		if (mem && slot == (int)mem->of && *p == '{') {
+			vt = JSON_OBJECT;
+			p = fast_noted(p, end, delta, mem);
+		} else {
+			p = fast_value(p, end, 1, &vt, &esc);
+		}
+		if (p == NULL)
+			return -1;
+		if (slot >= 0) {
+			vals[slot].p = ORIG(q);
+			vals[slot].len = (size_t)(p - q);
+			vals[slot].type = vt;
+		}
+		if (FAST_AT(p, ','))
+			p++;
+		else if (*p == '}')
+			break;
+		else
+			return -1;
+	}
+done:
+	p++;
+	if (out) {
+		out->p = ORIG(start);
+		out->len = (size_t)(p - start);
+		out->type = JSON_OBJECT;
+	}
+	return fast_ws(p) == end ? 0 : -1;
+}
+
+int json_validate_inner(const char *buf, size_t len,
+			const char *const keys[], size_t nkeys,
+			struct json_span vals[], struct json_members *mem,
+			struct json_span *out, size_t *errpos,
+			const char **errmsg)
+{
+	if (mem && mem->of >= nkeys) {
+		mem->n = 0;
+		mem = NULL;
+	}
+	if (fast_inner(buf, len, keys, nkeys, vals, mem, out) == 0)
+		return 0;
+	return json_validate_inner_slow(buf, len, keys, nkeys, vals, mem,
+					out, errpos, errmsg);
 }
 
 /* Traversal of validated text: no checks beyond staying inside the span. */

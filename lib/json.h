@@ -100,6 +100,18 @@ int json_validate_inner(const char *buf, size_t len,
 			const char **errmsg);
 
 /*
+ * json_validate_inner() without its fast path (the one for lines of at most
+ * 16 KiB that are objects): every input goes through the one scanner that
+ * json_validate() and json_validate_members() use.  The same results,
+ * messages and offsets, only slower; the tests compare the two.
+ */
+int json_validate_inner_slow(const char *buf, size_t len,
+			     const char *const keys[], size_t nkeys,
+			     struct json_span vals[], struct json_members *mem,
+			     struct json_span *out, size_t *errpos,
+			     const char **errmsg);
+
+/*
  * Find member key in the object span obj (already validated).  Returns 1 and
  * fills *out when found (the first occurrence), 0 when absent, -1 when obj is
  * not an object.  Keys written with escapes are compared after decoding.

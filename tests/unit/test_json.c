@@ -2,10 +2,14 @@
 #include "json.h"
 #include "sb.h"
 #include "taptest.h"
+#include "../fuzz/json_diff.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* A literal and its length, NUL bytes inside included. */
 #define S(lit) lit, sizeof(lit) - 1
@@ -426,6 +430,321 @@ static void test_inner(void)
 	}
 }
 
+/*
+ * The fast path of json_validate_inner() against the scanner it falls back
+ * to (json_validate_inner_slow()): Singer-like records made at random
+ * (strings with escapes, raw and broken UTF-8, lone surrogates, control
+ * bytes; numbers at the edges of the grammar; nesting up to past the fast
+ * path's depth; whitespace or none; strings across the 16-byte steps),
+ * then each of them mutated, cut short and grown; every one placed so
+ * that it ends at a page that cannot be read.
+ */
+static unsigned long long rng_state = 20240601;
+
+static unsigned rnd(unsigned n)
+{
+	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (unsigned)(rng_state >> 33) % n;
+}
+
+static void gen_ws(struct sb *b)
+{
+	static const char *const ws[] = { " ", "\t", "\n", "\r", "  \n\t" };
+
+	if (rnd(8) == 0)
+		sb_adds(b, ws[rnd(5)]);
+}
+
+static void gen_string(struct sb *b)
+{
+	static const char *const bits[] = {
+		/* valid, the first 8 */
+		"a", "SKU-12345", "Espresso cup \\\"Classic\\\" ", "\\\\", "\\n\\u00e9",
+		"\\ud83d\\ude00 \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \x7f", "0123456789abcdef",
+		"\\/\\u0000/",
+		/* not */
+		"\\ud83d", "\\ude00", "\\uZZZZ", "\\x", "\xc3", "\xed\xa0\x80", "\xc0\xaf",
+		"\xf4\x90\x80\x80", "\x01", "\x1f", "\\ud83dx", "\\u12", "\xe2\x82",
+	};
+	unsigned n = rnd(6);
+
+	sb_addc(b, '"');
+	while (n--)
+		sb_adds(b, bits[rnd(rnd(50) ? 8 : sizeof(bits) / sizeof(bits[0]))]);
+	sb_addc(b, '"');
+}
+
+static void gen_value(struct sb *b, unsigned depth);
+
+static void gen_members(struct sb *b, unsigned depth, int singer)
+{
+	static const char *const keys[] = {
+		"\"id\"", "\"type\"", "\"record\"", "\"stream\"", "\"r\"", "\"a\"",
+		"\"\\u0072ecord\"", "\"\"", "\"k\\\"q\"", "\"n\xc3\xa4me\"",
+	};
+	unsigned i, n = rnd(depth < 3 ? 12 : 4);
+
+	sb_addc(b, '{');
+	gen_ws(b);
+	if (singer) {
+		sb_adds(b, "\"type\":\"RECORD\",\"stream\":\"s\",\"record\":");
+		gen_value(b, depth + 1);
+		if (n)
+			sb_addc(b, ',');
+	}
+	for (i = 0; i < n; i++) {
+		if (i)
+			sb_addc(b, ',');
+		gen_ws(b);
+		sb_adds(b, keys[rnd(sizeof(keys) / sizeof(keys[0]))]);
+		gen_ws(b);
+		sb_addc(b, ':');
+		gen_ws(b);
+		gen_value(b, depth + 1);
+		gen_ws(b);
+	}
+	sb_addc(b, '}');
+}
+
+static void gen_value(struct sb *b, unsigned depth)
+{
+	static const char *const nums[] = {
+		/* valid, the first 14 */
+		"0", "-0", "1", "-1", "12345678901234567891", "584724E-2", "6.77E2", "8.959e-3",
+		"1e+5", "0.0", "-0.5e-0", "9007199254740993", "-9223372036854775809",
+		"123456789012345678901234567890",
+		/* not */
+		"01", "1.", "-", "1e", "1e+", ".5", "+1", "0x1", "1.5.2", "-01", "1.e5", "00",
+	};
+	unsigned i, n;
+
+	if (depth > 70) {
+		sb_adds(b, "1");
+		return;
+	}
+	switch (rnd(depth > 2 ? 10 : 12)) {
+	case 0: case 1: case 2:
+		gen_string(b);
+		break;
+	case 3: case 4:
+		sb_adds(b, nums[rnd(rnd(50) ? 14 : sizeof(nums) / sizeof(nums[0]))]);
+		break;
+	case 5:
+		sb_adds(b, rnd(200) ? "true" : "tru");
+		break;
+	case 6:
+		sb_adds(b, rnd(200) ? "false" : "nul");
+		break;
+	case 7:
+		sb_adds(b, "null");
+		break;
+	case 8:
+		/* now and then a deep one: past the fast path's 64 levels */
+		n = rnd(40) == 0 ? 60 + rnd(10) : rnd(4);
+		{
+			char closing[80];
+
+			for (i = 0; i < n; i++) {
+				closing[i] = rnd(2) ? ']' : '}';
+				sb_adds(b, closing[i] == ']' ? "[" : "{\"d\":");
+			}
+			sb_adds(b, "[]");
+			while (n--)
+				sb_addc(b, closing[n]);
+		}
+		break;
+	case 9:
+		sb_addc(b, '[');
+		gen_ws(b);
+		n = rnd(5);
+		for (i = 0; i < n; i++) {
+			if (i)
+				sb_addc(b, ',');
+			gen_value(b, depth + 1);
+			gen_ws(b);
+		}
+		sb_addc(b, ']');
+		break;
+	default:
+		gen_members(b, depth, 0);
+		break;
+	}
+}
+
+/* A copy of in ending where a page that cannot be read begins. */
+static char *guard_page;
+static size_t page_size;
+
+static const char *at_guard(const char *in, size_t len)
+{
+	char *p;
+
+	if (len > page_size)
+		return in;
+	p = guard_page + page_size - len;
+	memcpy(p, in, len);
+	return p;
+}
+
+static int diff_all(const char *in, size_t len)
+{
+	const char *g = at_guard(in, len);
+
+	return json_diff(g, len, 8, 2, JSON_DIFF_ROOM, 1, 1) &&
+	       json_diff(g, len, 8, 2, 3, 1, 1) &&
+	       json_diff(g, len, 8, 2, 0, 0, 1) &&
+	       json_diff(g, len, JSON_DIFF_NKEYS, 8, 5, 1, 0) &&
+	       json_diff(g, len, 0, 0, 4, 1, 1);
+}
+
+static void test_fast(void)
+{
+	struct sb b = SB_INIT, m = SB_INIT;
+	unsigned long records = 0, valid = 0, mutants = 0;
+	const char *bad_at = NULL;
+	size_t i, n, at;
+	int agree = 1, j;
+	void *map;
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	map = mmap(NULL, 2 * page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ok(map != MAP_FAILED && mprotect((char *)map + page_size, page_size, PROT_NONE) == 0,
+	   "fast: a page, and after it one that cannot be read");
+	guard_page = map;
+	for (i = 0; i < 4000 && agree; i++) {
+		sb_reset(&b);
+		gen_ws(&b);
+		if (rnd(10))
+			gen_members(&b, 0, 1);
+		else
+			gen_value(&b, 0);
+		gen_ws(&b);
+		records++;
+		{
+			size_t pos;
+			const char *msg;
+			struct json_span top;
+
+			valid += json_validate(b.buf, b.len, &top, &pos, &msg) == 0;
+		}
+		if (!diff_all(b.buf, b.len)) {
+			bad_at = "record";
+			break;
+		}
+		/* every cut short, for the short ones; mutants for all */
+		for (n = b.len < 200 ? 0 : b.len; n < b.len && agree; n++) {
+			mutants++;
+			if (!diff_all(b.buf, n)) {
+				bad_at = "cut";
+				agree = 0;
+			}
+		}
+		for (j = 0; j < 24 && agree; j++) {
+			static const char bytes[] = "{}[]:,\"\\ \t\n0-eE.+tfnu\x01\x7f\x80\xc3\xff";
+
+			sb_reset(&m);
+			sb_add(&m, b.buf, b.len);
+			at = m.len ? rnd((unsigned)m.len) : 0;
+			switch (rnd(4)) {
+			case 0:
+				if (m.len)
+					m.buf[at] = bytes[rnd(sizeof(bytes) - 1)];
+				break;
+			case 1:
+				if (m.len) {
+					memmove(m.buf + at, m.buf + at + 1, m.len - at - 1);
+					m.len--;
+				}
+				break;
+			case 2:
+				sb_addc(&m, ' ');
+				memmove(m.buf + at + 1, m.buf + at, m.len - at - 1);
+				m.buf[at] = bytes[rnd(sizeof(bytes) - 1)];
+				break;
+			default:
+				m.len = at;
+				break;
+			}
+			mutants++;
+			if (!diff_all(m.buf, m.len)) {
+				bad_at = "mutant";
+				agree = 0;
+			}
+		}
+	}
+	if (!agree || bad_at)
+		printf("#   %s: %s\n", bad_at ? bad_at : "?", show(bad_at && strcmp(bad_at, "record") ? m.buf : b.buf,
+							    bad_at && strcmp(bad_at, "record") ? m.len : b.len));
+	ok(agree && !bad_at, "fast: %lu records (%lu valid) and %lu cut or mutated: the scanner's results",
+	   records, valid, mutants);
+	/* Lengths around the 16-byte loads and the copy's end, ending at the guard page. */
+	agree = 1;
+	for (n = 1; n < 200 && agree; n++) {
+		sb_reset(&b);
+		sb_adds(&b, "{\"record\":{\"s\":\"");
+		for (i = 0; i < n; i++)
+			sb_addc(&b, (char)('a' + i % 26));
+		sb_adds(&b, "\",\"n\":");
+		for (i = 0; i < n % 40 + 1; i++)
+			sb_addc(&b, (char)('1' + i % 9));
+		sb_adds(&b, "}}");
+		for (at = 0; at <= b.len && agree; at++)
+			agree = diff_all(b.buf, at);
+	}
+	ok(agree, "fast: strings and numbers of every length to 200, every prefix, at a page's end");
+	/* Nesting about the fast path's limit and the scanner's, in the record and after it. */
+	agree = 1;
+	for (n = 60; n < 520 && agree; n += n == 70 ? 435 : 1) {
+		for (j = 0; j < 2 && agree; j++) {
+			sb_reset(&b);
+			sb_adds(&b, j ? "{\"record\":{\"a\":1},\"x\":" : "{\"record\":{\"a\":");
+			for (i = 0; i < n; i++)
+				sb_adds(&b, i % 3 ? "[" : "{\"d\":");
+			sb_addc(&b, '1');
+			for (i = n; i-- > 0;)
+				sb_addc(&b, i % 3 ? ']' : '}');
+			sb_adds(&b, j ? "}" : "}}");
+			agree = diff_all(b.buf, b.len);
+		}
+	}
+	ok(agree, "fast: nesting 60 to 70 and 505 to 519 deep");
+	/* Each token of the tables, good or bad, alone in a valid record: in it, deeper, after it. */
+	agree = 1;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]) + sizeof(bad) / sizeof(bad[0]) + 40 && agree; i++) {
+		static const char *const more[] = {
+			"01", "-01", "00", "1.", "-", "1e", "1e+", ".5", "+1", "1.e5", "0x1", "1.5.2",
+			"-0", "0e0", "0.0E+00", "tru", "fals", "nul", "True", "nulll", "truex", "\"\\ud83d\"",
+			"\"\\ude00\"", "\"\\ud83d\\u0041\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"",
+			"\"\xf4\x90\x80\x80\"", "\"\x01\"", "\"a\x1f\"", "\"\\u12\"", "\"\xe2\x82\"",
+			"\"\xf0\x9f\x98\"", "\"\\x\"", "\"abc", "\"\\\"", "[1,]", "{\"a\":1,}", "[", "{",
+		};
+		size_t ngood = sizeof(good) / sizeof(good[0]), nbad = sizeof(bad) / sizeof(bad[0]);
+		const char *v = i < ngood ? good[i] : i < ngood + nbad ? bad[i - ngood].in : more[i - ngood - nbad];
+		size_t vn = i < ngood ? strlen(v) : i < ngood + nbad ? bad[i - ngood].len : strlen(v);
+		static const char *const around[][2] = {
+			{ "{\"type\":\"RECORD\",\"record\":{\"id\":1,\"x\":", ",\"y\":\"z\"}}" },
+			{ "{\"type\":\"RECORD\",\"record\":{\"x\":", "}}" },
+			{ "{\"record\":{\"a\":[1,{\"b\":", "}],\"c\":2}}" },
+			{ "{\"record\":{\"a\":1},\"x\":", "}" },
+			{ "{\"record\":{\"a\":1},\"x\":[", "]}" },
+		};
+
+		for (j = 0; j < 5 && agree; j++) {
+			sb_reset(&b);
+			sb_adds(&b, around[j][0]);
+			sb_add(&b, v, vn);
+			sb_adds(&b, around[j][1]);
+			agree = diff_all(b.buf, b.len);
+		}
+		if (!agree)
+			printf("#   %s\n", show(b.buf, b.len));
+	}
+	ok(agree, "fast: each good and bad token of the tables in a record, deeper and after it");
+	sb_free(&b);
+	sb_free(&m);
+	munmap(map, 2 * page_size);
+}
+
 static void test_object_get(void)
 {
 	static const char in[] =
@@ -651,6 +970,7 @@ int main(void)
 	test_span();
 	test_members();
 	test_inner();
+	test_fast();
 	test_object_get();
 	test_iterate();
 	test_decode();
