@@ -180,23 +180,41 @@ static const unsigned char *scan_utf8(const unsigned char *p,
  * The first byte at or after p that is '"', '\\', below 0x20 or above 0x7f,
  * or end: the run of bytes a string may hold without any further check.
  */
+#ifdef __SSE2__
+/* A bit for each of the 16 bytes at p that is '"', '\\', below 0x20 or above 0x7f. */
+static inline unsigned special16(const unsigned char *p)
+{
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(0x20);
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+
+	/* Signed: bytes above 0x7f are negative, so below ' ' too. */
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(
+		_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+		_mm_cmplt_epi8(x, space)));
+}
+
+/* A bit for each of the 16 bytes at p that is not a digit. */
+static inline unsigned nondigit16(const unsigned char *p)
+{
+	const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+
+	/* Signed: bytes above 0x7f are negative, so below '0' too. */
+	return (unsigned)_mm_movemask_epi8(_mm_or_si128(
+		_mm_cmplt_epi8(x, zero), _mm_cmpgt_epi8(x, nine)));
+}
+#endif
+
 static inline const unsigned char *plain_run(const unsigned char *p,
 					     const unsigned char *end)
 {
 	uint64_t m;
 #ifdef __SSE2__
-	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-	const __m128i space = _mm_set1_epi8(0x20);
-	__m128i x;
 	unsigned mm;
 
 	while (end - p >= 16) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		/* Signed: bytes above 0x7f are negative, so below ' ' too. */
-		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
-			_mm_or_si128(_mm_cmpeq_epi8(x, quote),
-				     _mm_cmpeq_epi8(x, bslash)),
-			_mm_cmplt_epi8(x, space)));
+		mm = special16(p);
 		if (mm)
 			return p + __builtin_ctz(mm);
 		p += 16;
@@ -253,15 +271,10 @@ static inline const unsigned char *digits(const unsigned char *p,
 					  const unsigned char *end)
 {
 #ifdef __SSE2__
-	const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
-	__m128i x;
 	unsigned mm;
 
 	while (end - p >= 16) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		/* Signed: bytes above 0x7f are negative, so below '0' too. */
-		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
-			_mm_cmplt_epi8(x, zero), _mm_cmpgt_epi8(x, nine)));
+		mm = nondigit16(p);
 		if (mm)
 			return p + __builtin_ctz(mm);
 		p += 16;
@@ -674,21 +687,11 @@ HOT const unsigned char *fast_string(const unsigned char *p,
 {
 	struct jerr e;
 #ifdef __SSE2__
-	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-	const __m128i space = _mm_set1_epi8(0x20);
-	__m128i x;
 	unsigned mm;
 
 	/* No end check: the NUL after the line stops the loop at the latest. */
-	for (p++;; p += 16) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
-			_mm_or_si128(_mm_cmpeq_epi8(x, quote),
-				     _mm_cmpeq_epi8(x, bslash)),
-			_mm_cmplt_epi8(x, space)));
-		if (mm)
-			break;
-	}
+	for (p++; (mm = special16(p)) == 0; p += 16)
+		;
 	p += __builtin_ctz(mm);
 #else
 	p = plain_run(p + 1, end);
@@ -702,17 +705,11 @@ HOT const unsigned char *fast_string(const unsigned char *p,
 HOT const unsigned char *fast_digits(const unsigned char *p)
 {
 #ifdef __SSE2__
-	const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8('9');
-	__m128i x;
 	unsigned mm;
 
-	for (;; p += 16) {
-		x = _mm_loadu_si128((const __m128i *)(const void *)p);
-		mm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
-			_mm_cmplt_epi8(x, zero), _mm_cmpgt_epi8(x, nine)));
-		if (mm)
-			return p + __builtin_ctz(mm);
-	}
+	for (; (mm = nondigit16(p)) == 0; p += 16)
+		;
+	return p + __builtin_ctz(mm);
 #else
 	while (is_digit(*p))
 		p++;
