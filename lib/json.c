@@ -919,7 +919,7 @@ static int fast_inner(const char *buf, size_t len, const char *const keys[],
 		      struct json_members *mem, struct json_span *out)
 {
 	unsigned char c[FAST_MAX + FAST_PAD];
-	const unsigned char *p, *q, *start, *end = c + len;
+	const unsigned char *p, *q, *start, *end;
 	uintptr_t delta = (uintptr_t)buf - (uintptr_t)c;
 	enum json_type vt;
 	size_t i;
@@ -927,6 +927,7 @@ static int fast_inner(const char *buf, size_t len, const char *const keys[],
 
 	if (len > FAST_MAX)
 		return -1;
+	end = c + len;
 	memcpy(c, buf, len);
 	memset(c + len, 0, FAST_PAD);
 	for (i = 0; i < nkeys; i++) {
