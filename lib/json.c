@@ -380,6 +380,18 @@ HOT int match_key(const unsigned char *q, const unsigned char *after,
 	return -1;
 }
 
+/* Every one of the n spans absent. */
+static void clear_spans(struct json_span v[], size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		v[i].p = NULL;
+		v[i].len = 0;
+		v[i].type = JSON_NONE;
+	}
+}
+
 /*
  * The scanner.  Inlined twice: with mem NULL (every branch on it folded
  * away, so plain validation pays nothing for it) and with mem.  While
@@ -402,14 +414,10 @@ scan_body(const char *buf, size_t len, const char *const keys[], size_t nkeys,
 	unsigned depth = 0, ndepth = 0, rmax = 0;
 	int slot = -1, esc = 0, in_obj = 0;
 	enum json_type vt = JSON_NONE;
-	size_t i, mover = 0;
+	size_t mover = 0;
 	struct jerr e = { NULL, NULL };
 
-	for (i = 0; i < nkeys; i++) {
-		vals[i].p = NULL;
-		vals[i].len = 0;
-		vals[i].type = JSON_NONE;
-	}
+	clear_spans(vals, nkeys);
 	if (mem) {
 		mnext = mem->m;
 		mlim = mem->m + mem->cap;
@@ -922,7 +930,6 @@ static int fast_inner(const char *buf, size_t len, const char *const keys[],
 	const unsigned char *p, *q, *start, *end;
 	uintptr_t delta = (uintptr_t)buf - (uintptr_t)c;
 	enum json_type vt;
-	size_t i;
 	int slot, esc;
 
 	if (len > FAST_MAX)
@@ -930,11 +937,7 @@ static int fast_inner(const char *buf, size_t len, const char *const keys[],
 	end = c + len;
 	memcpy(c, buf, len);
 	memset(c + len, 0, FAST_PAD);
-	for (i = 0; i < nkeys; i++) {
-		vals[i].p = NULL;
-		vals[i].len = 0;
-		vals[i].type = JSON_NONE;
-	}
+	clear_spans(vals, nkeys);
 	if (mem)
 		mem->n = 0;
 	p = start = fast_ws(c);

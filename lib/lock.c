@@ -123,12 +123,7 @@ static int run_dir_held(const char *dir)
 /* The driver's process is alive (and is the one the lock names). */
 static int holder_pid_alive(const struct holder *h)
 {
-	long long start;
-
-	if (!util_pid_alive(h->pid))
-		return 0;
-	start = util_pid_start(h->pid);
-	return h->pid_start < 0 || start < 0 || start == h->pid_start;
+	return util_pid_lives(h->pid, h->pid_start);
 }
 
 enum liveness { LIVE, STAGES_LEFT, GONE, NOT_LOCAL };

@@ -197,7 +197,7 @@ static int maker_gone(int dirfd)
 	char buf[256], host[160];
 	const char *here = util_host_id();
 	long pid;
-	long long start, now;
+	long long start;
 	ssize_t n;
 	int fd = openat(dirfd, "maker", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -212,10 +212,7 @@ static int maker_gone(int dirfd)
 	if (sscanf(buf, "%ld %lld %159s", &pid, &start, host) != 3 || pid <= 0 || start < 0 ||
 	    !*here || strcmp(host, here) != 0)
 		return 0;
-	if (!util_pid_alive(pid))
-		return 1;
-	now = util_pid_start(pid);
-	return now >= 0 && now != start;
+	return !util_pid_lives(pid, start);
 }
 
 /*

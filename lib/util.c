@@ -169,6 +169,16 @@ long long util_pid_start(long pid)
 	return start;
 }
 
+int util_pid_lives(long pid, long long start)
+{
+	long long now;
+
+	if (!util_pid_alive(pid))
+		return 0;
+	now = util_pid_start(pid);
+	return start < 0 || now < 0 || now == start;
+}
+
 int util_pid_alive(long pid)
 {
 	if (pid <= 0)
@@ -257,9 +267,8 @@ void util_strv_free(char **v)
 	free(v);
 }
 
-long util_env_long(const char *name, long min, long max, long def)
+long util_parse_long(const char *s, long min, long max, long def)
 {
-	const char *s = getenv(name);
 	char *end;
 	long v;
 
@@ -270,6 +279,11 @@ long util_env_long(const char *name, long min, long max, long def)
 	if (errno != 0 || *end != '\0' || v < min || v > max)
 		return def;
 	return v;
+}
+
+long util_env_long(const char *name, long min, long max, long def)
+{
+	return util_parse_long(getenv(name), min, max, def);
 }
 
 void util_sleep_ms(long ms)

@@ -40,6 +40,13 @@ const char *util_host_id(void);
 /* When process pid started, in clock ticks since boot; -1 unknown. */
 long long util_pid_start(long pid);
 
+/*
+ * 1 when a process of pid lives and is the one that started at start
+ * (util_pid_start(); when either start is unknown, any process of pid),
+ * else 0.
+ */
+int util_pid_lives(long pid, long long start);
+
 /* Read all of fd into out (appended).  0, or -1 with errno set. */
 int util_read_fd(int fd, struct sb *out);
 
@@ -83,6 +90,9 @@ static inline uint64_t util_hash_bytes(const char *p, size_t n)
  * [min, max], else def.
  */
 long util_env_long(const char *name, long min, long max, long def);
+
+/* The integer s holds (all of it) when it is within [min, max], else def (s NULL too). */
+long util_parse_long(const char *s, long min, long max, long def);
 
 /* Sleep for ms milliseconds. */
 void util_sleep_ms(long ms);

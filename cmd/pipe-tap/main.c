@@ -5,7 +5,6 @@
  * ends it with one line saying how the tap ended.  Exits with the tap's
  * status (128+n when killed by signal n, 127 not found, 126 cannot run).
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,17 +66,6 @@ static const char help_text[] =
 	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
 	"cannot run; 127 not found; 2 bad usage or config.\n";
 
-/* -D PID: the driver's pid, or 0 when s is not one. */
-static long pid_arg(const char *s)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	return errno != 0 || end == s || *end != '\0' || v <= 0 || v > 0x7fffffffL ? 0 : v;
-}
-
 /* -D: the driver's private folder, locked on this descriptor while pipe-tap lives */
 static int run_dir_lock = -1;
 
@@ -121,7 +109,7 @@ int main(int argc, char **argv)
 			file = optarg;
 			break;
 		case 'D':
-			driver = pid_arg(optarg);
+			driver = util_parse_long(optarg, 1, 0x7fffffffL, 0);
 			if (driver <= 0) {
 				cli_usage(usage_line);
 				return CLI_USAGE;
