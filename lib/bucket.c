@@ -277,6 +277,15 @@ int bucket_delete(struct bucket *b, const char *key)
 	return b->ops->del(b, key);
 }
 
+int bucket_delete_lock(struct bucket *b, const char *key)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return b->ops->del_lock ? b->ops->del_lock(b, key) : b->ops->del(b, key);
+}
+
 int bucket_move(struct bucket *b, const char *from, const char *to)
 {
 	if (!bucket_key_ok(from)) {

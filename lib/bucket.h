@@ -110,6 +110,14 @@ int bucket_put_if(struct bucket *b, const char *key, const void *data, size_t le
 int bucket_delete(struct bucket *b, const char *key);
 
 /*
+ * Delete a lock that is held only for moments (the manifest's): as
+ * bucket_delete(), but locally the removal is not synced.  Such a lock back
+ * after a crash names a holder that the crash killed, and is waited out as
+ * its TTL allows, which its creation already risks (bucket_put_new()).
+ */
+int bucket_delete_lock(struct bucket *b, const char *key);
+
+/*
  * Remove the temporary files that writers killed between writing and
  * renaming left in the folder dir ("a/b/"), which no reader sees: those of
  * a process no longer running on this host, or older than an hour.

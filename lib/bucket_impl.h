@@ -60,6 +60,8 @@ struct bucket_ops {
 	int (*put_if)(struct bucket *b, const char *key, const void *data, size_t len,
 		      const char *version);
 	int (*del)(struct bucket *b, const char *key);
+	/* bucket_delete_lock(); NULL: del */
+	int (*del_lock)(struct bucket *b, const char *key);
 	int (*move)(struct bucket *b, const char *from, const char *to);
 	int (*exists)(struct bucket *b, const char *key);
 	/* Add every key starting with prefix to out; on -1, bucket.c frees out. */

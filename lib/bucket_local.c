@@ -3,8 +3,9 @@
  * a descriptor of the root (the *at() calls), so a later chdir() cannot
  * redirect it.  Durability follows git and zstd: write a temp file, fsync,
  * rename or link, fsync the directory.  The directory syncs of a run of
- * moves, of deletes, or of a writer's folders are gathered, each directory
- * synced once (see struct pending_dirs).
+ * moves or of deletes are gathered, each directory synced once (see struct
+ * pending_dirs).  A writer's file is synced, not its name: it is staged,
+ * and made durable where a move publishes it.
  */
 #include "bucket.h"
 #include "bucket_impl.h"
@@ -29,15 +30,13 @@
 /*
  * Directories whose fsync is put off (keys relative to the root, "." for
  * it).  A run of operations of one kind — moves (a commit's publishing),
- * deletes, a writer's folders from its open to its close — needs no order
- * among its members, only that all of them are durable before an operation
- * of another kind starts: so each directory they change is synced once, when
- * the run ends (flush()), not once per file.  A move puts its target's
- * folder in grown, its source's in shrunk (the folders it makes are synced
- * at once); a writer the parents of the folders it makes, then its own; a
- * delete its folder in shrunk.  A flush syncs grown in the order the folders
- * came (a new folder's parent before the folder), then shrunk, so that a
- * file is durable where it goes before it is gone where it was.
+ * deletes — needs no order among its members, only that all of them are
+ * durable before an operation of another kind starts: so each directory
+ * they change is synced once, when the run ends (flush()), not once per
+ * file.  A move puts its target's folder in grown (the folders it makes are
+ * synced at once; its source's folder, in staging, is not synced at all:
+ * see local_move()); a delete its folder in shrunk.  A flush syncs grown in
+ * the order the folders came, then shrunk.
  */
 struct pending_dirs {
 	char **grown, **shrunk;
@@ -230,14 +229,14 @@ static int batch(struct local_bucket *l, int kind)
 }
 
 /*
- * Create the directories leading to key.  A directory made here is
- * fsynced into its parent so that what is renamed into it survives a crash
- * (with defer, the parent goes to grown_later(), synced before the folder).
- * When a parent vanishes on the way down (another process pruned it while
+ * Create the directories leading to key.  With sync, a directory made here
+ * is fsynced into its parent so that what is renamed into it survives a
+ * crash (without, a writer's staging folders, nothing is synced: see
+ * local_writer_open()).  When a parent vanishes on the way down (another process pruned it while
  * it was empty, as it may be between its mkdir and ours), the walk starts
  * again from the top.  Reports its own error.
  */
-static int mkdir_parents(struct local_bucket *l, const char *key, int defer)
+static int mkdir_parents(struct local_bucket *l, const char *key, int sync)
 {
 	char *dir = xstrdup(key);
 	char *p;
@@ -250,8 +249,7 @@ again:
 			char *parent = dir_of(dir);
 			int pfd = -1;
 
-			if (defer) {
-				grown_later(l, parent);
+			if (!sync) {
 				free(parent);
 				*p = '/';
 				continue;
@@ -454,7 +452,7 @@ static char *write_temp(struct local_bucket *l, const char *key,
 	for (tries = 0;; tries++) {
 		int names;
 
-		if (mkdir_parents(l, key, 0) < 0)
+		if (mkdir_parents(l, key, 1) < 0)
 			goto fail;
 		*dfd = open_dir(l->fd, dir);
 		if (*dfd < 0) {
@@ -594,16 +592,16 @@ out:
 	return r;
 }
 
-static int local_delete(struct bucket *b, const char *key)
+/* Delete key; with sync, its folder is synced when the run of deletes ends. */
+static int remove_key(struct local_bucket *l, const char *key, int sync)
 {
-	struct local_bucket *l = lb(b);
 	char *path, *dir;
 	int have = have_root(l, 0);
 
 	if (have <= 0)
 		return have;
 
-	if (batch(l, BATCH_DELETE) < 0)
+	if (sync && batch(l, BATCH_DELETE) < 0)
 		return -1;
 	if (unlinkat(l->fd, key, 0) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -613,11 +611,27 @@ static int local_delete(struct bucket *b, const char *key)
 		free(path);
 		return -1;
 	}
-	dir = dir_of(key);
-	shrunk_later(l, dir);
-	free(dir);
+	if (sync) {
+		dir = dir_of(key);
+		shrunk_later(l, dir);
+		free(dir);
+	}
 	prune_parents(l, key);
 	return 0;
+}
+
+static int local_delete(struct bucket *b, const char *key)
+{
+	return remove_key(lb(b), key, 1);
+}
+
+/*
+ * A lock held for moments: its removal is not synced, as its creation is
+ * not (local_put_new()); one back after a crash is waited out.
+ */
+static int local_delete_lock(struct bucket *b, const char *key)
+{
+	return remove_key(lb(b), key, 0);
 }
 
 static int local_move(struct bucket *b, const char *from, const char *to)
@@ -642,9 +656,9 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 		return -1;
 	df = dir_of(from);
 	dt = dir_of(to);
-	/* a folder both gaining and losing in one run: its order would be lost */
-	if ((dirs_have(l->later.grown, l->later.ngrown, df) ||
-	     dirs_have(l->later.shrunk, l->later.nshrunk, dt)) && flush(l) < 0) {
+	/* the source's folder an earlier target: its sync would make this
+	 * file's leaving durable before its arrival */
+	if (dirs_have(l->later.grown, l->later.ngrown, df) && flush(l) < 0) {
 		free(df);
 		free(dt);
 		return -1;
@@ -653,7 +667,7 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 		/* (its folders synced at once: a later sync of a parent that
 		 * is also the source's folder would make the file's leaving
 		 * durable before its arrival) */
-		if (mkdir_parents(l, to, 0) < 0)
+		if (mkdir_parents(l, to, 1) < 0)
 			goto out;
 		if (renameat(l->fd, from, l->fd, to) == 0)
 			break;
@@ -671,10 +685,15 @@ static int local_move(struct bucket *b, const char *from, const char *to)
 	}
 	if (tries == MKDIR_TRIES)
 		goto fail;
-	/* synced when the run of moves ends: the target's, then the source's */
+	/*
+	 * The target's folder is synced when the run of moves ends, the
+	 * source's never (DESIGN.md, Durability on a local bucket): a file
+	 * needs to be durable where it goes, and whether its leaving is does
+	 * not matter, as a staged name back after a crash is one more name of
+	 * the published file, which the retried move (same file: nothing to
+	 * do) and the staging's removal take away.
+	 */
 	grown_later(l, dt);
-	if (strcmp(df, dt) != 0)
-		shrunk_later(l, df);
 	prune_parents(l, from);
 	r = 0;
 	goto out;
@@ -882,9 +901,15 @@ static struct bucket_writer *local_writer_open(struct bucket *b, const char *key
 	if (have_root(l, 1) < 0 || batch(l, BATCH_WRITE) < 0)
 		return NULL;
 
-	/* the new folders are synced by the close (or by the end of the run) */
+	/*
+	 * Neither the folders made for it nor its name are synced, only its
+	 * bytes (by the close): a writer writes a staged file, whose name
+	 * needs to outlive a crash only where a move publishes it, and that
+	 * move's target folder is synced (DESIGN.md, Durability on a local
+	 * bucket).
+	 */
 	for (tries = 0; tries < MKDIR_TRIES; tries++) {
-		if (mkdir_parents(l, key, 1) < 0)
+		if (mkdir_parents(l, key, 0) < 0)
 			return NULL;
 		fd = openat(l->fd, key, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 		if (fd >= 0 || errno != ENOENT)
@@ -932,7 +957,6 @@ static void drop(struct local_writer *w)
 static int local_writer_close(struct bucket_writer *bw)
 {
 	struct local_writer *w = (struct local_writer *)bw;
-	char *dir;
 	int fd = w->fd;
 
 	if (w->failed)
@@ -946,14 +970,6 @@ static int local_writer_close(struct bucket_writer *bw)
 		err_msg("cannot write '%s':", w->path);
 		goto fail;
 	}
-	/* its folder after the folders made for it, and any others put off */
-	if (batch(lb(bw->b), BATCH_WRITE) < 0)
-		goto fail;
-	dir = dir_of(bw->key);
-	grown_later(lb(bw->b), dir);
-	free(dir);
-	if (flush(lb(bw->b)) < 0)
-		goto fail;
 	free(w->path);
 	free(w);
 	return 0;
@@ -990,6 +1006,7 @@ static const struct bucket_ops local_ops = {
 	.put = local_put,
 	.put_new = local_put_new,
 	.del = local_delete,
+	.del_lock = local_delete_lock,
 	.move = local_move,
 	.exists = local_exists,
 	.list = local_list,

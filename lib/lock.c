@@ -149,11 +149,13 @@ static char *renewal_key(const char *key, const char *run_id)
 	return xasprintf("%s.%s.renewed", key, run_id);
 }
 
+typedef int delete_fn(struct bucket *b, const char *key);
+
 /* The renewal of run_id, if any (a missing key is no error). */
-static int delete_renewal(struct bucket *b, const char *key, const char *run_id)
+static int delete_renewal(struct bucket *b, const char *key, const char *run_id, delete_fn *del)
 {
 	char *rkey = renewal_key(key, run_id);
-	int r = bucket_delete(b, rkey);
+	int r = del(b, rkey);
 
 	free(rkey);
 	return r;
@@ -256,7 +258,7 @@ static int delete_if_same(struct bucket *b, const char *key, const struct sb *se
 	if (r == 0 && again.len == seen->len && memcmp(again.buf, seen->buf, seen->len) == 0) {
 		r = bucket_delete(b, key);
 		if (r == 0)
-			r = delete_renewal(b, key, run_id);
+			r = delete_renewal(b, key, run_id, bucket_delete);
 	}
 	else if (r == 1)
 		r = 0;
@@ -451,7 +453,7 @@ int lock_renew(struct bucket *b, const char *key, const char *run_id, long ttl)
 	return r == 0 ? 0 : -1;
 }
 
-int lock_release(struct bucket *b, const char *key, const char *run_id)
+static int release(struct bucket *b, const char *key, const char *run_id, delete_fn *del)
 {
 	struct holder h;
 	int r = read_holder(b, key, &h);
@@ -460,11 +462,21 @@ int lock_release(struct bucket *b, const char *key, const char *run_id)
 		return -1;
 	if (r == 0 && run_id != NULL && strcmp(h.run_id, run_id) != 0)
 		return 0;	/* another's: leave it, and its renewal */
-	if (r != 1 && bucket_delete(b, key) != 0)
+	if (r != 1 && del(b, key) != 0)
 		return -1;
 	if (r == 0)
-		return delete_renewal(b, key, h.run_id);
-	return run_id ? delete_renewal(b, key, run_id) : 0;
+		return delete_renewal(b, key, h.run_id, del);
+	return run_id ? delete_renewal(b, key, run_id, del) : 0;
+}
+
+int lock_release(struct bucket *b, const char *key, const char *run_id)
+{
+	return release(b, key, run_id, bucket_delete);
+}
+
+int lock_release_brief(struct bucket *b, const char *key, const char *run_id)
+{
+	return release(b, key, run_id, bucket_delete_lock);
 }
 
 void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, const char *run_id)

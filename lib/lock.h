@@ -84,6 +84,12 @@ int lock_renew(struct bucket *b, const char *key, const char *run_id, long ttl);
 int lock_release(struct bucket *b, const char *key, const char *run_id);
 
 /*
+ * lock_release() for a lock held for moments, with no renewal (the
+ * manifest's): locally its removal is not synced (bucket_delete_lock()).
+ */
+int lock_release_brief(struct bucket *b, const char *key, const char *run_id);
+
+/*
  * Renew the lock at key for run_id every lock_renew_interval() seconds, in
  * a thread of its own, through b (which no other thread may use meanwhile).
  * NULL when the lock is not run_id's: there is nothing to renew.

@@ -999,7 +999,7 @@ out:
 	jv_free(m);
 	sb_free(&text);
 	sb_free(&said);
-	if (lock_release(b, UTIL_MANIFEST_LOCK_KEY, p->run_id) != 0)
+	if (lock_release_brief(b, UTIL_MANIFEST_LOCK_KEY, p->run_id) != 0)
 		ret = -1;
 	return ret;
 }

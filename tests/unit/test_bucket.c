@@ -422,16 +422,16 @@ static void test_move_delete(struct bucket *b, const char *root)
 }
 
 /*
- * The directory syncs of a run of moves, of deletes, or of a writer are put
- * off to the run's end (the next operation of another kind, or
- * bucket_free()): each directory once, the new folders' parents first, a
- * move's target before its source.
+ * The directory syncs of a run of moves or of deletes are put off to the
+ * run's end (the next operation of another kind, or bucket_free()): each
+ * directory once, the new folders' parents first; a move's source folder
+ * (staging) is never synced, nor a writer's folders or name, only its bytes.
  */
 static void test_sync_batches(const char *root)
 {
 	struct bucket *b = bucket_open(root);
 	struct bucket_writer *w;
-	char key[64], to[64];
+	char key[64], to[64], path[4096];
 	int i, moved = 0, gone = 0;
 
 	ok(b != NULL, "open for the sync batches");
@@ -453,10 +453,9 @@ static void test_sync_batches(const char *root)
 	synced.len = 0;
 	sb_adds(&synced, "");
 	is_int(bucket_put(b, "state.json", "{}", 2), 0, "a put after them");
-	/* the targets, the sources (both pruned: the folder above them that
-	 * stays, once), then the put's temp file and folder */
-	is_str(synced.buf, "pub/t0/dt=2026-01-01 pub/t1/dt=2026-01-01 st/run file:.state.json.tmp .",
-	       "... syncs their target folders, then their source folders, once each, first");
+	/* the targets, not the sources, then the put's temp file and folder */
+	is_str(synced.buf, "pub/t0/dt=2026-01-01 pub/t1/dt=2026-01-01 file:.state.json.tmp .",
+	       "... syncs their target folders once each, first, and not their source folders");
 	synced.len = 0;
 	sb_adds(&synced, "");
 	for (i = 0; i < 10; i++) {
@@ -475,13 +474,28 @@ static void test_sync_batches(const char *root)
 		bucket_writer_write(w, "abc", 3);
 		is_int(bucket_writer_close(w), 0, "close the writer");
 	}
-	is_str(synced.buf, "file:w/t/dt=2026-01-01/file . w w/t w/t/dt=2026-01-01",
-	       "... syncs its file, the folders made for it, then its own");
+	is_str(synced.buf, "file:w/t/dt=2026-01-01/file",
+	       "... syncs its file only, not the folders made for it nor its own");
+	snprintf(path, sizeof(path), "%s/w/t/dt=2026-01-01", root);
+	is_int(count_entries(path), 1, "... and the file is there");
+	synced.len = 0;
+	sb_adds(&synced, "");
+	is_int(bucket_put_new(b, "lk", "l", 1), 0, "a lock");
+	is_str(synced.buf, "file:.lk.tmp", "... syncs its bytes, not its folder");
+	synced.len = 0;
+	sb_adds(&synced, "");
+	is_int(bucket_delete_lock(b, "lk"), 0, "the lock's release");
+	is_int(bucket_exists(b, "lk"), 0, "... removes it");
+	is_int(bucket_move(b, "w/t/dt=2026-01-01/file", "m/file"), 0, "a move into m");
+	is_int(bucket_move(b, "m/file", "n/file"), 0, "a move out of m, an earlier target");
+	/* (the root: the folders m and n made, synced into it at once) */
+	is_str(synced.buf, ". m .", "... ends the run first (m synced: its file's arrival before its leaving), "
+	       "the lock's release not synced");
 	synced.len = 0;
 	sb_adds(&synced, "");
 	is_int(bucket_move(b, "state.json", "moved/state.json"), 0, "a last move");
 	bucket_free(b);
-	is_str(synced.buf, ". moved .", "bucket_free() ends the run: the target's folder, then the source's");
+	is_str(synced.buf, ". n moved", "bucket_free() ends the run: the targets' folders, not the sources'");
 	synced_root = NULL;
 	sb_free(&synced);
 }
