@@ -227,6 +227,110 @@ json.dump(c, open("props.json", "w"), indent=2)' "$2" "$3"
 	assert_output true
 }
 
+# other.multi: 3,000 rows of two xmins, not in xmin order on disk: ids
+# 1001-3000 (XA, the older) after ids 1-1000 (XC), which refilled the pages
+# that a delete and VACUUM emptied.  Its properties in props.json.
+multi_table() {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.multi;
+		CREATE TABLE other.multi(id int primary key, v text);
+		INSERT INTO other.multi SELECT i, 'v' || i FROM generate_series(1, 3000) i"
+	pg_sql -d appdb "DELETE FROM other.multi WHERE id <= 1000"
+	pg_sql -d appdb "VACUUM other.multi"
+	pg_sql -d appdb "INSERT INTO other.multi SELECT i, 'w' || i FROM generate_series(1, 1000) i"
+	XA=$(pg_sql -d appdb "SELECT xmin FROM other.multi WHERE id = 3000")
+	XC=$(pg_sql -d appdb "SELECT xmin FROM other.multi WHERE id = 1")
+	# (else the test below could not tell a sorted read from one in disk order)
+	[ "$(pg_sql -d appdb "SELECT id FROM other.multi LIMIT 1")" -le 1000 ]
+	properties_for other multi '{"replication-method": "FULL_TABLE"}'
+}
+
+# The statements the server ran since byte $1 of its log (PGOPTIONS=-c log_statement=all).
+statements_since() {
+	tail -c +"$(($1 + 1))" "$PG_DIR/server.log" | sed -n 's/.*LOG:  statement: //p'
+}
+
+@test "FULL_TABLE: rows of one xmin are read without sorting them, with the same bookmarks" {
+	properties_for other big '{"replication-method": "FULL_TABLE"}'
+	x=$(pg_sql -d appdb "SELECT DISTINCT xmin FROM other.big")
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file got.jsonl
+	statements_since "$at" >sql
+	run -0 grep -c '^COPY' sql
+	assert_output 1
+	run -0 grep '^COPY' sql
+	assert_output 'COPY (SELECT "id","n","t" FROM "other"."big") TO STDOUT'
+	# in one snapshot with the question whether a sort is needed
+	run -0 grep -n -e '^BEGIN' -e 'EXISTS' -e '^COPY' -e '^COMMIT' sql
+	assert_output --regexp '^[0-9]+:BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
+[0-9]+:SELECT x\.xmin::text::bigint, EXISTS .*
+[0-9]+:COPY .*
+[0-9]+:COMMIT$'
+	# every 1,000 rows the STATE holds the rows' one xmin, then null
+	run -0 jq -c -s '[.[] | select(.type == "STATE") | .value.bookmarks["appdb-other-big"].xmin] | [length, unique]' got.jsonl
+	assert_output "[202,[null,$x]]"
+	run -0 jq -s '[.[] | select(.type == "RECORD") | .record.id] | unique | length' got.jsonl
+	assert_output 200000
+}
+
+@test "FULL_TABLE: rows of several xmins come in xmin order, and a run cut short resumes from its bookmark" {
+	multi_table
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file got.jsonl
+	run -0 grep '^COPY' <(statements_since "$at")
+	assert_output 'COPY (SELECT "id","v", xmin::text::bigint FROM "other"."multi" ORDER BY xmin::text::bigint ASC) TO STDOUT'
+	# XA's 2,000 rows, then XC's 1,000
+	run -0 jq -c -s '[.[] | select(.type == "RECORD") | .record.id] | [(.[:2000] | map(select(. > 1000)) | length),
+		(.[2000:] | map(select(. <= 1000)) | length), length]' got.jsonl
+	assert_output '[2000,1000,3000]'
+	run -0 jq -c -s '[.[] | select(.type == "STATE") | .value.bookmarks["appdb-other-multi"].xmin]' got.jsonl
+	assert_output "[null,$XA,$XA,$XC,null]"
+	# cut short after 2,000 records: the state says XA, the next run reads
+	# from XA on, in the same version, and the last run's rows come again
+	state=$(jq -c 'select(.type == "STATE")' got.jsonl | sed -n 3p)
+	jq -c .value <<<"$state" >state.json
+	run -0 jq -c '.bookmarks["appdb-other-multi"] | [.xmin, (.version | type)]' state.json
+	assert_output "[$XA,\"number\"]"
+	v=$(jq '.bookmarks["appdb-other-multi"].version' state.json)
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json --state state.json
+	out_file got2.jsonl
+	run -0 jq -c -s --argjson v "$v" '[([.[] | select(.type == "RECORD") | .record.id] | length),
+		([.[] | select(.type == "RECORD" or .type == "ACTIVATE_VERSION") | .version == $v] | unique),
+		([.[] | .type] | index("ACTIVATE_VERSION") == (length - 2))]' got2.jsonl
+	assert_output '[3000,[true],true]'
+	# from XC: XC's rows only
+	jq '.bookmarks["appdb-other-multi"].xmin = '"$XC" state.json >state2.json
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json --state state2.json
+	out_file got3.jsonl
+	run -0 jq -c -s '[.[] | select(.type == "RECORD") | .record.id] | [length, min, max]' got3.jsonl
+	assert_output '[1000,1,1000]'
+}
+
+@test "FULL_TABLE: the sort gets memory and no parallel workers; a server that refuses them is read alike" {
+	multi_table
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	untimed <<<"$output" >direct
+	statements_since "$at" >sql
+	run -0 grep -c -e "^SELECT set_config('work_mem'" -e '^SET max_parallel_workers_per_gather = 0$' sql
+	assert_output 2
+	# a server that answers both with an error (a proxy renames them)
+	python3 "$BATS_TEST_DIRNAME/pg_refuse.py" proxy.port "$PG_PORT" work_mem max_parallel_workers_per_gather 2>proxy.err &
+	proxy=$!
+	wait_for proxy.port
+	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
+	run -0 --separate-stderr "$TAP" --config t2.json --properties props.json
+	untimed <<<"$output" >refused
+	kill "$proxy"
+	wait "$proxy" || true
+	run -0 cat proxy.err
+	assert_output "$(printf '%s\n' 'refused 1' 'refused 2')"
+	# the same messages; the records of one xmin in any order
+	diff -u <(grep -v RECORD direct) <(grep -v RECORD refused)
+	diff -u <(LC_ALL=C sort direct) <(LC_ALL=C sort refused)
+}
+
 @test "FULL_TABLE of a view: no xmin, its own key properties" {
 	properties_for other v_events '{"replication-method": "FULL_TABLE", "view-key-properties": ["id"]}'
 	pg_sql -d appdb "TRUNCATE other.events; INSERT INTO other.events VALUES (1, now(), 'a')"

@@ -3,6 +3,16 @@
  * messages, their order, its bookmarks), the rows read with COPY ... TO
  * STDOUT in text format, one row at a time, so memory stays flat whatever
  * the size of the table.
+ *
+ * A table's FULL_TABLE sync is ordered by xmin, which makes the server sort
+ * the whole table, rows and all, before the first one comes.  When every row
+ * to read has one xmin (a table loaded in one transaction, or restored from
+ * a dump) any order is that order: a first query, in the COPY's snapshot,
+ * finds out, and the COPY then goes without the sort and without xmin.  When
+ * the server must sort, the session asks for enough memory to sort in
+ * memory (within SORT_MEM_MAX) and for no parallel workers, whose tuple
+ * queues cost the server more CPU than they save on a machine also busy
+ * with the tap and its sink.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +26,8 @@
 #define BOOKMARK_PERIOD 1000
 /* Output is written in pieces of at least this size. */
 #define OUT_CHUNK (256 * 1024)
+/* The most work_mem a sync asks for its sort, in bytes. */
+#define SORT_MEM_MAX "268435456"
 
 struct run {
 	struct tap *t;
@@ -28,6 +40,7 @@ struct run {
 	struct sb rkv;		/* the replication key's last value, as printed */
 	struct sb xmin;		/* the last row's xmin */
 	int xmin_col;		/* the COPY column holding xmin, or -1 */
+	int track_xmin;		/* xmin goes in the bookmarks */
 	unsigned long long rows;
 };
 
@@ -202,7 +215,7 @@ static int row(struct run *r, const char *line, size_t n)
 	sb_add(out, r->suffix.buf, r->suffix.len);
 	r->rows++;
 	if (r->rows % BOOKMARK_PERIOD == 0) {
-		if (r->xmin_col >= 0)
+		if (r->track_xmin)
 			state_write(&r->t->state, r->s->id, "xmin", r->xmin.buf, r->xmin.len);
 		if (r->s->rk_col >= 0 && r->rkv.len)
 			state_write(&r->t->state, r->s->id, "replication_key_value", r->rkv.buf, r->rkv.len);
@@ -292,14 +305,84 @@ static void run_prepare(struct run *r, const char *version, const char *extracte
 	}
 }
 
+/*
+ * The session's settings for a sort of the stream's rows: work_mem enough
+ * to sort the table in memory (its pages and 64 bytes a row, a quarter
+ * more), never less than the session has nor more than SORT_MEM_MAX, and no
+ * parallel workers.  A server that refuses either is read with its own
+ * settings: this runs outside any transaction, so a refusal costs nothing.
+ */
+static void sort_settings(struct run *r)
+{
+	struct sb sql = SB_INIT, name = SB_INIT;
+	char *lit;
+
+	fq_table(r->conn, r->s, &name);
+	lit = PQescapeLiteral(r->conn, name.buf, name.len);
+	sb_addf(&sql, "SELECT set_config('work_mem', GREATEST(pg_size_bytes(current_setting('work_mem')),"
+		" LEAST(" SORT_MEM_MAX ", COALESCE(sum(pg_relation_size(p.relid))"
+		" + sum(GREATEST(c.reltuples, 0)) * 64, 0) * 1.25))::bigint / 1024 || 'kB', false)"
+		" FROM pg_partition_tree(%s::regclass) p JOIN pg_class c ON c.oid = p.relid",
+		lit ? lit : "''");
+	PQclear(PQexec(r->conn, sql.buf));
+	PQclear(PQexec(r->conn, "SET max_parallel_workers_per_gather = 0"));
+	PQfreemem(lit);
+	sb_free(&sql);
+	sb_free(&name);
+}
+
+/* Run sql, a statement without rows.  0, or EXIT_FAIL. */
+static int exec_cmd(struct run *r, const char *sql)
+{
+	PGresult *res = PQexec(r->conn, sql);
+	int rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = fail(r, res, "read");
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * Whether the rows of FROM-and-WHERE clause from share one xmin: 1 with its
+ * value in r->xmin, 0 when they do not, 2 when there are none; or -1 after
+ * reporting.
+ */
+static int one_xmin(struct run *r, const char *from, const char *where)
+{
+	struct sb sql = SB_INIT;
+	PGresult *res;
+	int rc;
+
+	sb_addf(&sql, "SELECT x.xmin::text::bigint, EXISTS (SELECT 1 FROM %s WHERE %s%sxmin <> x.xmin)"
+		" FROM (SELECT xmin FROM %s%s%s LIMIT 1) x", from, where, *where ? " AND " : "",
+		from, *where ? " WHERE " : "", where);
+	res = PQexec(r->conn, sql.buf);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 2) {
+		fail(r, res, "read");
+		rc = -1;
+	} else if (PQntuples(res) == 0) {
+		rc = 2;
+	} else if (PQgetvalue(res, 0, 1)[0] == 't') {
+		rc = 0;
+	} else {
+		sb_reset(&r->xmin);
+		sb_adds(&r->xmin, PQgetvalue(res, 0, 0));
+		rc = 1;
+	}
+	PQclear(res);
+	sb_free(&sql);
+	return rc;
+}
+
 /* FULL_TABLE: a table by xmin (resumable), a view in one pass. */
 static int full_table(struct run *r, const char *extracted, long long now_ms)
 {
 	struct tap *t = r->t;
 	struct stream *s = r->s;
 	struct kv *ver = bm_get(t, s->id, "version"), *xmin = bm_get(t, s->id, "xmin");
-	int first = ver == NULL, rc;
-	struct sb version = SB_INIT, sql = SB_INIT;
+	int first = ver == NULL, rc, one = 0;
+	struct sb version = SB_INIT, sql = SB_INIT, from = SB_INIT, where = SB_INIT;
 
 	if (!s->is_view && xmin && text_truthy(&xmin->val) && ver)
 		sb_add(&version, ver->val.buf, ver->val.len);
@@ -312,15 +395,12 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 	if (first)
 		activate(r, version.buf);
 
+	fq_table(r->conn, s, &from);
 	sb_adds(&sql, "COPY (SELECT ");
 	select_list(r, &sql);
 	if (s->is_view) {
-		sb_adds(&sql, " FROM ");
-		fq_table(r->conn, s, &sql);
+		sb_addf(&sql, " FROM %s", from.buf);
 	} else {
-		r->xmin_col = (int)s->ncols;
-		sb_adds(&sql, ", xmin::text::bigint FROM ");
-		fq_table(r->conn, s, &sql);
 		xmin = bm_get(t, s->id, "xmin");
 		if (xmin && text_truthy(&xmin->val)) {
 			struct sb x = SB_INIT;
@@ -328,21 +408,43 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 
 			text_of(&xmin->val, &x);
 			lit = PQescapeLiteral(r->conn, x.buf, x.len);
-			sb_addf(&sql, " WHERE age(xmin::xid) <= age(%s::xid)", lit ? lit : "''");
+			sb_addf(&where, "age(xmin::xid) <= age(%s::xid)", lit ? lit : "''");
 			PQfreemem(lit);
 			sb_free(&x);
 		}
-		sb_adds(&sql, " ORDER BY xmin::text::bigint ASC");
+		sort_settings(r);
+		/* one snapshot for the question and the COPY */
+		if ((rc = exec_cmd(r, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")) != 0)
+			goto out;
+		if ((one = one_xmin(r, from.buf, where.buf ? where.buf : "")) < 0) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		r->track_xmin = one != 2;
+		if (one == 0) {
+			r->xmin_col = (int)s->ncols;
+			sb_adds(&sql, ", xmin::text::bigint");
+		}
+		sb_addf(&sql, " FROM %s", from.buf);
+		if (where.len)
+			sb_addf(&sql, " WHERE %s", where.buf);
+		if (one == 0)
+			sb_adds(&sql, " ORDER BY xmin::text::bigint ASC");
 	}
 	sb_adds(&sql, ") TO STDOUT");
 	if ((rc = copy_rows(r, sql.buf)) != 0)
 		goto out;
-	if (!s->is_view)
+	if (!s->is_view) {
+		if ((rc = exec_cmd(r, "COMMIT")) != 0)
+			goto out;
 		state_write(&t->state, s->id, "xmin", "null", 4);
+	}
 	activate(r, version.buf);
 out:
 	sb_free(&version);
 	sb_free(&sql);
+	sb_free(&from);
+	sb_free(&where);
 	return rc;
 }
 
@@ -365,6 +467,7 @@ static int incremental(struct run *r, const char *extracted, long long now_ms)
 	run_prepare(r, version.buf, extracted);
 	activate(r, version.buf);
 
+	sort_settings(r);
 	sb_adds(&sql, "COPY (SELECT ");
 	select_list(r, &sql);
 	sb_adds(&sql, " FROM ");
