@@ -23,15 +23,6 @@ static void plain_init(void)
 	plain['\\'] = 0;
 }
 
-static void add_u(struct sb *out, unsigned cp)
-{
-	static const char hex[] = "0123456789abcdef";
-	char b[6] = { '\\', 'u', hex[(cp >> 12) & 15], hex[(cp >> 8) & 15],
-		      hex[(cp >> 4) & 15], hex[cp & 15] };
-
-	sb_add(out, b, 6);
-}
-
 /* The code point of the UTF-8 sequence at s (n bytes left); *used its length; -1 when invalid. */
 static long utf8_cp(const unsigned char *s, size_t n, size_t *used)
 {
@@ -67,56 +58,82 @@ static long utf8_cp(const unsigned char *s, size_t n, size_t *used)
 	return cp;
 }
 
+/* Write \uXXXX at d; the byte after it. */
+static char *put_u(char *d, unsigned cp)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	d[0] = '\\';
+	d[1] = 'u';
+	d[2] = hex[(cp >> 12) & 15];
+	d[3] = hex[(cp >> 8) & 15];
+	d[4] = hex[(cp >> 4) & 15];
+	d[5] = hex[cp & 15];
+	return d + 6;
+}
+
+/*
+ * Each run of plain bytes is copied at once, with room for the escape after
+ * it (at most 12 bytes: a surrogate pair) and the closing quote: the string
+ * grows once a run, not once a piece.
+ */
 void py_quote(struct sb *out, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0, start, used;
+	char *d;
 	long cp;
 
 	if (!plain[' '])
 		plain_init();
 	sb_grow(out, len + 2);
 	out->buf[out->len++] = '"';
-	while (i < len) {
+	for (;;) {
 		start = i;
 		while (i < len && plain[s[i]])
 			i++;
-		if (i > start)
-			sb_add(out, s + start, i - start);
+		if (out->len + (i - start) + 14 > out->cap)
+			sb_grow(out, (i - start) + 13);
+		d = out->buf + out->len;
+		memcpy(d, s + start, i - start);
+		d += i - start;
 		if (i == len)
 			break;
 		switch (s[i]) {
-		case '"': sb_add(out, "\\\"", 2); i++; continue;
-		case '\\': sb_add(out, "\\\\", 2); i++; continue;
-		case '\n': sb_add(out, "\\n", 2); i++; continue;
-		case '\r': sb_add(out, "\\r", 2); i++; continue;
-		case '\t': sb_add(out, "\\t", 2); i++; continue;
-		case '\b': sb_add(out, "\\b", 2); i++; continue;
-		case '\f': sb_add(out, "\\f", 2); i++; continue;
-		default: break;
+		case '"': *d++ = '\\'; *d++ = '"'; i++; break;
+		case '\\': *d++ = '\\'; *d++ = '\\'; i++; break;
+		case '\n': *d++ = '\\'; *d++ = 'n'; i++; break;
+		case '\r': *d++ = '\\'; *d++ = 'r'; i++; break;
+		case '\t': *d++ = '\\'; *d++ = 't'; i++; break;
+		case '\b': *d++ = '\\'; *d++ = 'b'; i++; break;
+		case '\f': *d++ = '\\'; *d++ = 'f'; i++; break;
+		default:
+			if (s[i] < 0x80) {
+				d = put_u(d, s[i]);
+				i++;
+				break;
+			}
+			cp = utf8_cp(s + i, len - i, &used);
+			if (cp < 0) {
+				/* not UTF-8 (a SQL_ASCII database): the replacement character */
+				d = put_u(d, 0xfffd);
+				i++;
+				break;
+			}
+			i += used;
+			if (cp >= 0x10000) {
+				cp -= 0x10000;
+				d = put_u(d, 0xd800 | (unsigned)(cp >> 10));
+				d = put_u(d, 0xdc00 | (unsigned)(cp & 0x3ff));
+			} else {
+				d = put_u(d, (unsigned)cp);
+			}
 		}
-		if (s[i] < 0x80) {
-			add_u(out, s[i]);
-			i++;
-			continue;
-		}
-		cp = utf8_cp(s + i, len - i, &used);
-		if (cp < 0) {
-			/* not UTF-8 (a SQL_ASCII database): the replacement character */
-			add_u(out, 0xfffd);
-			i++;
-			continue;
-		}
-		i += used;
-		if (cp >= 0x10000) {
-			cp -= 0x10000;
-			add_u(out, 0xd800 | (unsigned)(cp >> 10));
-			add_u(out, 0xdc00 | (unsigned)(cp & 0x3ff));
-		} else {
-			add_u(out, (unsigned)cp);
-		}
+		out->len = (size_t)(d - out->buf);
 	}
-	sb_addc(out, '"');
+	*d++ = '"';
+	*d = '\0';
+	out->len = (size_t)(d - out->buf);
 }
 
 /* A validated string span, re-quoted (its escapes decoded first). */
