@@ -75,12 +75,12 @@ $(O)/libpipe.a: $(LIB_OBJ)
 
 # A program is the objects of its folder cmd/NAME/ and the library, linked
 # with what its cmd/NAME/build.mk adds, if it has one (NAME_CFLAGS for its
-# objects, NAME_LIBS for the link).
+# objects, NAME_LIBS for the link, NAME_DEP_LIBS in place of DEP_LIBS).
 -include $(wildcard cmd/*/build.mk)
 .SECONDEXPANSION:
 $(O)/bin/%: $$(foreach f,$$(wildcard cmd/$$*/*.c),$(O)/$$(basename $$f).o) $(O)/libpipe.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $($*_LIBS) $(DEP_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(O)/libpipe.a $(LDFLAGS) $(SAN_LDFLAGS) $($*_LIBS) $(or $($*_DEP_LIBS),$(DEP_LIBS))
 
 $(O)/bin/dataspoc-pipe: scripts/dataspoc-pipe.sh
 	@mkdir -p $(dir $@)
