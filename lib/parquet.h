@@ -373,6 +373,12 @@ void pq_batch_add(struct pq_batch *b, const struct json_span *rec, const struct 
 		  size_t nm, unsigned long long lineno, unsigned long long recno, unsigned long long seq);
 /* Empty it, for another use. */
 void pq_batch_clear(struct pq_batch *b);
+/*
+ * An empty batch's room made at least bytes of records, nm members and n
+ * records (each at least 1), and at most twice that: a batch sized once,
+ * rather than grown from small with a copy at each doubling.
+ */
+void pq_batch_fit(struct pq_batch *b, size_t bytes, size_t nm, size_t n);
 void pq_batch_free(struct pq_batch *b);
 
 /* Hand b over: its records from b->start into b->pw. */

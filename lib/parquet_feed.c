@@ -260,6 +260,38 @@ void pq_batch_add(struct pq_batch *b, const struct json_span *rec, const struct 
 	b->nm += nm;
 }
 
+/*
+ * Room for n bytes where p has cap, its contents not kept: taken anew
+ * without a copy when short, cut in place when more than twice, else kept
+ * (batches kept for reuse move between streams of like sizes).
+ */
+static void *refit(void *p, size_t *cap, size_t n)
+{
+	if (n > *cap) {
+		free(p);
+		p = xmalloc(n);
+	} else if (n < *cap / 2) {
+		p = xrealloc(p, n);
+	} else {
+		return p;
+	}
+	*cap = n;
+	return p;
+}
+
+void pq_batch_fit(struct pq_batch *b, size_t bytes, size_t nm, size_t n)
+{
+	size_t mb = b->mcap * sizeof(*b->m), rb = b->rcap * sizeof(*b->r);
+
+	/* Empty (pq_batch_clear()): nothing to keep. */
+	b->bytes.buf = refit(b->bytes.buf, &b->bytes.cap, bytes + 1);
+	b->bytes.buf[0] = '\0';
+	b->m = refit(b->m, &mb, nm * sizeof(*b->m));
+	b->mcap = mb / sizeof(*b->m);
+	b->r = refit(b->r, &rb, n * sizeof(*b->r));
+	b->rcap = rb / sizeof(*b->r);
+}
+
 void pq_batch_clear(struct pq_batch *b)
 {
 	sb_reset(&b->bytes);

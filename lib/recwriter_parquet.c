@@ -170,18 +170,42 @@ static size_t batch_cap(const struct pq_batch *b)
 	return b->bytes.cap + b->mcap * sizeof(*b->m) + b->rcap * sizeof(*b->r);
 }
 
-/* A batch to fill; open: a stream's open batch (see above). */
-static struct pq_batch *batch_get(struct sink *s, int open)
+/*
+ * A batch to fill; st not NULL: st's open batch (see above).  A stream
+ * whose open batch was handed over before gets the room that one used,
+ * and a quarter more, at once (a batch kept for reuse, its arrays cut or
+ * grown to that size, which copies nothing while it is empty): grown from
+ * small, a batch's members were copied again at each doubling, 17% of the
+ * parsing thread's instructions with 200 interleaved streams, whose open
+ * batches never fit in FEED_OPEN_MAX as kept.
+ */
+static struct pq_batch *batch_get(struct sink *s, struct stream *st)
 {
 	struct pq_batch *b = s->spare;
 
-	if (b == NULL || (open && s->batched + batch_cap(b) > FEED_OPEN_MAX)) {
+	if (st && st->last_n > 0) {
+		size_t bytes = st->last_bytes, nm = st->last_nm, n = st->last_n;
+
+		if (b) {
+			s->spare = b->after;
+			pq_batch_clear(b);
+		} else {
+			b = xcalloc(1, sizeof(*b));
+		}
+		if (bytes > FEED_BATCH) {
+			/* Records longer than a batch: the room of one batch's worth. */
+			nm = nm * FEED_BATCH / bytes;
+			n = n * FEED_BATCH / bytes;
+			bytes = FEED_BATCH;
+		}
+		pq_batch_fit(b, bytes + bytes / 4 + 256, nm + nm / 4 + 16, n + n / 4 + 4);
+	} else if (b == NULL || (st && s->batched + batch_cap(b) > FEED_OPEN_MAX)) {
 		b = xcalloc(1, sizeof(*b));
 	} else {
 		s->spare = b->after;
 		pq_batch_clear(b);
 	}
-	if (open)
+	if (st)
 		s->batched += batch_cap(b);
 	return b;
 }
@@ -356,6 +380,9 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 	st->batch = NULL;
 	if (b) {
 		s->batched -= batch_cap(b);
+		st->last_bytes = b->bytes.len;
+		st->last_nm = b->nm;
+		st->last_n = b->n;
 		pq_feed_submit(s->feed, b);
 	}
 	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
@@ -363,7 +390,7 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 			last = b;
 	}
 	if (finish && st->file && (last == NULL || !last->finish)) {
-		b = batch_get(s, 0);
+		b = batch_get(s, NULL);
 		b->pw = st->file;
 		b->owner = (size_t)(st - s->streams);
 		b->finish = 1;
@@ -388,7 +415,7 @@ static int fed_add(struct sink *s, struct stream *st, const struct json_span *re
 		return -1;
 	b = st->batch;
 	if (b == NULL) {
-		b = st->batch = batch_get(s, 1);
+		b = st->batch = batch_get(s, st);
 		b->pw = st->file;
 		b->owner = (size_t)(st - s->streams);
 		b->limit = s->cfg->max_file_size;

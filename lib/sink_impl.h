@@ -56,6 +56,7 @@ struct stream {
 	char *activated;	/* raw JSON of the version last activated, or NULL */
 	struct sb widened;	/* parquet: JSON array members of the columns widened */
 	struct pq_batch *batch;	/* parquet, fed: its records not yet handed to the feed, or NULL */
+	size_t last_bytes, last_nm, last_n;	/* parquet, fed: what its last open batch held */
 	uint64_t rg_held;	/* parquet: bytes of its records since its row group was last ended early */
 	int resolving;		/* parquet, fed: its file rolls inside sink_close_file()'s settle */
 	char **warned;		/* columns widened with a warning already, NULL-terminated */
