@@ -75,6 +75,7 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
 		pq_writer_abort(pw);
 		return NULL;
 	}
+	pw->most = pw->offset;
 	return pw;
 }
 
@@ -378,6 +379,7 @@ int pq_flush_row_group(struct pq_writer *pw)
 		return -1;
 	}
 	pw->pending = 0;
+	pw->most = pw->offset;
 	return 0;
 }
 
@@ -561,17 +563,22 @@ uint64_t pq_writer_bytes(const struct pq_writer *pw)
 	return pw->offset + pw->pending;
 }
 
-int pq_writer_reached(const struct pq_writer *pw, uint64_t limit)
+int pq_writer_reached(struct pq_writer *pw, uint64_t limit)
 {
 	struct pq_codec *k = pw->o.codec;
-	uint64_t most;
 
 	if (k->threaded) {
-		/* Wait for the exact size only when the pages in flight could reach the limit. */
+		/*
+		 * Wait for the exact size only when the pages in flight could
+		 * reach the limit; and look (under the mutex) only when pw->most
+		 * says they could: it was called at every record.
+		 */
+		if (pw->most < limit)
+			return 0;
 		pthread_mutex_lock(&k->mu);
-		most = pw->offset + pw->pending + pw->inflight_bound;
+		pw->most = pw->offset + pw->pending + pw->inflight_bound;
 		pthread_mutex_unlock(&k->mu);
-		if (most < limit)
+		if (pw->most < limit)
 			return 0;
 		pq_drain(pw);
 	}

@@ -273,7 +273,7 @@ uint64_t pq_writer_bytes(const struct pq_writer *pw);
  * pq_writer_bytes(pw) >= limit, waiting for the worker only when its pages
  * could make the difference: what to ask after each record.
  */
-int pq_writer_reached(const struct pq_writer *pw, uint64_t limit);
+int pq_writer_reached(struct pq_writer *pw, uint64_t limit);
 /*
  * End the open row group now (written out as a full one would be), so that
  * its buffers hold nothing until more rows come.  0 or -1.

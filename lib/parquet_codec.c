@@ -251,6 +251,7 @@ int pq_queue(struct pq_codec *k, struct pq_writer *pw, void (*fill)(struct pq_jo
 		k->count++;
 		pw->inflight++;
 		pw->inflight_bound += j->bound;
+		pw->most += j->bound;
 		pthread_cond_signal(&k->job);
 	}
 	pthread_mutex_unlock(&k->mu);

@@ -248,6 +248,13 @@ struct pq_writer {
 	uint64_t inflight_bound;	/* the most they can add to pending */
 	int wfailed;		/* the worker could not compress a page */
 	/*
+	 * The adding thread's: at least offset + pending + inflight_bound.
+	 * It adds the bound of each job it queues (pq_queue()); the worker
+	 * only lowers that sum (a page takes at most its bound), so
+	 * pq_writer_reached() need not look under the mutex below it.
+	 */
+	uint64_t most;
+	/*
 	 * The compressor of the thread that adds the records: the codec's
 	 * own, or a feed's while its worker adds them (parquet_feed.c).
 	 */
