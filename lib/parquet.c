@@ -116,6 +116,32 @@ static void fill_page(struct pq_job *j, void *arg)
 	j->bound = pq_page_bound(&a->pw->o.codec->wk, j->raw.len);
 }
 
+/* The column's open page's body, appended to page; its encoding. */
+static int page_body(struct pq_colw *c, struct sb *page)
+{
+	if (c->nbits) {
+		sb_addc(&c->vals, (char)c->bits);
+		c->bits = c->nbits = 0;
+	}
+	pq_rle_finish(&c->rle);
+	put_le(page, c->levels.len, 4);
+	sb_add(page, c->levels.buf, c->levels.len);
+	if (c->nidx > 0) {
+		struct pq_rle e;
+		int bw = index_bits(c->ndict);
+		uint32_t i;
+
+		sb_addc(page, (char)bw);
+		pq_rle_init(&e, page, bw);
+		for (i = 0; i < c->nidx; i++)
+			pq_rle_put(&e, c->idx[i]);
+		pq_rle_finish(&e);
+		return ENC_RLE_DICTIONARY;
+	}
+	sb_add(page, c->vals.buf, c->vals.len);
+	return ENC_PLAIN;
+}
+
 int pq_flush_page(struct pq_writer *pw, size_t ci)
 {
 	struct pq_colw *c = &pw->cols[ci];
@@ -126,29 +152,8 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 
 	if (c->page_rows == 0)
 		return 0;
-	if (c->nbits) {
-		sb_addc(&c->vals, (char)c->bits);
-		c->bits = c->nbits = 0;
-	}
-	pq_rle_finish(&c->rle);
 	sb_reset(page);
-	put_le(page, c->levels.len, 4);
-	sb_add(page, c->levels.buf, c->levels.len);
-	encoding = ENC_PLAIN;
-	if (c->nidx > 0) {
-		struct pq_rle e;
-		int bw = index_bits(c->ndict);
-		uint32_t i;
-
-		encoding = ENC_RLE_DICTIONARY;
-		sb_addc(page, (char)bw);
-		pq_rle_init(&e, page, bw);
-		for (i = 0; i < c->nidx; i++)
-			pq_rle_put(&e, c->idx[i]);
-		pq_rle_finish(&e);
-	} else {
-		sb_add(page, c->vals.buf, c->vals.len);
-	}
+	encoding = page_body(c, page);
 	if (k->threaded) {
 		struct page_job a = { pw, ci, encoding, page };
 
@@ -157,7 +162,8 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 			return -1;
 		}
 	} else {
-		if (pq_finish_page(pw->comp, pw, ci, page, c->page_rows, encoding, &pw->header, &added) != 0) {
+		if (pq_finish_page(pw->comp, pw, ci, page->buf, page->len, c->page_rows, encoding, &pw->header,
+				   &added) != 0) {
 			pw->failed = 1;
 			return -1;
 		}
@@ -222,17 +228,27 @@ void pq_rg_free(struct pq_rg *rg)
 		return;
 	for (i = 0; i < rg->n; i++)
 		sb_free(&rg->cols[i].dvals);
+	sb_free(&rg->pages);
 	free(rg);
 }
 
 int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg, struct sb *header,
-		       uint64_t *at, uint64_t *chunks)
+		       uint64_t *at, uint64_t *added, uint64_t *chunks)
 {
 	struct pq_thrift t;
-	uint64_t start = *at, raw = 0, comp = 0;
+	uint64_t start = *at, raw = 0, comp = 0, a;
 	size_t i;
 
-	*chunks = 0;
+	*added = *chunks = 0;
+	for (i = 0; i < pw->n; i++) {
+		const struct pq_rgcol *rc = &rg->cols[i];
+
+		if (rc->prows == 0)
+			continue;
+		if (pq_finish_page(k, pw, i, rg->pages.buf + rc->poff, rc->plen, rc->prows, rc->penc, header, &a) != 0)
+			return -1;
+		*added += a;
+	}
 	pq_thrift_init(&t, &pw->rowgroups);
 	pq_thrift_elem_struct(&t);
 	pq_thrift_list(&t, 1, PQ_T_STRUCT, pw->n);
@@ -315,20 +331,49 @@ int pq_flush_row_group(struct pq_writer *pw)
 {
 	struct pq_codec *k = pw->o.codec;
 	struct pq_rg *rg;
-	uint64_t bound = 0, chunks;
+	uint64_t bound = 0, added, chunks;
 	size_t i;
-	int r;
+	int r, ride = k->threaded && pw->defer;
 
 	if (pw->rg_rows == 0)
 		return 0;
-	for (i = 0; i < pw->n; i++) {
-		if (pq_flush_page(pw, i) != 0)
-			return -1;
-	}
-	/* What the chunks' metadata needs, taken from the columns: they start the next row group. */
-	rg = xmalloc(sizeof(*rg) + pw->n * sizeof(rg->cols[0]));
+	rg = xcalloc(1, sizeof(*rg) + pw->n * sizeof(rg->cols[0]));
 	rg->rows = pw->rg_rows;
 	rg->n = pw->n;
+	/*
+	 * Fed: the last pages ride with the row group, while they take at
+	 * most a quarter of a page in all (by an estimate of their size,
+	 * which decides only where a page is built, not its bytes); the rest
+	 * go first, one job each, as do all of them without the feed.
+	 */
+	for (i = 0; ride && i < pw->n; i++) {
+		const struct pq_colw *c = &pw->cols[i];
+		size_t est = c->levels.len + c->vals.len + 5 * (size_t)c->nidx + 64;
+
+		if (c->page_rows > 0 && bound + est <= pw->o.page_size / 4) {
+			rg->cols[i].prows = c->page_rows;
+			bound += est;
+		}
+	}
+	if (bound)
+		sb_grow(&rg->pages, bound);
+	bound = 0;
+	for (i = 0; i < pw->n; i++) {
+		struct pq_colw *c = &pw->cols[i];
+		struct pq_rgcol *rc = &rg->cols[i];
+
+		if (rc->prows) {
+			rc->poff = rg->pages.len;
+			rc->penc = page_body(c, &rg->pages);
+			rc->plen = rg->pages.len - rc->poff;
+			bound += pq_page_bound(&k->wk, rc->plen);
+			colw_reset_page(c);
+		} else if (pq_flush_page(pw, i) != 0) {
+			pq_rg_free(rg);
+			return -1;
+		}
+	}
+	/* What the chunks' metadata needs, taken from the columns: they start the next row group. */
 	for (i = 0; i < pw->n; i++) {
 		struct pq_colw *c = &pw->cols[i];
 		struct pq_rgcol *rc = &rg->cols[i];
@@ -354,7 +399,7 @@ int pq_flush_row_group(struct pq_writer *pw)
 		c->dict = pw->s->cols[i].kind == PQ_STRING;
 	}
 	pw->rg_rows = pw->rg_bytes = 0;
-	if (k->threaded && pw->defer) {
+	if (ride) {
 		/* Fed: the worker writes it out after its pages, while the next rows come. */
 		struct rg_job a = { pw, rg, bound };
 
@@ -366,7 +411,8 @@ int pq_flush_row_group(struct pq_writer *pw)
 		return 0;
 	}
 	/* The chunks are complete once the worker is done with the pages. */
-	r = pq_drain(pw) != 0 || pw->failed ? -1 : pq_write_row_group(pw, pw->comp, rg, &pw->header, &pw->offset, &chunks);
+	r = pq_drain(pw) != 0 || pw->failed ? -1 :
+	    pq_write_row_group(pw, pw->comp, rg, &pw->header, &pw->offset, &added, &chunks);
 	for (i = 0; i < pw->n; i++) {
 		/* The dictionaries' buffers, for the next row group's. */
 		sb_reset(&rg->cols[i].dvals);

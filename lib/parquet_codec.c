@@ -211,20 +211,20 @@ void pq_page_header(struct sb *h, size_t raw, size_t comp, uint32_t values, int 
 	pq_thrift_end(&t);
 }
 
-int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const struct sb *raw,
+int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const char *raw, size_t n,
 		   uint32_t rows, int encoding, struct sb *header, uint64_t *added)
 {
 	struct pq_colw *c = &pw->cols[ci];
 	const char *body;
 	size_t blen;
 
-	if (pq_compress_page(k, raw->buf, raw->len, &body, &blen) != 0)
+	if (pq_compress_page(k, raw, n, &body, &blen) != 0)
 		return -1;
 	sb_reset(header);
-	pq_page_header(header, raw->len, blen, rows, encoding, 0);
+	pq_page_header(header, n, blen, rows, encoding, 0);
 	sb_add(&c->chunk, header->buf, header->len);
 	sb_add(&c->chunk, body, blen);
-	c->chunk_raw += header->len + raw->len;
+	c->chunk_raw += header->len + n;
 	*added = header->len + blen;
 	return 0;
 }
@@ -283,11 +283,11 @@ static void *worker(void *arg)
 			 */
 			pthread_mutex_unlock(&k->mu);
 			if (j->rg == NULL) {
-				r = pq_finish_page(&k->wk, pw, j->ci, &j->raw, j->rows, j->encoding, &k->wk.header,
-						   &added);
+				r = pq_finish_page(&k->wk, pw, j->ci, j->raw.buf, j->raw.len, j->rows, j->encoding,
+						   &k->wk.header, &added);
 			} else {
 				at = pw->offset;
-				r = pq_write_row_group(pw, &k->wk, j->rg, &k->wk.header, &at, &chunks);
+				r = pq_write_row_group(pw, &k->wk, j->rg, &k->wk.header, &at, &added, &chunks);
 				if (r == 0)
 					pq_feed_deliver(pw);
 			}
@@ -297,7 +297,7 @@ static void *worker(void *arg)
 			pw->wfailed = 1;
 		} else if (j->rg) {
 			pw->offset = at;
-			pw->pending -= chunks;
+			pw->pending = pw->pending + added - chunks;
 		} else {
 			pw->pending += added;
 		}

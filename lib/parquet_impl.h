@@ -134,12 +134,22 @@ struct pq_rgcol {
 	double dmin, dmax;
 	uint32_t ndict;
 	struct sb dvals;
+	/* its last page, when it rides with the row group (rows 0: none): pq_rg's pages */
+	size_t poff, plen;
+	uint32_t prows;
+	int penc;
 };
 
-/* A row group whose pages are all queued, to be written out. */
+/*
+ * A row group to be written out, its pages queued before it, or, the
+ * last ones, in pages (at most a quarter of page_size in all): one job,
+ * not a page job per column, when each row group is small (200 streams
+ * interleaved).
+ */
 struct pq_rg {
 	uint64_t rows;
 	size_t n;
+	struct sb pages;
 	struct pq_rgcol cols[];
 };
 
@@ -289,10 +299,11 @@ uint64_t pq_page_bound(const struct pq_comp *k, size_t n);
 void pq_page_header(struct sb *h, size_t raw, size_t comp, uint32_t values, int encoding,
 		    uint32_t dict_entries);
 /*
- * Compress a page's body (raw) with k, append its header and body to the
- * column's chunk; *added: the bytes it takes in the file.  0 or -1.
+ * Compress a page's body (n bytes at raw) with k, append its header and
+ * body to the column's chunk; *added: the bytes it takes in the file.
+ * 0 or -1.
  */
-int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const struct sb *raw,
+int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const char *raw, size_t n,
 		   uint32_t rows, int encoding, struct sb *header, uint64_t *added);
 /* Wait until the worker is done with pw's pages.  0, or -1 when one failed. */
 int pq_drain(const struct pq_writer *pw);
@@ -319,13 +330,15 @@ int pq_flush_page(struct pq_writer *pw, size_t ci);
  */
 int pq_flush_row_group(struct pq_writer *pw);
 /*
- * Row group rg of pw written out with compressor k (the dictionary pages)
- * and header, from file offset *at, which it advances; *chunks: the bytes
- * of the column chunks, which pw->pending counted.  0 or -1 (pw->failed
- * set when the bucket failed).  The caller owns pw's chunks and output.
+ * Row group rg of pw written out with compressor k (its last pages, when
+ * they ride with it, and the dictionary pages) and header, from file
+ * offset *at, which it advances; *added: what its last pages added to
+ * the chunks, *chunks: the bytes of the column chunks, which pw->pending
+ * counted with *added.  0 or -1 (pw->failed set when the bucket failed).
+ * The caller owns pw's chunks and output.
  */
 int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg, struct sb *header,
-		       uint64_t *at, uint64_t *chunks);
+		       uint64_t *at, uint64_t *added, uint64_t *chunks);
 void pq_rg_free(struct pq_rg *rg);
 
 /* parquet_feed.c */
