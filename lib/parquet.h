@@ -34,6 +34,7 @@
 #ifndef PIPE_PARQUET_H
 #define PIPE_PARQUET_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -346,8 +347,9 @@ struct pq_batch {
 	enum pq_stop stop;
 	size_t next;		/* the first record not added */
 	struct pq_fail f;	/* PQ_STOP_WIDEN */
-	/* the feed's */
-	int rebased, done;
+	/* the feed's (done: set under its mutex, read without it by pq_feed_is_done()) */
+	int rebased;
+	atomic_int done;
 	struct pq_batch *prev, *after;
 };
 

@@ -241,8 +241,13 @@ int pq_queue(struct pq_codec *k, struct pq_writer *pw, void (*fill)(struct pq_jo
 	 * head and count together: the slot at head + count is free.
 	 */
 	pthread_mutex_lock(&k->mu);
-	while (k->count == PQ_QUEUE)
-		pthread_cond_wait(&k->done, &k->mu);
+	if (k->count == PQ_QUEUE) {
+		/* Full: wait for half of it, not for one job (a wake-up a page). */
+		k->room_waiting++;
+		while (k->count > PQ_QUEUE / 2)
+			pthread_cond_wait(&k->done, &k->mu);
+		k->room_waiting--;
+	}
 	failed = pw->wfailed;
 	if (!failed) {
 		struct pq_job *j = &k->ring[(k->head + k->count) % PQ_QUEUE];
@@ -307,7 +312,8 @@ static void *worker(void *arg)
 		pw->inflight_bound -= j->bound;
 		k->head = (k->head + 1) % PQ_QUEUE;
 		k->count--;
-		pthread_cond_broadcast(&k->done);
+		if ((k->room_waiting && k->count <= PQ_QUEUE / 2) || (k->drain_waiting && pw->inflight == 0))
+			pthread_cond_broadcast(&k->done);
 	}
 	pthread_mutex_unlock(&k->mu);
 	return NULL;
@@ -321,8 +327,10 @@ int pq_drain(const struct pq_writer *pw)
 	if (!k->threaded)
 		return 0;
 	pthread_mutex_lock(&k->mu);
+	k->drain_waiting++;
 	while (pw->inflight > 0)
 		pthread_cond_wait(&k->done, &k->mu);
+	k->drain_waiting--;
 	failed = pw->wfailed;
 	pthread_mutex_unlock(&k->mu);
 	return failed ? -1 : 0;

@@ -26,6 +26,7 @@ struct pq_feed {
 	pthread_cond_t work;	/* a batch was handed over, or quit */
 	pthread_cond_t done;	/* a batch was done */
 	struct pq_batch *head, *tail, *cur;
+	const struct pq_batch *awaited;	/* done is signalled only when this one is done */
 	size_t held;
 	int quit;
 };
@@ -65,6 +66,7 @@ static void deliver(struct pq_writer *pw)
 		sb_add(&pw->ready, pw->outq.buf, pw->outq.len);
 	}
 	sb_reset(&pw->outq);
+	atomic_store_explicit(&pw->has_ready, 1, memory_order_release);
 }
 
 void pq_feed_deliver(struct pq_writer *pw)
@@ -149,9 +151,16 @@ static void *worker(void *arg)
 			if (!pw->o.codec->threaded)
 				deliver(pw);
 		}
-		b->done = 1;
+		atomic_store_explicit(&b->done, 1, memory_order_release);
 		f->cur = b->after;
-		pthread_cond_broadcast(&f->done);
+		/*
+		 * Only the caller's thread waits, and for one batch: woken at
+		 * every batch done, it woke for nothing until that one.
+		 */
+		if (f->awaited == b) {
+			f->awaited = NULL;
+			pthread_cond_broadcast(&f->done);
+		}
 	}
 	pthread_mutex_unlock(&f->mu);
 	return NULL;
@@ -217,9 +226,13 @@ int pq_feed_write_ready(struct pq_feed *f, struct pq_writer *pw)
 	struct sb t;
 	int r = 0;
 
+	/* Called at every hand-over: the mutex only when there is something (a row group's bytes). */
+	if (!atomic_load_explicit(&pw->has_ready, memory_order_acquire))
+		return 0;
 	pthread_mutex_lock(&f->mu);
 	t = pw->ready;
 	pw->ready = (struct sb)SB_INIT;
+	atomic_store_explicit(&pw->has_ready, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&f->mu);
 	if (t.len > 0 && bucket_writer_write(pw->w, t.buf, t.len) < 0)
 		r = -1;
@@ -349,19 +362,23 @@ struct pq_batch *pq_feed_after(const struct pq_batch *b)
 
 int pq_feed_is_done(struct pq_feed *f, const struct pq_batch *b)
 {
-	int d;
-
-	pthread_mutex_lock(&f->mu);
-	d = b->done;
-	pthread_mutex_unlock(&f->mu);
-	return d;
+	/*
+	 * Without the mutex: it was taken at every look (collect() looks at
+	 * each hand-over), and the worker, which stores done last and with
+	 * release order, wanted it as often.  What the worker wrote in b
+	 * before is seen after an acquire load that reads 1.
+	 */
+	(void)f;
+	return atomic_load_explicit(&b->done, memory_order_acquire);
 }
 
 void pq_feed_wait(struct pq_feed *f, const struct pq_batch *b)
 {
 	pthread_mutex_lock(&f->mu);
-	while (!b->done)
+	while (!b->done) {
+		f->awaited = b;
 		pthread_cond_wait(&f->done, &f->mu);
+	}
 	pthread_mutex_unlock(&f->mu);
 }
 

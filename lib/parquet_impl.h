@@ -17,6 +17,7 @@
 #define PIPE_PARQUET_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -189,6 +190,8 @@ struct pq_codec {
 	struct pq_job ring[PQ_QUEUE];
 	size_t head, count;
 	int quit;
+	/* Threads waiting on done: for room (pq_queue()), for a writer's jobs (pq_drain()). */
+	int room_waiting, drain_waiting;
 };
 
 /* ---- the writer ---- */
@@ -278,6 +281,7 @@ struct pq_writer {
 	struct pq_feed *feed;
 	int defer;
 	struct sb outq, ready;
+	atomic_int has_ready;	/* ready holds bytes: set with the feed's mutex, read without it */
 	int stopped;		/* the feed's mutex: its batches are passed over */
 };
 

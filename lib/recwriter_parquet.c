@@ -372,6 +372,19 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 
 	if (collect(s, 0) != 0)
 		return -1;
+	if (pq_feed_held(s->feed) + 2 > FEED_HELD) {
+		/*
+		 * Full: wait until half of it is done, not only its first
+		 * batch; when the worker is the slower, this thread otherwise
+		 * slept and woke once a batch (twice the context switches).
+		 */
+		size_t i = 1;
+
+		for (b = pq_feed_first(s->feed); b && i < FEED_HELD / 2; b = pq_feed_after(b))
+			i++;
+		if (b)
+			pq_feed_wait(s->feed, b);
+	}
 	while (pq_feed_held(s->feed) + 2 > FEED_HELD) {
 		if (collect(s, 1) != 0)
 			return -1;

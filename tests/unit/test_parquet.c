@@ -1163,7 +1163,9 @@ static void batch_add_noted(struct pq_batch *bt, const char *rec, size_t i, stru
 /*
  * The feed (lib/parquet_feed.c): records added by its worker, in batches,
  * to several writers: the same files as pq_writer_add() in this thread,
- * with and without the codec's worker; a finish batch; a value that does
+ * with and without the codec's worker, and with pages large enough that
+ * some of a row group's last pages ride with it (parquet.c,
+ * pq_flush_row_group()) and others go first; a finish batch; a value that does
  * not fit stops its writer's batches at that record, and only those; a
  * file that reaches its limit stops them after that record.
  */
@@ -1179,11 +1181,18 @@ static void test_feed(void)
 	for (i = 0; i < N; i++)
 		recs[i] = xasprintf(i % 11 == 0 ? "{\"id\":%zu,\"name\":null,\"x\":%zu.5,\"u\":%zu}" :
 				    "{\"id\":%zu,\"name\":\"n\\u00e9 %zu\",\"x\":%zu.5}", i, (i * 7919) % 301, i);
-	for (t = 0; t < 2; t++) {
-		/* Two writers, records interleaved; in this thread, then through the feed. */
+	for (t = 0; t < 3; t++) {
+		/*
+		 * Two writers, records interleaved; in this thread, then through
+		 * the feed.  Pages of 16 KiB (t 2): a 700-row group's last pages
+		 * of name and of the extra column ride with it (within 4 KiB
+		 * in all), those of id and x (5,600 bytes each) go first,
+		 * except in the last, shorter, row groups.
+		 */
 		struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
-		struct pq_codec *c0 = pq_codec_new(COMPRESSION_ZSTD, 0, 0), *c1 = pq_codec_new(COMPRESSION_ZSTD, 0, (int)t);
-		struct pq_options o0 = { c0, 700, 1 << 20, 128 }, o1 = { c1, 700, 1 << 20, 128 };
+		struct pq_codec *c0 = pq_codec_new(COMPRESSION_ZSTD, 0, 0), *c1 = pq_codec_new(COMPRESSION_ZSTD, 0, t > 0);
+		size_t page = t == 2 ? 16384 : 128;
+		struct pq_options o0 = { c0, 700, 1 << 20, page }, o1 = { c1, 700, 1 << 20, page };
 		struct pq_writer *w0[2], *w1[2];
 		struct pq_batch *open[2] = { NULL, NULL }, *b;
 		struct pq_feed *feed = pq_feed_new(c1);
@@ -1238,7 +1247,8 @@ static void test_feed(void)
 			pq_batch_free(b);
 		}
 		ok(!bad && !stopped, "feed%s: %d records to two writers in batches of %d, every one added",
-		   t ? " and the codec's worker" : "", N, PER);
+		   t == 2 ? ", the codec's worker, last pages riding with their row group" : t ? " and the codec's worker" : "",
+		   N, PER);
 		ok(pq_writer_close(w0[0], NULL) == 0 && pq_writer_close(w0[1], NULL) == 0 &&
 		   pq_writer_close(w1[0], NULL) == 0 && pq_writer_close(w1[1], NULL) == 0, "... they close");
 		ok(bucket_get(wb, "f0a.parquet", &one) == 0 && bucket_get(wb, "f1a.parquet", &two) == 0 &&
