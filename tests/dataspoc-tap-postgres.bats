@@ -259,7 +259,7 @@ statements_since() {
 	run -0 grep -c '^COPY' sql
 	assert_output 1
 	run -0 grep '^COPY' sql
-	assert_output 'COPY (SELECT "id","n","t" FROM "other"."big") TO STDOUT'
+	assert_output 'COPY (SELECT "id","n","t" FROM "other"."big") TO STDOUT (FORMAT binary)'
 	# in one snapshot with the question whether a sort is needed
 	run -0 grep -n -e '^BEGIN' -e 'EXISTS' -e '^COPY' -e '^COMMIT' sql
 	assert_output --regexp '^[0-9]+:BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
@@ -279,7 +279,7 @@ statements_since() {
 	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
 	out_file got.jsonl
 	run -0 grep '^COPY' <(statements_since "$at")
-	assert_output 'COPY (SELECT "id","v", xmin::text::bigint FROM "other"."multi" ORDER BY xmin::text::bigint ASC) TO STDOUT'
+	assert_output 'COPY (SELECT "id","v", xmin::text::bigint FROM "other"."multi" ORDER BY xmin::text::bigint ASC) TO STDOUT (FORMAT binary)'
 	# XA's 2,000 rows, then XC's 1,000
 	run -0 jq -c -s '[.[] | select(.type == "RECORD") | .record.id] | [(.[:2000] | map(select(. > 1000)) | length),
 		(.[2000:] | map(select(. <= 1000)) | length), length]' got.jsonl
@@ -329,6 +329,79 @@ statements_since() {
 	# the same messages; the records of one xmin in any order
 	diff -u <(grep -v RECORD direct) <(grep -v RECORD refused)
 	diff -u <(LC_ALL=C sort direct) <(LC_ALL=C sort refused)
+}
+
+@test "COPY's binary format prints every value as the text format does, edge values included" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.bin;
+		CREATE TABLE other.bin(id int primary key, b boolean, i2 smallint, i4 int, i8 bigint,
+			n numeric, n4 numeric(12,4), t text, vc varchar(10), c char(5), j json, jb jsonb,
+			u uuid, d date, ts timestamp, tz timestamptz);
+		INSERT INTO other.bin VALUES
+		(1, false, -32768, -2147483648, -9223372036854775808, 'NaN', 0,
+		 E'tab\there\nnl \\\\ back \"q\" \u00e9 \U0001F600 \u0001', 'x', 'ab', '{\"a\": \"\u00e9\"}',
+		 E'{\"z\": [1, \"\U0001F600\"], \"a\": null, \"e\": \"\\\\n\"}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+		 '4713-01-01 BC', '4713-01-01 00:00:00 BC', '4713-01-01 00:00:00+00 BC'),
+		(2, true, 32767, 2147483647, 9223372036854775807, 'Infinity', 12.5, '', '', '', 'null', '\"s\"',
+		 '00000000-0000-0000-0000-000000000000', 'infinity', 'infinity', 'infinity'),
+		(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+		(4, true, 0, 0, 0, '-Infinity', -0.0001, 'a', 'b', 'c', '[]', '{}',
+		 'ffffffff-ffff-ffff-ffff-ffffffffffff', '-infinity', '-infinity', '-infinity'),
+		(5, true, -1, -1, -1, 0.000000012300, 12345678.1234, 'x', 'y', 'z', '1', '1.5',
+		 NULL, '0001-01-01', '9999-12-31 23:59:59.999999', '10000-01-01 00:00:00.5+00'),
+		(6, true, 1, 10, 100, 123456789012345678901234567890.000000000001, -1234.5678, 'x', 'y', 'z', '1', '1',
+		 NULL, '1999-12-31', '2000-02-29 00:00:00.000001', '1970-01-01 00:00:00.1+00'),
+		(7, true, 1, 10, 100, 0.00, 9999.9999, 'x', 'y', 'z', '1', '1',
+		 NULL, '1970-01-01', '1900-02-28 12:34:56.789', '2024-06-30 23:59:59.12345+00'),
+		(8, true, 1, 10, 100, 1e-30, 10000, 'x', 'y', 'z', '1', '1',
+		 NULL, '2000-01-01', '1582-10-04 00:00:00', '0044-03-15 12:00:00+00 BC'),
+		(9, true, 1, 10, 100, -100000000000000000000, 0.1, 'x', 'y', 'z', '1', '1',
+		 NULL, '5874897-12-31', '294276-12-31 23:59:59.999999', '2000-01-01 00:00:00+00'),
+		(10, true, 1, 10, 100, 123.4500, -0.0000, 'x', 'y', 'z', '1', '1',
+		 NULL, '1999-12-31 BC', '1999-12-31 23:59:59.999999', '1999-12-31 23:59:59.999999+00')"
+	properties_for other bin '{"replication-method": "FULL_TABLE"}'
+	# UTC: binary; UTC0, the same offsets under a zone the tap does not know: text
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGTZ=UTC PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	untimed <<<"$output" >binary
+	run -0 grep '^COPY' <(statements_since "$at")
+	assert_output --partial ') TO STDOUT (FORMAT binary)'
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGTZ=UTC0 PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	untimed <<<"$output" >text
+	run -0 grep '^COPY' <(statements_since "$at")
+	assert_output --regexp '\) TO STDOUT$'
+	diff -u text binary
+	run -0 grep -c '"type": "RECORD"' binary
+	assert_output 10
+	# a few values spelled out
+	run -0 grep -F '"id": 8,' binary
+	assert_output --partial '"n": 1E-30, "n4": 10000.0000,'
+	assert_output --partial '"tz": "0044-03-15 12:00:00+00 BC"'
+	run -0 grep -F '"id": 9,' binary
+	assert_output --partial '"d": "5874897-12-31"'
+	run -0 grep -F '"id": 1,' binary
+	assert_output --partial '"c": "ab   ",'
+	assert_output --partial '"jb": "{\"a\": null, \"e\": \"\\n\", \"z\": [1, \"\ud83d\ude00\"]}"'
+}
+
+@test "COPY's text format for a table with a type the binary reading does not know, or a session not in UTC" {
+	properties_for other types '{"replication-method": "FULL_TABLE"}'
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	run -0 grep '^COPY' <(statements_since "$at")
+	assert_output --regexp '\) TO STDOUT$'
+	customers_reset
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGTZ=Asia/Kolkata PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json \
+		--properties "$PG_FIXTURES/properties.json"
+	run -0 grep '^COPY' <(statements_since "$at")
+	assert_output --regexp '\) TO STDOUT$'
+	# and in UTC the same table is read in binary
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json \
+		--properties "$PG_FIXTURES/properties.json"
+	run -0 grep '^COPY' <(statements_since "$at")
+	assert_output --partial '(FORMAT binary)'
 }
 
 @test "FULL_TABLE of a view: no xmin, its own key properties" {

@@ -14,8 +14,10 @@
  * queues cost the server more CPU than they save on a machine also busy
  * with the tap and its sink.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "err.h"
@@ -41,6 +43,9 @@ struct run {
 	struct sb xmin;		/* the last row's xmin */
 	int xmin_col;		/* the COPY column holding xmin, or -1 */
 	int track_xmin;		/* xmin goes in the bookmarks */
+	int binary;		/* COPY's binary format, read as bt[] says */
+	enum bin_type *bt;	/* per COPY column (xmin last) */
+	int header_done;	/* the binary format's header was read */
 	unsigned long long rows;
 };
 
@@ -174,6 +179,8 @@ static const char *unescape(struct run *r, const char *f, size_t *len)
 	return d->buf;
 }
 
+static int row_end(struct run *r);
+
 /* One COPY row (with its \n) as a RECORD.  0, or EXIT_FAIL. */
 static int row(struct run *r, const char *line, size_t n)
 {
@@ -212,7 +219,13 @@ static int row(struct run *r, const char *line, size_t n)
 			sb_add(&r->rkv, out->buf + at, out->len - at);
 		}
 	}
-	sb_add(out, r->suffix.buf, r->suffix.len);
+	return row_end(r);
+}
+
+/* After a row's fields: the record's end, a STATE every BOOKMARK_PERIOD rows. */
+static int row_end(struct run *r)
+{
+	sb_add(&r->t->out, r->suffix.buf, r->suffix.len);
 	r->rows++;
 	if (r->rows % BOOKMARK_PERIOD == 0) {
 		if (r->track_xmin)
@@ -223,6 +236,111 @@ static int row(struct run *r, const char *line, size_t n)
 			return EXIT_FAIL;
 	}
 	return flush_out(r->t, OUT_CHUNK) ? EXIT_FAIL : 0;
+}
+
+static int bad_binary(struct run *r)
+{
+	struct sb where = SB_INIT;
+
+	pg_where(&r->t->conf, r->s->dbname, &where);
+	err_msg("cannot read table '%s.%s' (%s): COPY's binary data is not as expected at row %llu",
+		r->s->schema_name, r->s->table, where.buf, r->rows + 1);
+	sb_free(&where);
+	return EXIT_FAIL;
+}
+
+/* The binary format's signature, then its flags and header extension. */
+static const unsigned char bin_signature[11] = "PGCOPY\n\377\r\n";
+
+/* One message of COPY's binary format (a row, maybe after the header, or the trailer) as a RECORD. */
+static int row_bin(struct run *r, const unsigned char *p, size_t n)
+{
+	const unsigned char *end = p + n;
+	struct sb *out = &r->t->out;
+	size_t ncols = r->s->ncols, nf = ncols + (r->xmin_col >= 0);
+	int count;
+
+	if (!r->header_done) {
+		uint32_t ext;
+
+		if (n < 19 || memcmp(p, bin_signature, 11) != 0)
+			return bad_binary(r);
+		ext = (uint32_t)p[15] << 24 | (uint32_t)p[16] << 16 | (uint32_t)p[17] << 8 | p[18];
+		if (ext > n - 19)
+			return bad_binary(r);
+		p += 19 + ext;
+		r->header_done = 1;
+		if (p == end)
+			return 0;
+	}
+	if (end - p < 2)
+		return bad_binary(r);
+	count = (int16_t)(p[0] << 8 | p[1]);
+	p += 2;
+	if (count == -1)	/* the trailer */
+		return p == end ? 0 : bad_binary(r);
+	if ((size_t)count != nf)
+		return bad_binary(r);
+	sb_add(out, r->prefix.buf, r->prefix.len);
+	for (size_t i = 0; i < nf; i++) {
+		int32_t len;
+		const char *f;
+		size_t flen;
+
+		if (end - p < 4)
+			return bad_binary(r);
+		len = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+		p += 4;
+		if (len < -1 || (len > 0 && end - p < len))
+			return bad_binary(r);
+		if (i == ncols) {
+			sb_reset(&r->xmin);
+			if (len < 0 || bin_text(&r->xmin, r->bt[i], p, (size_t)len) != 0)
+				return bad_binary(r);
+			p += len;
+			break;
+		}
+		const struct column *c = &r->s->cols[i];
+		size_t at;
+
+		sb_add(out, r->keys[i].buf, r->keys[i].len);
+		at = out->len;
+		if (len < 0) {
+			value_json(out, c->kind, c->array, "", 0, 1);
+			continue;
+		}
+		if (c->array) {
+			/* (a catalog that says array for a type that is not one: value.c decides) */
+		} else if (c->kind == K_INT && (r->bt[i] == B_INT2 || r->bt[i] == B_INT4 || r->bt[i] == B_INT8)) {
+			/* the digits are what value.c prints */
+			if (bin_text(out, r->bt[i], p, (size_t)len) != 0)
+				return bad_binary(r);
+			goto printed;
+		} else if (bin_iso(out, r->bt[i], c->kind, p, (size_t)len)) {
+			goto printed;
+		}
+		/* text is its own text: no copy */
+		if (r->bt[i] == B_TEXT || (r->bt[i] == B_JSONB && len >= 1 && p[0] == 1)) {
+			f = (const char *)p + (r->bt[i] == B_JSONB);
+			flen = (size_t)len - (r->bt[i] == B_JSONB);
+		} else {
+			sb_reset(&r->field);
+			if (bin_text(&r->field, r->bt[i], p, (size_t)len) != 0)
+				return bad_binary(r);
+			f = r->field.buf;
+			flen = r->field.len;
+		}
+		value_json(out, c->kind, c->array, f, flen, 0);
+printed:
+		p += len;
+		if ((int)i == r->s->rk_col) {
+			sb_reset(&r->rkv);
+			sb_add(&r->rkv, out->buf + at, out->len - at);
+		}
+	}
+	if (p != end)
+		return bad_binary(r);
+	return row_end(r);
 }
 
 /* Run COPY (sql) TO STDOUT, each row a RECORD. */
@@ -240,7 +358,7 @@ static int copy_rows(struct run *r, const char *sql)
 	PQclear(res);
 	while ((n = PQgetCopyData(r->conn, &buf, 0)) > 0) {
 		if (rc == 0)
-			rc = row(r, buf, (size_t)n);
+			rc = r->binary ? row_bin(r, (const unsigned char *)buf, (size_t)n) : row(r, buf, (size_t)n);
 		PQfreemem(buf);
 	}
 	/* -1: the end (or an error the result says); -2: the connection failed */
@@ -375,6 +493,69 @@ static int one_xmin(struct run *r, const char *from, const char *where)
 	return rc;
 }
 
+/* Session time zones whose offset is always +00. */
+static int zone_is_utc(const char *z)
+{
+	static const char *const utc[] = { "UTC", "Etc/UTC", "GMT", "Etc/GMT", "Universal", "Zulu" };
+
+	for (size_t i = 0; i < sizeof(utc) / sizeof(utc[0]); i++)
+		if (strcasecmp(z, utc[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The sort's settings, then a REPEATABLE READ transaction (one snapshot for
+ * what comes before the COPY and the COPY), and the format of the COPY:
+ * binary when the table's columns to read are all of types binary.c reads
+ * (their types as the server has them now, not as the catalog said),
+ * timestamptz only in a session in UTC.  0, or EXIT_FAIL.
+ */
+static int begin_read(struct run *r)
+{
+	struct sb sql = SB_INIT, name = SB_INIT;
+	PGresult *res = NULL;
+	size_t ncols = r->s->ncols;
+	char *lit = NULL;
+	int rc, utc;
+
+	sort_settings(r);
+	if ((rc = exec_cmd(r, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")) != 0)
+		goto out;
+	fq_table(r->conn, r->s, &name);
+	lit = PQescapeLiteral(r->conn, name.buf, name.len);
+	sb_addf(&sql, "SELECT a.attname, a.atttypid::int, current_setting('TimeZone') FROM pg_attribute a"
+		" WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped", lit ? lit : "''");
+	res = PQexec(r->conn, sql.buf);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 3) {
+		rc = fail(r, res, "read");
+		goto out;
+	}
+	r->bt = xcalloc(ncols + 1, sizeof(*r->bt));
+	r->bt[ncols] = B_INT8;		/* xmin::text::bigint */
+	r->binary = PQntuples(res) > 0 && ncols > 0;
+	utc = PQntuples(res) > 0 && zone_is_utc(PQgetvalue(res, 0, 2));
+	for (size_t i = 0; i < ncols && r->binary; i++) {
+		r->bt[i] = B_NONE;
+		for (int j = 0; j < PQntuples(res); j++)
+			if (strcmp(PQgetvalue(res, j, 0), r->s->cols[i].name) == 0)
+				r->bt[i] = bin_type_of((unsigned)strtoul(PQgetvalue(res, j, 1), NULL, 10), utc);
+		r->binary = r->bt[i] != B_NONE;
+	}
+out:
+	PQclear(res);
+	PQfreemem(lit);
+	sb_free(&sql);
+	sb_free(&name);
+	return rc;
+}
+
+/* The COPY's end: TO STDOUT, in the format begin_read() chose. */
+static void copy_to(struct run *r, struct sb *sql)
+{
+	sb_adds(sql, r->binary ? ") TO STDOUT (FORMAT binary)" : ") TO STDOUT");
+}
+
 /* FULL_TABLE: a table by xmin (resumable), a view in one pass. */
 static int full_table(struct run *r, const char *extracted, long long now_ms)
 {
@@ -396,6 +577,8 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 		activate(r, version.buf);
 
 	fq_table(r->conn, s, &from);
+	if ((rc = begin_read(r)) != 0)
+		goto out;
 	sb_adds(&sql, "COPY (SELECT ");
 	select_list(r, &sql);
 	if (s->is_view) {
@@ -412,10 +595,6 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 			PQfreemem(lit);
 			sb_free(&x);
 		}
-		sort_settings(r);
-		/* one snapshot for the question and the COPY */
-		if ((rc = exec_cmd(r, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")) != 0)
-			goto out;
 		if ((one = one_xmin(r, from.buf, where.buf ? where.buf : "")) < 0) {
 			rc = EXIT_FAIL;
 			goto out;
@@ -431,14 +610,11 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 		if (one == 0)
 			sb_adds(&sql, " ORDER BY xmin::text::bigint ASC");
 	}
-	sb_adds(&sql, ") TO STDOUT");
-	if ((rc = copy_rows(r, sql.buf)) != 0)
+	copy_to(r, &sql);
+	if ((rc = copy_rows(r, sql.buf)) != 0 || (rc = exec_cmd(r, "COMMIT")) != 0)
 		goto out;
-	if (!s->is_view) {
-		if ((rc = exec_cmd(r, "COMMIT")) != 0)
-			goto out;
+	if (!s->is_view)
 		state_write(&t->state, s->id, "xmin", "null", 4);
-	}
 	activate(r, version.buf);
 out:
 	sb_free(&version);
@@ -467,7 +643,8 @@ static int incremental(struct run *r, const char *extracted, long long now_ms)
 	run_prepare(r, version.buf, extracted);
 	activate(r, version.buf);
 
-	sort_settings(r);
+	if ((rc = begin_read(r)) != 0)
+		goto out;
 	sb_adds(&sql, "COPY (SELECT ");
 	select_list(r, &sql);
 	sb_adds(&sql, " FROM ");
@@ -488,8 +665,9 @@ static int incremental(struct run *r, const char *extracted, long long now_ms)
 	}
 	sb_adds(&sql, " ORDER BY ");
 	add_ident(r->conn, s->rk, &sql);
-	sb_adds(&sql, " ASC) TO STDOUT");
-	if ((rc = copy_rows(r, sql.buf)) != 0)
+	sb_adds(&sql, " ASC");
+	copy_to(r, &sql);
+	if ((rc = copy_rows(r, sql.buf)) != 0 || (rc = exec_cmd(r, "COMMIT")) != 0)
 		goto out;
 	if (r->rkv.len)
 		state_write(&t->state, s->id, "replication_key_value", r->rkv.buf, r->rkv.len);
@@ -540,6 +718,7 @@ int sync_stream(struct tap *t, struct stream *s)
 	sb_free(&r.field);
 	sb_free(&r.rkv);
 	sb_free(&r.xmin);
+	free(r.bt);
 	if (r.keys)
 		for (size_t i = 0; i < s->ncols; i++)
 			sb_free(&r.keys[i]);

@@ -13,6 +13,7 @@
  *	discover.c	--discover: the catalog of every database reachable
  *	sync.c		a stream's FULL_TABLE or INCREMENTAL sync through COPY
  *	value.c		one COPY field as tap-postgres prints its value
+ *	binary.c	a field of COPY's binary format as its type's text
  *
  * Functions returning an int status give 0, or the exit status (EXIT_FAIL,
  * EXIT_USAGE) after reporting, unless they say otherwise.
@@ -202,5 +203,27 @@ enum kind kind_of(const char *type, size_t len);
 void value_json(struct sb *out, enum kind k, int array, const char *f, size_t len, int null);
 /* Append the JSON string of PostgreSQL text s[0..len), ensure_ascii. */
 #define value_string py_quote
+
+/* ---- binary.c ---- */
+
+/* How a field of COPY's binary format is read; B_NONE: it cannot be. */
+enum bin_type {
+	B_NONE, B_BOOL, B_INT2, B_INT4, B_INT8, B_TEXT, B_JSONB, B_UUID, B_NUMERIC,
+	B_DATE, B_TS, B_TSTZ
+};
+
+/* The reading of the values of type oid; utc: the session's zone is UTC. */
+enum bin_type bin_type_of(unsigned oid, int utc);
+/*
+ * Append the text the type's output function prints (DateStyle ISO, UTC)
+ * for binary field f[0..len) of type t.  0, or -1 when f is not of its shape.
+ */
+int bin_text(struct sb *out, enum bin_type t, const unsigned char *f, size_t len);
+/*
+ * Append what value_json() prints for a timestamptz, timestamp or date of
+ * kind k in binary field f[0..len) when it can be written at once (years 1
+ * to 9999, k the type's own kind): 1; else 0, nothing appended.
+ */
+int bin_iso(struct sb *out, enum bin_type t, enum kind k, const unsigned char *f, size_t len);
 
 #endif
