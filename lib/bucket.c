@@ -232,6 +232,15 @@ int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t l
 	return b->ops->put_new(b, key, data, len);
 }
 
+int bucket_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	if (!bucket_key_ok(key)) {
+		bad_key(b, "key", key);
+		return -1;
+	}
+	return (b->ops->put_new_lock ? b->ops->put_new_lock : b->ops->put_new)(b, key, data, len);
+}
+
 int bucket_probe_conditional(struct bucket *b, const char *key)
 {
 	if (!bucket_key_ok(key)) {

@@ -78,6 +78,14 @@ int bucket_put(struct bucket *b, const char *key, const void *data, size_t len);
 int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len);
 
 /*
+ * bucket_put_new() for a lock that a crash leaves to a person anyway (the
+ * run lock: its holder's boot is over, its TTL hours): locally not even
+ * its content is synced, so after a crash it is whole, absent or
+ * unreadable.
+ */
+int bucket_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len);
+
+/*
  * Does the store itself refuse to create an object that exists?  Stores
  * that do make bucket_put_new() atomic against a rival creator; on those
  * that do not (some S3-compatible servers), bucket_put_new() looks before

@@ -53,6 +53,8 @@ struct bucket_ops {
 	int (*get)(struct bucket *b, const char *key, struct sb *out);
 	int (*put)(struct bucket *b, const char *key, const void *data, size_t len);
 	int (*put_new)(struct bucket *b, const char *key, const void *data, size_t len);
+	/* bucket_put_new_lock(); NULL: put_new */
+	int (*put_new_lock)(struct bucket *b, const char *key, const void *data, size_t len);
 	/* bucket_probe_conditional(); NULL: put_new is atomic by itself (1) */
 	int (*probe_conditional)(struct bucket *b, const char *key);
 	/* bucket_version(), bucket_put_if(); NULL: the store keeps no versions */

@@ -438,12 +438,12 @@ static char *temp_name(const char *base)
 }
 
 /*
- * Write data to a new temp file next to key, fsynced and closed.  Returns
- * the open directory's descriptor (into *dfd) and the temp name, or NULL
- * after reporting the error (nothing left behind).
+ * Write data to a new temp file next to key, fsynced (unless !sync) and
+ * closed.  Returns the open directory's descriptor (into *dfd) and the temp
+ * name, or NULL after reporting the error (nothing left behind).
  */
 static char *write_temp(struct local_bucket *l, const char *key,
-			const void *data, size_t len, int *dfd)
+			const void *data, size_t len, int sync, int *dfd)
 {
 	char *dir = dir_of(key), *tmp = NULL, *path = NULL;
 	int fd = -1, tries;
@@ -481,7 +481,7 @@ static char *write_temp(struct local_bucket *l, const char *key,
 		err_msg("cannot create a temporary file for '%s':", path);
 		goto fail;
 	}
-	if (util_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (util_write_all(fd, data, len) < 0 || (sync && fsync(fd) < 0)) {
 		int e = errno;
 
 		close(fd);
@@ -521,7 +521,7 @@ static int local_put(struct bucket *b, const char *key, const void *data, size_t
 	if (have_root(l, 1) < 0 || flush(l) < 0)
 		return -1;
 
-	tmp = write_temp(l, key, data, len, &dfd);
+	tmp = write_temp(l, key, data, len, 1, &dfd);
 	if (tmp == NULL)
 		return -1;
 	if (renameat(dfd, tmp, dfd, base_of(key)) < 0) {
@@ -543,16 +543,16 @@ out:
 	return r;
 }
 
-static int local_put_new(struct bucket *b, const char *key, const void *data, size_t len)
+/* Create key if absent; its bytes synced before the link when sync. */
+static int put_new(struct local_bucket *l, const char *key, const void *data, size_t len, int sync)
 {
-	struct local_bucket *l = lb(b);
 	char *tmp, *path = NULL;
 	int dfd, r = -1, e;
 
 	if (have_root(l, 1) < 0 || flush(l) < 0)
 		return -1;
 
-	tmp = write_temp(l, key, data, len, &dfd);
+	tmp = write_temp(l, key, data, len, sync, &dfd);
 	if (tmp == NULL)
 		return -1;
 	if (linkat(dfd, tmp, dfd, base_of(key), 0) == 0) {
@@ -590,6 +590,22 @@ out:
 	free(tmp);
 	free(path);
 	return r;
+}
+
+static int local_put_new(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	return put_new(lb(b), key, data, len, 1);
+}
+
+/*
+ * The run lock: not even its bytes are synced.  After a crash it is absent,
+ * whole or unreadable (empty): whole already needs 'pipe-state unlock' (its
+ * holder names a boot that is over: its TTL of hours), and unreadable says
+ * so (DESIGN.md, Durability on a local bucket).
+ */
+static int local_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len)
+{
+	return put_new(lb(b), key, data, len, 0);
 }
 
 /* Delete key; with sync, its folder is synced when the run of deletes ends. */
@@ -1005,6 +1021,7 @@ static const struct bucket_ops local_ops = {
 	.get = local_get,
 	.put = local_put,
 	.put_new = local_put_new,
+	.put_new_lock = local_put_new_lock,
 	.del = local_delete,
 	.del_lock = local_delete_lock,
 	.move = local_move,

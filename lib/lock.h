@@ -47,6 +47,7 @@
  * ("pipeline 'orders'").  Waits up to wait_ms for a live holder to go.
  * Taking a lock already held by run_id succeeds.  Returns 0 taken, 1 held
  * by another run (a message naming the holder is printed), -1 error.
+ * Locally the lock's bytes are not synced (bucket_put_new_lock()).
  */
 int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
 		  long pid, const char *run_dir, long ttl, long wait_ms);
@@ -54,7 +55,8 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
 /*
  * lock_take_run() for a lock held by one process (run_dir NULL) that
  * nobody renews (renew_every 0: the manifest lock, pipe-state set/clear):
- * past its expiry it is taken over without watching for renewals.
+ * past its expiry it is taken over without watching for renewals.  Its
+ * bytes are synced before its name exists (bucket_put_new()).
  */
 int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
 	      long pid, long ttl, long wait_ms);

@@ -346,6 +346,33 @@ gone_pid() {
 	no_pending snap
 }
 
+# The run lock's bytes are not synced (DESIGN.md, Durability on a local
+# bucket): a power loss may leave it empty, whatever the commit it guarded
+# had done.  Forged here: an empty lock over a pending commit.
+@test "a run lock a crash left empty refuses the run as unreadable; after 'pipe-state unlock' the next run finishes the pending commit" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -0 dataspoc-pipe run orph
+	local rid
+	rid=$(new_run_id)
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":2}}' '{"type":"STATE","value":{"n":2}}' >"$T/out"
+	echo '{"n":1}' | pipe-tap orph | pipe-sink -q -r "$rid" orph >plan.jsonl
+	bucket_put ".dataspoc/state/orph/pending/$rid.json" <plan.jsonl
+	: | bucket_put .dataspoc/state/orph/lock
+	: >"$T/out"
+	run -1 --separate-stderr dataspoc-pipe run orph
+	grep -qF "the lock '.dataspoc/state/orph/lock' in $(bucket_url) is unreadable; if no run is going on, remove it with 'pipe-state unlock'" <<<"$stderr"
+	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
+	echo '{"n":1}' | expect_file state.got
+	run -0 pipe-state unlock orph
+	run -0 --separate-stderr dataspoc-pipe run orph
+	grep -qF "run $rid" <<<"$stderr"
+	table_data raw/orph/s | jq -c .n | sort >got
+	printf '1\n2\n' | expect_file got
+	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
+	echo '{"n":2}' | expect_file state.got
+	no_pending orph
+}
+
 @test "a commit whose run lost the lock stops before its next step; the holder's next run finishes it" {
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	local driver st=0 rid

@@ -431,8 +431,8 @@ static void test_sync_batches(const char *root)
 {
 	struct bucket *b = bucket_open(root);
 	struct bucket_writer *w;
-	char key[64], to[64], path[4096];
-	int i, moved = 0, gone = 0;
+	char key[64], to[64], path[4096], *s;
+	int i, rc, moved = 0, gone = 0;
 
 	ok(b != NULL, "open for the sync batches");
 	if (b == NULL)
@@ -486,6 +486,13 @@ static void test_sync_batches(const char *root)
 	sb_adds(&synced, "");
 	is_int(bucket_delete_lock(b, "lk"), 0, "the lock's release");
 	is_int(bucket_exists(b, "lk"), 0, "... removes it");
+	is_int(bucket_put_new_lock(b, "lk", "l", 1), 0, "a run's lock");
+	is_int(bucket_put_new_lock(b, "lk", "m", 1), 1, "... is created only if absent");
+	s = get_str(b, "lk", &rc);
+	is_str(s, "l", "... with its bytes");
+	free(s);
+	is_str(synced.buf, "", "... syncs neither its bytes nor its folder");
+	is_int(bucket_delete_lock(b, "lk"), 0, "... and goes");
 	is_int(bucket_move(b, "w/t/dt=2026-01-01/file", "m/file"), 0, "a move into m");
 	is_int(bucket_move(b, "m/file", "n/file"), 0, "a move out of m, an earlier target");
 	/* (the root: the folders m and n made, synced into it at once) */
