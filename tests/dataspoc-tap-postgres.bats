@@ -307,14 +307,40 @@ statements_since() {
 	assert_output '[1000,1,1000]'
 }
 
-@test "FULL_TABLE: the sort gets memory and no parallel workers; a server that refuses them is read alike" {
+@test "FULL_TABLE: the sort gets memory and no parallel workers in its transaction; a server that refuses them is read alike" {
 	multi_table
 	at=$(stat -c %s "$PG_DIR/server.log")
 	PGOPTIONS='-c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
 	untimed <<<"$output" >direct
 	statements_since "$at" >sql
-	run -0 grep -c -e "^SELECT set_config('work_mem'" -e '^SET max_parallel_workers_per_gather = 0$' sql
+	run -0 grep -c -e "^SELECT set_config('work_mem', .*, true) FROM" \
+		-e "^SELECT set_config('max_parallel_workers_per_gather', '0', true)$" sql
 	assert_output 2
+	# in the COPY's transaction, not the session's
+	run -0 grep -n -e '^BEGIN' -e '^SELECT set_config' -e '^COPY' -e '^COMMIT' sql
+	assert_output --regexp '^[0-9]+:BEGIN .*
+[0-9]+:SELECT set_config.*
+[0-9]+:SELECT set_config.*
+[0-9]+:COPY .*
+[0-9]+:COMMIT$'
+	# enough memory: 100,000 rows of two xmins sorted without a temporary
+	# file, where the default work_mem (4 MB) spills
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.wide; CREATE TABLE other.wide(id int primary key, v text);
+		INSERT INTO other.wide SELECT i, md5(i::text) FROM generate_series(1, 100000) i"
+	pg_sql -d appdb "UPDATE other.wide SET v = v || 'x' WHERE id % 2 = 0"
+	pg_sql -d appdb "ANALYZE other.wide"
+	cp props.json props-multi.json
+	properties_for other wide '{"replication-method": "FULL_TABLE"}'
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGPASSWORD=$PG_SUPERPASS PGOPTIONS='-c log_temp_files=0' psql -X -h 127.0.0.1 -p "$PG_PORT" -U postgres -d appdb \
+		-c '\copy (SELECT id, v, xmin::text::bigint FROM other.wide ORDER BY xmin::text::bigint) to /dev/null'
+	run -0 grep -c 'temporary file' <(tail -c +"$((at + 1))" "$PG_DIR/server.log")
+	at=$(stat -c %s "$PG_DIR/server.log")
+	PGOPTIONS='-c log_temp_files=0 -c log_statement=all' run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	run -0 grep -c 'ORDER BY xmin' <(statements_since "$at")
+	assert_output 1
+	run -1 grep 'temporary file' <(tail -c +"$((at + 1))" "$PG_DIR/server.log")
+	cp props-multi.json props.json
 	# a server that answers both with an error (a proxy renames them)
 	python3 "$BATS_TEST_DIRNAME/pg_refuse.py" proxy.port "$PG_PORT" work_mem max_parallel_workers_per_gather 2>proxy.err &
 	proxy=$!

@@ -423,12 +423,27 @@ static void run_prepare(struct run *r, const char *version, const char *extracte
 	}
 }
 
+/* Run sql, a setting, in a savepoint: a server that refuses it keeps its own and the transaction. */
+static void try_setting(struct run *r, const char *sql)
+{
+	PGresult *res;
+	int ok;
+
+	PQclear(PQexec(r->conn, "SAVEPOINT dataspoc_tap_setting"));
+	res = PQexec(r->conn, sql);
+	ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+	PQclear(res);
+	PQclear(PQexec(r->conn, ok ? "RELEASE SAVEPOINT dataspoc_tap_setting"
+		       : "ROLLBACK TO SAVEPOINT dataspoc_tap_setting"));
+}
+
 /*
- * The session's settings for a sort of the stream's rows: work_mem enough
- * to sort the table in memory (its pages and 64 bytes a row, a quarter
- * more), never less than the session has nor more than SORT_MEM_MAX, and no
- * parallel workers.  A server that refuses either is read with its own
- * settings: this runs outside any transaction, so a refusal costs nothing.
+ * The transaction's settings for a sort of the stream's rows: work_mem
+ * enough to sort the table in memory (its pages and 64 bytes a row, a
+ * quarter more, its partitions' with a partitioned table's), never less than the session has nor more than
+ * SORT_MEM_MAX, and no parallel workers.  Local to the transaction (a
+ * pooler's next client never gets them); a server that refuses either is
+ * read with its own settings.
  */
 static void sort_settings(struct run *r)
 {
@@ -438,12 +453,13 @@ static void sort_settings(struct run *r)
 	fq_table(r->conn, r->s, &name);
 	lit = PQescapeLiteral(r->conn, name.buf, name.len);
 	sb_addf(&sql, "SELECT set_config('work_mem', GREATEST(pg_size_bytes(current_setting('work_mem')),"
-		" LEAST(" SORT_MEM_MAX ", COALESCE(sum(pg_relation_size(p.relid))"
-		" + sum(GREATEST(c.reltuples, 0)) * 64, 0) * 1.25))::bigint / 1024 || 'kB', false)"
-		" FROM pg_partition_tree(%s::regclass) p JOIN pg_class c ON c.oid = p.relid",
-		lit ? lit : "''");
-	PQclear(PQexec(r->conn, sql.buf));
-	PQclear(PQexec(r->conn, "SET max_parallel_workers_per_gather = 0"));
+		" LEAST(" SORT_MEM_MAX ", COALESCE(sum(pg_relation_size(c.oid))"
+		" + sum(GREATEST(c.reltuples, 0)) * 64, 0) * 1.25))::bigint / 1024 || 'kB', true)"
+		" FROM pg_class c WHERE c.oid = %s::regclass"
+		" OR c.oid IN (SELECT relid FROM pg_partition_tree(%s::regclass))",
+		lit ? lit : "''", lit ? lit : "''");
+	try_setting(r, sql.buf);
+	try_setting(r, "SELECT set_config('max_parallel_workers_per_gather', '0', true)");
 	PQfreemem(lit);
 	sb_free(&sql);
 	sb_free(&name);
@@ -505,8 +521,8 @@ static int zone_is_utc(const char *z)
 }
 
 /*
- * The sort's settings, then a REPEATABLE READ transaction (one snapshot for
- * what comes before the COPY and the COPY), and the format of the COPY:
+ * A REPEATABLE READ transaction (one snapshot for what comes before the
+ * COPY and the COPY), the sort's settings, and the format of the COPY:
  * binary when the table's columns to read are all of types binary.c reads
  * (their types as the server has them now, not as the catalog said),
  * timestamptz only in a session in UTC.  0, or EXIT_FAIL.
@@ -519,9 +535,9 @@ static int begin_read(struct run *r)
 	char *lit = NULL;
 	int rc, utc;
 
-	sort_settings(r);
 	if ((rc = exec_cmd(r, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")) != 0)
 		goto out;
+	sort_settings(r);
 	fq_table(r->conn, r->s, &name);
 	lit = PQescapeLiteral(r->conn, name.buf, name.len);
 	sb_addf(&sql, "SELECT a.attname, a.atttypid::int, current_setting('TimeZone') FROM pg_attribute a"
