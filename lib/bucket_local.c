@@ -232,9 +232,9 @@ static int batch(struct local_bucket *l, int kind)
  * Create the directories leading to key.  With sync, a directory made here
  * is fsynced into its parent so that what is renamed into it survives a
  * crash (without, a writer's staging folders, nothing is synced: see
- * local_writer_open()).  When a parent vanishes on the way down (another process pruned it while
- * it was empty, as it may be between its mkdir and ours), the walk starts
- * again from the top.  Reports its own error.
+ * local_writer_open()).  When a parent vanishes on the way down (another
+ * process pruned it while it was empty, as it may be between its mkdir and
+ * ours), the walk starts again from the top.  Reports its own error.
  */
 static int mkdir_parents(struct local_bucket *l, const char *key, int sync)
 {
@@ -578,12 +578,12 @@ static int put_new(struct local_bucket *l, const char *key, const void *data, si
 	 * No directory sync: create-if-absent makes locks (the run's, the
 	 * manifest's) and validate's probe, whose name needs to outlive no
 	 * crash.  link(2) is atomic without one, so two live rivals still
-	 * never both win, and the content was synced before the link, so a
-	 * name that survives has its bytes: a crash leaves the lock whole or
-	 * absent.  Absent is the better of the two, as the crash killed its
-	 * holder: one that survives names a boot of this machine that is over,
-	 * and waits out its TTL (DESIGN.md, Durability on a local bucket).
-	 * Its release, a delete, is synced.
+	 * never both win, and with sync the content was synced before the
+	 * link, so a name that survives has its bytes: a crash leaves the lock
+	 * whole or absent (without, the run lock's, also empty).  Absent is
+	 * the better, as the crash killed its holder: one that survives names
+	 * a boot of this machine that is over, and waits out its TTL (DESIGN.md,
+	 * Durability on a local bucket).
 	 */
 out:
 	close(dfd);
