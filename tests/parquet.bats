@@ -551,12 +551,12 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 @test "many streams open at once: their row groups share a budget, the stream holding the most ends its own; -j 0 and -j 2 write the same bytes" {
 	local rid=20260102T030405Z-abc123 j
 	pq_pipeline many
-	# 30 streams of 300 records of about 2 kB, round robin: 18 MB, more
-	# than the 16 MiB of records the open row groups may hold together
+	# 30 streams of 500 records of about 2 kB, round robin: 30 MB, more
+	# than the 24 MiB of records the open row groups may hold together
 	awk 'BEGIN {
 		for (i = 1; i <= 30; i++)
 			printf "{\"type\":\"SCHEMA\",\"stream\":\"s%02d\",\"schema\":{\"properties\":{\"r\":{\"type\":\"integer\"},\"pad\":{\"type\":\"string\"}}}}\n", i
-		for (j = 1; j <= 300; j++)
+		for (j = 1; j <= 500; j++)
 			for (i = 1; i <= 30; i++)
 				printf "{\"type\":\"RECORD\",\"stream\":\"s%02d\",\"record\":{\"r\":%d,\"pad\":\"%02000d\"}}\n", i, j, i * j * 7919
 		print "{\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}"
@@ -570,7 +570,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	run -0 node "$PQ/duckdb-rows.mjs" --schema "$f"
 	assert_line --regexp '^row_groups [2-9] rows '
 	node "$PQ/duckdb-rows.mjs" "$f" | jq -r .r >got
-	seq 1 300 >want
+	seq 1 500 >want
 	diff -u want got
 	run -0 sh -c "find out.2 -name '*.parquet' | wc -l"
 	assert_output 30
