@@ -450,14 +450,12 @@ static void test_sync_batches(const char *root)
 	}
 	is_int(moved, 10, "ten moves");
 	is_str(synced.buf, ". pub pub/t0 pub pub/t1", "... sync while they run only the parents of the folders they make");
-	synced.len = 0;
-	sb_adds(&synced, "");
+	synced_begin(root);
 	is_int(bucket_put(b, "state.json", "{}", 2), 0, "a put after them");
 	/* the targets, not the sources, then the put's temp file and folder */
 	is_str(synced.buf, "pub/t0/dt=2026-01-01 pub/t1/dt=2026-01-01 file:.state.json.tmp .",
 	       "... syncs their target folders once each, first, and not their source folders");
-	synced.len = 0;
-	sb_adds(&synced, "");
+	synced_begin(root);
 	for (i = 0; i < 10; i++) {
 		snprintf(key, sizeof(key), "pub/t%d/dt=2026-01-01/f%d", i / 5, i);
 		gone += bucket_delete(b, key) == 0;
@@ -468,8 +466,7 @@ static void test_sync_batches(const char *root)
 	ok(w != NULL, "a writer after them");
 	/* the deletes' folders are pruned up to pub, which stays */
 	is_str(synced.buf, "pub", "... syncs what is left of their folders once, first");
-	synced.len = 0;
-	sb_adds(&synced, "");
+	synced_begin(root);
 	if (w) {
 		bucket_writer_write(w, "abc", 3);
 		is_int(bucket_writer_close(w), 0, "close the writer");
@@ -478,12 +475,10 @@ static void test_sync_batches(const char *root)
 	       "... syncs its file only, not the folders made for it nor its own");
 	snprintf(path, sizeof(path), "%s/w/t/dt=2026-01-01", root);
 	is_int(count_entries(path), 1, "... and the file is there");
-	synced.len = 0;
-	sb_adds(&synced, "");
+	synced_begin(root);
 	is_int(bucket_put_new(b, "lk", "l", 1), 0, "a lock");
 	is_str(synced.buf, "file:.lk.tmp", "... syncs its bytes, not its folder");
-	synced.len = 0;
-	sb_adds(&synced, "");
+	synced_begin(root);
 	is_int(bucket_delete_lock(b, "lk"), 0, "the lock's release");
 	is_int(bucket_exists(b, "lk"), 0, "... removes it");
 	is_int(bucket_put_new_lock(b, "lk", "l", 1), 0, "a run's lock");
@@ -498,8 +493,7 @@ static void test_sync_batches(const char *root)
 	/* (the root: the folders m and n made, synced into it at once) */
 	is_str(synced.buf, ". m .", "... ends the run first (m synced: its file's arrival before its leaving), "
 	       "the lock's release not synced");
-	synced.len = 0;
-	sb_adds(&synced, "");
+	synced_begin(root);
 	is_int(bucket_move(b, "state.json", "moved/state.json"), 0, "a last move");
 	bucket_free(b);
 	is_str(synced.buf, ". n moved", "bucket_free() ends the run: the targets' folders, not the sources'");
