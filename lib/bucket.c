@@ -241,6 +241,11 @@ int bucket_put_new_lock(struct bucket *b, const char *key, const void *data, siz
 	return (b->ops->put_new_lock ? b->ops->put_new_lock : b->ops->put_new)(b, key, data, len);
 }
 
+int bucket_creates_whole(const struct bucket *b)
+{
+	return b->ops->creates_whole;
+}
+
 int bucket_probe_conditional(struct bucket *b, const char *key)
 {
 	if (!bucket_key_ok(key)) {

@@ -78,12 +78,20 @@ int bucket_put(struct bucket *b, const char *key, const void *data, size_t len);
 int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len);
 
 /*
- * bucket_put_new() for a lock that a crash leaves to a person anyway (the
- * run lock: its holder's boot is over, its TTL hours): locally not even
- * its content is synced, so after a crash it is whole, absent or
- * unreadable.
+ * bucket_put_new() for the run lock: locally not even its content is
+ * synced, so after a crash it is whole, absent or empty (lock_take_run()
+ * takes an empty one over: see bucket_creates_whole()).
  */
 int bucket_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len);
+
+/*
+ * 1 when no reader ever sees a bucket_put_new() or bucket_put_new_lock()
+ * in progress (a local bucket links a file already written), so that an
+ * object such a create left empty is what a crash left, not a write going
+ * on; 0 when a reader may see one half-written (some S3-compatible
+ * servers, some FUSE mounts).
+ */
+int bucket_creates_whole(const struct bucket *b);
 
 /*
  * Does the store itself refuse to create an object that exists?  Stores

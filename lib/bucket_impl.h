@@ -46,6 +46,8 @@ size_t bucket_part_fill(char **buf, size_t *cap, size_t *len, size_t part, const
 
 struct bucket_ops {
 	const char *name;	/* "local", "s3", "az": for messages and tests */
+	/* bucket_creates_whole() */
+	int creates_whole;
 
 	/* Free everything of the store's bucket, including b itself. */
 	void (*free)(struct bucket *b);

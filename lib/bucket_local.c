@@ -599,9 +599,10 @@ static int local_put_new(struct bucket *b, const char *key, const void *data, si
 
 /*
  * The run lock: not even its bytes are synced.  After a crash it is absent,
- * whole or unreadable (empty): whole already needs 'pipe-state unlock' (its
- * holder names a boot that is over: its TTL of hours), and unreadable says
- * so (DESIGN.md, Durability on a local bucket).
+ * whole or empty (or its block zeros): whole names a boot that is over and
+ * waits out its TTL of hours, or 'pipe-state unlock'; empty is taken over
+ * at once, as no live run's lock is ever seen so here (lock.c, DESIGN.md,
+ * Durability on a local bucket).
  */
 static int local_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len)
 {
@@ -1017,6 +1018,7 @@ static void local_free(struct bucket *b)
 
 static const struct bucket_ops local_ops = {
 	.name = "local",
+	.creates_whole = 1,
 	.free = local_free,
 	.get = local_get,
 	.put = local_put,

@@ -279,7 +279,7 @@ static void lock_document(struct sb *out, const char *run_id, long pid, const ch
 
 /*
  * Delete the lock we judged (seen, held by run_id), not one a rival just
- * took; and that run's renewal.
+ * took; and that run's renewal (run_id NULL: a lock naming none).
  */
 static int delete_if_same(struct bucket *b, const char *key, const struct sb *seen,
 			  const char *run_id)
@@ -289,13 +289,29 @@ static int delete_if_same(struct bucket *b, const char *key, const struct sb *se
 
 	if (r == 0 && again.len == seen->len && memcmp(again.buf, seen->buf, seen->len) == 0) {
 		r = bucket_delete(b, key);
-		if (r == 0)
+		if (r == 0 && run_id)
 			r = delete_renewal(b, key, run_id, bucket_delete);
 	}
 	else if (r == 1)
 		r = 0;
 	sb_free(&again);
 	return r;
+}
+
+/*
+ * Is seen, a lock that does not parse, what a crash left of one whose bytes
+ * were not synced (bucket_put_new_lock())?  Only where no reader sees a
+ * create in progress, and only when it holds nothing but NUL bytes: a lock
+ * of another version of this program, or a person's edit, is never that.
+ */
+static int left_by_crash(const struct bucket *b, const struct sb *seen)
+{
+	if (!bucket_creates_whole(b))
+		return 0;
+	for (size_t i = 0; i < seen->len; i++)
+		if (seen->buf[i] != '\0')
+			return 0;
+	return 1;
 }
 
 /* (put_new: bucket_put_new(), or bucket_put_new_lock() for a run's lock) */
@@ -330,6 +346,13 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 		if (r == 1)
 			continue;	/* released meanwhile */
 		if (parse_holder(&seen, &h) != 0) {
+			if (left_by_crash(b, &seen)) {
+				err_warn("%s: taking over the lock '%s' in %s, which a crash left empty",
+					 what, key, bucket_url(b));
+				if (delete_if_same(b, key, &seen, NULL) != 0)
+					goto out;
+				continue;
+			}
 			/*
 			 * Stores whose writes are not atomic (s3rver, some
 			 * FUSE mounts) show a lock being written empty or cut

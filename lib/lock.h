@@ -47,7 +47,8 @@
  * ("pipeline 'orders'").  Waits up to wait_ms for a live holder to go.
  * Taking a lock already held by run_id succeeds.  Returns 0 taken, 1 held
  * by another run (a message naming the holder is printed), -1 error.
- * Locally the lock's bytes are not synced (bucket_put_new_lock()).
+ * Locally the lock's bytes are not synced (bucket_put_new_lock()), and a
+ * lock a crash left empty is taken over at once, with a warning.
  */
 int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
 		  long pid, const char *run_dir, long ttl, long wait_ms);

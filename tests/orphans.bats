@@ -347,9 +347,9 @@ gone_pid() {
 }
 
 # The run lock's bytes are not synced (DESIGN.md, Durability on a local
-# bucket): a power loss may leave it empty, whatever the commit it guarded
-# had done.  Forged here: an empty lock over a pending commit.
-@test "a run lock a crash left empty refuses the run as unreadable; after 'pipe-state unlock' the next run finishes the pending commit" {
+# bucket): a power loss may leave it empty, or its block zeros, whatever the
+# commit it guarded had done.  Forged here: such a lock over a pending commit.
+crash_left_lock() {	# printf format of the lock's bytes
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	run -0 dataspoc-pipe run orph
 	local rid
@@ -357,20 +357,37 @@ gone_pid() {
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":2}}' '{"type":"STATE","value":{"n":2}}' >"$T/out"
 	echo '{"n":1}' | pipe-tap orph | pipe-sink -q -r "$rid" orph >plan.jsonl
 	bucket_put ".dataspoc/state/orph/pending/$rid.json" <plan.jsonl
-	: | bucket_put .dataspoc/state/orph/lock
+	# shellcheck disable=SC2059
+	printf "$1" | bucket_put .dataspoc/state/orph/lock
 	: >"$T/out"
-	run -1 --separate-stderr dataspoc-pipe run orph
-	grep -qF "the lock '.dataspoc/state/orph/lock' in $(bucket_url) is unreadable; if no run is going on, remove it with 'pipe-state unlock'" <<<"$stderr"
-	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
-	echo '{"n":1}' | expect_file state.got
-	run -0 pipe-state unlock orph
 	run -0 --separate-stderr dataspoc-pipe run orph
+	grep -qxF "pipe-state: warning: pipeline 'orph': taking over the lock '.dataspoc/state/orph/lock' in $(bucket_url), which a crash left empty" <<<"$stderr"
 	grep -qF "run $rid" <<<"$stderr"
 	table_data raw/orph/s | jq -c .n | sort >got
 	printf '1\n2\n' | expect_file got
 	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
 	echo '{"n":2}' | expect_file state.got
 	no_pending orph
+	run -1 bucket_exists .dataspoc/state/orph/lock
+}
+
+@test "a run lock a crash left empty is taken over at once with a warning, and the pending commit it guarded is finished" {
+	crash_left_lock ''
+}
+
+@test "a run lock a crash left as a block of zeros is taken over alike" {
+	crash_left_lock '\0\0\0\0\0\0\0\0'
+}
+
+@test "a run lock that is not empty and does not parse is refused as unreadable, and kept" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	printf '\0{"run_id": \0' | bucket_put .dataspoc/state/orph/lock
+	bucket_snapshot >before.snap
+	run -1 --separate-stderr dataspoc-pipe run orph
+	grep -qF "the lock '.dataspoc/state/orph/lock' in $(bucket_url) is unreadable; if no run is going on, remove it with 'pipe-state unlock'" <<<"$stderr"
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff -u before.snap after.snap
+	run -1 bucket_exists .dataspoc/state/orph/state.json
 }
 
 @test "a commit whose run lost the lock stops before its next step; the holder's next run finishes it" {

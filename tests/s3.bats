@@ -101,6 +101,20 @@ use_s3_bucket
 	scenario_lock_live_holder
 }
 
+# Unlike a local bucket's (tests/orphans.bats), an empty lock on a store
+# that may show a create half-written is no proof of a crash: not taken over.
+@test "s3: an empty run lock is not taken over: unreadable, and nothing changes" {
+	shop_pipeline
+	shop_run
+	: | bucket_put .dataspoc/state/shop/lock
+	bucket_snapshot >before.snap
+	shop_more
+	run -1 --separate-stderr dataspoc-pipe run shop
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop': the lock '.dataspoc/state/shop/lock' in $BUCKET_URL is unreadable; if no run is going on, remove it with 'pipe-state unlock'"
+	bucket_snapshot >after.snap
+	diff -u before.snap after.snap
+}
+
 @test "s3: a lock from another host is taken over only once expired" {
 	scenario_lock_other_host
 }
