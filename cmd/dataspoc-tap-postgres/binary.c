@@ -162,6 +162,29 @@ static char *put2(char *w, int v)
 	return w;
 }
 
+/* The day of v microseconds after 2000-01-01 (floored), and *us into it. */
+static int64_t day_of(int64_t v, int64_t *us)
+{
+	int64_t days = v / USECS_PER_DAY;
+
+	*us = v % USECS_PER_DAY;
+	if (*us < 0) {
+		*us += USECS_PER_DAY;
+		days--;
+	}
+	return days;
+}
+
+/* "HH:MM:SS" at w of us microseconds into a day (the fraction is the caller's). */
+static char *put_hms(char *w, int64_t us)
+{
+	w = put2(w, (int)(us / 3600000000));
+	*w++ = ':';
+	w = put2(w, (int)(us / 60000000 % 60));
+	*w++ = ':';
+	return put2(w, (int)(us / 1000000 % 60));
+}
+
 /* "YYYY-MM-DD" at w of day days after 2000-01-01; *bc when before 1 AD. */
 static char *put_date(char *w, int64_t days, int *bc)
 {
@@ -192,19 +215,10 @@ static int timestamp_text(struct sb *out, const unsigned char *f, size_t len, in
 		sb_adds(out, v == INT64_MAX ? "infinity" : "-infinity");
 		return 0;
 	}
-	days = v / USECS_PER_DAY;
-	us = v % USECS_PER_DAY;
-	if (us < 0) {
-		us += USECS_PER_DAY;
-		days--;
-	}
+	days = day_of(v, &us);
 	w = put_date(w, days, &bc);
 	*w++ = ' ';
-	w = put2(w, (int)(us / 3600000000));
-	*w++ = ':';
-	w = put2(w, (int)(us / 60000000 % 60));
-	*w++ = ':';
-	w = put2(w, (int)(us / 1000000 % 60));
+	w = put_hms(w, us);
 	if (us % 1000000) {
 		int frac = (int)(us % 1000000), n = 6;
 
@@ -338,12 +352,7 @@ int bin_iso(struct sb *out, enum bin_type t, enum kind k, const unsigned char *f
 
 		if (v == INT64_MAX || v == INT64_MIN)
 			return 0;
-		days = v / USECS_PER_DAY;
-		us = v % USECS_PER_DAY;
-		if (us < 0) {
-			us += USECS_PER_DAY;
-			days--;
-		}
+		days = day_of(v, &us);
 	} else {
 		return 0;
 	}
@@ -357,11 +366,7 @@ int bin_iso(struct sb *out, enum bin_type t, enum kind k, const unsigned char *f
 	*w++ = '-';
 	w = put2(w, d);
 	*w++ = 'T';
-	w = put2(w, (int)(us / 3600000000));
-	*w++ = ':';
-	w = put2(w, (int)(us / 60000000 % 60));
-	*w++ = ':';
-	w = put2(w, (int)(us / 1000000 % 60));
+	w = put_hms(w, us);
 	if (us % 1000000) {
 		int frac = (int)(us % 1000000);
 
