@@ -29,6 +29,15 @@ def read(sock, n):
     return buf
 
 
+def shut(*socks):
+    """End both directions of each socket, so that its peer pump ends too."""
+    for x in socks:
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def pump(src, dst):
     try:
         while True:
@@ -38,11 +47,7 @@ def pump(src, dst):
             dst.sendall(b)
     except OSError:
         pass
-    for s in (src, dst):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    shut(src, dst)
 
 
 def client_to_server(c, s, words):
@@ -72,11 +77,7 @@ def client_to_server(c, s, words):
             s.sendall(head + body)
     except (EOFError, OSError):
         pass
-    for x in (c, s):
-        try:
-            x.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    shut(c, s)
 
 
 def main():
