@@ -29,19 +29,9 @@ enum bin_type bin_type_of(unsigned oid, int utc)
 	}
 }
 
-static uint32_t be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint16_t be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
 static int64_t be64(const unsigned char *p)
 {
-	return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4));
+	return (int64_t)((uint64_t)bin_be32(p) << 32 | bin_be32(p + 4));
 }
 
 /* n in decimal at d, at least width digits; the byte after them. */
@@ -74,7 +64,7 @@ static void add_int(struct sb *out, int64_t v)
 /* Base-10000 digit d of a numeric's digits (n of them at p): 0 past them. */
 static unsigned ndig(const unsigned char *p, int n, int d)
 {
-	return d >= 0 && d < n ? be16(p + 2 * d) : 0;
+	return d >= 0 && d < n ? bin_be16(p + 2 * d) : 0;
 }
 
 /* numeric_send's layout: ndigits, weight, sign, dscale, then base-10000 digits. */
@@ -86,10 +76,10 @@ static int numeric_text(struct sb *out, const unsigned char *f, size_t len)
 
 	if (len < 8)
 		return -1;
-	ndigits = (int16_t)be16(f);
-	weight = (int16_t)be16(f + 2);
-	sign = be16(f + 4);
-	dscale = (int16_t)be16(f + 6);
+	ndigits = (int16_t)bin_be16(f);
+	weight = (int16_t)bin_be16(f + 2);
+	sign = bin_be16(f + 4);
+	dscale = (int16_t)bin_be16(f + 6);
 	if (ndigits < 0 || dscale < 0 || len != 8 + 2 * (size_t)ndigits)
 		return -1;
 	if (sign == 0xC000) {
@@ -103,7 +93,7 @@ static int numeric_text(struct sb *out, const unsigned char *f, size_t len)
 	if (sign != 0 && sign != 0x4000)
 		return -1;
 	for (d = 0; d < ndigits; d++)
-		if (be16(f + 8 + 2 * d) > 9999)
+		if (bin_be16(f + 8 + 2 * d) > 9999)
 			return -1;
 	f += 8;
 	/* the sign, the integer part's groups, the point and dscale digits (4 a group, rounded up) */
@@ -249,7 +239,7 @@ static int date_text(struct sb *out, const unsigned char *f, size_t len)
 
 	if (len != 4)
 		return -1;
-	v = (int32_t)be32(f);
+	v = (int32_t)bin_be32(f);
 	if (v == INT32_MAX || v == INT32_MIN) {
 		sb_adds(out, v == INT32_MAX ? "infinity" : "-infinity");
 		return 0;
@@ -289,12 +279,12 @@ int bin_text(struct sb *out, enum bin_type t, const unsigned char *f, size_t len
 	case B_INT2:
 		if (len != 2)
 			return -1;
-		add_int(out, (int16_t)be16(f));
+		add_int(out, (int16_t)bin_be16(f));
 		return 0;
 	case B_INT4:
 		if (len != 4)
 			return -1;
-		add_int(out, (int32_t)be32(f));
+		add_int(out, (int32_t)bin_be32(f));
 		return 0;
 	case B_INT8:
 		if (len != 8)
@@ -342,7 +332,7 @@ int bin_iso(struct sb *out, enum bin_type t, enum kind k, const unsigned char *f
 	int m, d;
 
 	if (t == B_DATE && k == K_DATE && len == 4) {
-		int32_t v = (int32_t)be32(f);
+		int32_t v = (int32_t)bin_be32(f);
 
 		if (v == INT32_MAX || v == INT32_MIN)
 			return 0;

@@ -265,7 +265,7 @@ static int row_bin(struct run *r, const unsigned char *p, size_t n)
 
 		if (n < 19 || memcmp(p, bin_signature, 11) != 0)
 			return bad_binary(r);
-		ext = (uint32_t)p[15] << 24 | (uint32_t)p[16] << 16 | (uint32_t)p[17] << 8 | p[18];
+		ext = bin_be32(p + 15);
 		if (ext > n - 19)
 			return bad_binary(r);
 		p += 19 + ext;
@@ -275,7 +275,7 @@ static int row_bin(struct run *r, const unsigned char *p, size_t n)
 	}
 	if (end - p < 2)
 		return bad_binary(r);
-	count = (int16_t)(p[0] << 8 | p[1]);
+	count = (int16_t)bin_be16(p);
 	p += 2;
 	if (count == -1)	/* the trailer */
 		return p == end ? 0 : bad_binary(r);
@@ -289,7 +289,7 @@ static int row_bin(struct run *r, const unsigned char *p, size_t n)
 
 		if (end - p < 4)
 			return bad_binary(r);
-		len = (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+		len = (int32_t)bin_be32(p);
 		p += 4;
 		if (len < -1 || (len > 0 && end - p < len))
 			return bad_binary(r);

@@ -22,6 +22,7 @@
 #define TAP_PG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <libpq-fe.h>
 
@@ -211,6 +212,17 @@ enum bin_type {
 	B_NONE, B_BOOL, B_INT2, B_INT4, B_INT8, B_TEXT, B_JSONB, B_UUID, B_NUMERIC,
 	B_DATE, B_TS, B_TSTZ
 };
+
+/* The big-endian integers of COPY's binary format, at p. */
+static inline uint32_t bin_be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint16_t bin_be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
 
 /* The reading of the values of type oid; utc: the session's zone is UTC. */
 enum bin_type bin_type_of(unsigned oid, int utc);
