@@ -170,6 +170,16 @@ static size_t batch_cap(const struct pq_batch *b)
 	return b->bytes.cap + b->mcap * sizeof(*b->m) + b->rcap * sizeof(*b->r);
 }
 
+/* The first of the batches kept for reuse (s->spare not NULL), emptied. */
+static struct pq_batch *take_spare(struct sink *s)
+{
+	struct pq_batch *b = s->spare;
+
+	s->spare = b->after;
+	pq_batch_clear(b);
+	return b;
+}
+
 /*
  * A batch to fill; st not NULL: st's open batch (see above).  A stream
  * whose open batch was handed over before gets the room that one used,
@@ -186,12 +196,7 @@ static struct pq_batch *batch_get(struct sink *s, struct stream *st)
 	if (st && st->last_n > 0) {
 		size_t bytes = st->last_bytes, nm = st->last_nm, n = st->last_n;
 
-		if (b) {
-			s->spare = b->after;
-			pq_batch_clear(b);
-		} else {
-			b = xcalloc(1, sizeof(*b));
-		}
+		b = b ? take_spare(s) : xcalloc(1, sizeof(*b));
 		if (bytes > FEED_BATCH) {
 			/* Records longer than a batch: the room of one batch's worth. */
 			nm = nm * FEED_BATCH / bytes;
@@ -202,8 +207,7 @@ static struct pq_batch *batch_get(struct sink *s, struct stream *st)
 	} else if (b == NULL || (st && s->batched + batch_cap(b) > FEED_OPEN_MAX)) {
 		b = xcalloc(1, sizeof(*b));
 	} else {
-		s->spare = b->after;
-		pq_batch_clear(b);
+		b = take_spare(s);
 	}
 	if (st)
 		s->batched += batch_cap(b);
