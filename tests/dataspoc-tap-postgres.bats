@@ -546,6 +546,31 @@ statements_since() {
 	[ "$output" -lt 200000 ]
 }
 
+@test "COPY data not as the binary format says is one line naming the table and row, exit 1" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.few; CREATE TABLE other.few(id int primary key, v text);
+		INSERT INTO other.few SELECT i, 'v' || i FROM generate_series(1, 3) i"
+	properties_for other few '{"replication-method": "FULL_TABLE"}'
+	# a proxy gives the second row a field count of 0x7fff
+	python3 "$BATS_TEST_DIRNAME/pg_refuse.py" --break-copy proxy.port "$PG_PORT" 2>proxy.err &
+	proxy=$!
+	wait_for proxy.port
+	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
+	PGTZ=UTC run -1 --separate-stderr "$TAP" --config t2.json --properties props.json
+	kill "$proxy"
+	wait "$proxy" || true
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	assert_equal "$stderr" "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): COPY's binary data is not as expected at row 2"
+	# the messages before the error are out, as tap-postgres writes them:
+	# the first row, not the second, and the stream not ended
+	printf '%s\n' "$output" >got
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output '{"id":1,"v":"v1"}'
+	run -0 jq -r .type got
+	assert_output "$(printf '%s\n' SCHEMA STATE ACTIVATE_VERSION RECORD)"
+	run -0 cat proxy.err
+	assert_output 'broke 1'
+}
+
 @test "bad config, catalog and state are exit 2 naming the file" {
 	echo '{"host": "h"' >bad.json
 	run -2 --separate-stderr "$TAP" --config bad.json --discover

@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""pg_refuse.py PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that refuses settings.
+"""pg_refuse.py [--break-copy] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
+refuses settings, or sends COPY data not as the protocol says.
 
 A proxy on 127.0.0.1 (its port written to PORT-FILE) to the server on
 UPSTREAM-PORT that passes every byte as it comes, except that in each simple
 Query message it changes the last letter of each WORD to 'X' (the length
 kept), so that the server answers with an error where the client set WORD.
 It counts the changed queries on stderr, one line each: "refused N".
+With --break-copy, the second CopyData message the server sends on a
+connection (a binary COPY's second row: the first comes with the header) gets
+a field count of 0x7fff, and "broke N" is counted on stderr.
 Runs until killed.
 """
 import os
+import queue
 import socket
 import struct
 import sys
@@ -17,6 +22,7 @@ import threading
 SSL_REQUEST, GSS_REQUEST = 80877103, 80877104
 lock = threading.Lock()
 refused = 0
+broke = 0
 
 
 def read(sock, n):
@@ -50,7 +56,32 @@ def pump(src, dst):
     shut(src, dst)
 
 
-def client_to_server(c, s, words):
+def server_to_client(s, c, untyped):
+    """The server's answers: one byte for each SSL or GSS request the
+    client made (untyped says, in order: 'request', then 'startup'), then
+    typed messages, the second CopyData broken."""
+    global broke
+    copydata = 0
+    try:
+        while untyped.get() == 'request':
+            c.sendall(read(s, 1))
+        while True:
+            head = read(s, 5)
+            body = read(s, struct.unpack('!i', head[1:])[0] - 4)
+            if head[:1] == b'd':
+                copydata += 1
+                if copydata == 2 and len(body) >= 2:
+                    body = b'\x7f\xff' + body[2:]
+                    with lock:
+                        broke += 1
+                        print('broke %d' % broke, file=sys.stderr, flush=True)
+            c.sendall(head + body)
+    except (EOFError, OSError):
+        pass
+    shut(s, c)
+
+
+def client_to_server(c, s, words, untyped):
     global refused
     try:
         # untyped messages first: SSL or GSS requests, then the startup
@@ -58,9 +89,12 @@ def client_to_server(c, s, words):
             head = read(c, 8)
             n, code = struct.unpack('!ii', head)
             msg = head + read(c, n - 8)
-            s.sendall(msg)
             if code in (SSL_REQUEST, GSS_REQUEST):
+                untyped.put('request')
+                s.sendall(msg)
                 continue
+            untyped.put('startup')
+            s.sendall(msg)
             break
         while True:
             head = read(c, 5)
@@ -77,12 +111,17 @@ def client_to_server(c, s, words):
             s.sendall(head + body)
     except (EOFError, OSError):
         pass
+    untyped.put('startup')
     shut(c, s)
 
 
 def main():
-    port_file, upstream = sys.argv[1], int(sys.argv[2])
-    words = [w.encode() for w in sys.argv[3:]]
+    args = sys.argv[1:]
+    break_copy = args[:1] == ['--break-copy']
+    if break_copy:
+        args = args[1:]
+    port_file, upstream = args[0], int(args[1])
+    words = [w.encode() for w in args[2:]]
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(('127.0.0.1', 0))
@@ -93,8 +132,12 @@ def main():
     while True:
         c, _ = ls.accept()
         s = socket.create_connection(('127.0.0.1', upstream))
-        threading.Thread(target=client_to_server, args=(c, s, words), daemon=True).start()
-        threading.Thread(target=pump, args=(s, c), daemon=True).start()
+        untyped = queue.Queue()
+        threading.Thread(target=client_to_server, args=(c, s, words, untyped), daemon=True).start()
+        if break_copy:
+            threading.Thread(target=server_to_client, args=(s, c, untyped), daemon=True).start()
+        else:
+            threading.Thread(target=pump, args=(s, c), daemon=True).start()
 
 
 if __name__ == '__main__':

@@ -244,6 +244,17 @@ int main(int argc, char **argv)
 		goto out;
 	for (size_t i = 0; i < t.nsync && rc == 0; i++)
 		rc = sync_stream(&t, &t.streams[i]);
+	if (rc != 0) {
+		/*
+		 * As tap-postgres, which writes each message as it comes: the
+		 * messages whole before the error go out (a row cut short by
+		 * it does not).
+		 */
+		const char *nl = t.out.len ? memrchr(t.out.buf, '\n', t.out.len) : NULL;
+
+		t.out.len = nl ? (size_t)(nl - t.out.buf) + 1 : 0;
+		flush_out(&t, 0);
+	}
 out:
 	if (rc == 0 && flush_out(&t, 0) != 0)
 		rc = EXIT_FAIL;
