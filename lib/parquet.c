@@ -552,7 +552,6 @@ static void free_writer(struct pq_writer *pw)
 		sb_free(&pw->cols[i].chunk);
 		sb_free(&pw->cols[i].dvals);
 		free(pw->cols[i].doff);
-		free(pw->cols[i].dlen);
 		free(pw->cols[i].dslots);
 	}
 	free(pw->cols);

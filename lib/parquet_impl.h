@@ -231,9 +231,9 @@ struct pq_colw {
 	 */
 	int dict;		/* the open page is dictionary-encoded */
 	struct sb dvals;	/* the dictionary's entries, PLAIN */
-	uint32_t *doff, *dlen;	/* entry i's bytes: dvals.buf + doff[i], dlen[i] of them */
+	uint32_t *doff;		/* entry i's bytes: dvals.buf + doff[i], as many as the 4 bytes before say */
 	uint32_t ndict, dcap;
-	uint32_t *dslots;	/* hash of the entries: index + 1, 0 empty */
+	uint32_t *dslots;	/* hash of the entries: index + 1 and a tag (parquet_value.c), 0 empty */
 	uint32_t nslots;
 	uint32_t *idx;		/* the open page's indices */
 	uint32_t nidx, idxcap;

@@ -825,25 +825,63 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 	return 0;
 }
 
-static void dict_insert(struct pq_colw *c, uint32_t e)
+/*
+ * The dictionary's hash table.  A slot holds an entry's index + 1 in its
+ * low DICT_INDEX_BITS and the top bits of the entry's hash above them, so
+ * that a probe passes over other entries without reading them: with many
+ * streams the tables are cold and each entry read is a cache miss.  An
+ * entry's length is the 4 bytes before its bytes in dvals (PLAIN).
+ */
+#define DICT_INDEX_BITS 19	/* DICT_MAX_BYTES / 4 entries at most, + 1 */
+#define DICT_INDEX_MASK ((1u << DICT_INDEX_BITS) - 1)
+#define DICT_SLOTS_MIN 16
+
+static inline uint32_t dict_tag(uint64_t h)
 {
-	uint32_t j = (uint32_t)util_hash_bytes(c->dvals.buf + c->doff[e], c->dlen[e]) & (c->nslots - 1);
+	return (uint32_t)(h >> 32) & ~DICT_INDEX_MASK;
+}
+
+static inline uint32_t dict_len(const struct pq_colw *c, uint32_t e)
+{
+	uint32_t len;
+
+	memcpy(&len, c->dvals.buf + c->doff[e] - 4, 4);
+	return len;
+}
+
+static void dict_insert(struct pq_colw *c, uint32_t e, uint64_t h)
+{
+	uint32_t j = (uint32_t)h & (c->nslots - 1);
 
 	while (c->dslots[j])
 		j = (j + 1) & (c->nslots - 1);
-	c->dslots[j] = e + 1;
+	c->dslots[j] = dict_tag(h) | (e + 1);
+}
+
+/* The table twice as large (DICT_SLOTS_MIN at first), its entries hashed again. */
+static void dict_grow(struct pq_colw *c)
+{
+	uint32_t i;
+
+	c->nslots = c->nslots ? c->nslots * 2 : DICT_SLOTS_MIN;
+	free(c->dslots);
+	c->dslots = xcalloc(c->nslots, sizeof(*c->dslots));
+	for (i = 0; i < c->ndict; i++)
+		dict_insert(c, i, util_hash_bytes(c->dvals.buf + c->doff[i], dict_len(c, i)));
 }
 
 /* The dictionary index of a value, added when new.  0, or -1 when the dictionary is full. */
 static int dict_index(struct pq_colw *c, const char *p, size_t len, uint32_t *index)
 {
-	uint32_t j, e;
+	uint64_t h = util_hash_bytes(p, len);
+	uint32_t j, e, s, tag = dict_tag(h);
 
 	if (c->nslots) {
-		j = (uint32_t)util_hash_bytes(p, len) & (c->nslots - 1);
-		for (; c->dslots[j]; j = (j + 1) & (c->nslots - 1)) {
-			e = c->dslots[j] - 1;
-			if (c->dlen[e] == len && same_bytes(c->dvals.buf + c->doff[e], p, len)) {
+		for (j = (uint32_t)h & (c->nslots - 1); (s = c->dslots[j]) != 0; j = (j + 1) & (c->nslots - 1)) {
+			if ((s & ~DICT_INDEX_MASK) != tag)
+				continue;
+			e = (s & DICT_INDEX_MASK) - 1;
+			if (dict_len(c, e) == len && same_bytes(c->dvals.buf + c->doff[e], p, len)) {
 				*index = e;
 				return 0;
 			}
@@ -852,26 +890,18 @@ static int dict_index(struct pq_colw *c, const char *p, size_t len, uint32_t *in
 	if (c->dvals.len + 4 + len > DICT_MAX_BYTES)
 		return -1;
 	if (c->ndict == c->dcap) {
-		c->dcap = c->dcap ? c->dcap * 2 : 256;
+		c->dcap = c->dcap ? c->dcap * 2 : 64;
 		c->doff = xrealloc(c->doff, c->dcap * sizeof(*c->doff));
-		c->dlen = xrealloc(c->dlen, c->dcap * sizeof(*c->dlen));
 	}
 	put_le(&c->dvals, len, 4);
 	c->doff[c->ndict] = (uint32_t)c->dvals.len;
-	c->dlen[c->ndict] = (uint32_t)len;
 	sb_add(&c->dvals, p, len);
 	e = c->ndict++;
-	if (c->ndict * 2 > c->nslots) {
-		uint32_t i;
-
-		c->nslots = c->nslots ? c->nslots * 2 : 1024;
-		free(c->dslots);
-		c->dslots = xcalloc(c->nslots, sizeof(*c->dslots));
-		for (i = 0; i < c->ndict; i++)
-			dict_insert(c, i);
-	} else {
-		dict_insert(c, e);
-	}
+	/* Filled to three quarters at most: small tables, fewer lines to miss. */
+	if (c->ndict * 4 > c->nslots * 3)
+		dict_grow(c);
+	else
+		dict_insert(c, e, h);
 	*index = e;
 	return 0;
 }
