@@ -76,8 +76,20 @@ static inline uint64_t util_hash_bytes(const char *p, size_t n)
 		h ^= h >> 29;
 	}
 	if (n > 0) {
-		w = 0;
-		memcpy(&w, p, n);
+		/*
+		 * The tail in two loads, overlapping when under 8 bytes (n is in
+		 * h already): a copy into a zeroed word stalls the load of it.
+		 */
+		uint32_t a, b;
+
+		if (n >= 4) {
+			memcpy(&a, p, 4);
+			memcpy(&b, p + n - 4, 4);
+		} else {
+			a = (unsigned char)p[0] | (uint32_t)(unsigned char)p[n / 2] << 8;
+			b = (unsigned char)p[n - 1];
+		}
+		w = a | (uint64_t)b << 32;
 		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
 	}
 	h ^= h >> 32;
