@@ -514,8 +514,8 @@ after:
 			ndepth = 0;
 			rmax = 0;
 		} else if (mcur) {
-			mcur->val.len = (size_t)(p - (const unsigned char *)mcur->val.p);
-			mcur->val.type = vt;
+			mcur->val_len = (uint32_t)(p - vstart) - mcur->val;
+			mcur->val_type = (unsigned char)vt;
 			mcur->val_esc = vt == JSON_STRING && esc;
 		}
 	}
@@ -564,10 +564,9 @@ key:
 		mcur = NULL;
 		if (mnext < mlim) {
 			mcur = mnext++;
-			mcur->key.p = (const char *)q;
-			mcur->key.len = (size_t)(p - q);
-			mcur->key.type = JSON_STRING;
-			mcur->key_esc = esc;
+			mcur->key = (uint32_t)(q - vstart);
+			mcur->key_len = (uint32_t)(p - q);
+			mcur->key_esc = (unsigned char)esc;
 		} else {
 			mover++;
 		}
@@ -583,7 +582,7 @@ key:
 mcolon:
 		p = ws(p + 1, end);
 		if (mcur)
-			mcur->val.p = (const char *)p;
+			mcur->val = (uint32_t)(p - vstart);
 		goto value;
 	}
 	if (p < end && *p == ':')
@@ -654,9 +653,9 @@ int json_validate_inner_slow(const char *buf, size_t len,
 			     struct json_span *out, size_t *errpos,
 			     const char **errmsg)
 {
-	if (mem == NULL || mem->of >= nkeys) {
+	if (mem == NULL || mem->of >= nkeys || len > UINT32_MAX) {
 		if (mem)
-			mem->n = 0;
+			mem->n = mem->of < nkeys ? SIZE_MAX : 0;
 		return scan(buf, len, keys, nkeys, vals, out, errpos, errmsg);
 	}
 	return scan_body(buf, len, keys, nkeys, vals, mem, out, errpos, errmsg);
@@ -867,18 +866,16 @@ key:
 #define ORIG(x) ((const char *)((uintptr_t)(x) + delta))
 
 /*
- * p at the '{' of vals[mem->of], at depth 2, in the copy of the line
- * (delta from it to the caller's buffer): its members noted as
- * scan_body() notes them; the byte after it, or NULL.  More members than
- * mem->cap: NULL, for scan_body() to count them.
+ * p at the '{' of vals[mem->of], at depth 2, in the copy of the line: its
+ * members noted as scan_body() notes them; the byte after it, or NULL.
+ * More members than mem->cap: NULL, for scan_body() to count them.
  */
 static const unsigned char *fast_noted(const unsigned char *p,
 				       const unsigned char *end,
-				       uintptr_t delta,
 				       struct json_members *mem)
 {
 	struct json_member *m = mem->m, *mlim = mem->m + mem->cap;
-	const unsigned char *q;
+	const unsigned char *q, *obj = p;
 	enum json_type vt;
 	int esc;
 
@@ -892,10 +889,9 @@ static const unsigned char *fast_noted(const unsigned char *p,
 		esc = 0;
 		if ((p = fast_string(p, end, &esc)) == NULL)
 			return NULL;
-		m->key.p = ORIG(q);
-		m->key.len = (size_t)(p - q);
-		m->key.type = JSON_STRING;
-		m->key_esc = esc;
+		m->key = (uint32_t)(q - obj);
+		m->key_len = (uint32_t)(p - q);
+		m->key_esc = (unsigned char)esc;
 		if (!FAST_AT(p, ':'))
 			return NULL;
 		q = ++p;
@@ -904,10 +900,10 @@ static const unsigned char *fast_noted(const unsigned char *p,
 		/* (whitespace before the value: fast_value() skipped it) */
 		if (*q <= ' ')
 			q = fast_ws(q);
-		m->val.p = ORIG(q);
-		m->val.len = (size_t)(p - q);
-		m->val.type = vt;
-		m->val_esc = esc;
+		m->val = (uint32_t)(q - obj);
+		m->val_len = (uint32_t)(p - q);
+		m->val_type = (unsigned char)vt;
+		m->val_esc = (unsigned char)esc;
 		if (FAST_AT(p, ','))
 			p++;
 		else if (*p == '}')
@@ -963,7 +959,7 @@ static int fast_inner(const char *buf, size_t len, const char *const keys[],
 		q = p = fast_ws(p + 1);
 		if (mem && slot == (int)mem->of && *p == '{') {
 			vt = JSON_OBJECT;
-			p = fast_noted(p, end, delta, mem);
+			p = fast_noted(p, end, mem);
 		} else {
 			p = fast_value(p, end, 1, &vt, &esc);
 		}

@@ -10,6 +10,7 @@
 #define PIPE_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sb.h"
 
@@ -70,13 +71,34 @@ int json_validate_members(const char *buf, size_t len,
 			  struct json_span vals[], struct json_span *out,
 			  size_t *errpos, const char **errmsg);
 
-/* A member of an object, as json_validate_inner() met it. */
+/*
+ * A member of an object, as json_validate_inner() met it: where its key
+ * and value are, as offsets from the object's first byte (its '{'), so
+ * that members copied with the object need no change, and in 32 bits,
+ * half the bytes of two spans (Parquet batches copy every one).
+ */
 struct json_member {
-	struct json_span key;	/* a JSON_STRING, quotes included */
-	struct json_span val;
-	int key_esc;		/* the key holds a backslash */
-	int val_esc;		/* the value is a string that holds a backslash */
+	uint32_t key, key_len;	/* the key, a JSON string, quotes included */
+	uint32_t val, val_len;
+	unsigned char val_type;	/* enum json_type */
+	unsigned char key_esc;	/* the key holds a backslash */
+	unsigned char val_esc;	/* the value is a string that holds a backslash */
 };
+
+/* The key and the value of member m of the object whose first byte is at obj. */
+static inline struct json_span json_member_key(const char *obj, const struct json_member *m)
+{
+	struct json_span s = { obj + m->key, m->key_len, JSON_STRING };
+
+	return s;
+}
+
+static inline struct json_span json_member_val(const char *obj, const struct json_member *m)
+{
+	struct json_span s = { obj + m->val, m->val_len, (enum json_type)m->val_type };
+
+	return s;
+}
 
 /* Where json_validate_inner() notes the members of one object. */
 struct json_members {
@@ -89,9 +111,11 @@ struct json_members {
 /*
  * json_validate_members() that also notes, in the same pass, the members of
  * vals[mem->of] when that value is an object: each in order, repeats
- * included, with its key and value spans as json_object_next() gives them.
- * mem->n is 0 when the value is absent or not an object, and unspecified
- * on error.  Only json_validate_members()'s cost when mem is NULL.
+ * included, with its key and value spans as json_object_next() gives them,
+ * as offsets from vals[mem->of].p.  mem->n is 0 when the value is absent or
+ * not an object, and unspecified on error.  A buffer of 4 GiB or more notes
+ * none: mem->n is then SIZE_MAX.  Only json_validate_members()'s cost when
+ * mem is NULL.
  */
 int json_validate_inner(const char *buf, size_t len,
 			const char *const keys[], size_t nkeys,

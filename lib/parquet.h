@@ -256,12 +256,13 @@ struct pq_writer *pq_writer_open(struct bucket_writer *w, const struct pq_schema
 int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_fail *f);
 
 /*
- * pq_writer_add() of a record whose n members the scanner noted as it
- * validated it (json_validate_inner(), singer_parse_members()), in order:
- * the same result, without walking the record again.
+ * pq_writer_add() of the record whose first byte is at rec and whose n
+ * members the scanner noted as it validated it (json_validate_inner(),
+ * singer_parse_members()), in order: the same result, without walking the
+ * record again.
  */
-int pq_writer_add_members(struct pq_writer *pw, const struct json_member *m, size_t n,
-			  struct pq_fail *f);
+int pq_writer_add_members(struct pq_writer *pw, const char *rec, const struct json_member *m,
+			  size_t n, struct pq_fail *f);
 
 /* Rows added so far. */
 uint64_t pq_writer_rows(const struct pq_writer *pw);
@@ -323,7 +324,6 @@ struct pq_feed;
 struct pq_rec {
 	size_t off, len;	/* its bytes in the batch */
 	size_t m, nm;		/* its members in the batch's; nm PQ_WALK: none noted */
-	uintptr_t at;		/* where its bytes were when its members were noted */
 	unsigned long long lineno, recno, seq;	/* the caller's, for its messages */
 };
 
@@ -348,7 +348,6 @@ struct pq_batch {
 	size_t next;		/* the first record not added */
 	struct pq_fail f;	/* PQ_STOP_WIDEN */
 	/* the feed's (done: set under its mutex, read without it by pq_feed_is_done()) */
-	int rebased;
 	atomic_int done;
 	struct pq_batch *prev, *after;
 };

@@ -31,27 +31,6 @@ struct pq_feed {
 	int quit;
 };
 
-/* The members' spans, noted in the input's buffer, moved to the batch's copy of the bytes. */
-static void rebase(struct pq_batch *b)
-{
-	size_t i, j;
-
-	for (i = 0; i < b->n; i++) {
-		const struct pq_rec *r = &b->r[i];
-		uintptr_t base = (uintptr_t)(b->bytes.buf + r->off);
-
-		if (r->nm == PQ_WALK)
-			continue;
-		for (j = r->m; j < r->m + r->nm; j++) {
-			struct json_member *m = &b->m[j];
-
-			m->key.p = (const char *)(base + ((uintptr_t)m->key.p - r->at));
-			m->val.p = (const char *)(base + ((uintptr_t)m->val.p - r->at));
-		}
-	}
-	b->rebased = 1;
-}
-
 /* pw's outq to its ready (the feed's mutex held). */
 static void deliver(struct pq_writer *pw)
 {
@@ -84,8 +63,6 @@ static void run(struct pq_feed *f, struct pq_batch *b)
 	struct pq_writer *pw = b->pw;
 	size_t i;
 
-	if (!b->rebased)
-		rebase(b);
 	pw->comp = &f->comp;
 	b->stop = PQ_STOP_NONE;
 	if (b->finish && pq_flush_row_group(pw) != 0)
@@ -99,7 +76,7 @@ static void run(struct pq_feed *f, struct pq_batch *b)
 
 			x = pq_writer_add(pw, &rec, &b->f);
 		} else {
-			x = pq_writer_add_members(pw, b->m + r->m, r->nm, &b->f);
+			x = pq_writer_add_members(pw, b->bytes.buf + r->off, b->m + r->m, r->nm, &b->f);
 		}
 		if (x == PQ_WIDEN) {
 			b->stop = PQ_STOP_WIDEN;
@@ -252,7 +229,6 @@ void pq_batch_add(struct pq_batch *b, const struct json_span *rec, const struct 
 	r = &b->r[b->n++];
 	r->off = b->bytes.len;
 	r->len = rec->len;
-	r->at = (uintptr_t)rec->p;
 	r->lineno = lineno;
 	r->recno = recno;
 	r->seq = seq;
@@ -312,7 +288,7 @@ void pq_batch_clear(struct pq_batch *b)
 	b->start = b->next = 0;
 	b->finish = 0;
 	b->stop = PQ_STOP_NONE;
-	b->rebased = b->done = 0;
+	b->done = 0;
 	b->pw = NULL;
 	b->prev = b->after = NULL;
 }

@@ -1132,8 +1132,8 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 	return add_end(pw);
 }
 
-int pq_writer_add_members(struct pq_writer *pw, const struct json_member *m, size_t n,
-			  struct pq_fail *f)
+int pq_writer_add_members(struct pq_writer *pw, const char *rec, const struct json_member *m,
+			  size_t n, struct pq_fail *f)
 {
 	size_t i, next = 0;
 	int r;
@@ -1141,7 +1141,9 @@ int pq_writer_add_members(struct pq_writer *pw, const struct json_member *m, siz
 	if (add_begin(pw) != 0)
 		return -2;
 	for (i = 0; i < n; i++) {
-		r = add_member(pw, &m[i].key, m[i].key_esc, &m[i].val, m[i].val_esc, &next, f);
+		struct json_span key = json_member_key(rec, &m[i]), val = json_member_val(rec, &m[i]);
+
+		r = add_member(pw, &key, m[i].key_esc, &val, m[i].val_esc, &next, f);
 		if (r != 0)
 			return r;
 	}

@@ -105,7 +105,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 	for (;;) {
 		if (st->file == NULL && sink_open_file(s, st) != 0)
 			return -1;
-		r = from && from->members ? pq_writer_add_members(st->file, from->members, from->nmembers, &f) :
+		r = from && from->members ? pq_writer_add_members(st->file, rec->p, from->members, from->nmembers, &f) :
 		    pq_writer_add(st->file, rec, &f);
 		if (r != PQ_WIDEN || fails_run(s, &f))
 			break;

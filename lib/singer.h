@@ -29,8 +29,9 @@ struct singer_msg {
 	struct json_span bookmark_properties;	/* SCHEMA: optional */
 	struct json_span version;	/* RECORD/ACTIVATE_VERSION: optional */
 	/*
-	 * RECORD, from singer_parse_members(): the members of "record", or
-	 * NULL (singer_parse(), or more members than there was room for).
+	 * RECORD, from singer_parse_members(): the members of "record"
+	 * (offsets from record.p), or NULL (singer_parse(), or more members
+	 * than there was room for).
 	 */
 	const struct json_member *members;
 	size_t nmembers;

@@ -82,13 +82,19 @@ static int json_diff(const char *in, size_t len, size_t nkeys, size_t of,
 	}
 	/* nothing written past the room */
 	for (i = cap; i < JSON_DIFF_ROOM; i++) {
-		if (ra[i].key_esc != rb[i].key_esc || ra[i].val.len != rb[i].val.len) {
+		struct json_member untouched;
+
+		memset(&untouched, 0xa5, sizeof(untouched));
+		if (memcmp(&ra[i], &untouched, sizeof(untouched)) != 0 ||
+		    memcmp(&rb[i], &untouched, sizeof(untouched)) != 0) {
 			printf("#   json_diff: member %zu written, past the room for %zu\n", i, cap);
 			return 0;
 		}
 	}
+	/* (the offsets are from the same byte: vals[of] agree) */
 	for (i = 0; i < ma.n && i < cap; i++) {
-		if (!json_diff_span(&ra[i].key, &rb[i].key) || !json_diff_span(&ra[i].val, &rb[i].val) ||
+		if (ra[i].key != rb[i].key || ra[i].key_len != rb[i].key_len || ra[i].val != rb[i].val ||
+		    ra[i].val_len != rb[i].val_len || ra[i].val_type != rb[i].val_type ||
 		    ra[i].key_esc != rb[i].key_esc || ra[i].val_esc != rb[i].val_esc) {
 			printf("#   json_diff: member %zu\n", i);
 			return 0;

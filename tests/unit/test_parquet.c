@@ -447,7 +447,7 @@ static int add_noted(struct pq_writer *pw, const char *rec, struct pq_fail *f, s
 	sb_adds(buf, " }");
 	if (json_validate_inner(buf->buf, buf->len, keys, 1, &v, &mem, &top, &pos, &msg) != 0 || mem.n > 64)
 		return -3;
-	return pq_writer_add_members(pw, room, mem.n, f);
+	return pq_writer_add_members(pw, v.p, room, mem.n, f);
 }
 
 /* Records whose pq_writer_add_members() said something else than pq_writer_add(). */
