@@ -33,9 +33,14 @@
 struct singer_msg;
 struct zpool;
 
+/* Stream names up to this long are compared in the stream itself, not through name. */
+#define STREAM_NAME_IN 48
+
 struct stream {
 	char *name;		/* decoded, as the tap named it */
 	size_t name_len;
+	/* its first bytes again, beside name_len: what each lookup reads (sink_streams.c) */
+	char name_in[STREAM_NAME_IN];
 	char *dir;		/* <path>/<source>/<safe> */
 	char *safe;
 	void *file;		/* its open file (lib/recwriter.h), or NULL */
@@ -96,7 +101,7 @@ struct sink {
 
 	struct stream *streams;
 	size_t n, cap;
-	size_t *slots;		/* open addressing: index + 1, 0 empty */
+	uint64_t *slots;	/* open addressing (sink_streams.c): index + 1 and a hash tag, 0 empty */
 	size_t nslots;
 	struct stream *last;	/* the stream of the previous RECORD */
 	size_t open;

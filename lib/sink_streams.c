@@ -9,36 +9,79 @@
 #include "recwriter.h"
 #include "util.h"
 
+/*
+ * The stream table: open addressing, a slot holding a stream's index + 1
+ * in its low half and the top half of its name's hash above, so that a
+ * probe reads no other stream than the one it finds, and that one's name
+ * only when the hashes agree.  Every record looks its stream up; with many
+ * streams, the stream structs and names read are cache misses.
+ */
+static inline uint64_t slot_of(uint64_t h, size_t i)
+{
+	return (h & 0xffffffff00000000ULL) | (uint64_t)(i + 1);
+}
+
+static void slot_put(uint64_t *slots, size_t nslots, uint64_t h, size_t i)
+{
+	size_t j = (size_t)h & (nslots - 1);
+
+	while (slots[j])
+		j = (j + 1) & (nslots - 1);
+	slots[j] = slot_of(h, i);
+}
+
 static void grow_slots(struct sink *s)
 {
 	size_t i, nslots = s->nslots ? s->nslots * 2 : 64;
-	size_t *slots = xcalloc(nslots, sizeof(*slots));
+	uint64_t *slots = xcalloc(nslots, sizeof(*slots));
 
-	for (i = 0; i < s->n; i++) {
-		size_t j = util_hash_bytes(s->streams[i].name, s->streams[i].name_len) & (nslots - 1);
-
-		while (slots[j])
-			j = (j + 1) & (nslots - 1);
-		slots[j] = i + 1;
-	}
+	for (i = 0; i < s->n; i++)
+		slot_put(slots, nslots, util_hash_bytes(s->streams[i].name, s->streams[i].name_len), i);
 	free(s->slots);
 	s->slots = slots;
 	s->nslots = nslots;
 }
 
+/* The bytes of st's name, in the stream itself when they fit (no other line to miss). */
+static inline const char *stream_name(const struct stream *st)
+{
+	return st->name_len <= STREAM_NAME_IN ? st->name_in : st->name;
+}
+
+/* a[0..n) and b[0..n) are the same bytes: stream names are short, compared without a call. */
+static inline int same_name(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y, d = 0;
+
+	if (n < 8)
+		return memcmp(a, b, n) == 0;
+	for (; n > 8; a += 8, b += 8, n -= 8) {
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		d |= x ^ y;
+	}
+	memcpy(&x, a + n - 8, 8);
+	memcpy(&y, b + n - 8, 8);
+	return (d | (x ^ y)) == 0;
+}
+
 static struct stream *find(struct sink *s, const char *name, size_t len)
 {
+	uint64_t h, tag, v;
 	size_t j;
 
 	if (s->nslots == 0)
 		return NULL;
-	j = util_hash_bytes(name, len) & (s->nslots - 1);
-	while (s->slots[j]) {
-		struct stream *st = &s->streams[s->slots[j] - 1];
+	h = util_hash_bytes(name, len);
+	tag = h & 0xffffffff00000000ULL;
+	for (j = (size_t)h & (s->nslots - 1); (v = s->slots[j]) != 0; j = (j + 1) & (s->nslots - 1)) {
+		struct stream *st;
 
-		if (st->name_len == len && memcmp(st->name, name, len) == 0)
+		if ((v & 0xffffffff00000000ULL) != tag)
+			continue;
+		st = &s->streams[(uint32_t)v - 1];
+		if (st->name_len == len && same_name(stream_name(st), name, len))
 			return st;
-		j = (j + 1) & (s->nslots - 1);
 	}
 	return NULL;
 }
@@ -85,6 +128,8 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 	memset(st, 0, sizeof(*st));
 	st->name = xstrndup(name, len);
 	st->name_len = len;
+	if (len <= STREAM_NAME_IN)
+		memcpy(st->name_in, name, len);
 	st->safe = safe;
 	st->dropped = dropped;
 	if (dropped)
@@ -95,13 +140,8 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 		st->dir = xasprintf("%s/%s", s->source, safe);
 	if (s->n * 2 > s->nslots)
 		grow_slots(s);
-	else {
-		size_t j = util_hash_bytes(name, len) & (s->nslots - 1);
-
-		while (s->slots[j])
-			j = (j + 1) & (s->nslots - 1);
-		s->slots[j] = s->n;
-	}
+	else
+		slot_put(s->slots, s->nslots, util_hash_bytes(name, len), s->n - 1);
 	return st;
 }
 
@@ -122,7 +162,7 @@ struct stream *sink_lookup(struct sink *s, const struct json_span *span)
 			return NULL;
 		}
 	}
-	if (s->last && s->last->name_len == len && memcmp(s->last->name, p, len) == 0)
+	if (s->last && s->last->name_len == len && same_name(stream_name(s->last), p, len))
 		return s->last;
 	st = find(s, p, len);
 	if (st == NULL)
