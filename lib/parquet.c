@@ -100,33 +100,6 @@ static int index_bits(uint32_t n)
 	return b;
 }
 
-/*
- * A page for the worker (pq_queue()): the page buffer of the thread that
- * built it (its compressor's, so the buffers are the threads' and the
- * ring's, not one per open file) and the one in the slot change places.
- */
-struct page_job {
-	struct pq_writer *pw;
-	size_t ci;
-	int encoding;
-	struct sb *page;
-};
-
-static void fill_page(struct pq_job *j, void *arg)
-{
-	const struct page_job *a = arg;
-	struct sb raw = j->raw;
-
-	j->raw = *a->page;
-	*a->page = raw;
-	j->pw = a->pw;
-	j->ci = a->ci;
-	j->rows = a->pw->cols[a->ci].page_rows;
-	j->encoding = a->encoding;
-	j->rg = NULL;
-	j->bound = pq_page_bound(&a->pw->o.codec->wk, j->raw.len);
-}
-
 /* The column's open page's body, appended to page; its encoding. */
 static int page_body(struct pq_colw *c, struct sb *page)
 {
@@ -163,16 +136,23 @@ int pq_flush_page(struct pq_writer *pw, size_t ci)
 
 	if (c->page_rows == 0)
 		return 0;
-	sb_reset(page);
-	encoding = page_body(c, page);
 	if (k->threaded) {
-		struct page_job a = { pw, ci, encoding, page };
+		/* Built in its slot of the ring: no page buffer of this thread's too. */
+		struct pq_job *j = pq_reserve(k, pw);
 
-		if (pq_queue(k, pw, fill_page, &a) != 0) {
+		if (j == NULL) {
 			pw->failed = 1;
 			return -1;
 		}
+		sb_reset(&j->raw);
+		j->encoding = page_body(c, &j->raw);
+		j->ci = ci;
+		j->rows = c->page_rows;
+		j->bound = pq_page_bound(&k->wk, j->raw.len);
+		pq_commit(k, j);
 	} else {
+		sb_reset(page);
+		encoding = page_body(c, page);
 		if (pq_finish_page(pw->comp, pw, ci, page->buf, page->len, c->page_rows, encoding, &pw->header,
 				   &added) != 0) {
 			pw->failed = 1;
@@ -323,22 +303,6 @@ int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg
 	return 0;
 }
 
-/* A row group for the worker (pq_queue()). */
-struct rg_job {
-	struct pq_writer *pw;
-	struct pq_rg *rg;
-	uint64_t bound;
-};
-
-static void fill_rg(struct pq_job *j, void *arg)
-{
-	const struct rg_job *a = arg;
-
-	j->pw = a->pw;
-	j->rg = a->rg;
-	j->bound = a->bound;
-}
-
 int pq_flush_row_group(struct pq_writer *pw)
 {
 	struct pq_codec *k = pw->o.codec;
@@ -419,13 +383,16 @@ int pq_flush_row_group(struct pq_writer *pw)
 	pw->rg_rows = pw->rg_bytes = 0;
 	if (ride) {
 		/* Fed: the worker writes it out after its pages, while the next rows come. */
-		struct rg_job a = { pw, rg, bound };
+		struct pq_job *j = pq_reserve(k, pw);
 
-		if (pq_queue(k, pw, fill_rg, &a) != 0) {
+		if (j == NULL) {
 			pq_rg_free(rg);
 			pw->failed = 1;
 			return -1;
 		}
+		j->rg = rg;
+		j->bound = bound;
+		pq_commit(k, j);
 		return 0;
 	}
 	/* The chunks are complete once the worker is done with the pages. */

@@ -103,6 +103,7 @@ void pq_codec_free(struct pq_codec *k)
 		sb_free(&k->ring[i].raw);
 		pq_rg_free(k->ring[i].rg);
 	}
+	sb_free(&k->header);
 	pq_comp_free(&k->wk);
 	pq_comp_free(&k->main);
 	free(k);
@@ -229,38 +230,159 @@ int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const cha
 	return 0;
 }
 
-int pq_queue(struct pq_codec *k, struct pq_writer *pw, void (*fill)(struct pq_job *j, void *arg), void *arg)
+/* The ring's i-th job from its head. */
+static struct pq_job *slot(struct pq_codec *k, size_t i)
 {
-	int failed;
+	return &k->ring[(k->head + i) % PQ_QUEUE];
+}
 
-	/*
-	 * The job is filled and handed to the ring in one critical section:
-	 * the parsing thread and the values worker (parquet_feed.c) both
-	 * queue jobs, of different writers, so a slot taken by one must be
-	 * filled before another can look for the next.  The worker moves
-	 * head and count together: the slot at head + count is free.
-	 */
+/*
+ * The jobs done at the head, in order (the mutex held): a page's header
+ * and body appended to its chunk, a row group's offset taken; their slots
+ * freed.
+ */
+static void retire(struct pq_codec *k)
+{
+	int wake = 0;
+
+	while (k->count > 0 && slot(k, 0)->state == PQ_JOB_DONE) {
+		struct pq_job *j = slot(k, 0);
+		struct pq_writer *pw = j->pw;
+
+		if (j->r != 0 || pw->wfailed) {
+			pw->wfailed = 1;
+		} else if (j->rg) {
+			pw->offset = j->at;
+			pw->pending = pw->pending + j->added - j->chunks;
+		} else {
+			struct pq_colw *c = &pw->cols[j->ci];
+			struct sb *h = &k->header;
+
+			sb_reset(h);
+			pq_page_header(h, j->rawlen, j->raw.len, j->rows, j->encoding, 0);
+			sb_add(&c->chunk, h->buf, h->len);
+			sb_add(&c->chunk, j->raw.buf, j->raw.len);
+			c->chunk_raw += h->len + j->rawlen;
+			pw->pending += h->len + j->raw.len;
+		}
+		pq_rg_free(j->rg);
+		j->rg = NULL;
+		pw->inflight--;
+		pw->inflight_bound -= j->bound;
+		k->head = (k->head + 1) % PQ_QUEUE;
+		k->count--;
+		if (k->drain_waiting && pw->inflight == 0)
+			wake = 1;
+	}
+	if (k->room_waiting && k->count <= PQ_QUEUE / 2)
+		wake = 1;
+	if (wake)
+		pthread_cond_broadcast(&k->done);
+	/* A row group that came to the head can be taken now; and the worker leaves once all is done. */
+	if ((k->count > 0 && slot(k, 0)->state == PQ_JOB_QUEUED && slot(k, 0)->rg) || (k->quit && k->count == 0))
+		pthread_cond_signal(&k->job);
+}
+
+/*
+ * Do one job with comp (the calling thread's compressor; the mutex held,
+ * and let go while it works): the oldest queued page, or the row group at
+ * the head (its pages before it are appended).  1 when it did one, 0 when
+ * none can be taken now.
+ */
+static int help(struct pq_codec *k, struct pq_comp *comp)
+{
+	struct pq_job *j = NULL;
+	struct pq_writer *pw;
+	size_t i;
+	int r = -1;
+
+	for (i = 0; i < k->count && j == NULL; i++) {
+		struct pq_job *x = slot(k, i);
+
+		if (x->state == PQ_JOB_QUEUED && (x->rg == NULL || i == 0))
+			j = x;
+	}
+	if (j == NULL)
+		return 0;
+	j->state = PQ_JOB_BUSY;
+	pw = j->pw;
+	if (!pw->wfailed) {
+		pthread_mutex_unlock(&k->mu);
+		if (j->rg == NULL) {
+			const char *body;
+			size_t blen;
+
+			j->rawlen = j->raw.len;
+			r = pq_compress_page(comp, j->raw.buf, j->raw.len, &body, &blen);
+			if (r == 0 && body != j->raw.buf) {
+				/* The body into the slot, the raw page's buffer to comp for the next. */
+				struct sb t = j->raw;
+
+				j->raw = comp->out;
+				comp->out = t;
+			}
+		} else {
+			/* At the head: the writer's chunks, offset, rowgroups and outq are this job's. */
+			j->at = pw->offset;
+			r = pq_write_row_group(pw, comp, j->rg, &comp->header, &j->at, &j->added, &j->chunks);
+			if (r == 0)
+				pq_feed_deliver(pw);
+		}
+		pthread_mutex_lock(&k->mu);
+	}
+	j->r = r;
+	j->state = PQ_JOB_DONE;
+	retire(k);
+	return 1;
+}
+
+struct pq_job *pq_reserve(struct pq_codec *k, struct pq_writer *pw)
+{
+	struct pq_job *j = NULL;
+
 	pthread_mutex_lock(&k->mu);
+	/*
+	 * Full: compress the pages queued, beside the worker, rather than
+	 * leave the worker alone with them (a row group's end queues a burst);
+	 * when none can be taken, wait for half of the ring, not for one job
+	 * (a wake-up a page).
+	 */
+	while (k->count == PQ_QUEUE && help(k, pw->comp))
+		;
 	if (k->count == PQ_QUEUE) {
-		/* Full: wait for half of it, not for one job (a wake-up a page). */
 		k->room_waiting++;
 		while (k->count > PQ_QUEUE / 2)
 			pthread_cond_wait(&k->done, &k->mu);
 		k->room_waiting--;
 	}
-	failed = pw->wfailed;
-	if (!failed) {
-		struct pq_job *j = &k->ring[(k->head + k->count) % PQ_QUEUE];
-
-		fill(j, arg);
+	/*
+	 * The slot at head + count is free: taken now, it is filled outside
+	 * the mutex (no job is taken, nor retired, past one being filled),
+	 * while the parsing thread and the values worker (parquet_feed.c)
+	 * may each take one, for different writers.
+	 */
+	if (!pw->wfailed) {
+		j = slot(k, k->count);
+		j->state = PQ_JOB_FILLING;
+		j->pw = pw;
+		j->rg = NULL;
 		k->count++;
-		pw->inflight++;
-		pw->inflight_bound += j->bound;
-		pw->most += j->bound;
-		pthread_cond_signal(&k->job);
 	}
 	pthread_mutex_unlock(&k->mu);
-	return failed ? -1 : 0;
+	return j;
+}
+
+void pq_commit(struct pq_codec *k, struct pq_job *j)
+{
+	struct pq_writer *pw = j->pw;
+
+	pthread_mutex_lock(&k->mu);
+	j->state = PQ_JOB_QUEUED;
+	pw->inflight++;
+	pw->inflight_bound += j->bound;
+	pw->most += j->bound;
+	pthread_cond_signal(&k->job);
+	pthread_mutex_unlock(&k->mu);
 }
 
 static void *worker(void *arg)
@@ -269,51 +391,11 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&k->mu);
 	for (;;) {
-		struct pq_job *j;
-		struct pq_writer *pw;
-		uint64_t added = 0, at = 0, chunks = 0;
-		int r = -1;
-
-		while (k->count == 0 && !k->quit)
-			pthread_cond_wait(&k->job, &k->mu);
-		if (k->count == 0)
+		if (help(k, &k->wk))
+			continue;
+		if (k->quit && k->count == 0)
 			break;
-		j = &k->ring[k->head];
-		pw = j->pw;
-		if (!pw->wfailed) {
-			/*
-			 * The job is the worker's until count goes down; the chunks
-			 * too, and for a row group the writer's offset, rowgroups
-			 * and outq (its pages before it are done: jobs go in order).
-			 */
-			pthread_mutex_unlock(&k->mu);
-			if (j->rg == NULL) {
-				r = pq_finish_page(&k->wk, pw, j->ci, j->raw.buf, j->raw.len, j->rows, j->encoding,
-						   &k->wk.header, &added);
-			} else {
-				at = pw->offset;
-				r = pq_write_row_group(pw, &k->wk, j->rg, &k->wk.header, &at, &added, &chunks);
-				if (r == 0)
-					pq_feed_deliver(pw);
-			}
-			pthread_mutex_lock(&k->mu);
-		}
-		if (r != 0) {
-			pw->wfailed = 1;
-		} else if (j->rg) {
-			pw->offset = at;
-			pw->pending = pw->pending + added - chunks;
-		} else {
-			pw->pending += added;
-		}
-		pq_rg_free(j->rg);
-		j->rg = NULL;
-		pw->inflight--;
-		pw->inflight_bound -= j->bound;
-		k->head = (k->head + 1) % PQ_QUEUE;
-		k->count--;
-		if ((k->room_waiting && k->count <= PQ_QUEUE / 2) || (k->drain_waiting && pw->inflight == 0))
-			pthread_cond_broadcast(&k->done);
+		pthread_cond_wait(&k->job, &k->mu);
 	}
 	pthread_mutex_unlock(&k->mu);
 	return NULL;
@@ -327,10 +409,14 @@ int pq_drain(const struct pq_writer *pw)
 	if (!k->threaded)
 		return 0;
 	pthread_mutex_lock(&k->mu);
-	k->drain_waiting++;
-	while (pw->inflight > 0)
+	while (pw->inflight > 0) {
+		/* The jobs queued before pw's last are compressed here too, not only by the worker. */
+		if (help(k, pw->comp))
+			continue;
+		k->drain_waiting++;
 		pthread_cond_wait(&k->done, &k->mu);
-	k->drain_waiting--;
+		k->drain_waiting--;
+	}
 	failed = pw->wfailed;
 	pthread_mutex_unlock(&k->mu);
 	return failed ? -1 : 0;

@@ -113,8 +113,8 @@ struct pq_comp {
 	struct sb out;
 	struct sb header;	/* the worker's page header */
 	/*
-	 * The page being built, by the thread that flushes it: with the
-	 * worker it is swapped for a slot's buffer of the ring, so the
+	 * The page being built, by the thread that flushes it, without the
+	 * worker (with it, a page is built in its slot of the ring), so the
 	 * buffers are the threads' and the ring's, not one per open file.
 	 */
 	struct sb page;
@@ -157,8 +157,14 @@ struct pq_rg {
 /*
  * A job for the worker: a page (its body, uncompressed, and what its
  * header says), or, rg not NULL, the writer's row group to write out once
- * its pages before it are done (the worker takes jobs in order).
+ * its pages before it are done.  Any thread may compress a queued page
+ * while others compress theirs (its body then goes into raw, and raw's
+ * buffer becomes the thread's out, so the buffers only change hands); a
+ * page is appended to its chunk, and a row group written out, only at the
+ * ring's head, so in the order queued.
  */
+enum { PQ_JOB_FILLING, PQ_JOB_QUEUED, PQ_JOB_BUSY, PQ_JOB_DONE };
+
 struct pq_job {
 	struct pq_writer *pw;
 	size_t ci;
@@ -167,17 +173,25 @@ struct pq_job {
 	int encoding;
 	struct pq_rg *rg;
 	uint64_t bound;		/* the most it adds to the file (pq_page_bound()) */
+	/* The codec's mutex: */
+	int state;		/* PQ_JOB_* */
+	int r;			/* done: 0 or -1 */
+	size_t rawlen;		/* a page done: its uncompressed size; raw holds its body */
+	/* A row group done: the writer's offset after it, what it added, its chunks' bytes. */
+	uint64_t at, added, chunks;
 };
 
 /*
  * The codec: the parsing thread's compressor and, with a worker, the
- * worker's, and a ring of PQ_QUEUE pages between them.  The worker takes
- * pages in order, so every column chunk gets its pages in order and the
- * bytes are those of the single-threaded writer.  The mutex guards the
- * ring's counters and each writer's inflight, inflight_bound, pending,
- * offset and wfailed; a writer's chunks belong to the worker while it has
- * jobs inflight, and so, while it has a row group inflight, do its
- * rowgroups, nrowgroups and outq.
+ * worker's, and a ring of PQ_QUEUE pages between them.  The worker, and a
+ * thread that would otherwise wait for the ring (pq_reserve(), pq_drain()),
+ * compress the queued pages, each with its own compressor; the pages are
+ * appended at the ring's head, in order, so every column chunk gets its
+ * pages in order and the bytes are those of the single-threaded writer.
+ * The mutex guards the ring's counters and states and each writer's
+ * inflight, inflight_bound, pending, offset and wfailed; a writer's chunks
+ * belong to the ring while it has jobs inflight, and so, while it has a
+ * row group inflight, do its rowgroups, nrowgroups and outq.
  */
 struct pq_codec {
 	struct pq_comp main;
@@ -185,12 +199,13 @@ struct pq_codec {
 	int threaded;
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t job;	/* a page was queued, or quit */
+	pthread_cond_t job;	/* a job was queued or came to the head, or quit */
 	pthread_cond_t done;	/* a page was done: room in the ring */
 	struct pq_job ring[PQ_QUEUE];
 	size_t head, count;
+	struct sb header;	/* the mutex's: the headers of the pages appended */
 	int quit;
-	/* Threads waiting on done: for room (pq_queue()), for a writer's jobs (pq_drain()). */
+	/* Threads waiting on done: for room (pq_reserve()), for a writer's jobs (pq_drain()). */
 	int room_waiting, drain_waiting;
 };
 
@@ -262,7 +277,7 @@ struct pq_writer {
 	int wfailed;		/* the worker could not compress a page */
 	/*
 	 * The adding thread's: at least offset + pending + inflight_bound.
-	 * It adds the bound of each job it queues (pq_queue()); the worker
+	 * It adds the bound of each job it queues (pq_commit()); the worker
 	 * only lowers that sum (a page takes at most its bound), so
 	 * pq_writer_reached() need not look under the mutex below it.
 	 */
@@ -309,14 +324,19 @@ void pq_page_header(struct sb *h, size_t raw, size_t comp, uint32_t values, int 
  */
 int pq_finish_page(struct pq_comp *k, struct pq_writer *pw, size_t ci, const char *raw, size_t n,
 		   uint32_t rows, int encoding, struct sb *header, uint64_t *added);
-/* Wait until the worker is done with pw's pages.  0, or -1 when one failed. */
+/*
+ * Wait until the worker is done with pw's pages, compressing queued pages
+ * meanwhile with pw->comp (the calling thread's).  0, or -1 when one failed.
+ */
 int pq_drain(const struct pq_writer *pw);
 /*
- * Wait for a free slot of k's ring, fill it (fill(j, arg) sets the job's
- * pw, bound and what it does) and hand it to the worker.  0, or -1 when
- * one of pw's jobs failed (nothing queued).
+ * Wait for a free slot of k's ring, compressing queued pages meanwhile
+ * with pw->comp (the calling thread's), and take it for pw: the caller
+ * fills it (the page in raw, or rg; and bound) and hands it to the worker
+ * with pq_commit().  NULL when one of pw's jobs failed (nothing taken).
  */
-int pq_queue(struct pq_codec *k, struct pq_writer *pw, void (*fill)(struct pq_job *j, void *arg), void *arg);
+struct pq_job *pq_reserve(struct pq_codec *k, struct pq_writer *pw);
+void pq_commit(struct pq_codec *k, struct pq_job *j);
 
 /* parquet.c */
 
