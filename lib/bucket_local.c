@@ -59,7 +59,14 @@ struct local_writer {
 	int fd;
 	int failed;
 	char *path;	/* for messages */
+	off_t written, flushing;	/* bytes written; writeback started up to */
 };
+
+/*
+ * Writeback is started as a file grows, a step at a time, so that the
+ * fsync of its close waits for its last bytes, not for the whole file.
+ */
+enum { WRITEBACK_STEP = 1 << 20 };
 
 /*
  * A create may race with another process pruning the directories it needs
@@ -955,6 +962,14 @@ static int local_writer_write(struct bucket_writer *bw, const void *data, size_t
 		w->failed = 1;
 		return -1;
 	}
+	w->written += (off_t)len;
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (w->written - w->flushing >= WRITEBACK_STEP) {
+		/* Only a start: nothing waits, and a failure is the close's fsync's to report. */
+		(void)sync_file_range(w->fd, w->flushing, w->written - w->flushing, SYNC_FILE_RANGE_WRITE);
+		w->flushing = w->written;
+	}
+#endif
 	return 0;
 }
 
