@@ -72,15 +72,16 @@ int bucket_put(struct bucket *b, const char *key, const void *data, size_t len);
 /*
  * Create an object only if none exists, atomically with its content
  * (locally: temp file + link(2)).  0 created, 1 already exists, -1 error.
- * For locks: locally the content is durable, the name need not outlive a
- * crash (after one the object is whole or absent).
+ * Locally the content is durable, the name need not outlive a crash
+ * (after one the object is whole or absent): validate's probe.
  */
 int bucket_put_new(struct bucket *b, const char *key, const void *data, size_t len);
 
 /*
- * bucket_put_new() for the run lock: locally not even its content is
- * synced, so after a crash it is whole, absent or empty (lock_take_run()
- * takes an empty one over: see bucket_creates_whole()).
+ * bucket_put_new() for a lock (lock.h: the run lock, the manifest lock,
+ * pipe-state set's): locally not even its content is synced, so after a
+ * crash it is whole, absent or empty (lock_take_run() and lock_take() take
+ * an empty one over: see bucket_creates_whole()).
  */
 int bucket_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len);
 

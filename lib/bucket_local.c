@@ -605,11 +605,14 @@ static int local_put_new(struct bucket *b, const char *key, const void *data, si
 }
 
 /*
- * The run lock: not even its bytes are synced.  After a crash it is absent,
- * whole or empty (or its block zeros): whole names a boot that is over and
- * waits out its TTL of hours, or 'pipe-state unlock'; empty is taken over
- * at once, as no live run's lock is ever seen so here (lock.c, DESIGN.md,
- * Durability on a local bucket).
+ * A lock (the run lock, the manifest lock): not even its bytes are synced.
+ * After a crash it is absent, whole or empty (or its block zeros): whole
+ * names a boot that is over and waits out its TTL (hours for a run's, 120 s
+ * for the manifest's), or 'pipe-state unlock'; empty is taken over at once,
+ * as no live holder's lock is ever seen so here (lock.c, DESIGN.md,
+ * Durability on a local bucket).  Unsynced, a lock removed within moments
+ * never had blocks, which spares the filesystem freeing (and, mounted with
+ * discard, discarding) them.
  */
 static int local_put_new_lock(struct bucket *b, const char *key, const void *data, size_t len)
 {

@@ -314,10 +314,8 @@ static int left_by_crash(const struct bucket *b, const struct sb *seen)
 	return 1;
 }
 
-/* (put_new: bucket_put_new(), or bucket_put_new_lock() for a run's lock) */
 static int take(struct bucket *b, const char *key, const char *what, const char *run_id,
-		long pid, const char *run_dir, long ttl, long renew_every, long wait_ms,
-		int (*put_new)(struct bucket *, const char *, const void *, size_t))
+		long pid, const char *run_dir, long ttl, long renew_every, long wait_ms)
 {
 	struct sb content = SB_INIT, seen = SB_INIT;
 	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
@@ -332,7 +330,7 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 		enum liveness live;
 		time_t renewed = -1, expires;
 
-		r = put_new(b, key, content.buf, content.len);
+		r = bucket_put_new_lock(b, key, content.buf, content.len);
 		if (r == 0) {
 			ret = 0;
 			goto out;
@@ -435,15 +433,14 @@ out:
 int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
 		  long pid, const char *run_dir, long ttl, long wait_ms)
 {
-	return take(b, key, what, run_id, pid, run_dir, ttl, lock_renew_interval(), wait_ms,
-		    bucket_put_new_lock);
+	return take(b, key, what, run_id, pid, run_dir, ttl, lock_renew_interval(), wait_ms);
 }
 
 /* One process's lock (the manifest's, pipe-state set's) is never renewed. */
 int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
 	      long pid, long ttl, long wait_ms)
 {
-	return take(b, key, what, run_id, pid, NULL, ttl, 0, wait_ms, bucket_put_new);
+	return take(b, key, what, run_id, pid, NULL, ttl, 0, wait_ms);
 }
 
 /* The holder of the lock at key: 0, 1 when there is none, -1 error or unreadable. */

@@ -56,8 +56,9 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
 /*
  * lock_take_run() for a lock held by one process (run_dir NULL) that
  * nobody renews (renew_every 0: the manifest lock, pipe-state set/clear):
- * past its expiry it is taken over without watching for renewals.  Its
- * bytes are synced before its name exists (bucket_put_new()).
+ * past its expiry it is taken over without watching for renewals.  As a
+ * run's, its bytes are not synced locally (bucket_put_new_lock()), and one
+ * a crash left empty is taken over at once, with a warning.
  */
 int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
 	      long pid, long ttl, long wait_ms);

@@ -723,7 +723,7 @@ static void test_readonly(void)
  * atomic, as s3rver, shows a lock being written empty or cut short) is
  * waited for; one that stays garbage is an error.
  */
-static void test_lock_unreadable(struct bucket *b)
+static void test_lock_unreadable(struct bucket *b, const char *root)
 {
 	const char *err;
 	double t0;
@@ -803,6 +803,29 @@ static void test_lock_unreadable(struct bucket *b)
 		lock_release(b, "locks/m", "run-3");
 		sb_free(&text);
 	}
+
+	/*
+	 * One process's lock (the manifest's) syncs nothing locally, as a run's;
+	 * one a crash left empty is taken over at once, with a warning.
+	 */
+	/* (a file that keeps locks/: no folder made, no earlier deletes left to sync) */
+	ok(bucket_put(b, "locks/keep", "k", 1) == 0, "lock: a folder for it");
+	synced_begin(root);
+	ok(lock_take(b, "locks/m", "test", "run-4", (long)getpid(), 60, 0) == 0, "lock: the manifest's kind taken");
+	is_str(synced.buf, "", "lock: ... its bytes not synced, nor its folder");
+	synced_root = NULL;
+	lock_release(b, "locks/m", "run-4");
+	ok(bucket_put(b, "locks/m", "", 0) == 0, "lock: an empty lock, as a crash leaves one");
+	t0 = util_now();
+	capture_begin();
+	r = lock_take(b, "locks/m", "test", "run-5", (long)getpid(), 60, 0);
+	err = capture_end();
+	is_int(r, 0, "lock: the empty lock is taken over");
+	ok(util_now() - t0 < 1.0, "lock: ... at once (%.2f s)", util_now() - t0);
+	ok(strstr(err, "taking over the lock 'locks/m'") && strstr(err, "which a crash left empty"),
+	   "lock: ... with a warning: %s", err);
+	lock_release(b, "locks/m", "run-5");
+	bucket_delete(b, "locks/keep");
 }
 
 int main(int argc, char **argv)
@@ -828,7 +851,7 @@ int main(int argc, char **argv)
 		test_list(b, root);
 		test_writer(b, root);
 		test_write_errors(b, root);
-		test_lock_unreadable(b);
+		test_lock_unreadable(b, root);
 	}
 	bucket_free(b);
 	bucket_free(NULL);
