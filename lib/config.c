@@ -7,10 +7,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <yaml.h>
@@ -37,6 +40,83 @@ static const struct keys sched_keys = { "schedule", sched_names, 1, 1 };
 
 /* ---- home and names ---- */
 
+static int by_getent;
+
+void config_home_by_getent(void)
+{
+	by_getent = 1;
+}
+
+/* The home of a passwd line "name:pw:uid:gid:gecos:home:shell" of uid: new string, or NULL. */
+static char *passwd_line_home(const char *line, uid_t uid)
+{
+	const char *f[7];
+	size_t n = 0;
+	char *end;
+	unsigned long u;
+
+	f[n++] = line;
+	for (const char *p = line; *p && *p != '\n' && n < 7; p++)
+		if (*p == ':')
+			f[n++] = p + 1;
+	if (n < 7)
+		return NULL;
+	u = strtoul(f[2], &end, 10);
+	if (end == f[2] || *end != ':' || u != (unsigned long)uid)
+		return NULL;
+	return xstrndup(f[5], (size_t)(f[6] - 1 - f[5]));
+}
+
+/*
+ * uid's home as `getent passwd UID` prints it (NSS, in a program of the
+ * shared C library); when getent cannot run, from /etc/passwd.  NULL when
+ * neither knows uid.
+ */
+static char *home_by_getent(uid_t uid)
+{
+	static char getent[] = "getent", passwd[] = "passwd";
+	char id[32], buf[4096], *home = NULL;
+	char *const argv[] = { getent, passwd, id, NULL };
+	struct sb out = SB_INIT;
+	int fds[2], st = 0, null;
+	pid_t pid;
+	ssize_t r;
+	FILE *f;
+
+	snprintf(id, sizeof(id), "%lu", (unsigned long)uid);
+	if (pipe2(fds, O_CLOEXEC) == 0) {
+		pid = fork();
+		if (pid == 0) {
+			null = open("/dev/null", O_RDWR);
+			if (dup2(fds[1], STDOUT_FILENO) < 0 || null < 0 ||
+			    dup2(null, STDIN_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0)
+				_exit(127);
+			execvp(argv[0], argv);
+			_exit(127);
+		}
+		close(fds[1]);
+		while (pid > 0 && ((r = read(fds[0], buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR)))
+			if (r > 0 && out.len < 65536)
+				sb_add(&out, buf, (size_t)r);
+		close(fds[0]);
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && out.buf)
+			home = passwd_line_home(out.buf, uid);
+		sb_free(&out);
+		/* 0: its line; 2: no such user in any of the databases */
+		if (pid > 0 && WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 2))
+			return home;
+	}
+	f = fopen("/etc/passwd", "re");
+	if (f == NULL)
+		return NULL;
+	while (home == NULL && fgets(buf, sizeof(buf), f))
+		home = passwd_line_home(buf, uid);
+	fclose(f);
+	return home;
+}
+
 const char *config_home(void)
 {
 	static char *home;
@@ -48,16 +128,22 @@ const char *config_home(void)
 		now = xstrdup(env);
 	} else {
 		const char *h = getenv("HOME");
+		char *found = NULL;
 		struct passwd *pw;
 
-		if ((h == NULL || *h == '\0') && (pw = getpwuid(getuid())) != NULL)
-			h = pw->pw_dir;
+		if (h == NULL || *h == '\0') {
+			if (by_getent)
+				h = found = home_by_getent(getuid());
+			else if ((pw = getpwuid(getuid())) != NULL)
+				h = pw->pw_dir;
+		}
 		if (h == NULL)
 			h = "";
 		len = strlen(h);
 		while (len > 0 && h[len - 1] == '/')
 			len--;
 		now = xasprintf("%.*s/.dataspoc-pipe", (int)len, h);
+		free(found);
 	}
 	len = strlen(now);
 	while (len > 1 && now[len - 1] == '/')

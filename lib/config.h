@@ -151,10 +151,19 @@ struct pipe_config {
 
 /*
  * The home directory: $DATASPOC_PIPE_HOME, else $HOME/.dataspoc-pipe
- * (trailing slashes removed).  Returns a static string, valid until a later
+ * (trailing slashes removed); with HOME unset or empty, the user's home
+ * from the password database.  Returns a static string, valid until a later
  * call finds those variables changed.
  */
 const char *config_home(void);
+
+/*
+ * From now on config_home() asks getent(1) for the user's home, not
+ * getpwuid(3), and reads /etc/passwd itself when getent cannot run: for a
+ * statically linked program (pipe-tap), whose getpwuid(3) would load the
+ * NSS modules of the shared C library, which it cannot promise to run.
+ */
+void config_home_by_getent(void);
 
 /* 1 when name is a valid pipeline name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 int config_valid_name(const char *name);

@@ -263,7 +263,9 @@ Done! 5 records in 2 stream(s)
 @test "the programs of a local run map neither libcurl nor libcrypto (loaded by the first s3/gs/az call), nor libsnappy" {
 	local p
 	for p in pipe-state pipe-tap pipe-sink pipe-commit; do
-		run -0 ldd "$PIPE_BIN/$p"
+		run ldd "$PIPE_BIN/$p"
+		# (pipe-tap is linked statically where libc.a is there: it maps nothing)
+		[ "$status" -eq 0 ] || { [ "$p" = pipe-tap ] && [[ $output == *"not a dynamic executable"* ]]; }
 		refute_output --partial libcurl
 		refute_output --partial libcrypto
 		# (C++: libstdc++ came with it; loaded by the first snappy Parquet page)

@@ -115,6 +115,23 @@ $USAGE"
 	assert_stderr "pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
 }
 
+@test "without HOME, the user's home from the password database: getent, else /etc/passwd, else none" {
+	local home
+	home=$(getent passwd "$(id -u)" | cut -d: -f6)
+	[ -n "$home" ]
+	run -2 --separate-stderr env -u HOME -u DATASPOC_PIPE_HOME pipe-tap -n nosuch </dev/null
+	assert_stderr "pipe-tap: no pipeline 'nosuch' (looked for ${home%/}/.dataspoc-pipe/pipelines/nosuch.yaml)"
+	# no getent to run: /etc/passwd, read by pipe-tap itself
+	run -2 --separate-stderr env -u HOME -u DATASPOC_PIPE_HOME PATH=/nonexistent "$PIPE_BIN/pipe-tap" -n nosuch </dev/null
+	assert_stderr "pipe-tap: no pipeline 'nosuch' (looked for ${home%/}/.dataspoc-pipe/pipelines/nosuch.yaml)"
+	# a user no database knows (a static pipe-tap's getpwuid(3) once crashed on one)
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && ! getent passwd 54321 >/dev/null; then
+		run -2 --separate-stderr setpriv --reuid=54321 --regid=54321 --clear-groups \
+			env -u HOME -u DATASPOC_PIPE_HOME "$PIPE_BIN/pipe-tap" -n nosuch </dev/null
+		assert_stderr "pipe-tap: no pipeline 'nosuch' (looked for /.dataspoc-pipe/pipelines/nosuch.yaml)"
+	fi
+}
+
 @test "-n -D PID makes the driver's private folder: its path alone on stdout, stderr into its check.err, -D only with -n" {
 	run -0 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""

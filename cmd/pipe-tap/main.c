@@ -102,6 +102,8 @@ int main(int argc, char **argv)
 	err_init(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
+	/* (linked statically: no getpwuid(3), cmd/pipe-tap/build.mk) */
+	config_home_by_getent();
 	memset(&cfg, 0, sizeof(cfg));
 	while ((c = getopt_long(argc, argv, "c:D:hl:nv", longopts, NULL)) != -1) {
 		switch (c) {
