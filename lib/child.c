@@ -185,7 +185,8 @@ void child_guard_set_signal(int sig)
 #define LOG_KEEP (64 * 1024)
 
 struct child_log {
-	int fd;			/* the file, appended to; -1: none */
+	int fd;			/* the file, appended to; -1: none (yet) */
+	char *path;		/* the file to make at the first byte, when it was not there */
 	int in;			/* the pipe from the child's stderr; -1: none, or at its end */
 	int live;
 	off_t size;		/* the file's size */
@@ -195,8 +196,19 @@ struct child_log {
 
 static void errlog_add(struct child_log *l, const char *p, size_t n)
 {
+	if (l->path) {
+		l->fd = open(l->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+		free(l->path);
+		l->path = NULL;
+	}
 	/* a log that cannot be written (TMPDIR full) does not stop the tap;
-	 * the driver names a full TMPDIR */
+	 * the driver names a full TMPDIR; one that could not be made: ours */
+	if (l->fd < 0) {
+		if (util_write_all(STDERR_FILENO, p, n) != 0) {
+			/* nowhere to say it */
+		}
+		return;
+	}
 	if (util_write_all(l->fd, p, n) == 0)
 		l->size += (off_t)n;
 	sb_add(&l->tail, p, n);
@@ -254,7 +266,21 @@ static void errlog_open(struct child_log *l, const char *path, int live, int *ch
 	*child_err = -1;
 	if (path == NULL)
 		return;
-	fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+	fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY);
+	/*
+	 * Not there: made at the child's first byte, so that a child that
+	 * says nothing leaves no file to make and remove (issue #14: a small
+	 * run's tap.log).
+	 */
+	if (fd < 0 && errno == ENOENT && pipe2(p, O_CLOEXEC) == 0) {
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		l->path = xstrdup(path);
+		l->in = p[0];
+		*child_err = p[1];
+		return;
+	}
+	if (fd < 0)
+		fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0)
 		return;		/* as before -l: it goes to ours */
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || pipe2(p, O_CLOEXEC) != 0) {
@@ -313,6 +339,8 @@ static void errlog_close(struct child_log *l)
 	}
 	if (l->fd >= 0)
 		close(l->fd);
+	free(l->path);
+	l->path = NULL;
 	sb_free(&l->tail);
 	sb_free(&l->part);
 	l->fd = l->in = -1;

@@ -332,6 +332,16 @@ pipe_size() {
 	assert_stderr ""
 	printf '%s\n' earlier 'INFO hello' >want
 	diff -u want tap.log
+	# a file that is not there is made at the tap's first byte: a tap that
+	# says nothing leaves none
+	rm tap.log
+	run -0 --separate-stderr pipe-tap -l tap.log one </dev/null
+	assert_stderr ""
+	expect_file tap.log <<<"INFO hello"
+	rm tap.log "$T/stderr"
+	run -0 --separate-stderr pipe-tap -l tap.log one </dev/null
+	assert_stderr ""
+	[ ! -e tap.log ]
 }
 
 @test "a tap given as words with arguments, or as a YAML list" {
