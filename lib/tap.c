@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,27 +185,34 @@ static char *private_dir(const char *tmpdir, int *lock_fd)
 }
 
 /*
- * The maker of a driver's private folder: its "maker" file, "PID START
- * HOST_ID", the driver's pid, when it started (util_pid_start()) and this
- * machine and PID namespace (util_host_id()).  1 when that driver is known
- * gone (this machine and namespace, and no process of that pid, or one that
- * started at another time), 0 when it lives or it cannot be told (no maker
- * file, another host id: another namespace, or another machine sharing
- * this TMPDIR).
+ * The maker of a driver's private folder, "PID START HOST_ID": the driver's
+ * pid, when it started (util_pid_start()) and this machine and PID
+ * namespace (util_host_id()).  It is the folder's extended attribute
+ * user.dataspoc-pipe.maker (no file to make and remove in each run, issue
+ * #14), else, where the filesystem has no user attributes, its "maker"
+ * file.  1 when that driver is known gone (this machine and namespace, and
+ * no process of that pid, or one that started at another time), 0 when it
+ * lives or it cannot be told (no maker, another host id: another
+ * namespace, or another machine sharing this TMPDIR).
  */
+#define MAKER_XATTR "user.dataspoc-pipe.maker"
+
 static int maker_gone(int dirfd)
 {
 	char buf[256], host[160];
 	const char *here = util_host_id();
 	long pid;
 	long long start;
-	ssize_t n;
-	int fd = openat(dirfd, "maker", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fgetxattr(dirfd, MAKER_XATTR, buf, sizeof(buf) - 1);
+	int fd;
 
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (n < 0) {
+		fd = openat(dirfd, "maker", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -258,14 +266,20 @@ static void sweep_run_dirs(const char *tmpdir)
 	closedir(d);
 }
 
-/* The maker file of dir (see maker_gone()); 0 or -1, unsaid (the folder then goes once a minute old). */
-static int write_maker(const char *dir, long driver)
+/* The maker of dir, open on dirfd (see maker_gone()); 0 or -1, unsaid (the folder then goes once a minute old). */
+static int write_maker(const char *dir, int dirfd, long driver)
 {
-	char *path = xasprintf("%s/maker", dir);
 	struct sb line = SB_INIT;
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), r = -1;
+	char *path;
+	int fd, r = -1;
 
 	sb_addf(&line, "%ld %lld %s\n", driver, util_pid_start(driver), util_host_id());
+	if (fsetxattr(dirfd, MAKER_XATTR, line.buf, line.len, XATTR_CREATE) == 0) {
+		sb_free(&line);
+		return 0;
+	}
+	path = xasprintf("%s/maker", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		r = util_write_all(fd, line.buf, line.len);
 		if (close(fd) != 0)
@@ -298,7 +312,7 @@ int tap_make_run_dir(long driver, int *lock_fd)
 		return -1;
 	}
 	close(fd);
-	write_maker(dir, driver);
+	write_maker(dir, *lock_fd, driver);
 	if (setenv("DATASPOC_PIPE_RUN_DIR", dir, 1) != 0) {
 		err_msg("cannot set DATASPOC_PIPE_RUN_DIR:");
 		free(dir);

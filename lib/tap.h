@@ -60,7 +60,8 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
  * (close-on-exec) while this process lives, with a "maker" file naming the
  * driver (its pid, when it started, this machine and PID namespace).  Its
  * path goes to stdout, on a line of its own, and nothing else does (stdout
- * is /dev/null after it); it is exported as DATASPOC_PIPE_RUN_DIR, and
+ * is /dev/null after it: pipe-tap prints the run id's line on a copy of it
+ * made before); it is exported as DATASPOC_PIPE_RUN_DIR, and
  * stderr goes to its check.err from then on.  0, or -1 (said on the stderr
  * of the caller).
  */

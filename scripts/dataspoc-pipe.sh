@@ -224,16 +224,17 @@ checks_failed() {
 	exit "$_st"
 }
 
-# The stages of a run hold descriptor 8, open on a file of $tmp: they
-# inherit it (the tap and its children, and pipe-tap's janitor, too), the
-# first stage to start locks it with flock(2) (DATASPOC_PIPE_STAGES_FD, no
-# flock program to start), and the driver closes its own copy, so the lock
-# is free once no process of the stages is left.  stages is that file,
-# empty when it could not be opened (the wait is then only for the
-# session's leader).
+# The stages of a run hold descriptor 8, open on the plan (made empty
+# here: a file the run makes anyway, not one more to make and remove, issue
+# #14): they inherit it (the tap and its children, and pipe-tap's janitor,
+# too), the first stage to start locks it with flock(2)
+# (DATASPOC_PIPE_STAGES_FD, no flock program to start), and the driver
+# closes its own copy, so the lock is free once no process of the stages
+# is left.  stages is that file, empty when it could not be opened (the
+# wait is then only for the session's leader).
 stages_open() {
 	stages=
-	{ command exec 8>"$tmp/stages"; } 2>/dev/null && stages=$tmp/stages
+	{ command exec 8>"$tmp/plan"; } 2>/dev/null && stages=$tmp/plan
 }
 
 # Seconds a stage that is stopped has before SIGKILL: pipe-tap gives the
@@ -276,9 +277,9 @@ kill_session() {
 	done
 }
 
-# read_rc VAR FILE: a stage's exit status from its rc file into VAR: 255
-# ("did not finish") when the file is missing, empty or not a number (the
-# stage was killed, or TMPDIR was full).  (read, a builtin: no cat, no
+# read_rc VAR FILE: an exit status from its rc file into VAR: 255 ("did
+# not finish") when the file is missing, empty or not a number (the
+# program was killed, or TMPDIR was full).  (read, a builtin: no cat, no
 # subshell.)
 read_rc() {
 	_rc=
@@ -287,6 +288,23 @@ read_rc() {
 	'' | *[!0-9]*) _rc=255 ;;
 	esac
 	eval "$1=\$_rc"
+}
+
+# read_stage_rcs: tap_rc, sink_rc and ck_rc (0 without checkpoints) from
+# the lines "tap N", "sink N", "ck N" pipe-stages appends to $tmp/rc as
+# each stage ends (one file, not one a stage, issue #14); 255 ("did not
+# finish") for a stage without a whole line there.
+read_stage_rcs() {
+	tap_rc=255 sink_rc=255 ck_rc=0
+	[ -z "$checkpoints" ] || ck_rc=255
+	while read -r _k _v; do
+		case $_k:$_v in
+		*: | *:*[!0-9]*) ;;
+		tap:*) tap_rc=$_v ;;
+		sink:*) sink_rc=$_v ;;
+		ck:*) [ -z "$checkpoints" ] || ck_rc=$_v ;;
+		esac
+	done 2>/dev/null <"$tmp/rc"
 }
 
 # Status 0 when TMPDIR has no room left: a page written there fails with
@@ -367,8 +385,11 @@ run_pipeline() {
 	shift 2
 	label=$1
 	[ "$1" = -c ] && label=$(basename -- "$2" | sed 's/\.ya\{0,1\}ml$//')
-	tmp=
-	trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
+	tmp= run_id= nl='
+'
+	# (${tmp%%...}: a signal during the checks runs it while tmp still holds
+	# both of pipe-tap -n -D's lines, the folder and the run id)
+	trap '[ -z "$tmp" ] || rm -rf "${tmp%%"$nl"*}"' EXIT
 	# A signal before the run's own traps (below) ends the driver at once,
 	# through the EXIT trap: its private folder goes too.
 	trap 'exit 130' INT
@@ -392,9 +413,13 @@ run_pipeline() {
 	else
 		# pipe-tap -n -D makes the private folder (no mktemp to start, issue
 		# #14), having swept those of runs that are over, and prints its
-		# name; its stderr goes to check.err there.
+		# name, then, once the checks passed, a new run id (no run-id file
+		# for pipe-state get to make); its stderr goes to check.err there.
 		tmp=$(pipe-tap -n -D $$ $refresh "$@" </dev/null)
 		rc=$?
+		case $tmp in
+		*"$nl"*) run_id=${tmp#*"$nl"} tmp=${tmp%%"$nl"*} ;;
+		esac
 		run_dir_taken || exit 1
 	fi
 	# A tap that is not there or cannot run is a config error too.
@@ -406,8 +431,11 @@ run_pipeline() {
 	fi
 	check_unshown >&2
 
-	# The run id is pipe-state get's (-i, below).
-	unset DATASPOC_RUN_ID
+	# The run id: pipe-tap -n -D's; with -v, a program's of its own.
+	case $run_id in
+	[0-9]*Z-?*) ;;
+	*) run_id=$(new_run_id) ;;
+	esac
 	DATASPOC_PIPE_PID=$$
 	# pipe-sink leaves the report of a failure to this driver (one line).
 	DATASPOC_PIPE_DRIVER=1
@@ -421,32 +449,27 @@ run_pipeline() {
 	trap 'signal=HUP; [ -n "$job" ] && kill -s HUP -- "-$job" 2>/dev/null' HUP
 
 	say "Running: $label"
-	# (it makes the run id, into run-id, before it takes the lock for it)
+	# (its stderr goes to check.err, whose words have been said: a file
+	# made already, not one more to make and remove, issue #14)
 	if [ "$full" = 1 ]; then
-		pipe-state get -f -i "$tmp/run-id" "$@" >"$tmp/state" 2>"$tmp/state.err"
+		pipe-state get -f -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
 	else
-		pipe-state get -i "$tmp/run-id" "$@" >"$tmp/state" 2>"$tmp/state.err"
+		pipe-state get -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
 	fi
 	rc=$?
 	if [ $rc -ne 0 ] && [ -z "$signal" ]; then
 		# Nothing ran and pipe-state let go of the lock: nothing to undo or
 		# log (a run refused by another's lock leaves the bucket as it was).
-		reason=$(first_error "$tmp/state.err")
+		reason=$(first_error "$tmp/check.err")
 		tmp_full && reason=$(no_space)
-		grep -v -x -F -e "pipe-state: $reason" "$tmp/state.err" >&2
+		grep -v -x -F -e "pipe-state: $reason" "$tmp/check.err" >&2
 		err "run '$label' failed: ${reason:-reading the saved state failed (status $rc)}"
 		[ $rc -eq 2 ] && exit 2
 		exit 1
 	fi
-	run_id=
-	IFS= read -r run_id 2>/dev/null <"$tmp/run-id" || :
-	case $run_id in
-	[0-9]*Z-?*) ;;
-	*) run_id=$(new_run_id) ;;	# a signal stopped pipe-state before it made one
-	esac
 	DATASPOC_RUN_ID=$run_id
 	export DATASPOC_RUN_ID
-	[ ! -s "$tmp/state.err" ] || cat "$tmp/state.err" >&2
+	[ ! -s "$tmp/check.err" ] || cat "$tmp/check.err" >&2
 	if [ -n "$signal" ]; then
 		:	# it came while pipe-state ran: no stage starts (below)
 	elif ! empty_state "$tmp/state"; then
@@ -457,15 +480,15 @@ run_pipeline() {
 
 	sinkflags=
 	[ "$full" = 1 ] && sinkflags=-f
-	: >"$tmp/plan"
+	[ -z "$signal" ] || : >"$tmp/plan"
 	# Its own session, so a signal reaches every stage and the tap
 	# (pipe-stages: pipe-tap | pipe-sink [| pipe-commit -k], each stage's
-	# status in tap.rc, sink.rc, ck.rc).  Once a signal came, nothing
+	# status in a line of rc).  Once a signal came, nothing
 	# starts: the extraction would run to its end.  pipe-tap's own messages
 	# go to pipe-tap.err (the driver says why the run failed); the end of
 	# the tap's stderr to tap.log (pipe-tap keeps it short), and with -v
-	# also to the driver's stderr.  An rc file that cannot be written
-	# (TMPDIR full) stays empty, and says so below.
+	# also to the driver's stderr.  An rc line that cannot be written
+	# (TMPDIR full) is missing, and says so below.
 	if [ -z "$signal" ]; then
 		stages_open
 		stageflags=$sinkflags
@@ -485,10 +508,7 @@ run_pipeline() {
 		# the run ends when every process of its stages has.  When every
 		# stage succeeded, pipe-commit -w looks first (no flock to start
 		# for it, issue #14); stages_wait below when one is still there.
-		read_rc tap_rc "$tmp/tap.rc"
-		read_rc sink_rc "$tmp/sink.rc"
-		ck_rc=0
-		[ -z "$checkpoints" ] || read_rc ck_rc "$tmp/ck.rc"
+		read_stage_rcs
 		if [ -n "$signal" ] || [ -z "$stages" ] || [ "$tap_rc" -ne 0 ] ||
 			[ "$sink_rc" -ne 0 ] || [ "$ck_rc" -ne 0 ]; then
 			stages_wait
@@ -496,10 +516,7 @@ run_pipeline() {
 		fi
 	fi
 
-	read_rc tap_rc "$tmp/tap.rc"
-	read_rc sink_rc "$tmp/sink.rc"
-	ck_rc=0
-	[ -z "$checkpoints" ] || read_rc ck_rc "$tmp/ck.rc"
+	read_stage_rcs
 	tap_said=
 	[ ! -s "$tmp/pipe-tap.err" ] ||
 		tap_said=$(grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v '^pipe-tap: warning: ' |

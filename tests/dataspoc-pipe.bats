@@ -200,7 +200,7 @@ Done! 1 record in 1 stream(s)
   s: 1"
 	[ ! -e helpers ] || { cat helpers; false; }
 	assert_equal "$(cat sinks)" "pipe-sink tiny"
-	# the run id is pipe-state get's: no pipe-state new-run-id
+	# the run id is pipe-tap -n -D's: no pipe-state new-run-id
 	assert_equal "$(cat states)" "pipe-state get"
 	# a transform: pipe-sink -n checks it before anything is touched
 	mkdir "$DATASPOC_PIPE_HOME/transforms"

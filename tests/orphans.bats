@@ -440,13 +440,19 @@ crash_left_lock() {	# printf format of the lock's bytes
 	live=$!
 	BG_PIDS="$BG_PIDS $live"
 	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$live/stat")
-	# (maker: "PID START HOST_ID", as pipe-tap -n -D writes it)
-	for d in live dead reused other nomaker; do
+	# (maker: "PID START HOST_ID", as pipe-tap -n -D writes it: the folder's
+	# attribute user.dataspoc-pipe.maker, else a file)
+	for d in live livex dead deadx reused other nomaker; do
 		mkdir -m 700 "$TMPDIR/dataspoc-pipe.$d"
 		echo secret >"$TMPDIR/dataspoc-pipe.$d/config.json"
 	done
 	echo "$live $start $here" >"$TMPDIR/dataspoc-pipe.live/maker"
 	echo "$(gone_pid) $start $here" >"$TMPDIR/dataspoc-pipe.dead/maker"
+	set_maker() {
+		python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.dataspoc-pipe.maker", (sys.argv[2] + "\n").encode())' "$@"
+	}
+	set_maker "$TMPDIR/dataspoc-pipe.livex" "$live $start $here"
+	set_maker "$TMPDIR/dataspoc-pipe.deadx" "$(gone_pid) $start $here"
 	# the pid now another process's
 	echo "$live $((start + 1)) $here" >"$TMPDIR/dataspoc-pipe.reused/maker"
 	# another namespace or machine: a pid there means nothing here
@@ -455,6 +461,7 @@ crash_left_lock() {	# printf format of the lock's bytes
 	run -0 dataspoc-pipe run orph
 	run -0 ls -A "$TMPDIR"
 	assert_output "dataspoc-pipe.live
+dataspoc-pipe.livex
 dataspoc-pipe.nomaker
 dataspoc-pipe.other"
 	kill "$live"
@@ -462,12 +469,16 @@ dataspoc-pipe.other"
 	rm -rf "$TMPDIR"/dataspoc-pipe.*
 }
 
-@test "pipe-tap -n -D PID: the folder's maker file names the driver, its start and this host id" {
+@test "pipe-tap -n -D PID: the folder's maker names the driver, its start and this host id: an attribute, no file" {
 	local here start dir
 	here=$(cat /proc/sys/kernel/random/boot_id):$(stat -L -c %i /proc/self/ns/pid)
 	start=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$$/stat")
 	dir=$(pipe-tap -n -D $$ orph </dev/null)
-	expect_file "$dir/maker" <<<"$$ $start $here"
+	dir=${dir%%$'\n'*}
+	# (TMPDIR here is on a filesystem with user attributes: no maker file)
+	run -0 python3 -c 'import os, sys; sys.stdout.write(os.getxattr(sys.argv[1], "user.dataspoc-pipe.maker").decode())' "$dir"
+	assert_output "$$ $start $here"
+	[ ! -e "$dir/maker" ]
 	run -2 --separate-stderr pipe-tap -n -D 0 orph
 	run -2 --separate-stderr pipe-tap -n -D x orph
 	rm -rf "$dir"

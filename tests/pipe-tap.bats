@@ -132,18 +132,26 @@ $USAGE"
 	fi
 }
 
-@test "-n -D PID makes the driver's private folder: its path alone on stdout, stderr into its check.err, -D only with -n" {
+@test "-n -D PID makes the driver's private folder: its path on stdout, then a run id once the checks passed, stderr into its check.err, -D only with -n" {
+	local dir
 	run -0 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""
-	[[ $output == "$TMPDIR"/dataspoc-pipe.?????? ]]
-	[ -d "$output" ] && [ ! -L "$output" ]
-	assert_equal "$(stat -c %a "$output")" 700
-	expect_file_empty "$output/check.err"
-	rm -rf "$output"
-	# what it says once the folder is there goes into check.err
+	assert_equal "${#lines[@]}" 2
+	dir=${lines[0]}
+	[[ $dir == "$TMPDIR"/dataspoc-pipe.?????? ]]
+	[ -d "$dir" ] && [ ! -L "$dir" ]
+	assert_equal "$(stat -c %a "$dir")" 700
+	expect_file_empty "$dir/check.err"
+	# the run id, as new-run-id makes one
+	[[ ${lines[1]} =~ ^[0-9]{8}T[0-9]{6}Z-[0-9a-f]+$ ]]
+	run -0 pipe-state get -r "${lines[1]}" one
+	run -0 pipe-state unlock one
+	rm -rf "$dir"
+	# what it says once the folder is there goes into check.err; no run id
 	write_pipeline one tap-nowhere
 	run -127 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""
+	assert_equal "${#lines[@]}" 1
 	expect_file "$output/check.err" <<<"pipe-tap: tap-nowhere not found on PATH — install it or set source.tap"
 	rm -rf "$output"
 	run -2 --separate-stderr pipe-tap -D $$ one </dev/null
@@ -175,11 +183,12 @@ $USAGE"
 		bucket_yaml
 	} >"$DATASPOC_PIPE_HOME/pipelines/disc.yaml"
 	run -0 --separate-stderr pipe-tap -n -D $$ disc </dev/null
-	expect_file "$BATS_TEST_TMPDIR/seen" <<<"$output"$'\nlocked'
-	run -0 find "$output" -maxdepth 0 -mmin -1
+	local dir=${lines[0]}
+	expect_file "$BATS_TEST_TMPDIR/seen" <<<"$dir"$'\nlocked'
+	run -0 find "$dir" -maxdepth 0 -mmin -1
 	[ -n "$output" ]
-	flock -n "$output" true
-	rm -rf "$output"
+	flock -n "$dir" true
+	rm -rf "$dir"
 }
 
 @test "an inline config goes to a 0600 file in a 0700 folder, removed afterwards" {

@@ -121,15 +121,16 @@ small_tmpdir() {
 	assert_output ""
 }
 
-# The private folder's lock and the stages' are taken by the programs the
-# driver starts (DATASPOC_PIPE_RUN_DIR_FD, DATASPOC_PIPE_STAGES_FD): while
-# the tap runs, another process can take neither.
-@test "while the tap runs, the driver's private folder and the stages' file are locked" {
+# The private folder's lock and the stages' (on the plan) are taken by the
+# programs the driver starts (DATASPOC_PIPE_RUN_DIR_FD,
+# DATASPOC_PIPE_STAGES_FD): while the tap runs, another process can take
+# neither.
+@test "while the tap runs, the driver's private folder and the stages' file (the plan) are locked" {
 	cat >"$BATS_TEST_TMPDIR/bin/tap-looks" <<SH
 #!/bin/sh
 d=\$DATASPOC_PIPE_RUN_DIR
 { flock -n "\$d" true && echo "folder free" || echo "folder held"
-  flock -n "\$d/stages" true && echo "stages free" || echo "stages held"; } >"$BATS_TEST_TMPDIR/seen" 2>&1
+  flock -n "\$d/plan" true && echo "stages free" || echo "stages held"; } >"$BATS_TEST_TMPDIR/seen" 2>&1
 echo '{"type":"RECORD","stream":"s","record":{"id":1}}'
 SH
 	chmod +x "$BATS_TEST_TMPDIR/bin/tap-looks"

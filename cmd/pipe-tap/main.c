@@ -5,6 +5,7 @@
  * ends it with one line saying how the tap ended.  Exits with the tap's
  * status (128+n when killed by signal n, 127 not found, 126 cannot run).
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,8 @@ static const char help_text[] =
 	"  -D PID      with -n: first make the private folder of the driver PID for\n"
 	"              its run ($TMPDIR/dataspoc-pipe.XXXXXX, locked while this runs;\n"
 	"              the folders of runs that are over removed first), print its\n"
-	"              path as the only line on stdout, export it as\n"
+	"              path as the first line on stdout (and a new run id as the\n"
+	"              second once the checks passed), export it as\n"
 	"              DATASPOC_PIPE_RUN_DIR and write stderr to its check.err\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it (that\n"
 	"              of discovery and --about too), keeping only its end: past\n"
@@ -97,7 +99,7 @@ int main(int argc, char **argv)
 	struct tap_options topt = { NULL, 0, 0, 0 };
 	const char *file = NULL, *log = NULL;
 	long driver = 0;
-	int c, ret;
+	int c, ret, said = -1;
 
 	err_init(argv[0]);
 	if (cli_lock_run() != 0)
@@ -142,7 +144,9 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if (driver > 0) {
-		if (tap_make_run_dir(driver, &run_dir_lock) != 0)
+		/* (tap_make_run_dir() leaves stdout /dev/null: the run id's line goes here) */
+		said = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (said < 0 || tap_make_run_dir(driver, &run_dir_lock) != 0)
 			return CLI_FAILED;
 		atexit(let_go_of_run_dir);
 	}
@@ -162,6 +166,19 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	topt.stderr_path = log;
 	ret = tap_run(&cfg, state.buf ? state.buf : "", state.len, STDOUT_FILENO, &topt);
+	/* -D: the checks passed; the run's id, for pipe-state get -r (no file for it to make) */
+	if (said >= 0 && ret == 0) {
+		char *id = util_new_run_id(), *line = xasprintf("%s\n", id);
+
+		if (util_write_all(said, line, strlen(line)) != 0) {
+			err_msg("cannot hand over the run id:");
+			ret = CLI_FAILED;
+		}
+		free(line);
+		free(id);
+	}
+	if (said >= 0)
+		close(said);
 	sb_free(&state);
 	config_free(&cfg);
 	if (cli_close_stdout() != 0 && ret == 0)
