@@ -302,7 +302,14 @@ again:
  * those shared by pipelines, which other processes create and fill at any
  * time.  They are
  * - .dataspoc and its areas (.dataspoc/staging, state, logs, probe, ...):
- *   every run of every pipeline works in them;
+ *   every run of every pipeline works in them; and a pipeline's staging
+ *   folder (.dataspoc/staging/P), which every run of it stages in: kept,
+ *   so that no run makes and removes it again (issue #14: a folder
+ *   removed frees and, on a filesystem mounted with discard, discards its
+ *   block, about 0.4 ms of wall on this project's machine).  (Not
+ *   .dataspoc/state/P/pending: kept, the removal of a run's pending plan
+ *   would need a sync of its own, where the folder's removal shares the
+ *   run lock's, in state/P);
  * - the base folders of a data file in the bucket layout
  *   ([PATH/]SOURCE/TABLE/dt=DAY/FILE): PATH and PATH/SOURCE, where the
  *   tables of every pipeline of a tap meet.
@@ -316,8 +323,16 @@ static size_t prune_floor(const char *key)
 	const char *slash = strrchr(key, '/'), *p;
 
 	if (strncmp(key, meta, sizeof(meta) - 1) == 0) {
+		static const char staging[] = ".dataspoc/staging/";
+		const char *q;
+
 		p = strchr(key + sizeof(meta) - 1, '/');
-		return p ? (size_t)(p - key) : sizeof(meta) - 2;
+		if (p == NULL)
+			return sizeof(meta) - 2;
+		/* .dataspoc/staging/P/... */
+		if (strncmp(key, staging, sizeof(staging) - 1) == 0 && (q = strchr(p + 1, '/')) != NULL)
+			return (size_t)(q - key);
+		return (size_t)(p - key);
 	}
 	if (slash == NULL)
 		return 0;

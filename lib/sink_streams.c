@@ -202,6 +202,7 @@ int sink_close_file(struct sink *s, struct stream *st)
 int sink_open_file(struct sink *s, struct stream *st)
 {
 	struct bucket_writer *w;
+	const char *base;
 	char *staging;
 
 	if (s->open >= s->opt->max_open) {
@@ -221,14 +222,22 @@ int sink_open_file(struct sink *s, struct stream *st)
 	st->final = xasprintf("%s/dt=%s/%s_%s_%04u%s%s", st->dir, s->date, st->safe,
 			      s->opt->run_id, st->file_index++, s->rw->suffix, s->ext);
 	/*
-	 * With checkpoints each commit unit stages under a folder of its own,
-	 * so the moves of one being published never empty a folder the next
-	 * is writing in (s3rver, like a file system, then removes it).
+	 * Staged under its final name's last part alone (unique in a run: the
+	 * stream's safe name, unique even where case is ignored, and its file
+	 * number), not its whole path: no folders to make for it, and for the
+	 * commit to remove, in each run (issue #14: 4 of a small run's 6; on
+	 * this machine's ext4 a folder removed frees and discards its block,
+	 * about 0.4 ms of wall).  With checkpoints each commit unit stages
+	 * under a folder of its own, so the moves of one being published never
+	 * empty a folder the next is writing in (s3rver, like a file system,
+	 * then removes it).
 	 */
+	base = strrchr(st->final, '/');
+	base = base ? base + 1 : st->final;
 	if (sink_checkpoints(s))
-		st->staged = xasprintf("%su%u/%s", staging, s->units + 1, st->final);
+		st->staged = xasprintf("%su%u/%s", staging, s->units + 1, base);
 	else
-		st->staged = xasprintf("%s%s", staging, st->final);
+		st->staged = xasprintf("%s%s", staging, base);
 	free(staging);
 	st->file_records = 0;
 	w = bucket_writer_open(s->b, st->staged);

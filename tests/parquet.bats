@@ -566,7 +566,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 		mv "$BUCKET_DIR/.dataspoc/staging/many/$rid" "out.$j"
 	done
 	diff -r out.0 out.2
-	local f=out.2/raw/many/s01/dt=2026-01-02/s01_${rid}_0000.parquet
+	local f=out.2/s01_${rid}_0000.parquet
 	run -0 node "$PQ/duckdb-rows.mjs" --schema "$f"
 	assert_line --regexp '^row_groups [2-9] rows '
 	node "$PQ/duckdb-rows.mjs" "$f" | jq -r .r >got

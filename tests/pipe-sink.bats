@@ -88,8 +88,8 @@ $USAGE"
 	EOF
 	plan_lines file | jq -c 'del(.bytes)' >got
 	expect_file got <<-EOF
-	{"type":"file","stream":"orders","staged":"$STAGE$ofile","final":"$ofile","records":3}
-	{"type":"file","stream":"users","staged":"$STAGE$ufile","final":"$ufile","records":1}
+	{"type":"file","stream":"orders","staged":"$STAGE${ofile##*/}","final":"$ofile","records":3}
+	{"type":"file","stream":"users","staged":"$STAGE${ufile##*/}","final":"$ufile","records":1}
 	EOF
 	plan_lines stream | jq -c 'del(.schema)' >got
 	expect_file got <<-'EOF'
@@ -108,18 +108,18 @@ $USAGE"
 
 	bucket_keys >keys
 	expect_file keys <<-EOF
-	$STAGE$ofile
-	$STAGE$ufile
+	$STAGE${ofile##*/}
+	$STAGE${ufile##*/}
 	EOF
-	bucket_data "$STAGE$ofile" >got
+	bucket_data "$STAGE${ofile##*/}" >got
 	diff -u orders.jsonl got
 	echo '{"id":"u1"}' >want
-	bucket_data "$STAGE$ufile" >got
+	bucket_data "$STAGE${ufile##*/}" >got
 	diff -u want got
 	# bytes: each staged object's size
 	local k
 	for k in "$ofile" "$ufile"; do
-		bucket_cat "$STAGE$k" >obj
+		bucket_cat "$STAGE${k##*/}" >obj
 		run -0 jq -r --arg f "$k" 'select(.final == $f) | .bytes' plan.jsonl
 		assert_output "$(wc -c <obj)"
 	done
@@ -153,7 +153,7 @@ $USAGE"
 
 @test "-j 2: zstd with worker threads lands the same bytes" {
 	pipe-sink -q -j 2 -r "$RID" shop <dump.jsonl >plan.jsonl
-	bucket_data "${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.zst" >got
+	bucket_data "${STAGE}orders_${RID}_0000.jsonl.zst" >got
 	diff -u orders.jsonl got
 }
 
@@ -197,11 +197,11 @@ sink_threads() {
 	expect_staging_empty
 }
 
-@test "a failed run removes its staging folders, but not .dataspoc/staging, which every pipeline shares" {
+@test "a failed run removes its staging folders, but not .dataspoc/staging, which every pipeline shares, nor the pipeline's, which each of its runs stages in" {
 	head -n 6 dump.jsonl >cut.jsonl
 	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <cut.jsonl
 	(cd "$BUCKET_DIR" && find . -printf '%P\n' | LC_ALL=C sort) >got
-	printf '%s\n' "" .dataspoc .dataspoc/staging | expect_file got
+	printf '%s\n' "" .dataspoc .dataspoc/staging .dataspoc/staging/shop | expect_file got
 }
 
 @test "empty input: failure" {
@@ -299,9 +299,9 @@ bad_line() {
 	[1,5]
 	[1,null]
 	EOF
-	bucket_data "${STAGE}raw/shop/s/dt=2026-01-02/s_${RID}_0000.jsonl.zst" >got
+	bucket_data "${STAGE}s_${RID}_0000.jsonl.zst" >got
 	echo '{"n":1}' | expect_file got
-	bucket_data "${STAGE}raw/shop/s/dt=2026-01-02/s_${RID}_0001.jsonl.zst" >got
+	bucket_data "${STAGE}s_${RID}_0001.jsonl.zst" >got
 	echo '{"n":2}' | expect_file got
 }
 
@@ -326,9 +326,9 @@ a/b\c raw/shop/a_b_c
 .x raw/shop/_x'
 	bucket_keys >keys
 	expect_file keys <<-EOF
-	${STAGE}raw/shop/_._.._etc/dt=2026-01-02/_._.._etc_${RID}_0000.jsonl.zst
-	${STAGE}raw/shop/_x/dt=2026-01-02/_x_${RID}_0000.jsonl.zst
-	${STAGE}raw/shop/a_b_c/dt=2026-01-02/a_b_c_${RID}_0000.jsonl.zst
+	${STAGE}_._.._etc_${RID}_0000.jsonl.zst
+	${STAGE}_x_${RID}_0000.jsonl.zst
+	${STAGE}a_b_c_${RID}_0000.jsonl.zst
 	EOF
 	rm -rf "$BUCKET_DIR"
 
@@ -438,7 +438,7 @@ sink_many() {	# J MAX_OPEN
 	run -0 jq -s -c '[.[] | select(.type == "file")] | length > 30' plan.jsonl
 	assert_output true
 	# a file is a run of whole zstd frames, each checked
-	local f=out.2.64/raw/shop/s01/dt=2026-01-02/s01_${RID}_0000.jsonl.zst
+	local f=out.2.64/s01_${RID}_0000.jsonl.zst
 	zstd -qt "$f"
 	run -0 sh -c "zstd -l '$f' | awk 'NR == 2 { print (\$1 > 1) }'"
 	assert_output 1
@@ -457,7 +457,7 @@ sink_many() {	# J MAX_OPEN
 	{ head -c 600000 /dev/urandom | od -An -tx1 -v | tr -d ' \n'; echo; } | sed 's/.*/{"blob":"&"}/' >big.jsonl
 	{ singer_records big <big.jsonl; echo "$END_OK"; } >dump.jsonl
 	pipe-sink -q -r "$RID" shop <dump.jsonl >plan.jsonl
-	bucket_data "${STAGE}raw/shop/big/dt=2026-01-02/big_${RID}_0000.jsonl.zst" >got
+	bucket_data "${STAGE}big_${RID}_0000.jsonl.zst" >got
 	cmp big.jsonl got
 }
 
@@ -467,13 +467,13 @@ sink_many() {	# J MAX_OPEN
 	run -0 jq -r 'select(.type == "file") | .final' plan.jsonl
 	assert_output "raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.gz
 raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.gz"
-	bucket_cat "${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.gz" >o.gz
+	bucket_cat "${STAGE}orders_${RID}_0000.jsonl.gz" >o.gz
 	gzip -dc o.gz >got
 	diff -u orders.jsonl got
 	rm -rf "$BUCKET_DIR"
 	write_pipeline shop tap-shop true "compression: none"
 	pipe-sink -q -r "$RID" shop <dump.jsonl >plan.jsonl
-	bucket_cat "${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl" >got
+	bucket_cat "${STAGE}orders_${RID}_0000.jsonl" >got
 	diff -u orders.jsonl got
 }
 
@@ -490,7 +490,7 @@ raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.gz"
 	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <dump.jsonl
 	assert_stderr "pipe-sink: cannot create directory '$BUCKET_DIR/.dataspoc/staging/shop': Not a directory"
 	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' <<<"$output"
-	assert_output "failure: cannot create '${STAGE}raw/shop/orders/dt=2026-01-02/orders_${RID}_0000.jsonl.zst' in $BUCKET_URL"
+	assert_output "failure: cannot create '${STAGE}orders_${RID}_0000.jsonl.zst' in $BUCKET_URL"
 }
 
 @test "stdout on a full device: exit 1, write error" {

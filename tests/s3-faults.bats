@@ -312,7 +312,7 @@ every_request() {
   Incremental mode (using previous checkpoint)"
 	local rid staged
 	rid=$(sed -n 's|^forwarded 200 POST /[^/]*/\.dataspoc/staging/ev/\([^/]*\)/.*?uploads=$|\1|p' "$PROXY_LOG")
-	staged=".dataspoc/staging/ev/$rid/raw/ev/events/dt=$(run_day "$rid")/events_${rid}_0000.jsonl"
+	staged=".dataspoc/staging/ev/$rid/events_${rid}_0000.jsonl"
 	assert_regex "${stderr_lines[0]}" "^pipe-sink: cannot write 's3://$S3_BUCKET/$staged': UploadPart: HTTP 500 InternalError: We encountered an internal error\\. Please try again\\. \\(gave up after 3 attempts\\)\$"
 	# (pipe-tap stopping the tap when pipe-sink is gone is a consequence:
 	# the driver does not repeat it)

@@ -418,6 +418,16 @@ static void test_move_delete(struct bucket *b, const char *root)
 	ok(!path_exists(root, "dest"), "then the parent goes too");
 	ok(path_exists(root, ""), "the root always stays");
 	is_int(bucket_delete(b, "dest/keep"), 0, "delete of a missing key is fine");
+	/* a pipeline's staging folder stays (each run stages in it), its runs' go */
+	is_int(bucket_put(b, ".dataspoc/staging/p/run1/f", "s", 1), 0, "a staged file");
+	is_int(bucket_move(b, ".dataspoc/staging/p/run1/f", "pub2/f"), 0, "... published");
+	ok(!path_exists(root, ".dataspoc/staging/p/run1"), "... its run's staging folder pruned");
+	ok(path_exists(root, ".dataspoc/staging/p"), "... the pipeline's staging folder kept");
+	is_int(bucket_put(b, ".dataspoc/state/p/pending/r.json", "{}", 2), 0, "a pending plan");
+	is_int(bucket_delete(b, ".dataspoc/state/p/pending/r.json"), 0, "... deleted");
+	ok(!path_exists(root, ".dataspoc/state/p"), "... its folders pruned up to .dataspoc/state");
+	ok(path_exists(root, ".dataspoc/state"), "... which stays");
+	is_int(bucket_delete(b, "pub2/f"), 0, "(clean up)");
 	is_int(bucket_delete(b, "no/such/dir/key"), 0, "delete below missing directories is fine");
 }
 
