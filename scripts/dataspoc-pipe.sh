@@ -485,7 +485,8 @@ run_pipeline() {
 	# (pipe-stages: pipe-tap | pipe-sink [| pipe-commit -k], each stage's
 	# status in a line of rc).  Once a signal came, nothing
 	# starts: the extraction would run to its end.  pipe-tap's own messages
-	# go to pipe-tap.err (the driver says why the run failed); the end of
+	# go to check.err, said by now (the driver says why the run failed; no
+	# file of their own to make, issue #14); the end of
 	# the tap's stderr to tap.log (pipe-tap keeps it short), and with -v
 	# also to the driver's stderr.  An rc line that cannot be written
 	# (TMPDIR full) is missing, and says so below.
@@ -518,8 +519,8 @@ run_pipeline() {
 
 	read_stage_rcs
 	tap_said=
-	[ ! -s "$tmp/pipe-tap.err" ] ||
-		tap_said=$(grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v '^pipe-tap: warning: ' |
+	[ ! -s "$tmp/check.err" ] ||
+		tap_said=$(grep '^pipe-tap: ' "$tmp/check.err" | grep -v '^pipe-tap: warning: ' |
 			sed -n '1{s/^pipe-tap: //;p;}')
 	failed=
 	if [ -n "$signal" ]; then
@@ -537,7 +538,7 @@ run_pipeline() {
 		failed=$tap_said
 		[ -n "$failed" ] || failed="pipe-tap $(status_words "$tap_rc")"
 		# pipe-tap's other messages (the one that says why is said below)
-		grep '^pipe-tap: ' "$tmp/pipe-tap.err" | grep -v -x -F -e "pipe-tap: $failed" >&2
+		grep '^pipe-tap: ' "$tmp/check.err" | grep -v -x -F -e "pipe-tap: $failed" >&2
 	elif [ "$sink_rc" -ne 0 ]; then
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"

@@ -35,6 +35,8 @@ teardown() {
 @test "pipe-stages: the stages in a session of its own, a stage's status in its line of the rc file" {
 	export FAKE_TAP='printf "a\nb\n"; echo "tap says" >&2; exit 3'
 	export FAKE_SINK='sed s/^/sunk-/'
+	# (what the checks and pipe-state get wrote there, the driver has said)
+	echo 'pipe-state: warning: said before' >"$D/check.err"
 	run --separate-stderr "$PIPE_BIN/pipe-stages" -d "$D" orders
 	assert_success
 	assert_output ''
@@ -47,7 +49,7 @@ EOF2
 	sort "$D/rc" >rc
 	expect_file rc <<<$'sink 0\ntap 3'
 	expect_file "$D/plan" <<<$'sunk-a\nsunk-b'
-	expect_file "$D/pipe-tap.err" <<<'tap says'
+	expect_file "$D/check.err" <<<'tap says'
 	# every stage's session is pipe-stages', its parent
 	awk '{ if ($3 != $5) { print "not in its parent'\''s session: " $0; bad = 1 } } END { exit bad }' "$D/ps"
 	[ "$(awk '{ print $3 }' "$D/ps" | sort -u | wc -l)" -eq 1 ]
@@ -70,12 +72,13 @@ EOF2
 	expect_file "$D/plan" <<<'ck-one'
 }
 
-@test "pipe-stages -v: pipe-tap's own lines to pipe-tap.err, the tap's to stderr, a last line without its newline given one" {
+@test "pipe-stages -v: pipe-tap's own lines to check.err, emptied first, the tap's to stderr, a last line without its newline given one" {
 	export FAKE_TAP='printf "pipe-tap: warning: one\ntap line\npipe-tap: two\npipe-tap:no\n" >&2; printf "last" >&2'
+	echo 'pipe-state: warning: said before' >"$D/check.err"
 	run --separate-stderr "$PIPE_BIN/pipe-stages" -v -d "$D" orders
 	assert_success
 	grep -qxF "pipe-tap -v -l $D/tap.log orders" "$D/args"
-	expect_file "$D/pipe-tap.err" <<<$'pipe-tap: warning: one\npipe-tap: two'
+	expect_file "$D/check.err" <<<$'pipe-tap: warning: one\npipe-tap: two'
 	assert_equal "$stderr" $'tap line\npipe-tap:no\nlast'
 	grep -qxF 'tap 0' "$D/rc"
 }
@@ -85,8 +88,8 @@ EOF2
 	run --separate-stderr "$PIPE_BIN/pipe-stages" -v -d "$D" orders
 	assert_success
 	assert_equal "${#stderr}" 200000
-	[ "$(wc -c <"$D/pipe-tap.err")" -eq 100011 ]
-	[ "$(tr -d 'y' <"$D/pipe-tap.err")" = "pipe-tap: " ]
+	[ "$(wc -c <"$D/check.err")" -eq 100011 ]
+	[ "$(tr -d 'y' <"$D/check.err")" = "pipe-tap: " ]
 }
 
 @test "pipe-stages: a stage not on PATH 127, a state that cannot be opened 2, each said" {

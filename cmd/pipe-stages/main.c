@@ -1,14 +1,17 @@
 /*
  * pipe-stages: the driver's stages of one run, in a session of their own:
  *
- *   pipe-tap -l DIR/tap.log NAME <DIR/state 2>DIR/pipe-tap.err | pipe-sink NAME >DIR/plan
+ *   pipe-tap -l DIR/tap.log NAME <DIR/state 2>DIR/check.err | pipe-sink NAME >DIR/plan
  *   (-k: ... | pipe-sink NAME | pipe-commit -k NAME >DIR/plan)
  *
  * each stage's exit status written to DIR/rc as it ends, a line "tap N",
  * "sink N" or "ck N" (128+n when signal n killed it): one file for the
  * driver to read, not one a stage (issue #14: a file made and removed costs
- * a small run 60-150 us of CPU on this machine's journal-less ext4).  What `setsid sh -c '...'` did for
- * the driver, without the two programs to start (issue #14).  It sets no
+ * a small run 60-150 us of CPU on this machine's journal-less ext4).
+ * pipe-tap's stderr goes to check.err, which the checks and pipe-state get
+ * wrote before and the driver has said by then: a file the run has already.
+ * What `setsid sh -c '...'` did for the driver, without the two programs to
+ * start (issue #14).  It sets no
  * handler: a signal does to it what it did to that shell (SIGTERM and SIGHUP
  * end it, SIGINT and SIGHUP stay ignored when they came ignored), and the
  * stages inherit the dispositions it was given.
@@ -35,7 +38,7 @@ static const char help_text[] =
 	"\n"
 	"Run the stages of one run in a session of their own (setsid(2)), as the\n"
 	"driver does: pipe-tap -l DIR/tap.log NAME < DIR/state | pipe-sink NAME >\n"
-	"DIR/plan, pipe-tap's stderr in DIR/pipe-tap.err.  Each stage's exit status\n"
+	"DIR/plan, pipe-tap's stderr in DIR/check.err.  Each stage's exit status\n"
 	"(128+n when signal n killed it) is appended to DIR/rc when it ends, a line\n"
 	"\"tap N\", \"sink N\" (or \"ck N\"); it waits for all of them.\n"
 	"\n"
@@ -46,7 +49,7 @@ static const char help_text[] =
 	"  -h, --help   this help\n"
 	"  -k           checkpoints: ... | pipe-sink NAME | pipe-commit -k NAME > DIR/plan\n"
 	"  -v           pipe-tap -v; of pipe-tap's stderr, its own lines (\"pipe-tap: ...\")\n"
-	"               go to DIR/pipe-tap.err, the tap's to this stderr\n"
+	"               go to DIR/check.err, the tap's to this stderr\n"
 	"\n"
 	"It sets no signal handler: SIGTERM and SIGHUP end it, and an ignored\n"
 	"signal stays ignored for the stages.  $DATASPOC_PIPE_STAGES_FD is locked\n"
@@ -157,7 +160,7 @@ static void reap(struct stage *st, int nst, int flags, int *last)
 /*
  * -v: pipe-tap's stderr, line by line, as the driver's filter did: its own
  * lines (its messages, which the driver reads to say why a run failed) to
- * DIR/pipe-tap.err, the tap's to our stderr, each once it is whole (a last
+ * DIR/check.err, the tap's to our stderr, each once it is whole (a last
  * line without its newline gets one; a line longer than the buffer goes in
  * parts, where its start went).
  */
@@ -166,12 +169,16 @@ static void filter_tap_stderr(int fd, struct stage *st, int nst, int *last)
 	static const char own[] = "pipe-tap: ";
 	char buf[65536 + 1];	/* (room for the newline of a last line) */
 	const size_t size = sizeof(buf) - 1;
-	char *path = in_dir("pipe-tap.err"), *nl;
+	char *path = in_dir("check.err"), *nl;
 	size_t len = 0, start;
-	int to = -1;		/* where the line being read goes: 1 pipe-tap.err, 2 stderr, -1 not known yet */
+	int to = -1;		/* where the line being read goes: 1 check.err, 2 stderr, -1 not known yet */
 	int errfd = -1, eof = 0;
 	ssize_t n;
 
+	/* (what the checks and pipe-state get said there, the driver has said) */
+	if (truncate(path, 0) != 0) {
+		/* none there yet: made at pipe-tap's first line of its own */
+	}
 	while (!eof) {
 		n = read(fd, buf + len, size - len);
 		if (n < 0 && errno == EINTR)
@@ -279,7 +286,7 @@ int main(int argc, char **argv)
 
 	paths[0] = in_dir("tap.log");
 	paths[1] = in_dir("state");
-	paths[2] = in_dir("pipe-tap.err");
+	paths[2] = in_dir("check.err");
 	paths[3] = in_dir("plan");
 	nst = ck ? 3 : 2;
 	memset(st, 0, sizeof(st));
