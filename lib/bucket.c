@@ -434,6 +434,17 @@ int bucket_writer_close(struct bucket_writer *w)
 	return r;
 }
 
+void bucket_closes_begin(struct bucket *b)
+{
+	if (b->ops->closes_begin)
+		b->ops->closes_begin(b);
+}
+
+int bucket_closes_end(struct bucket *b)
+{
+	return b->ops->closes_end ? b->ops->closes_end(b) : 0;
+}
+
 void bucket_writer_abort(struct bucket_writer *w)
 {
 	char *key;

@@ -170,6 +170,19 @@ int bucket_writer_write(struct bucket_writer *w, const void *data, size_t len);
 int bucket_writer_close(struct bucket_writer *w);
 void bucket_writer_abort(struct bucket_writer *w);
 
+/*
+ * Many writers closed together: from bucket_closes_begin() a close only
+ * starts writing its object out, and bucket_closes_end() waits for all of
+ * them, so that they are written out at once, not one after another (a
+ * local bucket: an fsync at each close waited for each file in turn).  The
+ * objects closed between the two are durable only once bucket_closes_end()
+ * returned 0; -1 when one could not be written (said on stderr, and that
+ * object removed, as a close that fails removes it).  Stores that write an
+ * object whole at its close ignore both.
+ */
+void bucket_closes_begin(struct bucket *b);
+int bucket_closes_end(struct bucket *b);
+
 /* The bucket and the key a writer writes, for messages (until it is closed). */
 const struct bucket *bucket_writer_bucket(const struct bucket_writer *w);
 const char *bucket_writer_key(const struct bucket_writer *w);

@@ -84,6 +84,9 @@ struct bucket_ops {
 	int (*writer_write)(struct bucket_writer *w, const void *data, size_t len);
 	int (*writer_close)(struct bucket_writer *w);
 	void (*writer_abort)(struct bucket_writer *w);
+	/* bucket_closes_begin() and _end(); NULL: closes are whole already */
+	void (*closes_begin)(struct bucket *b);
+	int (*closes_end)(struct bucket *b);
 };
 
 struct bucket {

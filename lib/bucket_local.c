@@ -52,6 +52,10 @@ struct local_bucket {
 	char *root;	/* for messages: the directory as given, no trailing '/' */
 	char *make;	/* while fd is -1: the directory to create, absolute */
 	struct pending_dirs later;
+	/* From closes_begin to closes_end: files closed, their fsync to come. */
+	int deferring;
+	struct local_writer **closed;
+	size_t nclosed, capclosed;
 };
 
 struct local_writer {
@@ -1004,9 +1008,9 @@ static void drop(struct local_writer *w)
 	free(w);
 }
 
-static int local_writer_close(struct bucket_writer *bw)
+/* fsync and close w's file (or remove it when that fails); frees w. */
+static int sync_close(struct local_writer *w)
 {
-	struct local_writer *w = (struct local_writer *)bw;
 	int fd = w->fd;
 
 	if (w->failed)
@@ -1028,6 +1032,51 @@ fail:
 	return -1;
 }
 
+static int local_writer_close(struct bucket_writer *bw)
+{
+	struct local_writer *w = (struct local_writer *)bw;
+	struct local_bucket *l = lb(w->base.b);
+
+	if (!l->deferring || w->failed)
+		return sync_close(w);
+#ifdef SYNC_FILE_RANGE_WRITE
+	/* the rest of the file on its way; a failure is the fsync's to report */
+	(void)sync_file_range(w->fd, w->flushing, 0, SYNC_FILE_RANGE_WRITE);
+#endif
+	/* (bucket.c frees the key once this returns) */
+	w->base.key = xstrdup(w->base.key);
+	if (l->nclosed == l->capclosed) {
+		l->capclosed = l->capclosed ? 2 * l->capclosed : 16;
+		l->closed = xrealloc(l->closed, l->capclosed * sizeof(*l->closed));
+	}
+	l->closed[l->nclosed++] = w;
+	return 0;
+}
+
+static void local_closes_begin(struct bucket *b)
+{
+	lb(b)->deferring = 1;
+}
+
+/* Every file closed since closes_begin synced (each one's error said). */
+static int local_closes_end(struct bucket *b)
+{
+	struct local_bucket *l = lb(b);
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < l->nclosed; i++) {
+		char *key = l->closed[i]->base.key;
+
+		if (sync_close(l->closed[i]) != 0)
+			r = -1;
+		free(key);
+	}
+	l->nclosed = 0;
+	l->deferring = 0;
+	return r;
+}
+
 static void local_writer_abort(struct bucket_writer *bw)
 {
 	drop((struct local_writer *)bw);
@@ -1037,6 +1086,9 @@ static void local_free(struct bucket *b)
 {
 	struct local_bucket *l = lb(b);
 
+	/* closes never ended: synced all the same (an error is said) */
+	local_closes_end(b);
+	free(l->closed);
 	/* the end of the last run of moves or deletes (an error is said) */
 	if (l->fd >= 0)
 		flush(l);
@@ -1067,6 +1119,8 @@ static const struct bucket_ops local_ops = {
 	.writer_write = local_writer_write,
 	.writer_close = local_writer_close,
 	.writer_abort = local_writer_abort,
+	.closes_begin = local_closes_begin,
+	.closes_end = local_closes_end,
 };
 
 /* mkdir -p dir (absolute or relative to the working directory). */

@@ -259,6 +259,7 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 static int close_all(struct sink *s)
 {
 	size_t i;
+	int r = 0;
 
 	for (i = 0; i < s->n; i++) {
 		if (s->streams[i].waiting > 0 && sink_drain(s, &s->streams[i]) != 0)
@@ -266,11 +267,16 @@ static int close_all(struct sink *s)
 	}
 	if (s->rw->flush && s->rw->flush(s) != 0)
 		return -1;
-	for (i = 0; i < s->n; i++) {
-		if (sink_close_file(s, &s->streams[i]) != 0)
-			return -1;
+	/* each file's writing out started at its close, all waited for at once */
+	bucket_closes_begin(s->b);
+	for (i = 0; i < s->n && r == 0; i++)
+		r = sink_close_file(s, &s->streams[i]);
+	if (bucket_closes_end(s->b) != 0 && r == 0) {
+		sink_fail(s, "cannot write the staged files in %s", bucket_url(s->b));
+		s->reported = 1;
+		r = -1;
 	}
-	return 0;
+	return r;
 }
 
 static void fill_run(struct sink *s, struct plan *p)

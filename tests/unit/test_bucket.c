@@ -485,6 +485,28 @@ static void test_sync_batches(const char *root)
 	       "... syncs its file only, not the folders made for it nor its own");
 	snprintf(path, sizeof(path), "%s/w/t/dt=2026-01-01", root);
 	is_int(count_entries(path), 1, "... and the file is there");
+	/* writers closed together: each one's bytes synced at the end, not at its close */
+	synced_begin(root);
+	bucket_closes_begin(b);
+	for (i = 0; i < 2; i++) {
+		snprintf(key, sizeof(key), "w/t/dt=2026-01-01/g%d", i);
+		w = bucket_writer_open(b, key);
+		is_int(w ? bucket_writer_write(w, key, strlen(key)) : -1, 0, "write %s", key);
+		is_int(bucket_writer_close(w), 0, "... and close it after bucket_closes_begin()");
+	}
+	is_str(synced.buf, "", "... which syncs nothing yet");
+	is_int(bucket_closes_end(b), 0, "bucket_closes_end()");
+	is_str(synced.buf, "file:w/t/dt=2026-01-01/g0 file:w/t/dt=2026-01-01/g1",
+	       "... syncs each file's bytes, in the order they closed");
+	s = get_str(b, "w/t/dt=2026-01-01/g1", &rc);
+	is_str(s, "w/t/dt=2026-01-01/g1", "... each file whole");
+	free(s);
+	synced_begin(root);
+	is_int(bucket_closes_end(b), 0, "... and once: another end has nothing to do");
+	w = bucket_writer_open(b, "w/t/dt=2026-01-01/g2");
+	is_int(w ? bucket_writer_write(w, "g", 1) : -1, 0, "a writer after the end");
+	is_int(bucket_writer_close(w), 0, "... closes");
+	is_str(synced.buf, "file:w/t/dt=2026-01-01/g2", "... and syncs at its close again");
 	synced_begin(root);
 	is_int(bucket_put_new(b, "lk", "l", 1), 0, "a lock");
 	is_str(synced.buf, "file:.lk.tmp", "... syncs its bytes, not its folder");
