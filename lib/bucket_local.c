@@ -973,6 +973,18 @@ static struct bucket_writer *local_writer_open(struct bucket *b, const char *key
 	return &w->base;
 }
 
+/*
+ * The writeback of what w wrote since the last start begins.  Only a
+ * start: nothing waits, and a failure is the close's fsync's to report.
+ */
+static void start_writeback(struct local_writer *w)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	(void)sync_file_range(w->fd, w->flushing, w->written - w->flushing, SYNC_FILE_RANGE_WRITE);
+#endif
+	w->flushing = w->written;
+}
+
 static int local_writer_write(struct bucket_writer *bw, const void *data, size_t len)
 {
 	struct local_writer *w = (struct local_writer *)bw;
@@ -985,13 +997,8 @@ static int local_writer_write(struct bucket_writer *bw, const void *data, size_t
 		return -1;
 	}
 	w->written += (off_t)len;
-#ifdef SYNC_FILE_RANGE_WRITE
-	if (w->written - w->flushing >= WRITEBACK_STEP) {
-		/* Only a start: nothing waits, and a failure is the close's fsync's to report. */
-		(void)sync_file_range(w->fd, w->flushing, w->written - w->flushing, SYNC_FILE_RANGE_WRITE);
-		w->flushing = w->written;
-	}
-#endif
+	if (w->written - w->flushing >= WRITEBACK_STEP)
+		start_writeback(w);
 	return 0;
 }
 
@@ -1039,10 +1046,8 @@ static int local_writer_close(struct bucket_writer *bw)
 
 	if (!l->deferring || w->failed)
 		return sync_close(w);
-#ifdef SYNC_FILE_RANGE_WRITE
-	/* the rest of the file on its way; a failure is the fsync's to report */
-	(void)sync_file_range(w->fd, w->flushing, 0, SYNC_FILE_RANGE_WRITE);
-#endif
+	/* the rest of the file on its way */
+	start_writeback(w);
 	/* (bucket.c frees the key once this returns) */
 	w->base.key = xstrdup(w->base.key);
 	if (l->nclosed == l->capclosed) {
