@@ -42,7 +42,7 @@ else
 O ?= build/rel
 endif
 
-LIB_SRC := $(sort $(wildcard lib/*.c))
+LIB_SRC := $(sort $(wildcard lib/*.c lib/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
 PROGS := $(notdir $(sort $(wildcard cmd/*)))
 BINS := $(PROGS:%=$(O)/bin/%) $(O)/bin/dataspoc-pipe
@@ -210,4 +210,4 @@ fuzz-merge:
 	fuzz-merge test-faults test-faults-long test-load
 .SECONDARY:
 
--include $(wildcard $(O)/lib/*.d $(O)/cmd/*/*.d $(O)/tests/*.d $(O)/fuzz/*.d)
+-include $(wildcard $(O)/lib/*.d $(O)/lib/*/*.d $(O)/cmd/*/*.d $(O)/tests/*.d $(O)/fuzz/*.d)

@@ -169,7 +169,7 @@ int sink_drain(struct sink *s, struct stream *st)
 	return r;
 }
 
-/* A record goes to its file, or waits (see above); from: see lib/recwriter.h, land. */
+/* A record goes to its file, or waits (see above); from: see lib/sink/recwriter.h, land. */
 int sink_spill_route(struct sink *s, struct stream *st, const char *bytes, size_t len,
 		     unsigned long long count, const struct singer_msg *from)
 {

@@ -87,7 +87,7 @@ struct recwriter {
 	void (*abort)(void *file);
 };
 
-/* The two formats: lib/recwriter_jsonl.c, lib/recwriter_parquet.c. */
+/* The two formats: lib/sink/recwriter_jsonl.c, lib/sink/recwriter_parquet.c. */
 extern const struct recwriter recwriter_jsonl, recwriter_parquet;
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * recwriter_parquet: the sink's Parquet files (lib/recwriter.h): a
+ * recwriter_parquet: the sink's Parquet files (lib/sink/recwriter.h): a
  * stream's records as rows of a pq_writer, its columns those of its last
  * SCHEMA (or of its first record), widened as values need.
  */
@@ -458,7 +458,7 @@ static int fed_add(struct sink *s, struct stream *st, const struct json_span *re
 	return 0;
 }
 
-/* Before st's file closes: its records land (lib/recwriter.h). */
+/* Before st's file closes: its records land (lib/sink/recwriter.h). */
 static int parquet_settle(struct sink *s, struct stream *st)
 {
 	if (s->feed == NULL)

@@ -1,5 +1,5 @@
 /*
- * recwriter_jsonl: the sink's JSON-lines files (lib/recwriter.h): each
+ * recwriter_jsonl: the sink's JSON-lines files (lib/sink/recwriter.h): each
  * record's bytes as the tap printed them, and a newline, through a zwriter.
  * The files share one pool of compressors (-j threads, lib/zwriter.h).
  */

@@ -11,7 +11,7 @@
  *	sink_progress.c	progress on stderr: a live line on a terminal, else a
  *			line per stream every 10 seconds
  *	recwriter_jsonl.c, recwriter_parquet.c  the two formats of
- *			the files (lib/recwriter.h)
+ *			the files (lib/sink/recwriter.h)
  *
  * One struct sink lives for one sink_run(), one struct stream for each
  * stream the input names.  Functions that fail say why with sink_fail()
@@ -43,7 +43,7 @@ struct stream {
 	char name_in[STREAM_NAME_IN];
 	char *dir;		/* <path>/<source>/<safe> */
 	char *safe;
-	void *file;		/* its open file (lib/recwriter.h), or NULL */
+	void *file;		/* its open file (lib/sink/recwriter.h), or NULL */
 	struct pq_schema *pqs;	/* parquet: the columns of its last SCHEMA, or NULL */
 	char *staged;		/* its staged key */
 	char *final;		/* its final key */
@@ -69,7 +69,7 @@ struct stream {
 
 	/*
 	 * A cold stream: its records wait, in order, for a file of its own
-	 * (lib/sink_spill.c): spilled chunks first, then the tail in memory.
+	 * (lib/sink/sink_spill.c): spilled chunks first, then the tail in memory.
 	 */
 	struct sb cold;
 	struct spill_chunk *chunks;
@@ -158,7 +158,7 @@ void sink_streams_free(struct sink *s);
 /* ---- sink_spill.c ---- */
 
 /*
- * count records of st (see lib/recwriter.h, land) into its file, or, while
+ * count records of st (see lib/sink/recwriter.h, land) into its file, or, while
  * every slot is taken and st has none, to wait for one (its records that
  * wait land first when a slot is free).  Once the records waiting, all
  * streams, pass spill_max, the stream with the most takes a slot and lands
