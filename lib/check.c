@@ -10,9 +10,8 @@
 
 #include "err.h"
 #include "json.h"
+#include "layout.h"
 #include "util.h"
-
-#define PROBE_PREFIX ".dataspoc/probe/"
 
 static int probe_steps(struct bucket *b, const char *key, const char *key2,
 		       const char *body, int *conditional)
@@ -35,14 +34,14 @@ static int probe_steps(struct bucket *b, const char *key, const char *key2,
 			err_msg("bucket probe: cannot read back '%s/%s'", bucket_url(b), key);
 		goto out;
 	}
-	if (bucket_list(b, PROBE_PREFIX, &keys, &n) != 0) {
-		err_msg("bucket probe: cannot list '%s/%s'", bucket_url(b), PROBE_PREFIX);
+	if (bucket_list(b, LAYOUT_PROBE_PREFIX, &keys, &n) != 0) {
+		err_msg("bucket probe: cannot list '%s/%s'", bucket_url(b), LAYOUT_PROBE_PREFIX);
 		goto out;
 	}
 	for (i = 0; i < n; i++)
 		found |= strcmp(keys[i], key) == 0;
 	if (!found) {
-		err_msg("bucket probe: listing '%s/%s' does not show '%s'", bucket_url(b), PROBE_PREFIX, key);
+		err_msg("bucket probe: listing '%s/%s' does not show '%s'", bucket_url(b), LAYOUT_PROBE_PREFIX, key);
 		goto out;
 	}
 	if (bucket_delete(b, key) != 0) {
@@ -90,7 +89,7 @@ out:
 int check_probe(struct bucket *b, int *conditional)
 {
 	char *run_id = util_new_run_id();
-	char *key = xasprintf(PROBE_PREFIX "%s-%ld", run_id, (long)getpid());
+	char *key = xasprintf(LAYOUT_PROBE_PREFIX "%s-%ld", run_id, (long)getpid());
 	char *key2 = xasprintf("%s.new", key);
 	char *body = xasprintf("dataspoc-pipe bucket probe %s from %s\n", run_id, util_hostname());
 	int ret;

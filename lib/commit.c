@@ -11,6 +11,7 @@
 #include "err.h"
 #include "json.h"
 #include "jvx.h"
+#include "layout.h"
 #include "lock.h"
 #include "manifest.h"
 #include "util.h"
@@ -43,7 +44,7 @@ static int delete_prefix(struct bucket *b, const char *prefix)
  */
 static int marker_get(struct bucket *b, const char *pipeline, const char *run_id, jv *out)
 {
-	char *key = util_checkpoint_key(pipeline, run_id);
+	char *key = layout_checkpoint_key(pipeline, run_id);
 	struct sb text = SB_INIT;
 	int r = bucket_get(b, key, &text);
 
@@ -141,7 +142,7 @@ static int marker_add(struct bucket *b, const struct plan *p)
 		sb_adds(&text, jv_string_value(d));
 		sb_addc(&text, '\n');
 		jv_free(d);
-		key = util_checkpoint_key(p->pipeline, p->run_id);
+		key = layout_checkpoint_key(p->pipeline, p->run_id);
 		r = bucket_put(b, key, text.buf, text.len);
 		free(key);
 		sb_free(&text);
@@ -151,7 +152,7 @@ static int marker_add(struct bucket *b, const struct plan *p)
 
 static int marker_delete(struct bucket *b, const char *pipeline, const char *run_id)
 {
-	char *key = util_checkpoint_key(pipeline, run_id);
+	char *key = layout_checkpoint_key(pipeline, run_id);
 	int r = bucket_delete(b, key);
 
 	free(key);
@@ -266,12 +267,12 @@ static int owned(struct bucket *b, const struct plan *p, struct owner_cache *c, 
 		if (strcmp(c->ids[i], id) == 0)
 			return c->mine[i];
 	}
-	log = util_log_key(p->pipeline, id);
+	log = layout_log_key(p->pipeline, id);
 	r = bucket_exists(b, log);
 	free(log);
 	if (r == 0) {
 		/* a run that committed checkpoints and has not ended yet */
-		log = util_checkpoint_key(p->pipeline, id);
+		log = layout_checkpoint_key(p->pipeline, id);
 		r = bucket_exists(b, log);
 		free(log);
 	}
@@ -390,7 +391,7 @@ static int save_state(struct bucket *b, const struct plan *p, const struct runlo
 		return -1;
 	}
 	json_pretty(&v, &pretty);
-	key = util_state_key(p->pipeline);
+	key = layout_state_key(p->pipeline);
 	r = bucket_version(b, key, version, sizeof(version));
 	if (r < 0 || runlock_check(f, "saving the state") != 0)
 		goto out;
@@ -465,7 +466,7 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 {
 	struct sb log = SB_INIT;
 	char started[32], finished[32];
-	char *key = util_log_key(pipeline, run_id);
+	char *key = layout_log_key(pipeline, run_id);
 	time_t t0 = util_run_id_time(run_id), t1 = time(NULL);
 	unsigned long long total = 0, lost = 0;
 	size_t i, n = 0;
@@ -598,7 +599,7 @@ static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
  */
 static int give_up(struct bucket *b, const struct plan *p, const char *pending, const struct runlock *f)
 {
-	char *staging = util_staging_prefix(p->pipeline, p->run_id);
+	char *staging = layout_staging_prefix(p->pipeline, p->run_id);
 	char *why = xasprintf("its commit could not be finished: the staged copy of one of its files is gone, so none of them was published");
 	size_t i;
 	int ret = runlock_check(f, "undoing a commit that cannot be finished");
@@ -629,7 +630,7 @@ static int give_up(struct bucket *b, const struct plan *p, const char *pending, 
  */
 static int finish(struct bucket *b, const struct plan *p, const char *pending, const struct runlock *f)
 {
-	char *staging = util_staging_prefix(p->pipeline, p->run_id);
+	char *staging = layout_staging_prefix(p->pipeline, p->run_id);
 	jv marker = jv_invalid();
 	int ret = -1, r;
 
@@ -675,7 +676,7 @@ int commit_publish(struct bucket *b, const struct plan *p)
 {
 	struct sb text = SB_INIT;
 	struct runlock f;
-	char *pending = util_pending_key(p->pipeline, p->run_id);
+	char *pending = layout_pending_key(p->pipeline, p->run_id);
 	int ret = -1;
 
 	runlock_init(&f, b, p->pipeline, p->run_id);
@@ -691,8 +692,8 @@ int commit_publish(struct bucket *b, const struct plan *p)
 
 int commit_pending(struct bucket *b, const char *pipeline, const char *run_id)
 {
-	char *key = util_pending_key(pipeline, run_id);
-	char *legacy = util_pending_legacy_key(pipeline);
+	char *key = layout_pending_key(pipeline, run_id);
+	char *legacy = layout_pending_legacy_key(pipeline);
 	struct sb text = SB_INIT;
 	int r = bucket_exists(b, key);
 
@@ -709,7 +710,7 @@ int commit_pending(struct bucket *b, const char *pipeline, const char *run_id)
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
 		 const struct plan *p, const char *error, const char *tap_stderr)
 {
-	char *staging = util_staging_prefix(pipeline, run_id);
+	char *staging = layout_staging_prefix(pipeline, run_id);
 	int ret = delete_prefix(b, staging);
 
 	free(staging);
@@ -750,7 +751,7 @@ static int log_success(struct bucket *b, const char *key)
 
 int commit_later_run(struct bucket *b, const char *pipeline, const char *run_id, char **later)
 {
-	char *dirs[2] = { util_log_key(pipeline, NULL), util_pending_key(pipeline, NULL) };
+	char *dirs[2] = { layout_log_key(pipeline, NULL), layout_pending_key(pipeline, NULL) };
 	char id[64];
 	size_t d, i, n;
 	int ret = 0;
@@ -825,7 +826,7 @@ static int recover_one(struct bucket *b, const char *pipeline, const char *run_i
  */
 static int end_checkpointed_runs(struct bucket *b, const char *pipeline, const char *run_id)
 {
-	char *dir = util_checkpoint_key(pipeline, NULL);
+	char *dir = layout_checkpoint_key(pipeline, NULL);
 	char **keys = NULL;
 	char id[64];
 	size_t n = 0, i;
@@ -860,10 +861,10 @@ static int end_checkpointed_runs(struct bucket *b, const char *pipeline, const c
 
 int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 {
-	char *legacy = util_pending_legacy_key(pipeline);
-	char *pendings = util_pending_key(pipeline, NULL);
-	char *staging = util_staging_prefix(pipeline, NULL);
-	char *mine = util_staging_prefix(pipeline, run_id);
+	char *legacy = layout_pending_legacy_key(pipeline);
+	char *pendings = layout_pending_key(pipeline, NULL);
+	char *staging = layout_staging_prefix(pipeline, NULL);
+	char *mine = layout_staging_prefix(pipeline, run_id);
 	char **keys = NULL;
 	size_t n = 0, i;
 	int ret = -1;
@@ -891,13 +892,13 @@ int commit_recover(struct bucket *b, const char *pipeline, const char *run_id)
 	}
 	/* What dead writers left beside the state, the logs and the manifest. */
 	{
-		char *state_dir = util_state_dir(pipeline);
-		char *log_dir = util_log_key(pipeline, NULL);
+		char *state_dir = layout_state_dir(pipeline);
+		char *log_dir = layout_log_key(pipeline, NULL);
 
 		bucket_sweep(b, state_dir);
 		bucket_sweep(b, pendings);
 		bucket_sweep(b, log_dir);
-		bucket_sweep(b, ".dataspoc/");
+		bucket_sweep(b, LAYOUT_META);
 		free(state_dir);
 		free(log_dir);
 	}

@@ -12,7 +12,7 @@
  *     driver the run), the function appends the reason, in the user's
  *     words and without a program name, to a `struct sb *why` and prints
  *     nothing: config_split_words(), config_bucket_resolve(), cron_check(),
- *     util_stream_folder(), s3_target_init(), transform_apply().
+ *     layout_stream_folder(), s3_target_init(), transform_apply().
  *
  * What a Parquet value needs (struct pq_fail: a column to widen) is not an
  * error but a result, and is not a reason.

@@ -17,6 +17,7 @@
 #include "err.h"
 #include "json.h"
 #include "jvx.h"
+#include "layout.h"
 #include "util.h"
 
 /* Seconds a lock may read as garbage before it is reported. */
@@ -537,7 +538,7 @@ int lock_release_brief(struct bucket *b, const char *key, const char *run_id)
 void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, const char *run_id)
 {
 	l->b = b;
-	l->key = util_lock_key(pipeline);
+	l->key = layout_lock_key(pipeline);
 	l->what = xasprintf("pipeline '%s'", pipeline);
 	l->run_id = run_id;
 }

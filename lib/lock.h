@@ -118,7 +118,7 @@ long lock_renew_interval(void);
  */
 struct runlock {
 	struct bucket *b;
-	char *key;		/* util_lock_key(NAME) */
+	char *key;		/* layout_lock_key(NAME) */
 	char *what;		/* "pipeline 'NAME'", for messages */
 	const char *run_id;	/* the run that takes, holds, checks it */
 };

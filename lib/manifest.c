@@ -11,6 +11,7 @@
 #include "err.h"
 #include "json.h"
 #include "jvx.h"
+#include "layout.h"
 #include "lock.h"
 #include "util.h"
 
@@ -397,82 +398,6 @@ static struct rb_run *find_run(struct rebuild *rb, const char *id)
 	return bsearch(id, rb->runs, rb->nruns, sizeof(*rb->runs), cmp_id_run);
 }
 
-/*
- * A data file's key, <dir>/dt=D/<safe>_<run-id>_<NNNN><ext> (DESIGN.md,
- * "Bucket layout"), split; 0, or -1 when the key is of another shape.
- */
-static int data_key(const char *key, char **dir, char **safe, char **run,
-		    const char **format, const char **compression)
-{
-	static const struct {
-		const char *ext, *format, *compression;
-	} exts[] = {
-		{ ".parquet", "parquet", NULL },
-		{ ".jsonl.zst", "jsonl", "zstd" },
-		{ ".jsonl.gz", "jsonl", "gzip" },
-		{ ".jsonl", "jsonl", "none" },
-	};
-	const char *base = strrchr(key, '/'), *end, *p, *seq, *id;
-	size_t i, n;
-
-	if (base == NULL || base == key || strncmp(key, ".dataspoc/", 10) == 0)
-		return -1;
-	/* the parent is dt=D, and a folder is above it */
-	for (p = base - 1; p > key && *p != '/'; p--)
-		;
-	if (p == key || strncmp(p + 1, "dt=", 3) != 0)
-		return -1;
-	base++;
-	n = strlen(base);
-	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
-		size_t e = strlen(exts[i].ext);
-
-		if (n > e && strcmp(base + n - e, exts[i].ext) == 0)
-			break;
-	}
-	if (i == sizeof(exts) / sizeof(exts[0]))
-		return -1;
-	end = base + n - strlen(exts[i].ext);
-	for (seq = end; seq > base && seq[-1] >= '0' && seq[-1] <= '9'; seq--)
-		;
-	if (end - seq < 4 || seq - 1 <= base || seq[-1] != '_')
-		return -1;
-	for (id = seq - 1; id > base && id[-1] != '_'; id--)
-		;
-	if (id - 1 <= base)
-		return -1;
-	*run = xstrndup(id, (size_t)(seq - 1 - id));
-	if (!util_run_id_ok(*run)) {
-		free(*run);
-		return -1;
-	}
-	*dir = xstrndup(key, (size_t)(p - key));
-	*safe = xstrndup(base, (size_t)(id - 1 - base));
-	*format = exts[i].format;
-	*compression = exts[i].compression;
-	return 0;
-}
-
-/* The run log key .dataspoc/logs/<pipeline>/<run-id>.json's run id, or NULL. */
-static char *log_run(const char *key)
-{
-	const char *base = strrchr(key, '/');
-	size_t n;
-	char *id;
-
-	if (strncmp(key, ".dataspoc/logs/", 15) != 0 || base == NULL || base < key + 16)
-		return NULL;
-	n = strlen(++base);
-	if (n <= 5 || strcmp(base + n - 5, ".json") != 0)
-		return NULL;
-	id = xstrndup(base, n - 5);
-	if (!util_run_id_ok(id)) {
-		free(id);
-		return NULL;
-	}
-	return id;
-}
-
 /* The folders and runs of every data file but this run's, and the runs' logs. */
 static void rb_scan(struct rebuild *rb, char **keys, size_t n, const char *run_id)
 {
@@ -484,7 +409,7 @@ static void rb_scan(struct rebuild *rb, char **keys, size_t n, const char *run_i
 		const char *format, *compression;
 		struct rb_table *t = NULL;
 
-		if (data_key(keys[i], &dir, &safe, &run, &format, &compression) != 0)
+		if (layout_data_key_split(keys[i], &dir, &safe, &run, &format, &compression) != 0)
 			continue;
 		if (strcmp(run, run_id) == 0) {
 			/* this run's own files: the merge counts them */
@@ -552,7 +477,7 @@ static void rb_scan(struct rebuild *rb, char **keys, size_t n, const char *run_i
 	}
 	free(ids);
 	for (i = 0; i < n; i++) {
-		char *id = log_run(keys[i]);
+		char *id = layout_log_run(keys[i]);
 		struct rb_run *r = id ? find_run(rb, id) : NULL;
 
 		/* a run id in two pipelines' logs: the first one listed */
@@ -614,7 +539,7 @@ static int log_records(jv log, const char *safe, double *records, char **name)
 			jv rec = jv_invalid();
 
 			if (ret != 0) {
-				sn = util_stream_folder(jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)), &why);
+				sn = layout_stream_folder(jv_string_value(k), (size_t)jv_string_length_bytes(jv_copy(k)), &why);
 				sb_free(&why);
 				if (jv_get_kind(s) == JV_KIND_OBJECT)
 					rec = jv_object_get(jv_copy(s), jv_string("records"));
@@ -752,8 +677,8 @@ static int keep_broken(struct bucket *b, const char *run_id, const char *text, s
 	int i, r;
 
 	for (i = 1; i < 100; i++) {
-		char *key = i == 1 ? xasprintf("%s.broken-%s", UTIL_MANIFEST_KEY, run_id)
-				   : xasprintf("%s.broken-%s-%d", UTIL_MANIFEST_KEY, run_id, i);
+		char *key = i == 1 ? xasprintf("%s.broken-%s", LAYOUT_MANIFEST_KEY, run_id)
+				   : xasprintf("%s.broken-%s-%d", LAYOUT_MANIFEST_KEY, run_id, i);
 
 		sb_reset(&there);
 		r = bucket_get(b, key, &there);
@@ -830,7 +755,7 @@ static int manifest_rebuild(struct bucket *b, const struct plan *p, const char *
 	tables = jv_invalid();
 	sb_addf(said, "%s/%s was unreadable (%s): kept it as '%s' and rebuilt it from the bucket: "
 		"%zu table(s) of earlier runs, their rows from %zu success run log(s)",
-		bucket_url(b), UTIL_MANIFEST_KEY, why, kept, ntables, rb.logs_read);
+		bucket_url(b), LAYOUT_MANIFEST_KEY, why, kept, ntables, rb.logs_read);
 	if (rb.unlogged)
 		sb_addf(said, ", not counting the files of %zu run(s) that no success log names", rb.unlogged);
 	if (others)
@@ -863,7 +788,7 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 	struct sb text = SB_INIT, why = SB_INIT;
 	jv m, tables;
 	size_t i;
-	int r = bucket_get(b, UTIL_MANIFEST_KEY, &text);
+	int r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);
 
 	for (i = 0; i < p->nstreams; i++)
 		versions[i] = NULL;
@@ -877,7 +802,7 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 		/* the update rebuilds it; no version is known meanwhile, so nothing is dropped */
 		err_warn("%s/%s is unreadable (%s): the table versions it recorded are unknown, so the "
 			 "earlier files of the streams that activated one are kept", bucket_url(b),
-			 UTIL_MANIFEST_KEY, why.buf);
+			 LAYOUT_MANIFEST_KEY, why.buf);
 		jv_free(m);
 		sb_free(&why);
 		return 0;
@@ -909,10 +834,10 @@ int manifest_update(struct bucket *b, const struct plan *p)
 
 	if (p->nstreams == 0)
 		return 0;
-	r = lock_take(b, UTIL_MANIFEST_LOCK_KEY, "the manifest", p->run_id, (long)getpid(), 120, 120000);
+	r = lock_take(b, LAYOUT_MANIFEST_LOCK_KEY, "the manifest", p->run_id, (long)getpid(), 120, 120000);
 	if (r != 0)
 		return -1;
-	r = bucket_get(b, UTIL_MANIFEST_KEY, &text);
+	r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);
 	if (r < 0)
 		goto out;
 	if (r == 0) {
@@ -931,11 +856,11 @@ int manifest_update(struct bucket *b, const struct plan *p)
 			if (r != 0)
 				goto out;
 			/* the rebuild may outlast the lock's 120 s: write only while it is ours */
-			r = lock_held_by(b, UTIL_MANIFEST_LOCK_KEY, p->run_id);
+			r = lock_held_by(b, LAYOUT_MANIFEST_LOCK_KEY, p->run_id);
 			if (r != 1) {
 				if (r == 0)
 					err_msg("lost the manifest lock '%s' in %s while rebuilding the manifest; "
-						"the next run finishes the commit", UTIL_MANIFEST_LOCK_KEY, bucket_url(b));
+						"the next run finishes the commit", LAYOUT_MANIFEST_LOCK_KEY, bucket_url(b));
 				goto out;
 			}
 			changed = 1;
@@ -992,14 +917,14 @@ int manifest_update(struct bucket *b, const struct plan *p)
 	sb_adds(&text, jv_string_value(dumped));
 	sb_addc(&text, '\n');
 	jv_free(dumped);
-	ret = bucket_put(b, UTIL_MANIFEST_KEY, text.buf, text.len);
+	ret = bucket_put(b, LAYOUT_MANIFEST_KEY, text.buf, text.len);
 	if (ret == 0 && said.len)
 		err_warn("%s", said.buf);
 out:
 	jv_free(m);
 	sb_free(&text);
 	sb_free(&said);
-	if (lock_release_brief(b, UTIL_MANIFEST_LOCK_KEY, p->run_id) != 0)
+	if (lock_release_brief(b, LAYOUT_MANIFEST_LOCK_KEY, p->run_id) != 0)
 		ret = -1;
 	return ret;
 }

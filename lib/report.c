@@ -9,6 +9,7 @@
 #include "config.h"
 #include "err.h"
 #include "json.h"
+#include "layout.h"
 #include "table.h"
 #include "util.h"
 
@@ -26,7 +27,7 @@ static void list_add(char ***v, size_t *n, size_t *cap, char *s)
 
 int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n)
 {
-	char *prefix = util_log_key(pipeline, NULL);
+	char *prefix = layout_log_key(pipeline, NULL);
 	size_t plen = strlen(prefix), nkeys = 0, cap = 0, i;
 	char **keys = NULL;
 	int ret = -1;

@@ -6,6 +6,7 @@
 
 #include "err.h"
 #include "json.h"
+#include "layout.h"
 #include "util.h"
 
 /* 1-based line and column of offset pos in text. */
@@ -46,7 +47,7 @@ int state_load(struct bucket *b, const char *pipeline, struct sb *out)
 {
 	struct sb text = SB_INIT;
 	struct json_span v;
-	char *key = util_state_key(pipeline);
+	char *key = layout_state_key(pipeline);
 	char *origin = NULL;
 	int r = bucket_get(b, key, &text);
 

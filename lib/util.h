@@ -119,27 +119,6 @@ int util_remove_tree(const char *dir);
 /* Seconds since the epoch, as a double (for durations). */
 double util_now(void);
 
-/*
- * Keys of the bucket layout (DESIGN.md, "Bucket layout").  Each returns a new
- * string.
- */
-char *util_state_key(const char *pipeline);	/* .dataspoc/state/P/state.json */
-char *util_lock_key(const char *pipeline);	/* .dataspoc/state/P/lock */
-char *util_pending_key(const char *pipeline, const char *run_id);	/* .dataspoc/state/P/pending/R.json ; R NULL: .dataspoc/state/P/pending/ */
-char *util_checkpoint_key(const char *pipeline, const char *run_id);	/* .dataspoc/state/P/checkpoints/R.json ; R NULL: the folder */
-char *util_pending_legacy_key(const char *pipeline);	/* .dataspoc/state/P/pending.json, of older versions */
-char *util_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
-char *util_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json ; R NULL: .dataspoc/logs/P/ */
-char *util_state_dir(const char *pipeline);	/* .dataspoc/state/P/ */
-/*
- * A stream's folder (of the layout's .../<stream>/ level): '/', '\\' and a
- * leading '.' become '_'.  Returns NULL (the reason appended to why) for
- * names that cannot be made safe: empty, or holding control bytes.
- */
-char *util_stream_folder(const char *name, size_t len, struct sb *why);
-#define UTIL_MANIFEST_KEY ".dataspoc/manifest.json"
-#define UTIL_MANIFEST_LOCK_KEY ".dataspoc/manifest.lock"
-
 /* 1 when data[0..n) is well-formed UTF-8 (no overlongs, surrogates or past U+10FFFF). */
 int util_utf8_valid(const void *data, size_t n);
 

@@ -19,6 +19,7 @@
 #include "commit.h"
 #include "config.h"
 #include "err.h"
+#include "layout.h"
 #include "lock.h"
 #include "pipe_state.h"
 #include "report.h"
@@ -151,8 +152,8 @@ out:
 static int cmd_show(struct bucket *b, const struct pipe_config *cfg)
 {
 	struct sb text = SB_INIT;
-	char *key = util_state_key(cfg->name);
-	char *lock = util_lock_key(cfg->name);
+	char *key = layout_state_key(cfg->name);
+	char *lock = layout_lock_key(cfg->name);
 	int r = bucket_get(b, key, &text), ret = CLI_FAILED;
 
 	if (r < 0)
@@ -181,7 +182,7 @@ out:
 /* Change the state under the run lock, so no run commits meanwhile. */
 static int locked_change(struct bucket *b, const struct pipe_config *cfg, const struct sb *pretty)
 {
-	char *key = util_state_key(cfg->name);
+	char *key = layout_state_key(cfg->name);
 	char *run_id = util_new_run_id();
 	struct runlock lock;
 	int ret = CLI_FAILED;
@@ -224,18 +225,14 @@ static int cmd_list(struct bucket *b)
 {
 	char **keys = NULL;
 	size_t n = 0, i;
-	static const char prefix[] = ".dataspoc/state/", tail[] = "/state.json";
 
-	if (bucket_list(b, prefix, &keys, &n) != 0)
+	if (bucket_list(b, LAYOUT_STATE_PREFIX, &keys, &n) != 0)
 		return CLI_FAILED;
 	for (i = 0; i < n; i++) {
-		size_t len = strlen(keys[i]);
-		const char *name = keys[i] + sizeof(prefix) - 1;
+		size_t len = layout_state_pipeline(keys[i]);
 
-		if (len > sizeof(prefix) - 1 + sizeof(tail) - 1 &&
-		    strcmp(keys[i] + len - (sizeof(tail) - 1), tail) == 0 &&
-		    memchr(name, '/', len - (sizeof(prefix) - 1) - (sizeof(tail) - 1)) == NULL)
-			printf("%.*s\n", (int)(len - (sizeof(prefix) - 1) - (sizeof(tail) - 1)), name);
+		if (len > 0)
+			printf("%.*s\n", (int)len, keys[i] + sizeof(LAYOUT_STATE_PREFIX) - 1);
 	}
 	util_strv_free(keys);
 	return CLI_OK;
@@ -371,12 +368,12 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 static int cmd_manifest(struct bucket *b, enum format fmt)
 {
 	struct sb text = SB_INIT, out = SB_INIT;
-	char *origin = xasprintf("%s/%s", bucket_url(b), UTIL_MANIFEST_KEY);
-	int r = bucket_get(b, UTIL_MANIFEST_KEY, &text), ret = CLI_FAILED;
+	char *origin = xasprintf("%s/%s", bucket_url(b), LAYOUT_MANIFEST_KEY);
+	int r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text), ret = CLI_FAILED;
 
 	if (r == 1)
 		err_msg("no manifest in bucket '%s' (%s): no pipeline has landed data there yet",
-			bucket_url(b), UTIL_MANIFEST_KEY);
+			bucket_url(b), LAYOUT_MANIFEST_KEY);
 	if (r != 0)
 		goto out;
 	if (report_manifest(text.buf ? text.buf : "", text.len, origin, fmt != FMT_TABLE, &out) != 0)

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "err.h"
+#include "layout.h"
 #include "recwriter.h"
 #include "util.h"
 
@@ -90,7 +91,7 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 {
 	struct stream *st;
 	struct sb why = SB_INIT;
-	char *safe = util_stream_folder(name, len, &why);
+	char *safe = layout_stream_folder(name, len, &why);
 	size_t i;
 
 	int dropped = 0;
@@ -218,9 +219,9 @@ int sink_open_file(struct sink *s, struct stream *st)
 		if (idle && sink_close_file(s, idle) != 0)
 			return -1;
 	}
-	staging = util_staging_prefix(s->cfg->name, s->opt->run_id);
-	st->final = xasprintf("%s/dt=%s/%s_%s_%04u%s%s", st->dir, s->date, st->safe,
-			      s->opt->run_id, st->file_index++, s->rw->suffix, s->ext);
+	staging = layout_staging_prefix(s->cfg->name, s->opt->run_id);
+	st->final = layout_data_key(st->dir, s->date, st->safe, s->opt->run_id, st->file_index++,
+				    s->rw->suffix, s->ext);
 	/*
 	 * Staged under its final name's last part alone (unique in a run: the
 	 * stream's safe name, unique even where case is ignored, and its file

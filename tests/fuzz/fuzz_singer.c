@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "layout.h"
 #include "sb.h"
 #include "singer.h"
 #include "sink.h"
@@ -47,7 +48,7 @@ static void use(const struct singer_msg *m)
 	must(m->type_value.type == JSON_STRING);
 	if (m->stream.type == JSON_STRING) {
 		json_string_decode(&m->stream, &name);
-		safe = util_stream_folder(name.buf ? name.buf : "", name.len, &why);
+		safe = layout_stream_folder(name.buf ? name.buf : "", name.len, &why);
 		if (safe) {
 			/* a safe name never leaves its folder */
 			must(strchr(safe, '/') == NULL && safe[0] != '.');

@@ -1,0 +1,170 @@
+/* layout: the bucket's key layout (see layout.h). */
+#include "layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "util.h"
+
+char *layout_state_key(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/state.json", pipeline);
+}
+
+char *layout_lock_key(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/lock", pipeline);
+}
+
+char *layout_pending_key(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/state/%s/pending/", pipeline);
+	return xasprintf(".dataspoc/state/%s/pending/%s.json", pipeline, run_id);
+}
+
+char *layout_checkpoint_key(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/state/%s/checkpoints/", pipeline);
+	return xasprintf(".dataspoc/state/%s/checkpoints/%s.json", pipeline, run_id);
+}
+
+char *layout_pending_legacy_key(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/pending.json", pipeline);
+}
+
+char *layout_stream_folder(const char *name, size_t len, struct sb *why)
+{
+	char *safe;
+	size_t i;
+
+	if (len == 0) {
+		sb_adds(why, "the name is empty");
+		return NULL;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c == 0x7f) {
+			sb_adds(why, "the name holds control characters");
+			return NULL;
+		}
+	}
+	safe = xstrndup(name, len);
+	for (i = 0; i < len; i++) {
+		if (safe[i] == '/' || safe[i] == '\\' || (i == 0 && safe[i] == '.'))
+			safe[i] = '_';
+	}
+	return safe;
+}
+
+char *layout_staging_prefix(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/staging/%s/", pipeline);
+	return xasprintf(".dataspoc/staging/%s/%s/", pipeline, run_id);
+}
+
+char *layout_log_key(const char *pipeline, const char *run_id)
+{
+	if (run_id == NULL)
+		return xasprintf(".dataspoc/logs/%s/", pipeline);
+	return xasprintf(".dataspoc/logs/%s/%s.json", pipeline, run_id);
+}
+
+char *layout_state_dir(const char *pipeline)
+{
+	return xasprintf(".dataspoc/state/%s/", pipeline);
+}
+
+char *layout_data_key(const char *dir, const char *date, const char *safe, const char *run_id,
+		      unsigned index, const char *suffix, const char *ext)
+{
+	return xasprintf("%s/dt=%s/%s_%s_%04u%s%s", dir, date, safe, run_id, index, suffix, ext);
+}
+
+int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
+			  const char **format, const char **compression)
+{
+	static const struct {
+		const char *ext, *format, *compression;
+	} exts[] = {
+		{ ".parquet", "parquet", NULL },
+		{ ".jsonl.zst", "jsonl", "zstd" },
+		{ ".jsonl.gz", "jsonl", "gzip" },
+		{ ".jsonl", "jsonl", "none" },
+	};
+	const char *base = strrchr(key, '/'), *end, *p, *seq, *id;
+	size_t i, n;
+
+	if (base == NULL || base == key || strncmp(key, LAYOUT_META, sizeof(LAYOUT_META) - 1) == 0)
+		return -1;
+	/* the parent is dt=D, and a folder is above it */
+	for (p = base - 1; p > key && *p != '/'; p--)
+		;
+	if (p == key || strncmp(p + 1, "dt=", 3) != 0)
+		return -1;
+	base++;
+	n = strlen(base);
+	for (i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t e = strlen(exts[i].ext);
+
+		if (n > e && strcmp(base + n - e, exts[i].ext) == 0)
+			break;
+	}
+	if (i == sizeof(exts) / sizeof(exts[0]))
+		return -1;
+	end = base + n - strlen(exts[i].ext);
+	for (seq = end; seq > base && seq[-1] >= '0' && seq[-1] <= '9'; seq--)
+		;
+	if (end - seq < 4 || seq - 1 <= base || seq[-1] != '_')
+		return -1;
+	for (id = seq - 1; id > base && id[-1] != '_'; id--)
+		;
+	if (id - 1 <= base)
+		return -1;
+	*run = xstrndup(id, (size_t)(seq - 1 - id));
+	if (!util_run_id_ok(*run)) {
+		free(*run);
+		return -1;
+	}
+	*dir = xstrndup(key, (size_t)(p - key));
+	*safe = xstrndup(base, (size_t)(id - 1 - base));
+	*format = exts[i].format;
+	*compression = exts[i].compression;
+	return 0;
+}
+
+char *layout_log_run(const char *key)
+{
+	static const char logs[] = ".dataspoc/logs/";
+	const char *base = strrchr(key, '/');
+	size_t n;
+	char *id;
+
+	if (strncmp(key, logs, sizeof(logs) - 1) != 0 || base == NULL || base < key + sizeof(logs))
+		return NULL;
+	n = strlen(++base);
+	if (n <= 5 || strcmp(base + n - 5, ".json") != 0)
+		return NULL;
+	id = xstrndup(base, n - 5);
+	if (!util_run_id_ok(id)) {
+		free(id);
+		return NULL;
+	}
+	return id;
+}
+
+size_t layout_state_pipeline(const char *key)
+{
+	static const char tail[] = "/state.json";
+	size_t len = strlen(key), pre = sizeof(LAYOUT_STATE_PREFIX) - 1, post = sizeof(tail) - 1;
+
+	if (len <= pre + post || strncmp(key, LAYOUT_STATE_PREFIX, pre) != 0 ||
+	    strcmp(key + len - post, tail) != 0 || memchr(key + pre, '/', len - pre - post) != NULL)
+		return 0;
+	return len - pre - post;
+}

@@ -1,0 +1,74 @@
+/*
+ * layout: the bucket's key layout (DESIGN.md, "Bucket layout"), the one
+ * place that builds a key and reads one back:
+ *
+ *   .dataspoc/manifest.json, manifest.lock      the catalog and its lock
+ *   .dataspoc/state/P/state.json, lock           a pipeline's state and run lock
+ *   .dataspoc/state/P/pending/R.json             a commit's plan (pending.json: older versions)
+ *   .dataspoc/state/P/checkpoints/R.json         a run's checkpoints
+ *   .dataspoc/staging/P/R/                       a run's staged files
+ *   .dataspoc/logs/P/R.json                      a run's log
+ *   .dataspoc/probe/...                          validate's probes
+ *   DIR/dt=D/SAFE_R_NNNN.EXT                     a data file
+ *
+ * P is a pipeline's name, R a run id.  Each builder returns a new string.
+ */
+#ifndef PIPE_LAYOUT_H
+#define PIPE_LAYOUT_H
+
+#include <stddef.h>
+
+#include "sb.h"
+
+/* The folder of the tool's own keys (state, logs, staging, probes, the manifest). */
+#define LAYOUT_META ".dataspoc/"
+#define LAYOUT_MANIFEST_KEY ".dataspoc/manifest.json"
+#define LAYOUT_MANIFEST_LOCK_KEY ".dataspoc/manifest.lock"
+/* validate's probe objects: PREFIX RUN-PID, always removed */
+#define LAYOUT_PROBE_PREFIX ".dataspoc/probe/"
+
+char *layout_state_key(const char *pipeline);	/* .dataspoc/state/P/state.json */
+char *layout_lock_key(const char *pipeline);	/* .dataspoc/state/P/lock */
+char *layout_pending_key(const char *pipeline, const char *run_id);	/* .dataspoc/state/P/pending/R.json ; R NULL: .dataspoc/state/P/pending/ */
+char *layout_checkpoint_key(const char *pipeline, const char *run_id);	/* .dataspoc/state/P/checkpoints/R.json ; R NULL: the folder */
+char *layout_pending_legacy_key(const char *pipeline);	/* .dataspoc/state/P/pending.json, of older versions */
+char *layout_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
+char *layout_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json ; R NULL: .dataspoc/logs/P/ */
+char *layout_state_dir(const char *pipeline);	/* .dataspoc/state/P/ */
+
+/*
+ * The pipeline whose state key is key (.dataspoc/state/P/state.json): P's
+ * length, P starting at key + sizeof(LAYOUT_STATE_PREFIX) - 1; 0 when key
+ * is no state key.
+ */
+#define LAYOUT_STATE_PREFIX ".dataspoc/state/"
+size_t layout_state_pipeline(const char *key);
+
+/*
+ * A stream's folder (of the layout's .../<stream>/ level): '/', '\\' and a
+ * leading '.' become '_'.  Returns NULL (the reason appended to why) for
+ * names that cannot be made safe: empty, or holding control bytes.
+ */
+char *layout_stream_folder(const char *name, size_t len, struct sb *why);
+
+/*
+ * A data file's key, DIR/dt=DATE/SAFE_RUN_NNNN<suffix><ext> (NNNN: index,
+ * %04u; suffix: the writer's, ".parquet" or ".jsonl"; ext: the
+ * compression's, "" or ".zst" or ".gz").
+ */
+char *layout_data_key(const char *dir, const char *date, const char *safe, const char *run_id,
+		      unsigned index, const char *suffix, const char *ext);
+
+/*
+ * A data file's key split (what layout_data_key() built): its table folder
+ * DIR, SAFE and RUN (new strings), and the format and compression its
+ * ending names ("parquet"/NULL, "jsonl"/"zstd", "gzip" or "none").  0, or
+ * -1 when key is of another shape (then nothing is allocated).
+ */
+int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
+			  const char **format, const char **compression);
+
+/* The run id of a run log key (.dataspoc/logs/P/R.json), new, or NULL. */
+char *layout_log_run(const char *key);
+
+#endif
