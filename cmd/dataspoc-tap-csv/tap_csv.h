@@ -7,11 +7,11 @@
  *			catalog (-p, --catalog), JSON files read with libjq
  *	state.c		the --state file and the STATE messages, kept as bytes
  *			so that other streams' bookmarks pass unchanged
- *	csv.c		CSV (RFC 4180), read one row at a time (csv.h; the
- *			google-sheets-public tap compiles it too)
  *	stream.c	a stream's SCHEMA and RECORD messages; with -d, the
  *			catalog of the configured files
  *	helpers.c	messages, byte strings, whole files, stdout
+ *
+ * The CSV reader is lib/csv.[ch], shared with google-sheets-public.
  *
  * Functions returning an int status give 0, or the exit status (EXIT_FAIL,
  * EXIT_USAGE) after reporting, unless they say otherwise.

@@ -4,7 +4,7 @@
  * sheet's CSV export over HTTPS with libcurl, infers each column's type from
  * its values (integer, number, boolean, else string; empty cells are
  * null), and prints a SCHEMA and the RECORDs.  The CSV is read with
- * dataspoc-tap-csv's reader (csv.c includes that folder's).
+ * dataspoc-tap-csv's reader, lib/csv.[ch].
  *
  * DATASPOC_GSHEETS_BASE_URL replaces https://docs.google.com, for the
  * tests' local server only.
@@ -20,7 +20,7 @@
 #include <curl/curl.h>
 #include <jv.h>
 
-#include "../dataspoc-tap-csv/csv.h"
+#include "csv.h"
 #include "err.h"
 #include "json.h"
 #include "sb.h"

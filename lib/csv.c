@@ -1,4 +1,6 @@
-/* dataspoc-tap-csv: CSV files (RFC 4180), read one row at a time. */
+/* csv: CSV (RFC 4180) read one row at a time (see csv.h). */
+#include "csv.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,7 +9,6 @@
 #include <unistd.h>
 
 #include "err.h"
-#include "csv.h"
 #include "sb.h"
 
 #define CSV_EOF (-1)

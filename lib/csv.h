@@ -1,10 +1,10 @@
 /*
- * csv: CSV (RFC 4180) read one row at a time, from a file or from memory.
- * Compiled by dataspoc-tap-csv (csv.c) and by
- * dataspoc-tap-google-sheets-public, whose csv.c includes this folder's.
+ * csv: CSV (RFC 4180) read one row at a time, from a file or from memory;
+ * the reader of dataspoc-tap-csv (files) and
+ * dataspoc-tap-google-sheets-public (a sheet's export, in memory).
  */
-#ifndef TAP_CSV_CSV_H
-#define TAP_CSV_CSV_H
+#ifndef PIPE_CSV_H
+#define PIPE_CSV_H
 
 #include <stddef.h>
 
