@@ -137,6 +137,30 @@ int singer_tap_load_json(const char *what, const char *path, jv *out)
 	return 0;
 }
 
+int singer_tap_string_list(jv v, char ***list, size_t *n)
+{
+	int i, len;
+
+	*list = NULL;
+	*n = 0;
+	if (jv_get_kind(v) != JV_KIND_ARRAY)
+		return -1;
+	len = jv_array_length(jv_copy(v));
+	*list = xcalloc((size_t)len + 1, sizeof(**list));
+	for (i = 0; i < len; i++) {
+		jv s = jv_array_get(jv_copy(v), i);
+		char *c = NULL;
+
+		if (jv_get_kind(s) == JV_KIND_STRING)
+			c = jvx_cstr(s);
+		jv_free(s);
+		if (c == NULL)
+			return -1;
+		(*list)[(*n)++] = c;
+	}
+	return 0;
+}
+
 void singer_tap_free_list(char **list, size_t n)
 {
 	size_t i;

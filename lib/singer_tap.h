@@ -124,6 +124,14 @@ int singer_tap_print_pretty(const char *json, size_t len, struct sb *msg, int *w
  * unless closing or an earlier write failed (then 1 when rc was 0). */
 int singer_tap_finish(int rc, int write_failed);
 
+/*
+ * JSON array of strings v (borrowed) into *list, NULL-terminated, and its
+ * length *n: each string the caller's, and so is the list, read or not (free
+ * it with singer_tap_free_list()).  0, or -1 when v is not an array or an
+ * element is not a string without a NUL (the strings before it are kept).
+ */
+int singer_tap_string_list(jv v, char ***list, size_t *n);
+
 /* Free the n strings of list, and list (NULL with n 0 is fine). */
 void singer_tap_free_list(char **list, size_t n);
 

@@ -13,31 +13,6 @@
 #include "tap_csv.h"
 #include "util.h"
 
-/* An array of strings into a list; -1 when v is not one. */
-static int jstrlist(jv v, char ***list, size_t *n)
-{
-	int i, len;
-
-	*list = NULL;
-	*n = 0;
-	if (jv_get_kind(v) != JV_KIND_ARRAY)
-		return -1;
-	len = jv_array_length(jv_copy(v));
-	*list = xcalloc((size_t)len + 1, sizeof(**list));
-	for (i = 0; i < len; i++) {
-		jv s = jv_array_get(jv_copy(v), i);
-		char *c = NULL;
-
-		if (jv_get_kind(s) == JV_KIND_STRING)
-			c = jvx_cstr(s);
-		jv_free(s);
-		if (c == NULL)
-			return -1;
-		(*list)[(*n)++] = c;
-	}
-	return 0;
-}
-
 static int encoding_ok(const char *e)
 {
 	static const char *const ok[] = {
@@ -84,7 +59,7 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 
 	v = jvx_get(f, "keys");
 	if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL &&
-	    jstrlist(v, &e->keys, &e->nkeys) < 0)
+	    singer_tap_string_list(v, &e->keys, &e->nkeys) < 0)
 		rc = singer_tap_bad("config", file,
 			 "%s: \"keys\" must be an array of strings", e->name);
 	jv_free(v);

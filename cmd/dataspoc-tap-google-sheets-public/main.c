@@ -159,7 +159,7 @@ static int load_config(struct sheet *s)
 	const char *file = s->config_file;
 	jv conf = jv_invalid(), v;
 	char *url = NULL, *gid = NULL;
-	int rc, i, n;
+	int rc;
 
 	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
@@ -209,24 +209,8 @@ static int load_config(struct sheet *s)
 	if (s->stream == NULL)
 		s->stream = xstrdup(s->name ? s->name : "sheet");
 	v = jvx_get(conf, "key_properties");
-	if (!jvx_absent(v)) {
-		if (jv_get_kind(v) != JV_KIND_ARRAY)
-			rc = -1;
-		n = rc ? 0 : jv_array_length(jv_copy(v));
-		s->keys = xcalloc((size_t)n + 1, sizeof(*s->keys));
-		for (i = 0; i < n && rc == 0; i++) {
-			jv e = jv_array_get(jv_copy(v), i);
-
-			if (jv_get_kind(e) == JV_KIND_STRING &&
-			    strlen(jv_string_value(e)) == (size_t)jv_string_length_bytes(jv_copy(e)))
-				s->keys[s->nkeys++] = xstrdup(jv_string_value(e));
-			else
-				rc = -1;
-			jv_free(e);
-		}
-		if (rc)
-			rc = singer_tap_bad("config", file, "\"key_properties\" must be an array of strings");
-	}
+	if (!jvx_absent(v) && singer_tap_string_list(v, &s->keys, &s->nkeys) != 0)
+		rc = singer_tap_bad("config", file, "\"key_properties\" must be an array of strings");
 	jv_free(v);
 	if (rc)
 		goto out;

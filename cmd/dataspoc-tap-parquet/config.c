@@ -66,7 +66,7 @@ int load_config(struct tap *t)
 	};
 	const char *file = t->config_file;
 	jv conf = jv_invalid(), v;
-	int rc, i, n;
+	int rc;
 
 	rc = singer_tap_load_json("config", file, &conf);
 	if (rc)
@@ -110,26 +110,8 @@ int load_config(struct tap *t)
 	if (rc)
 		goto out;
 	v = jvx_get(conf, "key_properties");
-	if (!jvx_absent(v)) {
-		if (jv_get_kind(v) != JV_KIND_ARRAY)
-			rc = -1;
-		n = rc ? 0 : jv_array_length(jv_copy(v));
-		t->keys = xcalloc((size_t)n + 1, sizeof(*t->keys));
-		for (i = 0; i < n && rc == 0; i++) {
-			jv s = jv_array_get(jv_copy(v), i);
-			char *c = NULL;
-
-			if (jv_get_kind(s) == JV_KIND_STRING)
-				c = jvx_cstr(s);
-			jv_free(s);
-			if (c == NULL)
-				rc = -1;
-			else
-				t->keys[t->nkeys++] = c;
-		}
-		if (rc)
-			rc = singer_tap_bad("config", file, "\"key_properties\" must be an array of strings");
-	}
+	if (!jvx_absent(v) && singer_tap_string_list(v, &t->keys, &t->nkeys) != 0)
+		rc = singer_tap_bad("config", file, "\"key_properties\" must be an array of strings");
 	jv_free(v);
 	if (rc)
 		goto out;
