@@ -13,8 +13,8 @@ PKG_CONFIG ?= pkg-config
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wvla -Wcast-qual -Wwrite-strings
 CFLAGS ?= -O2 -g
-# libcurl and libcrypto are not linked: lib/curl_load.c and
-# lib/crypto_load.c load them with dlopen(3) when a program first reaches
+# libcurl and libcrypto are not linked: lib/store/curl_load.c and
+# lib/store/crypto_load.c load them with dlopen(3) when a program first reaches
 # an s3://, gs:// or az:// bucket, so that no start of a local run maps
 # them and the libraries they bring; libsnappy (C++: libstdc++ with it) is
 # loaded by the first snappy Parquet page (lib/snappy_load.c).  Each program gets only the libraries

@@ -6,7 +6,7 @@
  * Azurite's published key), base64, connection strings, endpoints and
  * path-style addressing, List Blobs pages and error bodies.
  */
-#include "azure_impl.h"
+#include "store/azure_impl.h"
 #include "err.h"
 #include "sb.h"
 #include "taptest.h"

@@ -7,7 +7,7 @@
  */
 #include "bucket.h"
 #include "err.h"
-#include "s3.h"
+#include "store/s3.h"
 #include "sb.h"
 #include "taptest.h"
 #include "util.h"
