@@ -443,7 +443,7 @@ statements_since() {
 	assert_line --index 1 '["last_replication_method","version"]'
 }
 
-@test "default_replication_method applies to a stream without one; LOG_BASED is refused" {
+@test "default_replication_method applies to a stream without one; LOG_BASED needs wal_level logical" {
 	customers_reset
 	jq '.streams[0].metadata[0].metadata |= del(.["replication-method"])' "$PG_FIXTURES/properties.json" >p.json
 	jq '. + {default_replication_method: "FULL_TABLE"}' tap.json >t2.json
@@ -453,9 +453,9 @@ statements_since() {
 	assert_output ''
 	[[ $stderr == *"unknown replication-method '(none)'"* ]]
 	jq '.streams[0].metadata[0].metadata["replication-method"] = "LOG_BASED"' "$PG_FIXTURES/properties.json" >p.json
-	run -2 --separate-stderr "$TAP" --config tap.json --properties p.json
+	run -1 --separate-stderr "$TAP" --config tap.json --properties p.json
 	assert_output ''
-	[ "$stderr" = "dataspoc-tap-postgres: properties 'p.json': stream 'appdb-public-customers': LOG_BASED replication is not supported by dataspoc-tap-postgres; use singer-io's tap-postgres for it, or FULL_TABLE or INCREMENTAL" ]
+	[ "$stderr" = "dataspoc-tap-postgres: cannot replicate: wal_level is 'replica', not 'logical' (host '127.0.0.1' port $PG_PORT database 'appdb' slot 'stitch_appdb'): set wal_level = logical (ALTER SYSTEM SET wal_level = logical) and restart the server" ]
 }
 
 @test "deselected columns are left out of the records, not the schema" {

@@ -122,7 +122,11 @@ int load_config(struct tap *t)
 		}
 		if (i < sizeof(strs) / sizeof(strs[0]))
 			continue;
-		if (json_string_equal(&k, "ssl", 0)) {
+		if ((rc = logical_config(t, &k, &e)) != 0) {
+			if (rc != 1)
+				goto out;
+			rc = 0;
+		} else if (json_string_equal(&k, "ssl", 0)) {
 			if (is_true(&e) && c->sslmode == NULL)
 				c->sslmode = xstrdup("require");
 		} else if (json_string_equal(&k, "include_schemas_in_destination_stream_name", 0)) {
@@ -137,6 +141,8 @@ int load_config(struct tap *t)
 	}
 	if (c->port == NULL)
 		c->port = xstrdup("5432");
+	if (c->message_format == 0)
+		c->message_format = 1;
 	if (c->default_method && c->default_method[0] == '\0') {
 		free(c->default_method);
 		c->default_method = NULL;
@@ -430,6 +436,9 @@ void conf_free(struct tap *t)
 	free(c->filter_dbs);
 	free(c->filter_schemas);
 	free(c->default_method);
+	free(c->plugin);
+	free(c->slot);
+	free(c->publication);
 	for (size_t i = 0; i < t->nstreams; i++)
 		stream_free(&t->streams[i]);
 	free(t->streams);

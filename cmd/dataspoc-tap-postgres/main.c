@@ -4,7 +4,8 @@
  * messages and bookmarks, so a pipeline switches between the two and keeps
  * its state.  Rows are read with COPY and printed as they come (memory stays
  * flat); values are printed as tap-postgres prints them, numbers with their
- * digits.  FULL_TABLE and INCREMENTAL; LOG_BASED is left to the Python tap.
+ * digits.  FULL_TABLE, INCREMENTAL, and LOG_BASED (logical.c: wal2json or
+ * pgoutput, the first copy in the slot's snapshot).
  * The program's files, and what each holds, are listed in tap_pg.h.
  */
 #include <errno.h>
@@ -44,8 +45,11 @@ static const char help_text[] =
 	"      --version          print the version\n"
 	"  -h, --help             print this help\n"
 	"\n"
-	"Replication methods: FULL_TABLE and INCREMENTAL.  LOG_BASED is refused:\n"
-	"use singer-io's tap-postgres for it.  Without a catalog, nothing is synced.\n"
+	"Replication methods: FULL_TABLE, INCREMENTAL and LOG_BASED (a logical slot,\n"
+	"wal_level = logical; config: logical_plugin, logical_slot,\n"
+	"logical_publication, logical_poll_total_seconds, break_at_end_lsn,\n"
+	"max_run_seconds, wal2json_message_format, debug_lsn).  Without a catalog,\n"
+	"nothing is synced.\n"
 	"Exit status: 0 success, 1 the database failed (connection, query, COPY),\n"
 	"2 usage, config, state or catalog error.  See dataspoc-tap-postgres(1).\n";
 
@@ -63,7 +67,7 @@ static const char about_json[] =
 	"\"filter_dbs\":{\"type\":\"string\"},"
 	"\"filter_schemas\":{\"type\":\"string\"},"
 	"\"default_replication_method\":{\"type\":\"string\","
-	"\"enum\":[\"FULL_TABLE\",\"INCREMENTAL\"]},"
+	"\"enum\":[\"FULL_TABLE\",\"INCREMENTAL\",\"LOG_BASED\"]},"
 	"\"ssl\":{\"type\":\"string\"},"
 	"\"sslmode\":{\"type\":\"string\"},"
 	"\"include_schemas_in_destination_stream_name\":{\"type\":\"string\"}},"
@@ -128,15 +132,15 @@ static int plan_streams(struct tap *t)
 					  strcmp(s->method, "LOG_BASED") != 0)) {
 			sb_free(&q);
 			return singer_tap_bad("properties", t->catalog_file,
-				   "stream '%s': unknown replication-method '%s' (FULL_TABLE or INCREMENTAL;"
+				   "stream '%s': unknown replication-method '%s' (FULL_TABLE, INCREMENTAL or LOG_BASED;"
 				   " or set default_replication_method in the config)",
 				   s->id, s->method ? s->method : "(none)");
 		}
-		if (strcmp(s->method, "LOG_BASED") == 0) {
+		if (strcmp(s->method, "LOG_BASED") == 0 && s->is_view) {
 			sb_free(&q);
 			return singer_tap_bad("properties", t->catalog_file,
-				   "stream '%s': LOG_BASED replication is not supported by dataspoc-tap-postgres;"
-				   " use singer-io's tap-postgres for it, or FULL_TABLE or INCREMENTAL", s->id);
+				   "stream '%s': LOG_BASED replication is not supported for views;"
+				   " use FULL_TABLE or INCREMENTAL for it", s->id);
 		}
 		if (s->ncols == 0) {
 			err_warn("there are no columns selected for stream '%s', skipping it", s->id);
@@ -243,7 +247,10 @@ int main(int argc, char **argv)
 	if ((rc = plan_streams(&t)) != 0)
 		goto out;
 	for (size_t i = 0; i < t.nsync && rc == 0; i++)
-		rc = sync_stream(&t, &t.streams[i]);
+		if (strcmp(t.streams[i].method, "LOG_BASED") != 0)
+			rc = sync_stream(&t, &t.streams[i]);
+	if (rc == 0)
+		rc = logical_sync(&t);
 	if (rc != 0) {
 		/*
 		 * As tap-postgres, which writes each message as it comes: the

@@ -537,6 +537,17 @@ static int begin_read(struct run *r)
 
 	if ((rc = exec_cmd(r, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")) != 0)
 		goto out;
+	if (r->t->snapshot) {
+		/* LOG_BASED's first copy: the rows as of the slot's starting point */
+		char *snap = PQescapeLiteral(r->conn, r->t->snapshot, strlen(r->t->snapshot));
+
+		sb_addf(&sql, "SET TRANSACTION SNAPSHOT %s", snap ? snap : "''");
+		PQfreemem(snap);
+		rc = exec_cmd(r, sql.buf);
+		sb_reset(&sql);
+		if (rc != 0)
+			goto out;
+	}
 	sort_settings(r);
 	fq_table(r->conn, r->s, &name);
 	lit = PQescapeLiteral(r->conn, name.buf, name.len);
@@ -709,7 +720,8 @@ int sync_stream(struct tap *t, struct stream *s)
 		return EXIT_FAIL;
 	now_iso(extracted, sizeof(extracted), &now_ms);
 	state_currently(&t->state, s->id);
-	if (strcmp(s->method, "FULL_TABLE") == 0) {
+	if (strcmp(s->method, "FULL_TABLE") == 0 || strcmp(s->method, "LOG_BASED") == 0) {
+		/* (LOG_BASED: its first copy, logical.c set the lsn bookmark) */
 		schema_message(&r, "[]");
 		rc = full_table(&r, extracted, now_ms);
 	} else {

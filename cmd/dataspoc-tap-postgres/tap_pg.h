@@ -14,6 +14,8 @@
  *	sync.c		a stream's FULL_TABLE or INCREMENTAL sync through COPY
  *	value.c		one COPY field as tap-postgres prints its value
  *	binary.c	a field of COPY's binary format as its type's text
+ *	logical.c	LOG_BASED: the slot, the first copy in its snapshot,
+ *			then the changes (wal2json or pgoutput) as RECORDs
  *
  * Functions returning an int status give 0, or the exit status (EXIT_FAIL,
  * EXIT_USAGE) after reporting, unless they say otherwise.
@@ -54,6 +56,15 @@ struct pgconf {
 	char *filter_schemas;		/* comma-separated, or NULL */
 	char *default_method;		/* default_replication_method, or NULL */
 	int schema_in_name;		/* include_schemas_in_destination_stream_name */
+	/* LOG_BASED (logical.c) */
+	int debug_lsn;			/* "_sdc_lsn" in the records */
+	double poll_seconds;		/* logical_poll_total_seconds, 0: 1800 */
+	int message_format;		/* wal2json_message_format: 1 or 2 */
+	int break_at_end_lsn;		/* stop at the LSN of the run's start (default) */
+	double max_run_seconds;		/* 0: no limit */
+	char *plugin;			/* logical_plugin: wal2json, pgoutput, or NULL */
+	char *slot;			/* logical_slot, or NULL: tap-postgres's rule */
+	char *publication;		/* logical_publication, or NULL: the slot's name */
 };
 
 struct column {
@@ -118,6 +129,8 @@ struct tap {
 	struct state state;
 	struct sb out;			/* output not yet written */
 	int write_failed;		/* already reported */
+	const char *snapshot;		/* a full copy reads in this exported snapshot */
+	int streamed;			/* databases whose changes were read */
 };
 
 /* ---- main.c ---- */
@@ -183,6 +196,16 @@ PGconn *pg_connect(const struct pgconf *c, const char *dbname, int quiet, struct
 void pg_error_line(PGconn *conn, const PGresult *res, struct sb *out);
 /* "host 'H' port P database 'D'", for messages. */
 void pg_where(const struct pgconf *c, const char *dbname, struct sb *out);
+
+/* ---- logical.c ---- */
+
+/*
+ * A member of the config that LOG_BASED reads (debug_lsn, logical_*, ...):
+ * 1 when k is one (set in c), 0 when not, or EXIT_USAGE after reporting.
+ */
+int logical_config(struct tap *t, const struct json_span *k, const struct json_span *v);
+/* Sync the LOG_BASED streams of t->streams[0..nsync), after the others. */
+int logical_sync(struct tap *t);
 
 /* ---- discover.c ---- */
 
