@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -358,11 +360,8 @@ static int parse_schedule(struct yctx *c, yaml_node_t *map, struct pipe_config *
 			continue;
 		if (config_get_str(c, v, "schedule.cron", "a string", &s) < 0)
 			return -1;
-		if (cron_check(s, &why) != 0) {
-			if (why.len == 0)
-				return config_yerr(c, v->start_mark, "schedule.cron must be five crontab fields "
-						   "(as in \"0 */2 * * *\") or @hourly, @daily, ..., not '%s'", s);
-			r = config_yerr(c, v->start_mark, "schedule.cron '%s': %s", s, why.buf);
+		if (cron_explain(s, &why) != 0) {
+			r = config_yerr(c, v->start_mark, "%s", why.buf);
 			sb_free(&why);
 			return r;
 		}
@@ -446,6 +445,137 @@ out:
 	return rc;
 }
 
+/* ---- the pipeline files of the home directory ---- */
+
+/* <home>/pipelines/NAME.EXT */
+static char *pipeline_path(const char *name, const char *ext)
+{
+	return xasprintf("%s/pipelines/%s.%s", config_home(), name, ext);
+}
+
+int config_name_ok(const char *name)
+{
+	if (config_valid_name(name))
+		return 1;
+	config_say("invalid pipeline name '%s' (letters, digits, '.', '_' and '-', "
+		   "starting with a letter or digit, at most 64)", name ? name : "");
+	return 0;
+}
+
+char *config_pipeline_file(const char *name, int *missing)
+{
+	char *yaml = pipeline_path(name, "yaml"), *yml;
+
+	*missing = 0;
+	if (access(yaml, F_OK) == 0 || errno != ENOENT)
+		return yaml;
+	yml = pipeline_path(name, "yml");
+	if (access(yml, F_OK) == 0 || errno != ENOENT) {
+		free(yaml);
+		return yml;
+	}
+	free(yml);
+	*missing = 1;
+	return yaml;
+}
+
+size_t config_pipeline_ext(const char *base)
+{
+	size_t n = strlen(base);
+
+	if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
+		return 5;
+	if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
+		return 4;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int config_pipelines(char ***names, size_t *n)
+{
+	char *dir = xasprintf("%s/pipelines", config_home());
+	size_t cap = 16, i, j;
+	struct dirent *e;
+	DIR *d;
+
+	*names = xcalloc(1, sizeof(**names));
+	*n = 0;
+	d = opendir(dir);
+	if (d == NULL) {
+		if (errno == ENOENT) {
+			free(dir);
+			return 0;
+		}
+		err_msg("cannot read '%s':", dir);
+		free(dir);
+		return -1;
+	}
+	*names = xrealloc(*names, cap * sizeof(**names));
+	while ((e = readdir(d)) != NULL) {
+		size_t ext = config_pipeline_ext(e->d_name);
+		char *name;
+
+		if (ext == 0)
+			continue;
+		name = xstrndup(e->d_name, strlen(e->d_name) - ext);
+		if (!config_valid_name(name)) {
+			err_warn("skipping '%s/%s': not a valid pipeline name", dir, e->d_name);
+			free(name);
+			continue;
+		}
+		if (*n + 1 >= cap) {
+			cap *= 2;
+			*names = xrealloc(*names, cap * sizeof(**names));
+		}
+		(*names)[(*n)++] = name;
+	}
+	closedir(d);
+	free(dir);
+	qsort(*names, *n, sizeof(**names), cmp_str);
+	for (i = j = 0; i < *n; i++) {
+		if (j > 0 && strcmp((*names)[j - 1], (*names)[i]) == 0)
+			free((*names)[i]);
+		else
+			(*names)[j++] = (*names)[i];
+	}
+	*n = j;
+	(*names)[j] = NULL;
+	return 0;
+}
+
+int config_transform_maybe(const char *name)
+{
+	static const char *const ext[] = { "jq", "py" };
+	char *dir = xasprintf("%s/transforms", config_home());
+	struct stat st;
+	size_t i;
+	int maybe = 1;
+
+	if (lstat(dir, &st) != 0) {
+		maybe = errno != ENOENT;
+		goto out;
+	}
+	/* (a folder that cannot be searched: pipe-sink says why) */
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, X_OK) != 0)
+		goto out;
+	maybe = 0;
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]) && !maybe; i++) {
+		char *path = xasprintf("%s/%s.%s", dir, name, ext[i]);
+
+		maybe = lstat(path, &st) == 0 || errno != ENOENT;
+		free(path);
+	}
+out:
+	free(dir);
+	return maybe;
+}
+
+/* ---- loading a pipeline file ---- */
+
 int config_load_name(const char *name, struct pipe_config *cfg)
 {
 	char *file = NULL, *buf = NULL;
@@ -453,15 +583,12 @@ int config_load_name(const char *name, struct pipe_config *cfg)
 	int rc = -1, r;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if (!config_valid_name(name)) {
-		config_say("invalid pipeline name '%s' (letters, digits, '.', '_' and '-', "
-			   "starting with a letter or digit, at most 64)", name ? name : "");
+	if (!config_name_ok(name))
 		return -1;
-	}
-	file = xasprintf("%s/pipelines/%s.yaml", config_home(), name);
+	file = pipeline_path(name, "yaml");
 	r = config_read_file(file, "pipeline file", 1, &buf, &len);
 	if (r == -2) {
-		char *yml = xasprintf("%s/pipelines/%s.yml", config_home(), name);
+		char *yml = pipeline_path(name, "yml");
 
 		r = config_read_file(yml, "pipeline file", 1, &buf, &len);
 		if (r == -2)
@@ -489,11 +616,7 @@ int config_load_file(const char *file, struct pipe_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	base = base ? base + 1 : file;
-	n = strlen(base);
-	if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
-		n -= 5;
-	else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
-		n -= 4;
+	n = strlen(base) - config_pipeline_ext(base);
 	name = xstrndup(base, n);
 	if (!config_valid_name(name)) {
 		config_say("%s: '%s' is not a valid pipeline name (letters, digits, '.', '_' and '-', "

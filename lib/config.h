@@ -169,6 +169,43 @@ void config_home_by_getent(void);
 int config_valid_name(const char *name);
 
 /*
+ * The pipeline files.  Pipeline NAME is <home>/pipelines/NAME.yaml, or
+ * NAME.yml when there is no NAME.yaml; a file given with -c is named by its
+ * base name without .yaml or .yml.  These functions are the one place that
+ * rule is written.
+ */
+
+/* config_valid_name(), else 0 and said: "invalid pipeline name 'x' (...)". */
+int config_name_ok(const char *name);
+
+/*
+ * The file of pipeline NAME (newly allocated): NAME.yaml when it exists (or
+ * cannot be looked at), else NAME.yml when that one does, else NAME.yaml
+ * with *missing set to 1 (0 otherwise): the file a new pipeline gets.
+ */
+char *config_pipeline_file(const char *name, int *missing);
+
+/* The length of base's ".yaml" or ".yml" ending, 0 when it has none (or is only that). */
+size_t config_pipeline_ext(const char *base);
+
+/*
+ * The pipelines of the home directory: NAME for each valid name with a
+ * pipelines/NAME.yaml or NAME.yml, sorted bytewise, once each (a file whose
+ * name is not a pipeline's is skipped with a warning).  *names is
+ * NULL-terminated, freed with util_strv_free().  A missing directory has
+ * none.  0, or -1 (reported) when it cannot be read.
+ */
+int config_pipelines(char ***names, size_t *n);
+
+/*
+ * 0 when pipeline NAME surely has no transform: no <home>/transforms/NAME.jq
+ * nor NAME.py (not even a dangling link), or no transforms folder at all;
+ * else 1 (one of them is there, or the folder cannot be searched), for
+ * pipe-sink -n to check.
+ */
+int config_transform_maybe(const char *name);
+
+/*
  * Load pipeline NAME from <home>/pipelines/NAME.yaml (NAME.yml when there is
  * no .yaml).  Merges defaults from <home>/config.yaml when that file exists
  * (its "destination:" mapping gives defaults for the pipeline's destination

@@ -176,3 +176,18 @@ int cron_check(const char *expr, struct sb *why)
 	}
 	return 0;
 }
+
+int cron_explain(const char *expr, struct sb *why)
+{
+	struct sb field = SB_INIT;
+
+	if (cron_check(expr, &field) == 0)
+		return 0;
+	if (field.len == 0)
+		sb_addf(why, "schedule.cron must be five crontab fields (as in \"0 */2 * * *\") "
+			  "or @hourly, @daily, ..., not '%s'", expr);
+	else
+		sb_addf(why, "schedule.cron '%s': %s", expr, field.buf);
+	sb_free(&field);
+	return -1;
+}

@@ -21,4 +21,12 @@
  */
 int cron_check(const char *expr, struct sb *why);
 
+/*
+ * cron_check(), with the whole reason, as a pipeline's schedule.cron is
+ * refused, appended to why: "schedule.cron '61 * * * *': minute 61 is out
+ * of range 0-59", or "schedule.cron must be five crontab fields (...), not
+ * 'x'".  0 when valid, else -1.
+ */
+int cron_explain(const char *expr, struct sb *why);
+
 #endif

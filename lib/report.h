@@ -71,12 +71,4 @@ void report_status(const struct report_status *rows, size_t n, int json, struct 
  */
 int report_manifest(const char *text, size_t len, const char *origin, int json, struct sb *out);
 
-/*
- * The pipelines of the home directory: NAME for each valid name with a
- * pipelines/NAME.yaml or NAME.yml, sorted bytewise, once each.  *names is
- * NULL-terminated, freed with util_strv_free().  A missing directory has
- * none.  0, or -1 (reported) when it cannot be read.
- */
-int report_pipelines(char ***names, size_t *n);
-
 #endif

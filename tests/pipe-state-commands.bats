@@ -109,11 +109,11 @@ put_manifest() {
 	run -2 --separate-stderr pipe-state logs shop other
 	assert_equal "$stderr" "$usage"
 	run -2 --separate-stderr pipe-state logs -o csv shop
-	assert_equal "$stderr" "pipe-state: logs: unknown output format 'csv'"
+	assert_equal "$stderr" "pipe-state: logs: unknown output format 'csv' (use text json jsonl)"
 	run -2 --separate-stderr pipe-state status -o xml
-	assert_equal "$stderr" "pipe-state: status: unknown output format 'xml'"
+	assert_equal "$stderr" "pipe-state: status: unknown output format 'xml' (use text json)"
 	run -2 --separate-stderr pipe-state manifest -o jsonl shop
-	assert_equal "$stderr" "pipe-state: manifest: unknown output format 'jsonl'"
+	assert_equal "$stderr" "pipe-state: manifest: unknown output format 'jsonl' (use text json)"
 	run -2 --separate-stderr pipe-state logs -n -1 shop
 	assert_equal "$stderr" "pipe-state: -n wants a number of run logs (1 or more), not '-1'"
 	run -2 --separate-stderr pipe-state logs -n 3x shop
@@ -524,7 +524,7 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	assert_output ""
 	assert_equal "$stderr" "pipe-state: invalid pipeline name 'no/such' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
 	run -2 --separate-stderr pipe-state validate -o xml shop
-	assert_equal "$stderr" "pipe-state: validate: unknown output format 'xml'"
+	assert_equal "$stderr" "pipe-state: validate: unknown output format 'xml' (use text json)"
 	run -2 --separate-stderr pipe-state validate -c "$HOMEDIR/pipelines/shop.yaml"
 	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 	bucket_untouched
@@ -560,6 +560,36 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 
 # --- check-name -----------------------------------------------------------------
 
+@test "file, check-cron, check-format: the driver's rules, said by pipe-state" {
+	run -1 --separate-stderr pipe-state file new
+	assert_output "$HOMEDIR/pipelines/new.yaml"
+	assert_equal "$stderr" ""
+	: >"$HOMEDIR/pipelines/old.yml"
+	run -0 --separate-stderr pipe-state file old
+	assert_output "$HOMEDIR/pipelines/old.yml"
+	: >"$HOMEDIR/pipelines/old.yaml"
+	run -0 --separate-stderr pipe-state file old
+	assert_output "$HOMEDIR/pipelines/old.yaml"
+	run -2 --separate-stderr pipe-state file -- ../x
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: invalid pipeline name '../x' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
+	run -0 --separate-stderr pipe-state check-cron '*/5 1-3 * jan mon-fri'
+	assert_equal "$output$stderr" ""
+	run -0 pipe-state check-cron @daily
+	run -2 --separate-stderr pipe-state check-cron -- '61 * * * *'
+	assert_equal "$stderr" "pipe-state: schedule.cron '61 * * * *': minute 61 is out of range 0-59"
+	run -2 --separate-stderr pipe-state check-cron -- 'every day'
+	assert_equal "$stderr" "pipe-state: schedule.cron must be five crontab fields (as in \"0 */2 * * *\") or @hourly, @daily, ..., not 'every day'"
+	run -0 --separate-stderr pipe-state check-format logs jsonl
+	assert_equal "$output$stderr" ""
+	run -0 pipe-state check-format status table
+	run -2 --separate-stderr pipe-state check-format status jsonl
+	assert_equal "$stderr" "pipe-state: status: unknown output format 'jsonl' (use text json)"
+	run -2 pipe-state check-format status
+	run -2 pipe-state check-cron
+	bucket_untouched
+}
+
 @test "check-name: 0 for a pipeline name, 2 saying why for anything else (the driver's rule)" {
 	local ok64 bad
 	ok64=$(printf 'a%.0s' {1..64})
@@ -571,7 +601,8 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	for bad in "${ok64}b" no/such .hidden _x -x 'a b' '' $'a\tb' 'é'; do
 		run -2 --separate-stderr pipe-state check-name -- "$bad"
 		assert_output ""
-		assert_equal "$stderr" "pipe-state: invalid pipeline name '$bad' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
+		# (a control byte said as '?', as the loader says it: one line)
+		assert_equal "$stderr" "pipe-state: invalid pipeline name '${bad//$'\t'/?}' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
 	done
 	run -2 --separate-stderr pipe-state check-name
 	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"

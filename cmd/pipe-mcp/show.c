@@ -20,7 +20,6 @@
 #include "cli.h"
 #include "config.h"
 #include "err.h"
-#include "report.h"
 #include "util.h"
 
 /* What a masked secret reads as (check_mask_secrets()'s word too). */
@@ -296,7 +295,7 @@ int show_pipelines(void)
 	size_t n = 0, i;
 	jv list = jv_array();
 
-	if (report_pipelines(&names, &n) != 0) {
+	if (config_pipelines(&names, &n) != 0) {
 		jv_free(list);
 		return CLI_FAILED;
 	}

@@ -4,7 +4,8 @@
  * the pipeline's run lock and recovers what a dead run left); the other
  * commands are for people and for the dataspoc-pipe driver: show, set,
  * clear, list, unlock; logs, status, manifest; check, probe and validate
- * (validate.c); new-run-id, pipelines and check-name.
+ * (validate.c); new-run-id, pipelines, file, check-name, check-cron and
+ * check-format.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +19,7 @@
 #include "cli.h"
 #include "commit.h"
 #include "config.h"
+#include "cron.h"
 #include "err.h"
 #include "layout.h"
 #include "lock.h"
@@ -31,7 +33,8 @@ static const char usage_line[] =
 	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
 	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
-	"       new-run-id | pipelines | check-name NAME\n"
+	"       new-run-id | pipelines | check-name NAME | file NAME | check-cron EXPR |\n"
+	"       check-format COMMAND FORMAT\n"
 	"       (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
@@ -77,6 +80,10 @@ static const char help_text[] =
 	"  pipelines   list the pipelines of $DATASPOC_PIPE_HOME/pipelines, sorted\n"
 	"  check-name  exit 0 when NAME is a valid pipeline name, else say why and\n"
 	"            exit 2\n"
+	"  file      print pipelines/NAME.yaml (NAME.yml when only it exists); exit\n"
+	"            1 when neither exists, 2 for an invalid NAME\n"
+	"  check-cron, check-format COMMAND FORMAT  as check-name, for a\n"
+	"            schedule.cron, for an output format of a command\n"
 	"\n"
 	"Options:\n"
 	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;\n"
@@ -297,28 +304,16 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 	return CLI_OK;
 }
 
-int pipeline_missing(const char *name)
-{
-	char *yaml = xasprintf("%s/pipelines/%s.yaml", config_home(), name);
-	char *yml = xasprintf("%s/pipelines/%s.yml", config_home(), name);
-	int missing = access(yaml, F_OK) != 0 && errno == ENOENT &&
-		      access(yml, F_OK) != 0 && errno == ENOENT;
-
-	free(yaml);
-	free(yml);
-	return missing;
-}
-
 static int cmd_status(char **names, size_t n, enum format fmt)
 {
 	struct report_status *rows;
 	char **all = NULL, ***logs;
 	struct sb out = SB_INIT;
 	size_t i, nlogs;
-	int ret = CLI_OK, unknown = 0;
+	int ret = CLI_OK, unknown = 0, missing;
 
 	if (n == 0) {
-		if (report_pipelines(&all, &n) != 0)
+		if (config_pipelines(&all, &n) != 0)
 			return CLI_FAILED;
 		names = all;
 	}
@@ -332,7 +327,8 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		rows[i].name = names[i];
 		rows[i].error = 1;
 		if (config_load_name(names[i], &cfg) != 0) {
-			unknown |= pipeline_missing(names[i]);
+			free(config_pipeline_file(names[i], &missing));
+			unknown |= missing;
 			continue;
 		}
 		/* a bucket that cannot be read says whose it is */
@@ -477,28 +473,44 @@ out:
 	return ret;
 }
 
+/* The output formats of each command: text is every command's human format, table its other name. */
+static const struct {
+	const char *cmd, *name;
+	enum format fmt;
+} formats[] = {
+	{ "logs", "jsonl", FMT_JSONL }, { "logs", "json", FMT_JSON }, { "logs", "text", FMT_TEXT },
+	{ "logs", "table", FMT_TEXT },
+	{ "status", "text", FMT_TABLE }, { "status", "table", FMT_TABLE }, { "status", "json", FMT_JSON },
+	{ "manifest", "json", FMT_JSON }, { "manifest", "text", FMT_TABLE }, { "manifest", "table", FMT_TABLE },
+	{ "validate", "text", FMT_TEXT }, { "validate", "table", FMT_TEXT }, { "validate", "json", FMT_JSON },
+};
+
+/* FORMAT of command cmd into *fmt, else said, with the formats to use, and -1. */
 static int parse_format(const char *cmd, const char *arg, enum format *fmt)
 {
-	static const struct {
-		const char *cmd, *name;
-		enum format fmt;
-	} ok[] = {
-		/* text is the human format of every command; table is its other name */
-		{ "logs", "jsonl", FMT_JSONL }, { "logs", "json", FMT_JSON }, { "logs", "text", FMT_TEXT },
-		{ "logs", "table", FMT_TEXT },
-		{ "status", "text", FMT_TABLE }, { "status", "table", FMT_TABLE }, { "status", "json", FMT_JSON },
-		{ "manifest", "json", FMT_JSON }, { "manifest", "text", FMT_TABLE }, { "manifest", "table", FMT_TABLE },
-		{ "validate", "text", FMT_TEXT }, { "validate", "table", FMT_TEXT }, { "validate", "json", FMT_JSON },
-	};
-	size_t i;
+	static const char *const order[] = { "text", "json", "jsonl" };
+	struct sb use = SB_INIT;
+	size_t i, j;
 
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		if (strcmp(ok[i].cmd, cmd) == 0 && strcmp(ok[i].name, arg) == 0) {
-			*fmt = ok[i].fmt;
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (strcmp(formats[i].cmd, cmd) == 0 && strcmp(formats[i].name, arg) == 0) {
+			*fmt = formats[i].fmt;
 			return 0;
 		}
 	}
-	err_msg("%s: unknown output format '%s'", cmd, arg);
+	for (j = 0; j < sizeof(order) / sizeof(order[0]); j++) {
+		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+			if (strcmp(formats[i].cmd, cmd) == 0 && strcmp(formats[i].name, order[j]) == 0) {
+				sb_addf(&use, "%s%s", use.len ? " " : "", order[j]);
+				break;
+			}
+		}
+	}
+	if (use.len)
+		err_msg("%s: unknown output format '%s' (use %s)", cmd, arg, use.buf);
+	else
+		err_msg("%s: no output formats", cmd);
+	sb_free(&use);
 	return -1;
 }
 
@@ -563,21 +575,12 @@ static int run_pipelines(struct ctx *c)
 	size_t n = 0, i;
 
 	(void)c;
-	if (report_pipelines(&names, &n) != 0)
+	if (config_pipelines(&names, &n) != 0)
 		return CLI_FAILED;
 	for (i = 0; i < n; i++)
 		printf("%s\n", names[i]);
 	util_strv_free(names);
 	return CLI_OK;
-}
-
-int pipeline_name_ok(const char *name)
-{
-	if (config_valid_name(name))
-		return 1;
-	err_msg("invalid pipeline name '%s' (letters, digits, '.', '_' and '-', "
-		"starting with a letter or digit, at most 64)", name);
-	return 0;
 }
 
 /* The driver's check of a NAME it is given: config_valid_name(). */
@@ -587,7 +590,55 @@ static int run_check_name(struct ctx *c)
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
-	return pipeline_name_ok(c->names[0]) ? CLI_OK : CLI_USAGE;
+	return config_name_ok(c->names[0]) ? CLI_OK : CLI_USAGE;
+}
+
+/* The driver's check of an output format: check-format COMMAND FORMAT. */
+static int run_check_format(struct ctx *c)
+{
+	enum format fmt;
+
+	if (c->nnames != 2) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	return parse_format(c->names[0], c->names[1], &fmt) == 0 ? CLI_OK : CLI_USAGE;
+}
+
+/* The driver's check of a schedule: check-cron EXPR, as a pipeline's schedule.cron. */
+static int run_check_cron(struct ctx *c)
+{
+	struct sb why = SB_INIT;
+	int ret = CLI_OK;
+
+	if (c->nnames != 1) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	if (cron_explain(c->names[0], &why) != 0) {
+		err_msg("%s", why.buf);
+		ret = CLI_USAGE;
+	}
+	sb_free(&why);
+	return ret;
+}
+
+/* The file of pipeline NAME (config_pipeline_file()): 0 when it exists, 1 when not. */
+static int run_file(struct ctx *c)
+{
+	char *file;
+	int missing;
+
+	if (c->nnames != 1) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	if (!config_name_ok(c->names[0]))
+		return CLI_USAGE;
+	file = config_pipeline_file(c->names[0], &missing);
+	printf("%s\n", file);
+	free(file);
+	return missing ? CLI_FAILED : CLI_OK;
 }
 
 /* What a command takes (besides -c FILE or NAME, which all but these take). */
@@ -619,6 +670,9 @@ static const struct command {
 	{ "new-run-id", NO_PIPELINE | NO_BUCKET, run_new_run_id },
 	{ "pipelines", NO_PIPELINE | NO_BUCKET, run_pipelines },
 	{ "check-name", TAKES_NAMES | NO_BUCKET, run_check_name },
+	{ "check-cron", TAKES_NAMES | NO_BUCKET, run_check_cron },
+	{ "check-format", TAKES_NAMES | NO_BUCKET, run_check_format },
+	{ "file", TAKES_NAMES | NO_BUCKET, run_file },
 };
 
 static const struct command *find_command(const char *name)

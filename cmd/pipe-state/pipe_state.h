@@ -11,12 +11,6 @@
 
 #include <stddef.h>
 
-/* 1 when there is no pipelines/NAME.yaml (nor .yml): an unknown name, a usage error. */
-int pipeline_missing(const char *name);
-
-/* 1 when name is a pipeline name; else 0, said ("invalid pipeline name 'x' (...)"). */
-int pipeline_name_ok(const char *name);
-
 /*
  * validate: check pipelines names[0..n) (n 0: every pipeline of the home)
  * and print one result a check, as text or (json) a JSON array.  Returns

@@ -32,7 +32,6 @@
 #include "config.h"
 #include "err.h"
 #include "json.h"
-#include "report.h"
 #include "sb.h"
 #include "util.h"
 
@@ -194,10 +193,10 @@ static void validate_one(struct validate *v, const char *name)
 	struct pipe_config cfg;
 	struct sb reason = SB_INIT, secrets = SB_INIT, placeholders = SB_INIT;
 	struct bucket *b;
-	int ok, conditional = 0;
+	int ok, conditional = 0, missing;
 
-	if (pipeline_missing(name))
-		v->unknown = 1;
+	free(config_pipeline_file(name, &missing));
+	v->unknown |= missing;
 	said_begin(v);
 	ok = config_load_name(name, &cfg) == 0 && check_config(&cfg, &secrets, &placeholders) == 0;
 	said_end(v, &reason);
@@ -247,11 +246,11 @@ int validate_pipelines(char **names, size_t n, int json)
 	int ret = CLI_USAGE;
 
 	for (i = 0; i < n; i++) {
-		if (!pipeline_name_ok(names[i]))
+		if (!config_name_ok(names[i]))
 			return CLI_USAGE;
 	}
 	if (n == 0) {
-		if (report_pipelines(&all, &n) != 0)
+		if (config_pipelines(&all, &n) != 0)
 			return CLI_FAILED;
 		names = all;
 	}
