@@ -4,9 +4,11 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
-# (the driver finds its templates at ../share beside its bin/: keep DATADIR
-# at $(PREFIX)/share)
+# (the driver finds its templates and help at ../share beside its bin/, and
+# its command scripts at ../libexec: keep DATADIR at $(PREFIX)/share and
+# LIBEXECDIR at $(PREFIX)/libexec)
 DATADIR ?= $(PREFIX)/share
+LIBEXECDIR ?= $(PREFIX)/libexec
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -48,13 +50,17 @@ PROGS := $(notdir $(sort $(wildcard cmd/*)))
 BINS := $(PROGS:%=$(O)/bin/%) $(O)/bin/dataspoc-pipe
 # The tap config templates of `dataspoc-pipe add`, found beside bin/.
 TEMPLATES := $(notdir $(wildcard templates/*.json))
-SHARE := $(TEMPLATES:%=$(O)/share/dataspoc-pipe/templates/%)
+SHARE := $(TEMPLATES:%=$(O)/share/dataspoc-pipe/templates/%) $(O)/share/dataspoc-pipe/help/run
+# The driver's commands of their own (git's libexec/git-core) and the
+# setup they source with it.
+LIBEXEC_SCRIPTS := dataspoc-pipe-add dataspoc-pipe-init dataspoc-pipe-schedule dataspoc-pipe-sh-setup
+LIBEXEC := $(LIBEXEC_SCRIPTS:%=$(O)/libexec/dataspoc-pipe/%)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 
 # bin/ is where people and the test suite find the programs of the default
 # build (build/rel): other trees (O=..., SAN=1) leave it alone.
-all: $(BINS) $(SHARE) $(if $(filter build/rel,$(O)),bin,)
+all: $(BINS) $(SHARE) $(LIBEXEC) $(if $(filter build/rel,$(O)),bin,)
 
 bin: $(BINS)
 	@mkdir -p bin
@@ -86,6 +92,18 @@ $(O)/bin/dataspoc-pipe: scripts/dataspoc-pipe.sh
 	@mkdir -p $(dir $@)
 	cp $< $@
 	chmod +x $@
+
+$(O)/libexec/dataspoc-pipe/%: scripts/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+	chmod $(if $(filter %-sh-setup,$@),644,755) $@
+
+# The help of each command: what man/dataspoc-pipe.1 says of it (one file a
+# command, all made together; help/run stands for them).
+$(O)/share/dataspoc-pipe/help/run: man/dataspoc-pipe.1 scripts/man2help.awk
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	awk -v dir=$(dir $@) -f scripts/man2help.awk man/dataspoc-pipe.1
+	@test -s $@
 
 $(O)/share/dataspoc-pipe/templates/%.json: templates/%.json
 	@mkdir -p $(dir $@)
@@ -128,11 +146,15 @@ install: all
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -d $(DESTDIR)$(DATADIR)/dataspoc-pipe/templates
 	for t in $(TEMPLATES); do install -m 644 templates/$$t $(DESTDIR)$(DATADIR)/dataspoc-pipe/templates/$$t; done
+	install -d $(DESTDIR)$(DATADIR)/dataspoc-pipe/help $(DESTDIR)$(LIBEXECDIR)/dataspoc-pipe
+	install -m 644 $(O)/share/dataspoc-pipe/help/* $(DESTDIR)$(DATADIR)/dataspoc-pipe/help/
+	for s in $(LIBEXEC_SCRIPTS); do install -m $$(test $$s = dataspoc-pipe-sh-setup && echo 644 || echo 755) \
+		$(O)/libexec/dataspoc-pipe/$$s $(DESTDIR)$(LIBEXECDIR)/dataspoc-pipe/$$s; done
 
 uninstall:
 	for p in $(notdir $(BINS)); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	for m in man/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#man/}; done
-	rm -rf $(DESTDIR)$(DATADIR)/dataspoc-pipe
+	rm -rf $(DESTDIR)$(DATADIR)/dataspoc-pipe $(DESTDIR)$(LIBEXECDIR)/dataspoc-pipe
 
 clean:
 	rm -rf build bin

@@ -11,7 +11,7 @@
  * (the kernel's boot id and the PID namespace's inode): two containers or
  * cloned machines sharing a host name have different ones.  run_dir is the
  * driver's private folder, which every process of the run holds open with a
- * flock(2) on it (scripts/dataspoc-pipe.sh, open_private_dir): the run is alive
+ * flock(2) on it (scripts/dataspoc-pipe-sh-setup, open_private_dir): the run is alive
  * while any of its processes is, the driver, a stage, the tap.
  *
  * Life of a run's lock across processes:

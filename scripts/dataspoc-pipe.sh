@@ -3,11 +3,15 @@
 # A POSIX sh driver over pipe-state, pipe-tap, pipe-sink and pipe-commit:
 #   pipe-state get NAME | pipe-tap NAME | pipe-sink NAME > plan
 #   then, only if every stage succeeded: pipe-commit NAME < plan
-# See dataspoc-pipe(1).
+# This file keeps the dispatch and run; init, add and schedule are scripts of
+# their own in libexec/dataspoc-pipe/ (git's libexec/git-core), found beside
+# this file's bin/ as ../libexec, all sourcing dataspoc-pipe-sh-setup there
+# (say, err, usage, the private folder).  The help of each command is the
+# man page's text for it (share/dataspoc-pipe/help/, made from
+# man/dataspoc-pipe.1 at build time).  See dataspoc-pipe(1).
 set -u
 
 VERSION=0.1.0
-prog=dataspoc-pipe
 
 # This script's own path, through any symlinks (~/bin/dp -> .../bin/dataspoc-pipe),
 # for run --all and crontab entries; the pipe-* programs installed beside it
@@ -41,101 +45,31 @@ case $self in
 	self=$here/${self##*/} && PATH=$here:$PATH ;;
 esac
 export PATH
-templates=${here:-.}/../share/dataspoc-pipe/templates
-
-home=${DATASPOC_PIPE_HOME:-${HOME:-}/.dataspoc-pipe}
-
-say() { printf '%s\n' "$*"; }
-err() { printf '%s: %s\n' "$prog" "$*" >&2; }
-
-# usage CMD REASON: what is wrong with CMD's arguments, then CMD's usage
-# lines (its help up to the first blank line), on stderr; exit 2.
-usage() {
-	err "$1: $2"
-	"help_$1" | awk 'NF == 0 { exit } { print }' >&2
+libexec=${here:-.}/../libexec/dataspoc-pipe
+[ -r "$libexec/dataspoc-pipe-sh-setup" ] || {
+	printf 'dataspoc-pipe: cannot find %s\n' "$libexec/dataspoc-pipe-sh-setup" >&2
 	exit 2
 }
+. "$libexec/dataspoc-pipe-sh-setup"
 
-help_run() {
-	cat <<'HELP'
-usage: dataspoc-pipe run [--full] [-v] NAME
+# usage_of COMMAND: its usage lines (the driver's commands; init, add and
+# schedule say theirs).
+usage_of() {
+	case $1 in
+	run) say "usage: dataspoc-pipe run [--full] [-v] NAME
        dataspoc-pipe run [--full] [-v] -c FILE.yaml
-       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)
-
-Run one pipeline: pipe-state get | pipe-tap | pipe-sink, then pipe-commit
-only when every stage succeeded.  Records land under
-<bucket>/<path>/<source>/<stream>/dt=YYYY-MM-DD/; the last STATE is saved in
-<bucket>/.dataspoc/state/NAME/state.json.  A failed run leaves the bucket
-and the saved state exactly as they were.
-
-Options:
-  --full         ignore the saved state (it is replaced when the run succeeds)
-  --refresh-catalog  run the tap's discovery again (streams are selected from
-                 the catalog cached beside the pipeline otherwise)
-  -v, --verbose  show the tap's stderr as it runs (kept and shown on failure
-                 otherwise)
-  --all          run every pipelines/*.yaml, in name order; each pipeline's
-                 output is kept and printed when it ends, then
-                 "Summary: S success, F failure(s)"; exit status 1 when any
-                 failed
-  -j N           with --all: N pipelines at a time (default 1)
-HELP
+       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)" ;;
+	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
+	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME" ;;
+	validate) say "usage: dataspoc-pipe validate [--output text|json] [NAME...]" ;;
+	manifest) say "usage: dataspoc-pipe manifest [--output text|json] BUCKET" ;;
+	mcp) say "usage: dataspoc-pipe mcp [--read-only]" ;;
+	help) say "usage: dataspoc-pipe help [COMMAND]" ;;
+	version) say "usage: dataspoc-pipe --version | -v | -V" ;;
+	esac
 }
 
-# Folders in TMPDIR that no live run holds (see open_private_dir): those of
-# drivers and pipe-taps killed outright, which could not remove themselves
-# (a pipe-tap's may hold the tap's config, password included).  A folder is
-# proven dead when its lock can be taken; one changed in the last minute is
-# left alone, as its maker may be about to lock it.  A pid alone would prove
-# nothing: drivers in other PID namespaces may share this TMPDIR.  (run,
-# without -v, has pipe-tap -n -D sweep them, which also takes a folder whose
-# maker file names a driver of this namespace known gone at once.)
-sweep_private_dirs() {
-	# (find and id run only when such a folder of this user is there)
-	for _d in "${TMPDIR:-/tmp}"/dataspoc-pipe.*; do
-		[ -d "$_d" ] && [ -O "$_d" ] && break
-		_d=
-	done
-	[ -n "$_d" ] || return 0
-	find "${TMPDIR:-/tmp}/" -maxdepth 1 -name 'dataspoc-pipe.*' -type d -user "$(id -u)" \
-		-mmin +1 2>/dev/null |
-		while IFS= read -r d; do
-			flock -n "$d" rm -rf -- "$d" 2>/dev/null
-		done
-}
-
-# tmp: a private folder for this driver in TMPDIR, open on descriptor 9
-# with a flock(2) lock on it.  Every process of the run inherits the
-# descriptor (the stages, the tap, its children), so the lock is held while
-# any of them lives, whatever was killed: the bucket's run lock names the
-# folder (DATASPOC_PIPE_RUN_DIR), and the next run takes a lock over on
-# this machine only once nothing holds this one.  With --by-first (run),
-# the run's first program (pipe-tap -n) locks it, told by
-# DATASPOC_PIPE_RUN_DIR_FD: the lock is the open file's, so it stays with
-# this driver's descriptor (no flock program to start, issue #14); a sweep
-# leaves a folder made in the last minute alone, and one that a sweep took
-# meanwhile is said by that program.  The other commands lock it here.
-open_private_dir() {
-	sweep_private_dirs
-	for _i in 1 2 3 4 5; do
-		tmp=$(mktemp -d "${TMPDIR:-/tmp}/dataspoc-pipe.XXXXXX") || return 1
-		# (a sweep may remove a folder between mktemp and flock: try anew)
-		if [ -d "$tmp" ]; then
-			exec 9<"$tmp"
-			if [ "${1:-}" = --by-first ]; then
-				DATASPOC_PIPE_RUN_DIR_FD=9
-				export DATASPOC_PIPE_RUN_DIR_FD
-				return 0
-			fi
-			# (not a folder that the run's programs lock: this one may go first)
-			unset DATASPOC_PIPE_RUN_DIR_FD
-			flock -n 9 && [ -d "$tmp" ] && return 0
-			exec 9<&-
-		fi
-	done
-	err "cannot lock a private folder in ${TMPDIR:-/tmp}"
-	return 1
-}
+# ---- run -----------------------------------------------------------------------
 
 # run_dir_taken: after tmp=$(pipe-tap -n -D ...): status 0 when tmp names
 # the folder it made, now open on descriptor 9 for the run's programs to
@@ -324,38 +258,6 @@ no_space() {
 	printf 'no space left in TMPDIR (%s)\n' "${TMPDIR:-/tmp}"
 }
 
-# sink_check_needed NAME | -c FILE: status 0 unless pipe-sink -n surely
-# has nothing to check or say beyond the config pipe-tap -n has loaded: no
-# transforms/NAME.jq or .py (pipe-state validate skips it so too), and no
-# incremental.checkpoint_every in the pipeline file (the word is not in it,
-# nor a backslash, which could spell it in a quoted key).  The name is the
-# loader's: FILE's base name without .yaml or .yml.
-sink_check_needed() {
-	# (config_home(): with no HOME, the user's home from the password file)
-	[ -n "${DATASPOC_PIPE_HOME:-}" ] || [ -n "${HOME:-}" ] || return 0
-	if [ "$1" = -c ]; then
-		_f=$2 _n=${2##*/}
-		case $_n in
-		?*.yaml) _n=${_n%.yaml} ;;
-		?*.yml) _n=${_n%.yml} ;;
-		esac
-	else
-		_n=$1 _f=$home/pipelines/$1.yaml
-		[ -e "$_f" ] || _f=$home/pipelines/$1.yml
-	fi
-	[ -f "$_f" ] && [ -r "$_f" ] || return 0
-	while IFS= read -r _l || [ -n "$_l" ]; do
-		case $_l in
-		*checkpoint_every* | *\\*) return 0 ;;
-		esac
-	done <"$_f"
-	_t=$home/transforms
-	[ -e "$_t" ] || [ -L "$_t" ] || return 1
-	# (a folder that cannot be searched: let pipe-sink say why)
-	[ -d "$_t" ] && [ -x "$_t" ] || return 0
-	[ -e "$_t/$_n.jq" ] || [ -L "$_t/$_n.jq" ] || [ -e "$_t/$_n.py" ] || [ -L "$_t/$_n.py" ]
-}
-
 # empty_state FILE: status 0 when pipe-state get printed {} (no state).
 empty_state() {
 	_l= _more=
@@ -399,7 +301,7 @@ run_pipeline() {
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet; the
 	# discovery's stderr comes only when it fails, or with -v).
-	refresh= check_shown=0
+	refresh= check_shown=0 sink_check=transform
 	[ "${refresh_catalog:-0}" = 1 ] && refresh=--refresh-catalog
 	if [ "$verbose" = 1 ]; then
 		open_private_dir --by-first || exit 1
@@ -414,21 +316,31 @@ run_pipeline() {
 		# pipe-tap -n -D makes the private folder (no mktemp to start, issue
 		# #14), having swept those of runs that are over, and prints its
 		# name, then, once the checks passed, a new run id (no run-id file
-		# for pipe-state get to make); its stderr goes to check.err there.
+		# for pipe-state get to make) and what pipe-sink -n would have to
+		# check (transform, checkpoints or none); its stderr goes to
+		# check.err there.
 		tmp=$(pipe-tap -n -D $$ $refresh "$@" </dev/null)
 		rc=$?
 		case $tmp in
 		*"$nl"*) run_id=${tmp#*"$nl"} tmp=${tmp%%"$nl"*} ;;
 		esac
+		case $run_id in
+		*"$nl"*) sink_check=${run_id#*"$nl"} run_id=${run_id%%"$nl"*} ;;
+		esac
 		run_dir_taken || exit 1
 	fi
 	# A tap that is not there or cannot run is a config error too.
 	[ $rc -eq 0 ] || checks_failed $(( rc == 2 || rc == 126 || rc == 127 ? 2 : 1 )) "$@"
-	# It prints "checkpoints" for incremental.checkpoint_every (pipe-commit -k).
+	# pipe-sink -n checks a transform and prints "checkpoints" for
+	# incremental.checkpoint_every (pipe-commit -k); it is started only when
+	# pipe-tap -n -D's third line says there may be a transform to check
+	# (with -v, whose pipe-tap -n has no such line, always).
 	checkpoints=
-	if sink_check_needed "$@"; then
-		checkpoints=$(pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err") || checks_failed 2 "$@"
-	fi
+	case $sink_check in
+	none) ;;
+	checkpoints) checkpoints=checkpoints ;;
+	*) checkpoints=$(pipe-sink -n "$@" </dev/null 2>>"$tmp/check.err") || checks_failed 2 "$@" ;;
+	esac
 	check_unshown >&2
 
 	# The run id: pipe-tap -n -D's; with -v, a program's of its own.
@@ -580,7 +492,7 @@ cmd_run() {
 		-j) [ $# -ge 2 ] || usage run "option '-j' needs a number"; jobs=$2; shift ;;
 		-j*) jobs=${1#-j} ;;
 		--jobs=*) jobs=${1#*=} ;;
-		-h | --help) help_run; exit 0 ;;
+		-h | --help) show_help run; exit 0 ;;
 		-*) usage run "unknown option '$1'" ;;
 		*) [ -z "$name" ] || usage run "unexpected argument '$1'"; name=$1 ;;
 		esac
@@ -626,6 +538,8 @@ if [ "${1:-}" = run ]; then
 		exit
 	fi
 fi
+
+# ---- the other commands (dash has not read them for run NAME) ----------------
 
 # usage_all [REASON]: what is wrong, then every command's usage; exit 2.
 usage_all() {
@@ -702,462 +616,6 @@ Commands:
 
 Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config.
 HELP
-}
-
-help_init() {
-	cat <<'HELP'
-usage: dataspoc-pipe init
-
-Create $DATASPOC_PIPE_HOME (default ~/.dataspoc-pipe) with config.yaml,
-pipelines/, sources/ and transforms/.  Existing files are left alone.
-HELP
-}
-
-cmd_init() {
-	case ${1:-} in
-	-h | --help) help_init; exit 0 ;;
-	esac
-	[ $# -eq 0 ] || usage init "unexpected argument '$1'"
-	mkdir -p "$home/pipelines" "$home/sources" "$home/transforms" || exit 1
-	if [ ! -e "$home/config.yaml" ]; then
-		cat >"$home/config.yaml" <<'YAML' || exit 1
-# dataspoc-pipe settings.  Optional "destination:" defaults apply to every
-# pipeline that does not set them, e.g.:
-#
-# destination:
-#   bucket: s3://company-datalake
-#   path: raw
-#   compression: zstd
-YAML
-		say "Created $home"
-	else
-		say "$home is ready (already initialised)"
-	fi
-	say "  pipelines/   one NAME.yaml per pipeline"
-	say "  sources/     tap configs (JSON)"
-	say "  transforms/  jq programs"
-}
-
-help_add() {
-	cat <<'HELP'
-usage: dataspoc-pipe add [options] NAME
-
-Create pipelines/NAME.yaml, asking on stderr for what no option gives and
-reading the answers from stdin: the tap, its config file, the bucket, the
-base path, the compression, incremental extraction and a cron schedule.
-A known tap (tap-postgres, tap-mysql, tap-csv, tap-github, and the built-in
-dataspoc-tap-csv, dataspoc-tap-postgres, parquet and google-sheets-public)
-gets a config template in sources/NAME.json (mode 0600)
-to fill in; another tap gets {} there, and its --about output is shown
-when it has one.  An existing sources/NAME.json is kept.  A bad bucket,
-compression, y/n or cron answer is asked again (given as an option, it
-exits 2 before anything is written).  The result is checked as
-`pipe-state check` does and removed when it is invalid.  An existing
-pipeline is never overwritten.
-
-Options:
-  --tap TAP            the Singer tap: a command on PATH, or "words with args"
-  --config FILE        the tap's config file (default sources/NAME.json)
-  --bucket URL         a directory, file:///abs/dir or s3://bucket[/prefix]
-                       (a relative directory is made absolute); default
-                       config.yaml's destination.bucket, which the pipeline
-                       then leaves to config.yaml
-  --path PATH          the base path in the bucket (default raw)
-  --compression C      zstd (default), snappy, gzip or none
-  --incremental        pass the saved state to the tap
-  --no-incremental     each run replaces the stream's files (the default, as
-                       in the Python DataSpoc Pipe)
-  --cron EXPR          schedule.cron: five crontab fields or @daily, ...
-  -y, --yes            ask nothing: defaults for what no option gives
-
-Exit status: 0 created, 1 the pipeline exists, 2 bad usage or an invalid
-config.
-HELP
-}
-
-help_status() {
-	cat <<'HELP'
-usage: dataspoc-pipe status [--output text|json] [NAME...]
-
-The last run of each pipeline (default: every pipelines/*.yaml), read from
-the newest run log in its bucket: pipeline, last run, status, duration,
-records.  A pipeline that never ran shows "never".  --output json prints a
-list of {"name", "last_run", "status", "duration", "records"}; a pipeline
-never run has status "never", one whose config or bucket cannot be read
-"error", and nulls.
-
-Exit status: 0, 1 when a pipeline's config or bucket could not be read, 2 bad
-usage or an unknown pipeline.
-HELP
-}
-
-help_logs() {
-	cat <<'HELP'
-usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME
-
-The last K run logs of pipeline NAME (default 1), newest first, read from
-<bucket>/.dataspoc/logs/NAME/.  --output json prints them as a JSON list,
-jsonl one compact JSON log a line.
-HELP
-}
-
-help_validate() {
-	cat <<'HELP'
-usage: dataspoc-pipe validate [--output text|json] [NAME...]
-
-Check each pipeline (default: every pipelines/*.yaml), one line per check:
-  config     the pipeline file parses and its tap's config file is a
-             readable JSON object (run refuses to start without that too)
-  tap        the tap is on PATH and executable
-  transform  transforms/NAME.jq compiles (only when there is one)
-  bucket     a probe object can be written, read back, listed and deleted;
-             says whether the store honours conditional creates
-  secrets    WARN when the tap's config holds secrets (password, token,
-             key, ...) and is readable by other users
-  placeholders  WARN when the tap's config still holds values of add's
-             templates (CHANGE_ME, /path/to/...), naming the members
-Each line is "NAME: CHECK: ok", "NAME: CHECK: FAIL: reason" or
-"NAME: CHECK: WARN: reason".  --output json prints a list of
-{"pipeline", "check", "status": "ok"|"fail"|"warn", "message"}.
-
-Exit status: 0 every check passed (warnings allowed), 1 one failed, 2 bad
-usage or an unknown pipeline.
-HELP
-}
-
-help_manifest() {
-	cat <<'HELP'
-usage: dataspoc-pipe manifest [--output text|json] BUCKET
-
-The catalog of BUCKET (<bucket>/.dataspoc/manifest.json): each table with
-its rows, extractions, last extraction and number of columns; --output
-json prints the manifest as stored.  BUCKET is a directory, file:///abs/dir
-or s3://bucket[/prefix].
-
-Exit status: 0, 1 when the bucket has no manifest or cannot be read.
-HELP
-}
-
-help_schedule() {
-	cat <<'HELP'
-usage: dataspoc-pipe schedule install|remove|list [NAME...]
-
-Crontab entries for the pipelines with a schedule.cron (default: every
-pipeline), one line each:
-
-  CRON flock -n LOCK dataspoc-pipe run NAME >>LOG 2>&1  # dataspoc-pipe:NAME
-
-flock keeps two runs of a pipeline on this machine from overlapping; LOCK
-is $DATASPOC_PIPE_HOME/locks/NAME.lock and LOG $DATASPOC_PIPE_HOME/logs/NAME.log.
-The line starts with DATASPOC_PIPE_HOME=... when that is not
-~/.dataspoc-pipe.  Only lines ending in "# dataspoc-pipe:NAME" are ever
-changed; the crontab is read with `crontab -l` and written with
-`crontab -` only when it changes.
-
-  install   add or update the entries; without NAME, also drop entries of
-            pipelines gone or without a schedule.cron
-  remove    remove the entries (all of them without NAME)
-  list      print the entries
-
-A schedule.cron that is not valid (five fields, with ranges, steps, lists
-and names, or @hourly, @daily, ...) stops install before the crontab is
-touched.
-
-Exit status: 0, 1 crontab failed, 2 bad usage or an invalid config.
-HELP
-}
-
-help_help() {
-	cat <<'HELP'
-usage: dataspoc-pipe help [COMMAND]
-
-Help on dataspoc-pipe, or on one of its commands: init, add, run, status,
-logs, validate, manifest, schedule, mcp, help, version.
-HELP
-}
-
-help_mcp() {
-	cat <<'HELP'
-usage: dataspoc-pipe mcp [--read-only]
-
-Serve the Model Context Protocol on stdin and stdout, for AI agents (an MCP
-host starts it: {"command": "dataspoc-pipe", "args": ["mcp"]}): the tools
-list_pipelines, pipeline_config, run_pipeline, pipeline_status,
-pipeline_logs, show_manifest and validate_pipeline, and the resource
-pipe://pipelines, answered by the commands of dataspoc-pipe, secrets masked.
-run_pipeline takes the pipeline's lock, reports progress and stops cleanly
-when cancelled.  --read-only serves without run_pipeline.  Logs go to
-stderr.  See pipe-mcp(1).
-HELP
-}
-
-help_version() {
-	cat <<'HELP'
-usage: dataspoc-pipe --version | -v | -V
-
-Print "dataspoc-pipe VERSION".
-HELP
-}
-
-# ---- pipelines ---------------------------------------------------------------
-
-# valid_name NAME: status 0 when NAME is a pipeline name (the rule is
-# pipe-state's, config_valid_name()).
-valid_name() {
-	pipe-state check-name -- "$1" 2>/dev/null
-}
-
-# Every pipeline of the home directory, one name a line, sorted (a file
-# whose name is not a pipeline's is skipped with a warning).
-pipelines() {
-	pipe-state pipelines
-}
-
-# A value for a YAML file: single-quoted, ' doubled.
-yaml_str() {
-	printf "'%s'" "$(printf '%s' "$1" | sed "s/'/''/g")"
-}
-
-# ---- add ---------------------------------------------------------------------
-
-# The config template of a known tap, from the templates installed with
-# the program (share/dataspoc-pipe/templates/TAP.json beside bin/).
-tap_template() {
-	case $1 in
-	'' | */* | .*) return 1 ;;
-	esac
-	[ -f "$templates/$1.json" ] && cat -- "$templates/$1.json"
-}
-
-# ask VAR PROMPT DEFAULT REQUIRED OPTION: the answer from stdin (prompt on
-# stderr), the default for an empty answer; with --yes the default without
-# asking.
-ask() {
-	_var=$1 _prompt=$2 _def=$3 _req=$4 _opt=$5
-	if [ "$yes" = 1 ]; then
-		[ -n "$_def" ] || [ "$_req" = 0 ] || { err "add: $_opt is needed with --yes"; exit 2; }
-		eval "$_var=\$_def"
-		return 0
-	fi
-	while :; do
-		if [ -n "$_def" ]; then
-			printf '%s [%s]: ' "$_prompt" "$_def" >&2
-		else
-			printf '%s: ' "$_prompt" >&2
-		fi
-		if ! IFS= read -r _ans; then
-			printf '\n' >&2
-			err "add: no answer for '$_prompt' (end of input)"
-			exit 2
-		fi
-		[ -n "$_ans" ] || _ans=$_def
-		if [ -n "$_ans" ] || [ "$_req" = 0 ]; then
-			eval "$_var=\$_ans"
-			return 0
-		fi
-		err "add: an answer is needed"
-	done
-}
-
-# The tap's --about, shown to whoever writes its config.
-show_about() {
-	set -f
-	# shellcheck disable=SC2086 # the tap is "words with args"
-	set -- $1
-	set +f
-	command -v -- "$1" >/dev/null 2>&1 || return 0
-	if command -v timeout >/dev/null 2>&1; then
-		about=$(timeout 10 "$@" --about 2>/dev/null </dev/null) || return 0
-	else
-		about=$("$@" --about 2>/dev/null </dev/null) || return 0
-	fi
-	[ -n "$about" ] || return 0
-	err "$1 --about says:"
-	printf '%s\n' "$about" | sed 's/^/  | /' >&2
-}
-
-cmd_add() {
-	tap= tapconf= bucket= bpath= bpath_set=0 compression= incremental= cron= cron_set=0 yes=0 name=
-	while [ $# -gt 0 ]; do
-		case $1 in
-		--tap | --config | --bucket | --path | --compression | --cron)
-			[ $# -ge 2 ] || usage add "option '$1' needs a value"
-			opt=$1 val=$2
-			shift ;;
-		--tap=* | --config=* | --bucket=* | --path=* | --compression=* | --cron=*)
-			opt=${1%%=*} val=${1#*=} ;;
-		--incremental) incremental=true; opt= ;;
-		--no-incremental) incremental=false; opt= ;;
-		-y | --yes) yes=1; opt= ;;
-		-h | --help) help_add; exit 0 ;;
-		-*) usage add "unknown option '$1'" ;;
-		*) [ -z "$name" ] || usage add "unexpected argument '$1'"; name=$1; opt= ;;
-		esac
-		case $opt in
-		--tap) tap=$val ;;
-		--config) tapconf=$val ;;
-		--bucket) bucket=$val ;;
-		--path) bpath=$val; bpath_set=1 ;;
-		--compression) compression=$val ;;
-		--cron) cron=$val; cron_set=1 ;;
-		esac
-		shift
-	done
-	[ -n "$name" ] || usage add "a pipeline NAME is required"
-	valid_name "$name" || { err "add: invalid pipeline name '$name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"; exit 2; }
-	yaml=$home/pipelines/$name.yaml
-	for f in "$yaml" "$home/pipelines/$name.yml"; do
-		if [ -e "$f" ]; then
-			err "add: pipeline '$name' already exists: $f (remove it first, or choose another name)"
-			exit 1
-		fi
-	done
-	mkdir -p "$home/pipelines" "$home/sources" || exit 1
-
-	[ -n "$tap" ] || ask tap "Tap (a Singer tap command, e.g. tap-postgres)" "" 1 --tap
-	set -f
-	# shellcheck disable=SC2086
-	set -- $tap
-	set +f
-	tapname=${1:-}
-	tapname=${tapname##*/}
-	default_conf=$home/sources/$name.json
-	template=0
-	if [ -z "$tapconf" ]; then
-		if [ ! -e "$default_conf" ]; then
-			if tap_template "$tapname" >/dev/null; then
-				template=1
-			else
-				template=2
-				show_about "$tap"
-			fi
-		fi
-		ask tapconf "Tap config file" "$default_conf" 1 --config
-	fi
-	case $tapconf in
-	/*) ;;
-	'~/'*) tapconf=${HOME:-}/${tapconf#'~/'} ;;
-	*) tapconf=$PWD/$tapconf ;;
-	esac
-	[ "$tapconf" = "$default_conf" ] || template=0
-
-	# config.yaml's destination.bucket, when it gives one, is the default
-	# and is then left out of the pipeline
-	defbucket=$(pipe-state check -b '' 2>/dev/null) || defbucket=
-	given=$bucket
-	while :; do
-		if [ -z "$bucket" ] && [ "$yes" = 1 ] && [ -z "$defbucket" ]; then
-			err "add: --bucket is required ($home/config.yaml gives no destination.bucket)"
-			exit 2
-		fi
-		[ -n "$bucket" ] || ask bucket "Bucket (a directory, file:///abs/dir or s3://bucket[/prefix])" "$defbucket" 1 --bucket
-		# checked and made absolute by the loader's own rule
-		if out=$(pipe-state check -b "$bucket" 2>&1); then
-			bucket=$out
-			break
-		fi
-		err "add: ${out#pipe-state: }"
-		[ "$yes" = 0 ] && [ -z "$given" ] || exit 2
-		bucket=
-	done
-	[ "$bucket" != "$defbucket" ] || bucket=
-	[ "$bpath_set" = 1 ] || ask bpath "Base path in the bucket" raw 0 --path
-	given=$compression
-	while :; do
-		[ -n "$compression" ] || ask compression "Compression (zstd, snappy, gzip, none)" zstd 1 --compression
-		case $compression in
-		zstd | snappy | gzip | none) break ;;
-		esac
-		err "add: compression must be zstd, snappy, gzip or none, not '$compression'"
-		[ "$yes" = 0 ] && [ -z "$given" ] || exit 2
-		compression=
-	done
-	# The Python tool's default: each run replaces the stream's files.
-	while [ -z "$incremental" ]; do
-		ask incremental "Incremental extraction (y/n)" n 1 --incremental
-		case $incremental in
-		[yY] | [yY][eE][sS]) incremental=true ;;
-		[nN] | [nN][oO]) incremental=false ;;
-		*) err "add: answer y or n"; incremental= ;;
-		esac
-	done
-	given=$cron_set
-	while :; do
-		[ "$cron_set" = 1 ] || ask cron "Cron schedule (e.g. 0 */2 * * *; empty for none)" "" 0 --cron
-		[ -n "$cron" ] || break
-		# checked by the loader itself, in a pipeline of its own
-		open_private_dir || exit 1
-	crondir=$tmp
-		{
-			say "source: {tap: x}"
-			say "destination: {bucket: /}"
-			say "schedule:"
-			say "  cron: $(yaml_str "$cron")"
-		} >"$crondir/cron.yaml"
-		out=$(pipe-state check -c "$crondir/cron.yaml" 2>&1 >/dev/null)
-		cron_rc=$?
-		rm -rf "$crondir"
-		[ "$cron_rc" != 0 ] || break
-		err "add: ${out#"pipe-state: $crondir/cron.yaml:"*: }"
-		[ "$yes" = 0 ] && [ "$given" = 0 ] || exit 2
-		cron=
-	done
-
-	umask 077
-	tmpyaml=$home/pipelines/.$name.yaml.$$
-	trap 'rm -f "$tmpyaml"' EXIT
-	{
-		say "# written by dataspoc-pipe add"
-		say "source:"
-		say "  tap: $(yaml_str "$tap")"
-		if [ "$tapconf" = "$default_conf" ]; then
-			say "  config: ../sources/$name.json"
-		else
-			say "  config: $(yaml_str "$tapconf")"
-		fi
-		say "destination:"
-		[ -z "$bucket" ] || say "  bucket: $(yaml_str "$bucket")"
-		say "  path: $(yaml_str "$bpath")"
-		say "  compression: $compression"
-		say "incremental:"
-		say "  enabled: $incremental"
-		if [ -n "$cron" ]; then
-			say "schedule:"
-			say "  cron: $(yaml_str "$cron")"
-		fi
-	} >"$tmpyaml" || exit 1
-	chmod 644 "$tmpyaml" || exit 1
-	# link(2) creates it only if absent, even against a concurrent add
-	if ! ln "$tmpyaml" "$yaml" 2>/dev/null; then
-		err "add: pipeline '$name' already exists: $yaml (remove it first, or choose another name)"
-		exit 1
-	fi
-	rm -f "$tmpyaml"
-	wrote_conf=
-	if [ "$template" = 1 ] && [ ! -e "$tapconf" ]; then
-		tap_template "$tapname" >"$tapconf" && wrote_conf=$tapconf
-	elif [ "$template" = 2 ] && [ ! -e "$tapconf" ]; then
-		say '{}' >"$tapconf" && wrote_conf=$tapconf
-	fi
-	if ! out=$(pipe-state check "$name" 2>&1 >/dev/null); then
-		rm -f "$yaml" ${wrote_conf:+"$wrote_conf"}
-		# the file is gone: say what was wrong, not where it was
-		out=${out#pipe-state: }
-		case $out in
-		"$yaml":*) out=${out#"$yaml":*: } ;;
-		esac
-		err "add: pipeline '$name' not created: $out"
-		exit 2
-	fi
-	# its warnings but the placeholders of the template just written
-	printf '%s\n' "$out" | grep -v -e '^$' -e "^pipe-state: warning: the tap's config " >&2 || :
-	say "Created $yaml"
-	if [ -n "$wrote_conf" ] && [ "$template" = 1 ]; then
-		say "Created $wrote_conf: a template for $tapname, fill in its values"
-	elif [ -n "$wrote_conf" ]; then
-		say "Created $wrote_conf: an empty config, fill in what $tapname needs"
-	fi
-	say "Next: dataspoc-pipe validate $name && dataspoc-pipe run $name"
 }
 
 # ---- run --all ---------------------------------------------------------------
@@ -1239,91 +697,87 @@ collect_one() {
 	fi
 }
 
+
 # ---- status, logs, manifest ----------------------------------------------------
 
-# output_flag CMD VALUE ALLOWED...: VALUE when it is one of ALLOWED.
-# output_flag COMMAND FORMAT ACCEPTED...: text is every command's human
-# format, and table its other name (status and manifest said table).
+# output_flag COMMAND FORMAT: FORMAT when it is one of COMMAND's output
+# formats (pipe-state's rule: text and table, json, and jsonl for logs);
+# else say which are, exit 2.
 output_flag() {
-	_c=$1 _v=$2
-	shift 2
-	[ "$_v" != table ] || return 0
-	for _a; do
-		[ "$_v" != "$_a" ] || return 0
-	done
-	err "$_c: unknown output format '$_v' (use $*)"
+	_why=$(pipe-state check-format "$1" "$2" 2>&1) && return 0
+	err "${_why#pipe-state: }"
 	exit 2
 }
 
 cmd_status() {
-	fmt=text
+	fmt=text fmt_set=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage status "option '$1' needs a format"; fmt=$2; shift ;;
-		--output=*) fmt=${1#*=} ;;
-		-h | --help) help_status; exit 0 ;;
+		--output | -o) [ $# -ge 2 ] || usage status "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
+		--output=*) fmt=${1#*=} fmt_set=1 ;;
+		-h | --help) show_help status; exit 0 ;;
 		--) shift; break ;;
 		-*) usage status "unknown option '$1'" ;;
 		*) break ;;
 		esac
 		shift
 	done
-	output_flag status "$fmt" text json
+	[ -z "$fmt_set" ] || output_flag status "$fmt"
 	exec pipe-state status -o "$fmt" "$@"
 }
 
 cmd_logs() {
-	fmt=text n=1 name=
+	fmt=text fmt_set= n=1 name=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage logs "option '$1' needs a format"; fmt=$2; shift ;;
-		--output=*) fmt=${1#*=} ;;
+		--output | -o) [ $# -ge 2 ] || usage logs "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
+		--output=*) fmt=${1#*=} fmt_set=1 ;;
 		-n) [ $# -ge 2 ] || usage logs "option '-n' needs a number"; n=$2; shift ;;
 		-n*) n=${1#-n} ;;
-		-h | --help) help_logs; exit 0 ;;
+		-h | --help) show_help logs; exit 0 ;;
 		-*) usage logs "unknown option '$1'" ;;
 		*) [ -z "$name" ] || usage logs "unexpected argument '$1'"; name=$1 ;;
 		esac
 		shift
 	done
 	[ -n "$name" ] || usage logs "a pipeline NAME is required"
-	output_flag logs "$fmt" text json jsonl
+	[ -z "$fmt_set" ] || output_flag logs "$fmt"
 	exec pipe-state logs -n "$n" -o "$fmt" "$name"
 }
 
 cmd_manifest() {
-	fmt=text bucket=
+	fmt=text fmt_set= bucket=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage manifest "option '$1' needs a format"; fmt=$2; shift ;;
-		--output=*) fmt=${1#*=} ;;
-		-h | --help) help_manifest; exit 0 ;;
+		--output | -o) [ $# -ge 2 ] || usage manifest "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
+		--output=*) fmt=${1#*=} fmt_set=1 ;;
+		-h | --help) show_help manifest; exit 0 ;;
 		-*) usage manifest "unknown option '$1'" ;;
 		*) [ -z "$bucket" ] || usage manifest "unexpected argument '$1'"; bucket=$1 ;;
 		esac
 		shift
 	done
 	[ -n "$bucket" ] || usage manifest "a BUCKET is required"
-	output_flag manifest "$fmt" text json
+	[ -z "$fmt_set" ] || output_flag manifest "$fmt"
 	exec pipe-state manifest -o "$fmt" -b "$bucket"
 }
 
 # ---- validate ------------------------------------------------------------------
 
 cmd_validate() {
-	fmt=text names=
+	fmt=text fmt_set= names=
 	while [ $# -gt 0 ]; do
 		case $1 in
-		--output | -o) [ $# -ge 2 ] || usage validate "option '$1' needs a format"; fmt=$2; shift ;;
-		--output=*) fmt=${1#*=} ;;
-		-h | --help) help_validate; exit 0 ;;
+		--output | -o) [ $# -ge 2 ] || usage validate "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
+		--output=*) fmt=${1#*=} fmt_set=1 ;;
+		-h | --help) show_help validate; exit 0 ;;
 		-*) usage validate "unknown option '$1'" ;;
 		*) valid_name "$1" || { err "validate: invalid pipeline name '$1'"; exit 2; }
 		   names="$names $1" ;;
 		esac
 		shift
 	done
-	output_flag validate "$fmt" text json
+	[ -z "$fmt_set" ] || output_flag validate "$fmt"
 	[ -n "$names" ] || names=$(pipelines)
 	if [ -z "$names" ]; then
 		err "validate: no pipelines in $home/pipelines"
@@ -1335,155 +789,6 @@ cmd_validate() {
 	exec pipe-state validate -o "$fmt" -- $names
 }
 
-# ---- schedule ------------------------------------------------------------------
-
-# A word for the crontab line: quoted for sh when needed, % escaped for cron.
-cron_word() {
-	case $1 in
-	'' | *[!A-Za-z0-9/._+@:,=-]*)
-		printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g; s/%/\\\\%/g")" ;;
-	*) printf '%s' "$1" ;;
-	esac
-}
-
-cron_entry() {	# NAME CRON
-	envs=
-	[ "$home" = "${HOME:-}/.dataspoc-pipe" ] || envs="DATASPOC_PIPE_HOME=$(cron_word "$home") "
-	printf '%s %sflock -n %s %s run %s >>%s 2>&1  # dataspoc-pipe:%s\n' "$2" "$envs" \
-		"$(cron_word "$home/locks/$1.lock")" "$(cron_word "$self")" "$1" \
-		"$(cron_word "$home/logs/$1.log")" "$1"
-}
-
-# crontab_read FILE: the current crontab (none: empty).
-crontab_read() {
-	if ! crontab -l >"$1" 2>"$stmp/crontab.err"; then
-		if grep -qi 'no crontab' "$stmp/crontab.err"; then
-			: >"$1"
-		else
-			err "schedule: crontab -l failed: $(head -n 1 "$stmp/crontab.err")"
-			exit 1
-		fi
-	fi
-}
-
-# pick KEEP ALL NAMES < CRONTAB: with KEEP 1 our lines of NAMES (or ALL of
-# ours), with KEEP 0 every other line.  Ours end in "  # dataspoc-pipe:NAME".
-pick() {
-	awk -v keep="$1" -v all="$2" -v names=" $3 " '{
-		mine = 0
-		if (match($0, /  # dataspoc-pipe:[A-Za-z0-9._-]+$/)) {
-			n = substr($0, RSTART + 18)
-			mine = all == 1 || index(names, " " n " ") > 0
-		}
-		if (mine == keep) print
-	}'
-}
-
-crontab_write() {	# OLD NEW
-	if cmp -s "$1" "$2"; then
-		return 0
-	fi
-	crontab - <"$2" 2>"$stmp/crontab.err" || {
-		err "schedule: crontab - failed: $(head -n 1 "$stmp/crontab.err")"
-		exit 1
-	}
-}
-
-# tap_on_cron_path NAME: warn when the pipeline's tap is found on this PATH
-# but not on the one its crontab line runs with: the crontab's PATH= (cron's
-# default: /usr/bin:/bin) after this script's own directory.
-tap_on_cron_path() {
-	_t=$(pipe-state check -p tap "$1" 2>/dev/null) || return 0
-	case $_t in '' | */*) return 0 ;; esac
-	_cp=$(sed -n 's/^[[:space:]]*PATH[[:space:]]*=[[:space:]]*//p' "$stmp/old" | tail -n 1)
-	_cp=${self%/*}:${_cp:-/usr/bin:/bin}
-	_here=$(command -v -- "$_t" 2>/dev/null) || return 0
-	(PATH=$_cp; command -v -- "$_t" >/dev/null 2>&1) && return 0
-	err "schedule: warning: pipeline '$1': tap '$_t' is on your PATH ($_here) but not on cron's ($_cp): add a PATH= line to the crontab or give source.tap as a full path"
-}
-
-cmd_schedule() {
-	action=${1:-}
-	[ $# -eq 0 ] || shift
-	case $action in
-	install | remove | list) ;;
-	-h | --help) help_schedule; exit 0 ;;
-	'') usage schedule "an action is required (install, remove or list)" ;;
-	*) usage schedule "unknown action '$action' (install, remove or list)" ;;
-	esac
-	names=
-	for a; do
-		case $a in
-		-h | --help) help_schedule; exit 0 ;;
-		-*) usage schedule "unknown option '$a'" ;;
-		esac
-		valid_name "$a" || { err "schedule: invalid pipeline name '$a'"; exit 2; }
-		names="$names $a"
-	done
-	all=0
-	[ -n "$names" ] || all=1
-	if ! command -v crontab >/dev/null 2>&1; then
-		err "schedule: crontab not found: install cron (Debian: apt-get install cron)"
-		exit 1
-	fi
-	open_private_dir || exit 1
-	stmp=$tmp
-	trap 'rm -rf "$stmp"' EXIT
-	crontab_read "$stmp/old"
-	case $action in
-	list)
-		pick 1 "$all" "$names" <"$stmp/old" >"$stmp/mine"
-		[ -s "$stmp/mine" ] || err "schedule: no dataspoc-pipe entries in the crontab"
-		cat "$stmp/mine"
-		;;
-	remove)
-		pick 1 "$all" "$names" <"$stmp/old" >"$stmp/gone"
-		pick 0 "$all" "$names" <"$stmp/old" >"$stmp/new"
-		if [ -s "$stmp/gone" ]; then
-			sed 's/.*# dataspoc-pipe:/Removed /' "$stmp/gone"
-		else
-			err "schedule: no dataspoc-pipe entries to remove"
-		fi
-		crontab_write "$stmp/old" "$stmp/new"
-		;;
-	install)
-		[ "$all" = 0 ] || names=$(pipelines)
-		: >"$stmp/entries"
-		bad=0
-		for n in $names; do
-			if ! c=$(pipe-state check -p cron "$n"); then
-				bad=1
-				continue
-			fi
-			if [ -z "$c" ]; then
-				[ "$all" = 1 ] || err "schedule: pipeline '$n' has no schedule.cron: nothing to install"
-				continue
-			fi
-			tap_on_cron_path "$n"
-			cron_entry "$n" "$c" >"$stmp/entry"
-			cat "$stmp/entry" >>"$stmp/entries"
-			if grep -qxF -f "$stmp/entry" "$stmp/old"; then
-				printf 'Unchanged: %s (%s)\n' "$n" "$c" >>"$stmp/report"
-			else
-				printf 'Installed %s (%s)\n' "$n" "$c" >>"$stmp/report"
-			fi
-		done
-		if [ "$bad" = 1 ]; then
-			err "schedule: crontab left unchanged"
-			exit 2
-		fi
-		if [ ! -s "$stmp/entries" ] && [ "$all" = 1 ]; then
-			err "schedule: no pipeline has a schedule.cron"
-		fi
-		mkdir -p "$home/locks" "$home/logs" || exit 1
-		{ pick 0 "$all" "$names" <"$stmp/old"; cat "$stmp/entries"; } >"$stmp/new"
-		crontab_write "$stmp/old" "$stmp/new"
-		[ ! -f "$stmp/report" ] || cat "$stmp/report"
-		;;
-	esac
-	exit 0
-}
-
 # ---- mcp -----------------------------------------------------------------------
 
 cmd_mcp() {
@@ -1491,7 +796,7 @@ cmd_mcp() {
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--read-only | -r) ro=-r ;;
-		-h | --help) help_mcp; exit 0 ;;
+		-h | --help) show_help mcp; exit 0 ;;
 		*) usage mcp "unexpected argument '$1'" ;;
 		esac
 		shift
@@ -1499,34 +804,31 @@ cmd_mcp() {
 	exec pipe-mcp $ro
 }
 
+
 [ $# -gt 0 ] || usage_all "a command is required"
 cmd=$1
 shift
 case $cmd in
-init) cmd_init "$@" ;;
-add) cmd_add "$@" ;;
+init | add | schedule)
+	DATASPOC_PIPE_SELF=$self
+	export DATASPOC_PIPE_SELF
+	exec "$libexec/dataspoc-pipe-$cmd" "$@" ;;
 run) cmd_run "$@" ;;
 status) cmd_status "$@" ;;
 logs) cmd_logs "$@" ;;
 validate) cmd_validate "$@" ;;
 manifest) cmd_manifest "$@" ;;
-schedule) cmd_schedule "$@" ;;
 mcp) cmd_mcp "$@" ;;
 help)
 	[ $# -le 1 ] || usage help "unexpected argument '$2'"
 	case ${1:-} in
 	'') help_main ;;
-	init) help_init ;;
-	add) help_add ;;
-	run) help_run ;;
-	status) help_status ;;
-	logs) help_logs ;;
-	validate) help_validate ;;
-	manifest) help_manifest ;;
-	schedule) help_schedule ;;
-	mcp) help_mcp ;;
-	help) help_help ;;
-	version | --version) help_version ;;
+	init | add | schedule)
+		DATASPOC_PIPE_SELF=$self
+		export DATASPOC_PIPE_SELF
+		exec "$libexec/dataspoc-pipe-$1" --help ;;
+	run | status | logs | validate | manifest | mcp | help) show_help "$1" ;;
+	version | --version) show_help version ;;
 	*) err "help: no command '$1'"; exit 2 ;;
 	esac ;;
 -h | --help) help_main ;;

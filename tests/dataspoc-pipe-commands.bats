@@ -285,6 +285,9 @@ $HOMEDIR/sources:"
 }
 
 @test "add: usage errors and missing answers exit 2 and write nothing" {
+	local add_usage="usage: dataspoc-pipe add [options] NAME
+options: [--tap TAP] [--config FILE] [--bucket URL] [--path PATH] [--compression C]
+         [--incremental|--no-incremental] [--cron EXPR] [-y|--yes]"
 	run -2 --separate-stderr dataspoc-pipe add --bucket "$(bucket_url)" --yes shop
 	assert_equal "$stderr" "dataspoc-pipe: add: --tap is needed with --yes"
 	run -2 --separate-stderr dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --compression lz4 --yes shop
@@ -300,16 +303,16 @@ $HOMEDIR/sources:"
 	assert_equal "$stderr" "dataspoc-pipe: add: invalid pipeline name 'bad name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"
 	run -2 --separate-stderr dataspoc-pipe add --tap
 	assert_stderr "dataspoc-pipe: add: option '--tap' needs a value
-usage: dataspoc-pipe add [options] NAME"
+$add_usage"
 	run -2 --separate-stderr dataspoc-pipe add --frob shop
 	assert_stderr "dataspoc-pipe: add: unknown option '--frob'
-usage: dataspoc-pipe add [options] NAME"
+$add_usage"
 	run -2 --separate-stderr dataspoc-pipe add
 	assert_stderr "dataspoc-pipe: add: a pipeline NAME is required
-usage: dataspoc-pipe add [options] NAME"
+$add_usage"
 	run -2 --separate-stderr dataspoc-pipe add one two
 	assert_stderr "dataspoc-pipe: add: unexpected argument 'two'
-usage: dataspoc-pipe add [options] NAME"
+$add_usage"
 	printf 'cmdtap-ok\n\n' >answers
 	run -2 --separate-stderr dataspoc-pipe add shop <answers
 	assert_equal "$output" ""

@@ -164,7 +164,7 @@ Done! 5 records in 2 stream(s)
 	assert_line --index 0 "Running: mine"
 }
 
-@test "a small run starts no helper program the shell can do without; pipe-sink -n only for a transform or checkpoints" {
+@test "a small run starts no helper program the shell can do without; pipe-sink -n only for a transform" {
 	# (each program started costs a small run about half a millisecond; issue #14)
 	cat >"$BATS_TEST_TMPDIR/bin/tap-tiny" <<-'EOF'
 	#!/bin/sh
@@ -180,6 +180,7 @@ Done! 5 records in 2 stream(s)
 	ln -s "$PIPE_BIN"/pipe-* progs/
 	rm progs/pipe-sink progs/pipe-state
 	cp "$PIPE_BIN/dataspoc-pipe" progs/
+	ln -s "$PIPE_BIN/../libexec" libexec
 	printf '#!/bin/sh\nprintf "%%s\\n" "pipe-sink $*" >>%s/sinks\nexec %s "$@"\n' "$BATS_TEST_TMPDIR" "$PIPE_BIN/pipe-sink" >progs/pipe-sink
 	printf '#!/bin/sh\nprintf "%%s\\n" "pipe-state $1" >>%s/states\nexec %s "$@"\n' "$BATS_TEST_TMPDIR" "$PIPE_BIN/pipe-state" >progs/pipe-state
 	chmod +x progs/pipe-sink progs/pipe-state
@@ -220,13 +221,13 @@ pipe-sink tiny"
 	rm sinks
 	run -2 --separate-stderr progs/dataspoc-pipe run -c other.yml
 	assert_equal "$(cat sinks)" "pipe-sink -n -c other.yml"
-	# checkpoint_every: pipe-sink -n says so, and pipe-commit -k runs beside the sink
+	# checkpoint_every: pipe-tap -n -D says so (no pipe-sink -n), and
+	# pipe-commit -k runs beside the sink
 	rm "$DATASPOC_PIPE_HOME/transforms/other.py" sinks
 	printf 'source:\n  tap: tap-tiny\ndestination:\n  bucket: %s\n  format: jsonl\nincremental:\n  enabled: true\n  checkpoint_every: 1h\n' \
 		"$BATS_TEST_TMPDIR/plain" >"$DATASPOC_PIPE_HOME/pipelines/ck.yml"
 	run -0 --separate-stderr progs/dataspoc-pipe run ck
-	assert_equal "$(cat sinks)" "pipe-sink -n ck
-pipe-sink ck"
+	assert_equal "$(cat sinks)" "pipe-sink ck"
 	run -0 jq -r .status plain/.dataspoc/logs/ck/*.json
 	assert_output success
 }
@@ -250,8 +251,10 @@ pipe-sink ck"
 	write_pipeline shop tap-shop false
 	mkdir cut
 	ln -s "$PIPE_BIN"/pipe-* cut/
-	# up to the first of the other commands' functions (add's help)
-	sed '/^help_add() {/,$d' "$PIPE_BIN/dataspoc-pipe" >cut/dataspoc-pipe
+	ln -s "$PIPE_BIN/../libexec" .
+	# up to the first of the other commands' functions
+	sed '/^# ---- the other commands/,$d' "$PIPE_BIN/dataspoc-pipe" >cut/dataspoc-pipe
+	! grep -q '^cmd_status()' cut/dataspoc-pipe
 	chmod +x cut/dataspoc-pipe
 	run -0 --separate-stderr cut/dataspoc-pipe run shop
 	assert_output "Running: shop

@@ -132,11 +132,12 @@ $USAGE"
 	fi
 }
 
-@test "-n -D PID makes the driver's private folder: its path on stdout, then a run id once the checks passed, stderr into its check.err, -D only with -n" {
+@test "-n -D PID makes the driver's private folder: its path on stdout, then a run id and what pipe-sink -n has to check once the checks passed, stderr into its check.err, -D only with -n" {
 	local dir
 	run -0 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""
-	assert_equal "${#lines[@]}" 2
+	assert_equal "${#lines[@]}" 3
+	assert_equal "${lines[2]}" none
 	dir=${lines[0]}
 	[[ $dir == "$TMPDIR"/dataspoc-pipe.?????? ]]
 	[ -d "$dir" ] && [ ! -L "$dir" ]
@@ -147,6 +148,24 @@ $USAGE"
 	run -0 pipe-state get -r "${lines[1]}" one
 	run -0 pipe-state unlock one
 	rm -rf "$dir"
+	# a transform (or only a folder of transforms that cannot be searched)
+	# is pipe-sink -n's to check; checkpoints alone are said here
+	mkdir "$DATASPOC_PIPE_HOME/transforms"
+	run -0 pipe-tap -n -D $$ one </dev/null
+	assert_equal "${lines[2]}" none
+	rm -rf "${lines[0]}"
+	ln -s nowhere "$DATASPOC_PIPE_HOME/transforms/one.jq"
+	run -0 pipe-tap -n -D $$ one </dev/null
+	assert_equal "${lines[2]}" transform
+	rm -rf "${lines[0]}" "$DATASPOC_PIPE_HOME/transforms/one.jq"
+	touch "$DATASPOC_PIPE_HOME/transforms/one.py"
+	run -0 pipe-tap -n -D $$ one </dev/null
+	assert_equal "${lines[2]}" transform
+	rm -rf "${lines[0]}" "$DATASPOC_PIPE_HOME/transforms"
+	printf '  checkpoint_every: 10m\n' >>"$DATASPOC_PIPE_HOME/pipelines/one.yaml"
+	run -0 pipe-tap -n -D $$ one </dev/null
+	assert_equal "${lines[2]}" checkpoints
+	rm -rf "${lines[0]}"
 	# what it says once the folder is there goes into check.err; no run id
 	write_pipeline one tap-nowhere
 	run -127 --separate-stderr pipe-tap -n -D $$ one </dev/null

@@ -50,8 +50,10 @@ static const char help_text[] =
 	"  -D PID      with -n: first make the private folder of the driver PID for\n"
 	"              its run ($TMPDIR/dataspoc-pipe.XXXXXX, locked while this runs;\n"
 	"              the folders of runs that are over removed first), print its\n"
-	"              path as the first line on stdout (and a new run id as the\n"
-	"              second once the checks passed), export it as\n"
+	"              path as the first line on stdout (and, once the checks passed,\n"
+	"              a new run id as the second, and as the third \"transform\" when\n"
+	"              the pipeline may have a transform for pipe-sink -n to check,\n"
+	"              else \"checkpoints\" when it checkpoints, else \"none\"), export it as\n"
 	"              DATASPOC_PIPE_RUN_DIR and write stderr to its check.err\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it (that\n"
 	"              of discovery and --about too), keeping only its end: past\n"
@@ -168,7 +170,10 @@ int main(int argc, char **argv)
 	ret = tap_run(&cfg, state.buf ? state.buf : "", state.len, STDOUT_FILENO, &topt);
 	/* -D: the checks passed; the run's id, for pipe-state get -r (no file for it to make) */
 	if (said >= 0 && ret == 0) {
-		char *id = util_new_run_id(), *line = xasprintf("%s\n", id);
+		/* and what pipe-sink -n would have to check or say (the driver starts it only for a transform) */
+		const char *sink = config_transform_maybe(cfg.name) ? "transform" :
+				   config_checkpoints(&cfg) ? "checkpoints" : "none";
+		char *id = util_new_run_id(), *line = xasprintf("%s\n%s\n", id, sink);
 
 		if (util_write_all(said, line, strlen(line)) != 0) {
 			err_msg("cannot hand over the run id:");
