@@ -19,7 +19,7 @@ CFLAGS ?= -O2 -g
 # lib/store/crypto_load.c load them with dlopen(3) when a program first reaches
 # an s3://, gs:// or az:// bucket, so that no start of a local run maps
 # them and the libraries they bring; libsnappy (C++: libstdc++ with it) is
-# loaded by the first snappy Parquet page (lib/snappy_load.c).  Each program gets only the libraries
+# loaded by the first snappy Parquet page (lib/parquet/snappy_load.c).  Each program gets only the libraries
 # it calls (--as-needed: pipe-tap needs libyaml alone).
 PKGS = yaml-0.1 libzstd zlib
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) libcurl libcrypto 2>/dev/null)

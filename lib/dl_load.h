@@ -1,8 +1,8 @@
 /*
  * dl_load: a shared library loaded by the first call that needs it
- * (lib/store/curl_load.c, lib/store/crypto_load.c, lib/snappy_load.c): the
- * programs are linked without it, and a process that never needs it never
- * maps it.
+ * (lib/store/curl_load.c, lib/store/crypto_load.c,
+ * lib/parquet/snappy_load.c): the programs are linked without it, and a
+ * process that never needs it never maps it.
  */
 #ifndef PIPE_DL_LOAD_H
 #define PIPE_DL_LOAD_H

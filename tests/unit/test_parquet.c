@@ -7,7 +7,7 @@
 #include "bucket.h"
 #include "err.h"
 #include "parquet.h"
-#include "parquet_impl.h"
+#include "parquet/parquet_impl.h"
 #include "pqread.h"
 #include "sb.h"
 #include "taptest.h"
@@ -1161,7 +1161,7 @@ static void batch_add_noted(struct pq_batch *bt, const char *rec, size_t i, stru
 }
 
 /*
- * The feed (lib/parquet_feed.c): records added by its worker, in batches,
+ * The feed (lib/parquet/parquet_feed.c): records added by its worker, in batches,
  * to several writers: the same files as pq_writer_add() in this thread,
  * with and without the codec's worker, and with pages large enough that
  * some of a row group's last pages ride with it (parquet.c,

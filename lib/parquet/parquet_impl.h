@@ -241,7 +241,7 @@ struct pq_colw {
 	 * distinct values (PLAIN) go into one dictionary page, written
 	 * before the chunk's data pages, and pages hold their indices.  A
 	 * dictionary past DICT_MAX_BYTES ends that, and so do first values
-	 * all distinct (DICT_PROBE, lib/parquet_value.c): the rest of the
+	 * all distinct (DICT_PROBE, lib/parquet/parquet_value.c): the rest of the
 	 * row group's pages are PLAIN.
 	 */
 	int dict;		/* the open page is dictionary-encoded */
