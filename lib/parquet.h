@@ -41,6 +41,7 @@
 #include "bucket.h"
 #include "compression.h"
 #include "json.h"
+#include "parquet/format.h"
 #include "sb.h"
 
 /* ---- encoders (exported for the unit tests) ---- */
@@ -51,12 +52,7 @@ void pq_varint(struct sb *out, uint64_t v);
 /* Zigzag mapping of a signed integer: 0,-1,1,-2,... -> 0,1,2,3,... */
 uint64_t pq_zigzag(int64_t v);
 
-/* Thrift compact protocol type ids (the low nibble of a field header). */
-enum {
-	PQ_T_STOP = 0, PQ_T_TRUE = 1, PQ_T_FALSE = 2, PQ_T_BYTE = 3, PQ_T_I16 = 4,
-	PQ_T_I32 = 5, PQ_T_I64 = 6, PQ_T_DOUBLE = 7, PQ_T_BINARY = 8,
-	PQ_T_LIST = 9, PQ_T_SET = 10, PQ_T_MAP = 11, PQ_T_STRUCT = 12
-};
+/* The Thrift compact protocol's type ids: PQ_T_* (parquet/format.h). */
 
 #define PQ_THRIFT_DEPTH 16
 

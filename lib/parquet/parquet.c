@@ -120,10 +120,10 @@ static int page_body(struct pq_colw *c, struct sb *page)
 		for (i = 0; i < c->nidx; i++)
 			pq_rle_put(&e, c->idx[i]);
 		pq_rle_finish(&e);
-		return ENC_RLE_DICTIONARY;
+		return PQ_ENC_RLE_DICTIONARY;
 	}
 	sb_add(page, c->vals.buf, c->vals.len);
-	return ENC_PLAIN;
+	return PQ_ENC_PLAIN;
 }
 
 int pq_flush_page(struct pq_writer *pw, size_t ci)
@@ -170,17 +170,17 @@ static int physical(enum pq_kind k)
 	switch (k) {
 	case PQ_INT64:
 	case PQ_TIMESTAMP:
-		return TY_INT64;
+		return PQ_TYPE_INT64;
 	case PQ_DATE:
-		return TY_INT32;
+		return PQ_TYPE_INT32;
 	case PQ_DOUBLE:
-		return TY_DOUBLE;
+		return PQ_TYPE_DOUBLE;
 	case PQ_BOOL:
-		return TY_BOOLEAN;
+		return PQ_TYPE_BOOLEAN;
 	case PQ_DECIMAL:
-		return TY_FLBA;
+		return PQ_TYPE_FLBA;
 	default:
-		return TY_BYTE_ARRAY;
+		return PQ_TYPE_BYTE_ARRAY;
 	}
 }
 
@@ -256,7 +256,7 @@ int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg
 			if (pq_compress_page(k, rc->dvals.buf, rc->dvals.len, &body, &blen) != 0)
 				return -1;
 			sb_reset(header);
-			pq_page_header(header, rc->dvals.len, blen, 0, ENC_PLAIN, rc->ndict);
+			pq_page_header(header, rc->dvals.len, blen, 0, PQ_ENC_PLAIN, rc->ndict);
 			if (put(pw, header->buf, header->len) != 0 || put(pw, body, blen) != 0)
 				return -1;
 			dict_comp = header->len + blen;
@@ -272,10 +272,10 @@ int pq_write_row_group(struct pq_writer *pw, struct pq_comp *k, struct pq_rg *rg
 		pq_thrift_struct(&t, 3);		/* ColumnMetaData */
 		pq_thrift_i32(&t, 1, physical(col->kind));
 		pq_thrift_list(&t, 2, PQ_T_I32, rc->ndict ? 3 : 2);
-		pq_thrift_elem_i32(&t, ENC_PLAIN);
-		pq_thrift_elem_i32(&t, ENC_RLE);
+		pq_thrift_elem_i32(&t, PQ_ENC_PLAIN);
+		pq_thrift_elem_i32(&t, PQ_ENC_RLE);
 		if (rc->ndict)
-			pq_thrift_elem_i32(&t, ENC_RLE_DICTIONARY);
+			pq_thrift_elem_i32(&t, PQ_ENC_RLE_DICTIONARY);
 		pq_thrift_list(&t, 3, PQ_T_BINARY, 1);
 		pq_thrift_elem_binary(&t, col->name, col->name_len);
 		pq_thrift_i32(&t, 4, pq_codec_id(pw->o.codec));
@@ -420,11 +420,11 @@ static void schema_element(struct pq_thrift *t, const struct pq_column *col)
 	pq_thrift_i32(t, 1, physical(col->kind));
 	if (col->kind == PQ_DECIMAL)
 		pq_thrift_i32(t, 2, 16);
-	pq_thrift_i32(t, 3, REP_OPTIONAL);
+	pq_thrift_i32(t, 3, PQ_REP_OPTIONAL);
 	pq_thrift_binary(t, 4, col->name, col->name_len);
 	switch (col->kind) {
 	case PQ_DECIMAL:
-		pq_thrift_i32(t, 6, CV_DECIMAL);
+		pq_thrift_i32(t, 6, PQ_CT_DECIMAL);
 		pq_thrift_i32(t, 7, 0);
 		pq_thrift_i32(t, 8, 38);
 		pq_thrift_struct(t, 10);
@@ -437,14 +437,14 @@ static void schema_element(struct pq_thrift *t, const struct pq_column *col)
 	case PQ_DIGITS:
 	case PQ_STRING:
 	case PQ_TEXT:
-		pq_thrift_i32(t, 6, CV_UTF8);
+		pq_thrift_i32(t, 6, PQ_CT_UTF8);
 		pq_thrift_struct(t, 10);
 		pq_thrift_struct(t, 1);
 		pq_thrift_end(t);
 		pq_thrift_end(t);
 		break;
 	case PQ_TIMESTAMP:
-		pq_thrift_i32(t, 6, CV_TIMESTAMP_MICROS);
+		pq_thrift_i32(t, 6, PQ_CT_TIMESTAMP_MICROS);
 		pq_thrift_struct(t, 10);
 		pq_thrift_struct(t, 8);
 		pq_thrift_bool(t, 1, 1);
@@ -456,14 +456,14 @@ static void schema_element(struct pq_thrift *t, const struct pq_column *col)
 		pq_thrift_end(t);
 		break;
 	case PQ_DATE:
-		pq_thrift_i32(t, 6, CV_DATE);
+		pq_thrift_i32(t, 6, PQ_CT_DATE);
 		pq_thrift_struct(t, 10);
 		pq_thrift_struct(t, 6);
 		pq_thrift_end(t);
 		pq_thrift_end(t);
 		break;
 	case PQ_JSON:
-		pq_thrift_i32(t, 6, CV_JSON);
+		pq_thrift_i32(t, 6, PQ_CT_JSON);
 		pq_thrift_struct(t, 10);
 		pq_thrift_struct(t, 12);
 		pq_thrift_end(t);

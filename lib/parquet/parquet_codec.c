@@ -112,12 +112,12 @@ void pq_codec_free(struct pq_codec *k)
 int pq_codec_id(const struct pq_codec *k)
 {
 	switch (k->main.c) {
-	case COMPRESSION_ZSTD: return CODEC_ZSTD;
-	case COMPRESSION_GZIP: return CODEC_GZIP;
-	case COMPRESSION_SNAPPY: return CODEC_SNAPPY;
+	case COMPRESSION_ZSTD: return PQ_CODEC_ZSTD;
+	case COMPRESSION_GZIP: return PQ_CODEC_GZIP;
+	case COMPRESSION_SNAPPY: return PQ_CODEC_SNAPPY;
 	case COMPRESSION_NONE: break;
 	}
-	return CODEC_UNCOMPRESSED;
+	return PQ_CODEC_UNCOMPRESSED;
 }
 
 int pq_compress_page(struct pq_comp *k, const char *src, size_t n, const char **dst, size_t *dlen)
@@ -193,20 +193,20 @@ void pq_page_header(struct sb *h, size_t raw, size_t comp, uint32_t values, int 
 	struct pq_thrift t;
 
 	pq_thrift_init(&t, h);
-	pq_thrift_i32(&t, 1, dict_entries ? PAGE_DICTIONARY : PAGE_DATA);
+	pq_thrift_i32(&t, 1, dict_entries ? PQ_PAGE_DICTIONARY : PQ_PAGE_DATA);
 	pq_thrift_i32(&t, 2, (int32_t)raw);
 	pq_thrift_i32(&t, 3, (int32_t)comp);
 	if (dict_entries) {
 		pq_thrift_struct(&t, 7);
 		pq_thrift_i32(&t, 1, (int32_t)dict_entries);
-		pq_thrift_i32(&t, 2, ENC_PLAIN);
+		pq_thrift_i32(&t, 2, PQ_ENC_PLAIN);
 		pq_thrift_end(&t);
 	} else {
 		pq_thrift_struct(&t, 5);
 		pq_thrift_i32(&t, 1, (int32_t)values);
 		pq_thrift_i32(&t, 2, encoding);
-		pq_thrift_i32(&t, 3, ENC_RLE);
-		pq_thrift_i32(&t, 4, ENC_RLE);
+		pq_thrift_i32(&t, 3, PQ_ENC_RLE);
+		pq_thrift_i32(&t, 4, PQ_ENC_RLE);
 		pq_thrift_end(&t);
 	}
 	pq_thrift_end(&t);

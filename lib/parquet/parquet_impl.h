@@ -25,17 +25,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "format.h"
 #include "parquet.h"
 #include "sb.h"
 #include "util.h"
-
-/* parquet.thrift's enums. */
-enum { TY_BOOLEAN = 0, TY_INT32 = 1, TY_INT64 = 2, TY_DOUBLE = 5, TY_BYTE_ARRAY = 6, TY_FLBA = 7 };
-enum { CV_UTF8 = 0, CV_DECIMAL = 5, CV_DATE = 6, CV_TIMESTAMP_MICROS = 10, CV_JSON = 19 };
-enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
-enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
-enum { REP_OPTIONAL = 1 };
-enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 
 #define DEFAULT_PAGE_SIZE (1024 * 1024)
 #define PAGE_ROWS_MAX (1u << 20)

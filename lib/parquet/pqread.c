@@ -17,32 +17,10 @@
 #include <zstd.h>
 
 #include "err.h"
+#include "format.h"
 #include "json.h"
 #include "sb.h"
 #include "util.h"
-
-/* parquet.thrift's enums, as far as the reader needs them. */
-enum { T_BOOLEAN, T_INT32, T_INT64, T_INT96, T_FLOAT, T_DOUBLE, T_BYTE_ARRAY, T_FLBA };
-enum {
-	CT_UTF8 = 0, CT_MAP = 1, CT_MAP_KEY_VALUE = 2, CT_LIST = 3, CT_ENUM = 4, CT_DECIMAL = 5,
-	CT_DATE = 6, CT_TIME_MILLIS = 7, CT_TIME_MICROS = 8, CT_TIMESTAMP_MILLIS = 9,
-	CT_TIMESTAMP_MICROS = 10, CT_UINT_8 = 11, CT_UINT_64 = 14, CT_INT_8 = 15, CT_INT_64 = 18,
-	CT_JSON = 19, CT_BSON = 20, CT_INTERVAL = 21
-};
-enum { REP_REQUIRED, REP_OPTIONAL, REP_REPEATED };
-enum {
-	E_PLAIN = 0, E_PLAIN_DICTIONARY = 2, E_RLE = 3, E_BIT_PACKED = 4, E_DELTA_BINARY_PACKED = 5,
-	E_DELTA_LENGTH_BYTE_ARRAY = 6, E_DELTA_BYTE_ARRAY = 7, E_RLE_DICTIONARY = 8,
-	E_BYTE_STREAM_SPLIT = 9
-};
-enum { C_UNCOMPRESSED = 0, C_SNAPPY = 1, C_GZIP = 2, C_ZSTD = 6 };
-enum { P_DATA = 0, P_INDEX = 1, P_DICTIONARY = 2, P_DATA_V2 = 3 };
-
-/* Thrift compact protocol type ids. */
-enum {
-	TT_STOP, TT_TRUE, TT_FALSE, TT_BYTE, TT_I16, TT_I32, TT_I64, TT_DOUBLE, TT_BINARY,
-	TT_LIST, TT_SET, TT_MAP, TT_STRUCT
-};
 
 #define TR_DEPTH 32
 
@@ -156,36 +134,36 @@ static void tr_skip(struct tr *t, int type)
 	int et, kt, vt;
 
 	switch (type) {
-	case TT_TRUE:
-	case TT_FALSE:
+	case PQ_T_TRUE:
+	case PQ_T_FALSE:
 		break;
-	case TT_BYTE:
+	case PQ_T_BYTE:
 		tr_byte(t);
 		break;
-	case TT_I16:
-	case TT_I32:
-	case TT_I64:
+	case PQ_T_I16:
+	case PQ_T_I32:
+	case PQ_T_I64:
 		tr_varint(t);
 		break;
-	case TT_DOUBLE:
+	case PQ_T_DOUBLE:
 		if (t->end - t->p < 8)
 			t->bad = 1;
 		else
 			t->p += 8;
 		break;
-	case TT_BINARY:
+	case PQ_T_BINARY:
 		tr_binary(t, &len);
 		break;
-	case TT_LIST:
-	case TT_SET:
+	case PQ_T_LIST:
+	case PQ_T_SET:
 		tr_list(t, &et, &n);
 		if (++t->depth > TR_DEPTH)
 			t->bad = 1;
 		for (i = 0; i < n && !t->bad; i++)
-			tr_skip(t, et == TT_TRUE || et == TT_FALSE ? TT_BYTE : et);
+			tr_skip(t, et == PQ_T_TRUE || et == PQ_T_FALSE ? PQ_T_BYTE : et);
 		t->depth--;
 		break;
-	case TT_MAP:
+	case PQ_T_MAP:
 		n = tr_varint(t);
 		if (n == 0)
 			break;
@@ -197,12 +175,12 @@ static void tr_skip(struct tr *t, int type)
 			break;
 		}
 		for (i = 0; i < n && !t->bad; i++) {
-			tr_skip(t, kt == TT_TRUE || kt == TT_FALSE ? TT_BYTE : kt);
-			tr_skip(t, vt == TT_TRUE || vt == TT_FALSE ? TT_BYTE : vt);
+			tr_skip(t, kt == PQ_T_TRUE || kt == PQ_T_FALSE ? PQ_T_BYTE : kt);
+			tr_skip(t, vt == PQ_T_TRUE || vt == PQ_T_FALSE ? PQ_T_BYTE : vt);
 		}
 		t->depth--;
 		break;
-	case TT_STRUCT:
+	case PQ_T_STRUCT:
 		tr_skip_struct(t);
 		break;
 	default:
@@ -213,9 +191,9 @@ static void tr_skip(struct tr *t, int type)
 /* An integer field of any integer type; another type is skipped (def). */
 static int64_t tr_int(struct tr *t, int type, int64_t def)
 {
-	if (type == TT_I16 || type == TT_I32 || type == TT_I64)
+	if (type == PQ_T_I16 || type == PQ_T_I32 || type == PQ_T_I64)
 		return tr_zigzag(t);
-	if (type == TT_BYTE)
+	if (type == PQ_T_BYTE)
 		return (int8_t)tr_byte(t);
 	tr_skip(t, type);
 	return def;
@@ -340,7 +318,7 @@ static void read_time_unit(struct tr *t, int *unit)
 	int type;
 
 	while (tr_field(t, &last, &id, &type)) {
-		if (type == TT_STRUCT && id >= 1 && id <= 3)
+		if (type == PQ_T_STRUCT && id >= 1 && id <= 3)
 			*unit = id;
 		tr_skip(t, type);
 	}
@@ -352,7 +330,7 @@ static void read_logical(struct tr *t, struct elem *e)
 	int type, t2;
 
 	while (tr_field(t, &last, &id, &type)) {
-		if (type != TT_STRUCT) {
+		if (type != PQ_T_STRUCT) {
 			tr_skip(t, type);
 			continue;
 		}
@@ -364,13 +342,13 @@ static void read_logical(struct tr *t, struct elem *e)
 			else if (id == 5 && id2 == 2)
 				e->lt_precision = (int)tr_int(t, t2, 0);
 			else if ((id == 7 || id == 8) && id2 == 1)
-				e->lt_utc = t2 == TT_TRUE;
-			else if ((id == 7 || id == 8) && id2 == 2 && t2 == TT_STRUCT)
+				e->lt_utc = t2 == PQ_T_TRUE;
+			else if ((id == 7 || id == 8) && id2 == 2 && t2 == PQ_T_STRUCT)
 				read_time_unit(t, &e->lt_unit);
 			else if (id == 10 && id2 == 1)
 				e->lt_bits = (int)tr_int(t, t2, 0);
 			else if (id == 10 && id2 == 2)
-				e->lt_signed = t2 == TT_TRUE;
+				e->lt_signed = t2 == PQ_T_TRUE;
 			else
 				tr_skip(t, t2);
 		}
@@ -392,7 +370,7 @@ static void read_elem(struct tr *t, struct elem *e)
 		case 2: e->type_length = (int)tr_int(t, type, 0); break;
 		case 3: e->rep = (int)tr_int(t, type, 0); break;
 		case 4:
-			if (type == TT_BINARY)
+			if (type == PQ_T_BINARY)
 				e->name = tr_binary(t, &e->name_len);
 			else
 				tr_skip(t, type);
@@ -402,7 +380,7 @@ static void read_elem(struct tr *t, struct elem *e)
 		case 7: e->scale = (int)tr_int(t, type, 0); break;
 		case 8: e->precision = (int)tr_int(t, type, 0); break;
 		case 10:
-			if (type == TT_STRUCT)
+			if (type == PQ_T_STRUCT)
 				read_logical(t, e);
 			else
 				tr_skip(t, type);
@@ -439,7 +417,7 @@ static void read_chunk(struct tr *t, struct chunk *c)
 	int type;
 
 	while (tr_field(t, &last, &id, &type)) {
-		if (id == 3 && type == TT_STRUCT)
+		if (id == 3 && type == PQ_T_STRUCT)
 			read_colmeta(t, c);
 		else
 			tr_skip(t, type);
@@ -453,9 +431,9 @@ static void read_rowgroup(struct tr *t, struct rowgroup *g)
 	uint64_t n, i;
 
 	while (tr_field(t, &last, &id, &type)) {
-		if (id == 1 && type == TT_LIST) {
+		if (id == 1 && type == PQ_T_LIST) {
 			tr_list(t, &et, &n);
-			if (t->bad || et != TT_STRUCT || g->chunks) {
+			if (t->bad || et != PQ_T_STRUCT || g->chunks) {
 				t->bad = 1;
 				return;
 			}
@@ -486,79 +464,80 @@ static const char *leaf_kind(const struct elem *e, struct pqr_column *c)
 	c->physical = e->type;
 	c->type_length = e->type_length;
 	c->kind = PQR_BINARY;
-	if (e->rep == REP_REPEATED)
+	if (e->rep == PQ_REP_REPEATED)
 		return "a repeated field (a list)";
-	if (lt == 5 || ct == CT_DECIMAL) {
+	if (lt == 5 || ct == PQ_CT_DECIMAL) {
 		c->kind = PQR_DECIMAL;
 		c->scale = lt == 5 ? e->lt_scale : e->scale;
 		c->precision = lt == 5 ? e->lt_precision : e->precision;
 		if (c->scale < 0 || c->scale > 1000)
 			return "a DECIMAL scale out of range";
-		if (e->type != T_INT32 && e->type != T_INT64 && e->type != T_FLBA &&
-		    e->type != T_BYTE_ARRAY)
+		if (e->type != PQ_TYPE_INT32 && e->type != PQ_TYPE_INT64 && e->type != PQ_TYPE_FLBA &&
+		    e->type != PQ_TYPE_BYTE_ARRAY)
 			return "DECIMAL on a physical type that cannot hold one";
 		return NULL;
 	}
 	switch (e->type) {
-	case T_BOOLEAN:
+	case PQ_TYPE_BOOLEAN:
 		c->kind = PQR_BOOL;
 		return NULL;
-	case T_INT32:
-	case T_INT64:
+	case PQ_TYPE_INT32:
+	case PQ_TYPE_INT64:
 		c->kind = PQR_INT;
-		if (lt == 6 || ct == CT_DATE) {
+		if (lt == 6 || ct == PQ_CT_DATE) {
 			c->kind = PQR_DATE;
-			return e->type == T_INT32 ? NULL : "DATE on INT64";
+			return e->type == PQ_TYPE_INT32 ? NULL : "DATE on INT64";
 		}
-		if (lt == 7 || ct == CT_TIME_MILLIS || ct == CT_TIME_MICROS) {
+		if (lt == 7 || ct == PQ_CT_TIME_MILLIS || ct == PQ_CT_TIME_MICROS) {
 			c->kind = PQR_TIME;
 			c->utc = lt == 7 ? e->lt_utc : 1;
-			c->unit = lt == 7 ? e->lt_unit : ct == CT_TIME_MILLIS ? 1 : 2;
+			c->unit = lt == 7 ? e->lt_unit : ct == PQ_CT_TIME_MILLIS ? 1 : 2;
 			c->unit *= 3;
 			return unit_ok(c->unit / 3);
 		}
-		if (lt == 8 || ct == CT_TIMESTAMP_MILLIS || ct == CT_TIMESTAMP_MICROS) {
+		if (lt == 8 || ct == PQ_CT_TIMESTAMP_MILLIS || ct == PQ_CT_TIMESTAMP_MICROS) {
 			c->kind = PQR_TIMESTAMP;
 			c->utc = lt == 8 ? e->lt_utc : 1;
-			c->unit = lt == 8 ? e->lt_unit : ct == CT_TIMESTAMP_MILLIS ? 1 : 2;
+			c->unit = lt == 8 ? e->lt_unit : ct == PQ_CT_TIMESTAMP_MILLIS ? 1 : 2;
 			c->unit *= 3;
-			if (e->type != T_INT64)
+			if (e->type != PQ_TYPE_INT64)
 				return "TIMESTAMP on INT32";
 			return unit_ok(c->unit / 3);
 		}
-		if ((lt == 10 && !e->lt_signed) || (ct >= CT_UINT_8 && ct <= CT_UINT_64))
+		if ((lt == 10 && !e->lt_signed) || (ct >= PQ_CT_UINT_8 && ct <= PQ_CT_UINT_64))
 			c->kind = PQR_UINT;
 		if (lt != 0 && lt != 10)
 			return "a logical type it does not know on an integer";
 		return NULL;
-	case T_INT96:
+	case PQ_TYPE_INT96:
 		c->kind = PQR_INT96;
 		return NULL;
-	case T_FLOAT:
+	case PQ_TYPE_FLOAT:
 		c->kind = PQR_FLOAT;
 		return NULL;
-	case T_DOUBLE:
+	case PQ_TYPE_DOUBLE:
 		c->kind = PQR_DOUBLE;
 		return NULL;
-	case T_BYTE_ARRAY:
-	case T_FLBA:
-		if (e->type == T_FLBA && (e->type_length <= 0 || e->type_length > (1 << 20)))
+	case PQ_TYPE_BYTE_ARRAY:
+	case PQ_TYPE_FLBA:
+		if (e->type == PQ_TYPE_FLBA && (e->type_length <= 0 || e->type_length > (1 << 20)))
 			return "a FIXED_LEN_BYTE_ARRAY length out of range";
-		if (lt == 14 && e->type == T_FLBA && e->type_length == 16) {
+		if (lt == 14 && e->type == PQ_TYPE_FLBA && e->type_length == 16) {
 			c->kind = PQR_UUID;
 			return NULL;
 		}
 		if (lt == 15)
 			return "FLOAT16 is not supported";
-		if (lt == 13 || ct == CT_BSON)
+		if (lt == 13 || ct == PQ_CT_BSON)
 			return "BSON is not supported";
-		if (ct == CT_INTERVAL)
+		if (ct == PQ_CT_INTERVAL)
 			return "INTERVAL is not supported";
-		if (e->type == T_BYTE_ARRAY && (lt == 1 || lt == 4 || ct == CT_UTF8 || ct == CT_ENUM)) {
+		if (e->type == PQ_TYPE_BYTE_ARRAY &&
+		    (lt == 1 || lt == 4 || ct == PQ_CT_UTF8 || ct == PQ_CT_ENUM)) {
 			c->kind = PQR_STRING;
 			return NULL;
 		}
-		if (e->type == T_BYTE_ARRAY && (lt == 12 || ct == CT_JSON)) {
+		if (e->type == PQ_TYPE_BYTE_ARRAY && (lt == 12 || ct == PQ_CT_JSON)) {
 			c->kind = PQR_JSON;
 			return NULL;
 		}
@@ -573,9 +552,9 @@ static const char *leaf_kind(const struct elem *e, struct pqr_column *c)
 /* The name of a group's annotation, for its message. */
 static const char *group_what(const struct elem *e)
 {
-	if (e->logical == 3 || e->converted == CT_LIST)
+	if (e->logical == 3 || e->converted == PQ_CT_LIST)
 		return "nested column (LIST) is not supported";
-	if (e->logical == 2 || e->converted == CT_MAP || e->converted == CT_MAP_KEY_VALUE)
+	if (e->logical == 2 || e->converted == PQ_CT_MAP || e->converted == PQ_CT_MAP_KEY_VALUE)
 		return "nested column (MAP) is not supported";
 	return "nested column (STRUCT) is not supported";
 }
@@ -611,25 +590,25 @@ static int read_footer(struct pqr_file *f, const unsigned char *p, size_t n)
 	uint64_t cnt, k;
 
 	while (tr_field(&t, &last, &id, &type)) {
-		if (id == 2 && type == TT_LIST && el == NULL) {
+		if (id == 2 && type == PQ_T_LIST && el == NULL) {
 			tr_list(&t, &et, &cnt);
-			if (t.bad || et != TT_STRUCT)
+			if (t.bad || et != PQ_T_STRUCT)
 				break;
 			el = xcalloc(cnt ? cnt : 1, sizeof(*el));
 			for (k = 0; k < cnt && !t.bad; k++)
 				read_elem(&t, &el[ne++]);
 		} else if (id == 3)
 			f->rows = (uint64_t)tr_int(&t, type, 0);
-		else if (id == 6 && type == TT_BINARY && f->created_by == NULL) {
+		else if (id == 6 && type == PQ_T_BINARY && f->created_by == NULL) {
 			size_t blen;
 			const unsigned char *b = tr_binary(&t, &blen);
 
 			if (b != NULL)
 				f->created_by = xstrndup((const char *)b, blen);
 		}
-		else if (id == 4 && type == TT_LIST && f->rgs == NULL) {
+		else if (id == 4 && type == PQ_T_LIST && f->rgs == NULL) {
 			tr_list(&t, &et, &cnt);
-			if (t.bad || et != TT_STRUCT)
+			if (t.bad || et != PQ_T_STRUCT)
 				break;
 			f->rgs = xcalloc(cnt ? cnt : 1, sizeof(*f->rgs));
 			for (k = 0; k < cnt && !t.bad; k++)
@@ -657,7 +636,7 @@ static int read_footer(struct pqr_file *f, const unsigned char *p, size_t n)
 		e = &el[i];
 		c->name = xstrndup(e->name ? (const char *)e->name : "", e->name_len);
 		c->name_len = e->name_len;
-		c->optional = e->rep != REP_REQUIRED;
+		c->optional = e->rep != PQ_REP_REQUIRED;
 		f->leaf[j] = leaves;
 		f->ncols++;
 		if (e->children > 0) {
@@ -970,12 +949,12 @@ static int decompress(const struct pqr_file *f, size_t ci, int codec, const unsi
 	sb_reset(out);
 	sb_grow(out, raw);
 	switch (codec) {
-	case C_UNCOMPRESSED:
+	case PQ_CODEC_UNCOMPRESSED:
 		if (n != raw)
 			return bad_col(f, ci, "a page's sizes disagree");
 		memcpy(out->buf, src, n);
 		break;
-	case C_SNAPPY: {
+	case PQ_CODEC_SNAPPY: {
 		size_t len = 0;
 
 		if (snappy_uncompressed_length((const char *)src, n, &len) != SNAPPY_OK || len != raw ||
@@ -983,7 +962,7 @@ static int decompress(const struct pqr_file *f, size_t ci, int codec, const unsi
 			return bad_col(f, ci, "a SNAPPY page does not decompress");
 		break;
 	}
-	case C_GZIP: {
+	case PQ_CODEC_GZIP: {
 		z_stream zs;
 		int r;
 
@@ -1000,7 +979,7 @@ static int decompress(const struct pqr_file *f, size_t ci, int codec, const unsi
 			return bad_col(f, ci, "a GZIP page does not decompress");
 		break;
 	}
-	case C_ZSTD: {
+	case PQ_CODEC_ZSTD: {
 		size_t r = ZSTD_decompress(out->buf, raw, src, n);
 
 		if (ZSTD_isError(r))
@@ -1028,17 +1007,17 @@ static int decompress(const struct pqr_file *f, size_t ci, int codec, const unsi
 static size_t phys_width(const struct pqr_column *c)
 {
 	switch (c->physical) {
-	case T_INT32:
-	case T_FLOAT:
+	case PQ_TYPE_INT32:
+	case PQ_TYPE_FLOAT:
 		return 4;
-	case T_INT64:
-	case T_DOUBLE:
+	case PQ_TYPE_INT64:
+	case PQ_TYPE_DOUBLE:
 		return 8;
-	case T_INT96:
+	case PQ_TYPE_INT96:
 		return 12;
-	case T_FLBA:
+	case PQ_TYPE_FLBA:
 		return (size_t)c->type_length;
-	case T_BOOLEAN:
+	case PQ_TYPE_BOOLEAN:
 		return 1;	/* once expanded */
 	default:
 		return 0;
@@ -1098,20 +1077,20 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 {
 	const struct pqr_column *col = &f->cols[ci];
 	size_t w = phys_width(col), i, cnt, used;
-	int ba = col->physical == T_BYTE_ARRAY;
+	int ba = col->physical == PQ_TYPE_BYTE_ARRAY;
 
 	v->n = n;
 	v->width = w;
 	v->fixed = NULL;
-	if (col->physical == T_BOOLEAN) {
+	if (col->physical == PQ_TYPE_BOOLEAN) {
 		sb_reset(tmp);
 		sb_grow(tmp, n);
-		if (enc == E_PLAIN) {
+		if (enc == PQ_ENC_PLAIN) {
 			if (len < (n + 7) / 8)
 				return bad_col(f, ci, "a page holds fewer values than it says");
 			for (i = 0; i < n; i++)
 				tmp->buf[i] = (char)((p[i / 8] >> (i % 8)) & 1);
-		} else if (enc == E_RLE) {
+		} else if (enc == PQ_ENC_RLE) {
 			uint32_t l, *u;
 			int r = -1;
 
@@ -1134,7 +1113,7 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 		return 0;
 	}
 	switch (enc) {
-	case E_PLAIN:
+	case PQ_ENC_PLAIN:
 		if (ba) {
 			if (plain_arrays(p, len, n, v) < 0)
 				return bad_col(f, ci, "a page holds fewer values than it says");
@@ -1144,7 +1123,7 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 			return bad_col(f, ci, "a page holds fewer values than it says");
 		v->fixed = p;
 		return 0;
-	case E_BYTE_STREAM_SPLIT:
+	case PQ_ENC_BYTE_STREAM_SPLIT:
 		if (ba || w == 0 || len / w < n)
 			return bad_col(f, ci, "a damaged BYTE_STREAM_SPLIT page");
 		sb_reset(tmp);
@@ -1158,8 +1137,8 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 		tmp->len = n * w;
 		v->fixed = (const unsigned char *)tmp->buf;
 		return 0;
-	case E_DELTA_BINARY_PACKED:
-		if (col->physical != T_INT32 && col->physical != T_INT64)
+	case PQ_ENC_DELTA_BINARY_PACKED:
+		if (col->physical != PQ_TYPE_INT32 && col->physical != PQ_TYPE_INT64)
 			return bad_col(f, ci, "DELTA_BINARY_PACKED on a type that is not an integer");
 		ints_room(c, n ? n : 1);
 		if (pqr_delta_decode(p, len, c->ints, n, &cnt, &used) < 0 || cnt < n)
@@ -1176,18 +1155,18 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 		tmp->len = n * w;
 		v->fixed = (const unsigned char *)tmp->buf;
 		return 0;
-	case E_DELTA_LENGTH_BYTE_ARRAY:
-	case E_DELTA_BYTE_ARRAY: {
+	case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
+	case PQ_ENC_DELTA_BYTE_ARRAY: {
 		size_t npre = 0, off, total;
 		int64_t *pre = NULL;
 		const unsigned char *q = p, *end = p + len;
 
 		if (!ba)
 			return bad_col(f, ci, "%s on a type that is not BYTE_ARRAY",
-				       enc == E_DELTA_BYTE_ARRAY ? "DELTA_BYTE_ARRAY" :
+				       enc == PQ_ENC_DELTA_BYTE_ARRAY ? "DELTA_BYTE_ARRAY" :
 				       "DELTA_LENGTH_BYTE_ARRAY");
 		ints_room(c, 2 * (n ? n : 1));
-		if (enc == E_DELTA_BYTE_ARRAY) {
+		if (enc == PQ_ENC_DELTA_BYTE_ARRAY) {
 			pre = c->ints + n;
 			if (pqr_delta_decode(q, len, pre, n, &npre, &used) < 0 || npre < n)
 				return bad_col(f, ci, "a damaged DELTA_BYTE_ARRAY page");
@@ -1204,7 +1183,7 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 			total += (size_t)c->ints[i];
 		}
 		vals_room(v, n ? n : 1);
-		if (enc == E_DELTA_LENGTH_BYTE_ARRAY) {
+		if (enc == PQ_ENC_DELTA_LENGTH_BYTE_ARRAY) {
 			for (i = 0, off = 0; i < n; i++) {
 				v->ptr[i] = q + off;
 				v->len[i] = (uint32_t)c->ints[i];
@@ -1246,7 +1225,7 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 		}
 		return 0;
 	}
-	case E_RLE:
+	case PQ_ENC_RLE:
 		return bad_col(f, ci, "RLE on a type that is not BOOLEAN");
 	default:
 		return bad_col(f, ci, "encoding %d is not supported", enc);
@@ -1282,8 +1261,8 @@ static void read_dph(struct tr *t, struct pagehdr *h, int v2)
 			h->def_len = tr_int(t, type, -1);
 		else if (v2 && id == 6)
 			h->rep_len = tr_int(t, type, -1);
-		else if (v2 && id == 7 && (type == TT_TRUE || type == TT_FALSE))
-			h->compressed = type == TT_TRUE;
+		else if (v2 && id == 7 && (type == PQ_T_TRUE || type == PQ_T_FALSE))
+			h->compressed = type == PQ_T_TRUE;
 		else
 			tr_skip(t, type);
 	}
@@ -1299,7 +1278,7 @@ static int read_pagehdr(struct cursor *c, struct pagehdr *h)
 	h->type = -1;
 	h->raw = h->comp = h->nvalues = -1;
 	h->enc = -1;
-	h->def_enc = E_RLE;
+	h->def_enc = PQ_ENC_RLE;
 	h->compressed = 1;
 	while (tr_field(&t, &last, &id, &type)) {
 		if (id == 1)
@@ -1308,7 +1287,7 @@ static int read_pagehdr(struct cursor *c, struct pagehdr *h)
 			h->raw = tr_int(&t, type, -1);
 		else if (id == 3)
 			h->comp = tr_int(&t, type, -1);
-		else if ((id == 5 || id == 7 || id == 8) && type == TT_STRUCT)
+		else if ((id == 5 || id == 7 || id == 8) && type == PQ_T_STRUCT)
 			read_dph(&t, h, id == 8);
 		else
 			tr_skip(&t, type);
@@ -1355,20 +1334,20 @@ static int next_page(struct pqr_file *f, size_t ci)
 			return bad_col(f, ci, "a damaged page header (row group %zu)", c->rg);
 		body = c->p;
 		c->p += h.comp;
-		if (h.type == P_DICTIONARY) {
+		if (h.type == PQ_PAGE_DICTIONARY) {
 			if (h.nvalues < 0 || h.nvalues > h.raw + 1)
 				return bad_col(f, ci, "a damaged dictionary page");
-			if (h.enc != E_PLAIN && h.enc != E_PLAIN_DICTIONARY && h.enc != -1)
+			if (h.enc != PQ_ENC_PLAIN && h.enc != PQ_ENC_PLAIN_DICTIONARY && h.enc != -1)
 				return bad_col(f, ci, "a dictionary page in encoding %d", h.enc);
 			if (decompress(f, ci, k->codec, body, (size_t)h.comp, (size_t)h.raw, &c->dbuf) < 0)
 				return -1;
-			if (decode_values(f, ci, c, E_PLAIN, (const unsigned char *)c->dbuf.buf,
+			if (decode_values(f, ci, c, PQ_ENC_PLAIN, (const unsigned char *)c->dbuf.buf,
 					  c->dbuf.len, (size_t)h.nvalues, &c->dict, &c->dtmp) < 0)
 				return -1;
 			c->has_dict = 1;
 			continue;
 		}
-		if (h.type != P_DATA && h.type != P_DATA_V2)
+		if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
 			continue;	/* index pages and others: nothing to read */
 		if (h.nvalues < 0 || h.nvalues > c->chunk_left || h.nvalues > UINT32_MAX)
 			return bad_col(f, ci, "a page holds more values than its chunk");
@@ -1378,7 +1357,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 		c->k = 0;
 		if (c->n == 0)
 			continue;
-		if (h.type == P_DATA) {
+		if (h.type == PQ_PAGE_DATA) {
 			if (decompress(f, ci, k->codec, body, (size_t)h.comp, (size_t)h.raw, &c->pbuf) < 0)
 				return -1;
 			vp = (const unsigned char *)c->pbuf.buf;
@@ -1386,7 +1365,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 			if (maxdef) {
 				uint32_t l;
 
-				if (h.def_enc != E_RLE)
+				if (h.def_enc != PQ_ENC_RLE)
 					return bad_col(f, ci, "definition levels in encoding %d are "
 						       "not supported", h.def_enc);
 				if (vlen < 4)
@@ -1407,7 +1386,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 				return bad_col(f, ci, "a damaged page header (v2)");
 			lv = (size_t)h.def_len;
 			/* The levels are never compressed; the values maybe. */
-			if (decompress(f, ci, h.compressed ? k->codec : C_UNCOMPRESSED, body + lv,
+			if (decompress(f, ci, h.compressed ? k->codec : PQ_CODEC_UNCOMPRESSED, body + lv,
 				       (size_t)h.comp - lv, (size_t)h.raw - lv, &c->ptmp) < 0)
 				return -1;
 			sb_reset(&c->pbuf);
@@ -1438,7 +1417,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 			vp += h.def_len;
 			vlen -= (size_t)h.def_len;
 		}
-		if (h.enc == E_PLAIN_DICTIONARY || h.enc == E_RLE_DICTIONARY) {
+		if (h.enc == PQ_ENC_PLAIN_DICTIONARY || h.enc == PQ_ENC_RLE_DICTIONARY) {
 			if (!c->has_dict)
 				return bad_col(f, ci, "a dictionary-encoded page without a dictionary");
 			if (c->idxcap < nn + 1) {
@@ -1845,18 +1824,18 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 	}
 	switch (col->kind) {
 	case PQR_INT:
-		if (col->physical == T_INT32)
+		if (col->physical == PQ_TYPE_INT32)
 			add_i64(out, (int32_t)(uint32_t)le(p, 4));
 		else
 			add_i64(out, (int64_t)le(p, 8));
 		return 0;
 	case PQR_UINT:
-		add_u64(out, le(p, col->physical == T_INT32 ? 4 : 8));
+		add_u64(out, le(p, col->physical == PQ_TYPE_INT32 ? 4 : 8));
 		return 0;
 	case PQR_DECIMAL:
-		if (col->physical == T_INT32)
+		if (col->physical == PQ_TYPE_INT32)
 			int_decimal((int32_t)(uint32_t)le(p, 4), col->scale, out);
-		else if (col->physical == T_INT64)
+		else if (col->physical == PQ_TYPE_INT64)
 			int_decimal((int64_t)le(p, 8), col->scale, out);
 		else if (n == 0)
 			return bad_col(f, ci, "an empty DECIMAL value");
@@ -1914,7 +1893,7 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 	case PQR_TIME: {
 		int64_t per = pow10i(col->unit), frac, sod;
 
-		v = col->physical == T_INT32 ? (int32_t)(uint32_t)le(p, 4) : (int64_t)le(p, 8);
+		v = col->physical == PQ_TYPE_INT32 ? (int32_t)(uint32_t)le(p, 4) : (int64_t)le(p, 8);
 		sod = floordiv(v, per, &frac);
 		if (v < 0 || sod >= 86400 + 1)
 			return bad_col(f, ci, "row %" PRIu64 ": a TIME out of range", f->row);
