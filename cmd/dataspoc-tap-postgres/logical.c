@@ -329,7 +329,7 @@ static int cmp_str(const void *a, const void *b)
 
 static int is_prop(const struct lstream *ls, const char *name)
 {
-	return bsearch(&name, ls->props, ls->nprops, sizeof(*ls->props), cmp_str) != NULL;
+	return ls->nprops && bsearch(&name, ls->props, ls->nprops, sizeof(*ls->props), cmp_str) != NULL;
 }
 
 static const struct column *sel_col(const struct lstream *ls, const char *name)
@@ -444,7 +444,8 @@ static void lstream_init(struct ldb *d, struct lstream *ls)
 			ls->props[ls->nprops++] = n.buf ? sb_detach(&n) : xstrdup("");
 		}
 	}
-	qsort(ls->props, ls->nprops, sizeof(*ls->props), cmp_str);
+	if (ls->nprops)
+		qsort(ls->props, ls->nprops, sizeof(*ls->props), cmp_str);
 	pos = 0;
 	if (json_validate(ls->s->keys.buf, ls->s->keys.len, &v, &errpos, &errmsg) == 0 && v.type == JSON_ARRAY)
 		while (json_array_next(&v, &pos, &e)) {
@@ -456,7 +457,8 @@ static void lstream_init(struct ldb *d, struct lstream *ls)
 			ls->keys = xrealloc(ls->keys, (ls->nkeys + 1) * sizeof(*ls->keys));
 			ls->keys[ls->nkeys++] = n.buf ? sb_detach(&n) : xstrdup("");
 		}
-	qsort(ls->keys, ls->nkeys, sizeof(*ls->keys), cmp_str);
+	if (ls->nkeys)
+		qsort(ls->keys, ls->nkeys, sizeof(*ls->keys), cmp_str);
 	schema_add_prop(&ls->schema, "_sdc_deleted_at", "{\"type\": [\"null\", \"string\"], \"format\": \"date-time\"}");
 	if (d->t->conf.debug_lsn)
 		schema_add_prop(&ls->schema, "_sdc_lsn", "{\"type\": [\"null\", \"string\"]}");
@@ -532,7 +534,7 @@ static int lrel_map(struct ldb *d, struct lrel *r)
 			c->sel = 1;
 			c->kind = sc->kind;
 			c->array = sc->array;
-		} else if (bsearch(&nm, ls->added, ls->nadded, sizeof(*ls->added), cmp_str)) {
+		} else if (ls->nadded && bsearch(&nm, ls->added, ls->nadded, sizeof(*ls->added), cmp_str)) {
 			c->sel = 1;
 			c->kind = k;
 			c->array = arr;
