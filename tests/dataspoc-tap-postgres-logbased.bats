@@ -28,7 +28,7 @@ setup() {
 	TAP=$PIPE_BIN/dataspoc-tap-postgres
 	# each test its own table and slots
 	pg_sql -d appdb "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots" >/dev/null
-	pg_sql -d appdb "DROP TABLE IF EXISTS customers; DROP PUBLICATION IF EXISTS stitch_appdb, slot_p"
+	pg_sql -d appdb "DROP TABLE IF EXISTS orders, customers; DROP PUBLICATION IF EXISTS stitch_appdb, slot_p"
 	pg_sql -d appdb "CREATE TABLE customers(id serial primary key, name text, amount numeric(12,2),
 		tags text[], meta jsonb, updated_at timestamptz);
 		INSERT INTO customers(name, amount, tags, meta, updated_at) SELECT 'customer-' || i, i * 1.25,
@@ -74,12 +74,14 @@ fixture_changes() {
 # id|name|amount lines.
 apply() {
 	python3 - "$@" <<-'EOF'
-	import json, sys
+	import json, os, sys
 	rows = {}
 	for f in sys.argv[1:]:
 	    for line in open(f):
 	        m = json.loads(line, parse_float=str)
 	        if m["type"] != "RECORD":
+	            continue
+	        if os.environ.get("STREAM", m["stream"]) != m["stream"]:
 	            continue
 	        r = m["record"]
 	        if r.get("_sdc_deleted_at"):
@@ -95,8 +97,8 @@ apply() {
 	EOF
 }
 
-table_rows() {
-	pg_sql -d appdb "SELECT id, coalesce(name, ''), coalesce(amount::text, '') FROM customers ORDER BY id"
+table_rows() {	# [TABLE]
+	pg_sql -d appdb "SELECT id, coalesce(name, ''), coalesce(amount::text, '') FROM ${1:-customers} ORDER BY id"
 }
 
 @test "LOG_BASED first run: the slot made, the copy in its snapshot, messages and bookmarks as tap-postgres's" {
@@ -215,6 +217,44 @@ table_rows() {
 		apply r1.jsonl r2.jsonl | diff -u <(table_rows) -
 		# an inserted row comes once: in the copy or in the stream
 		dup=$(cat r1.jsonl r2.jsonl | grep -o '"id": 1000[0-9][0-9], "name": "w[0-9]*"' | sort | uniq -d)
+		[ -z "$dup" ]
+	done
+}
+
+@test "a table added to a slot that streams: copied in a temporary slot's snapshot, its changes from there" {
+	for plugin in wal2json pgoutput; do
+		pg_sql -d appdb "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots" >/dev/null
+		pg_sql -d appdb "DROP TABLE IF EXISTS orders; DROP PUBLICATION IF EXISTS stitch_appdb;
+			CREATE TABLE orders (LIKE customers INCLUDING ALL); INSERT INTO orders SELECT * FROM customers"
+		log_config c.json "\"logical_plugin\": \"$plugin\""
+		python3 -c 'import json, copy
+c = json.load(open("props.json"))
+o = copy.deepcopy(c["streams"][0])
+o["table_name"] = o["stream"] = "orders"
+o["tap_stream_id"] = "appdb-public-orders"
+c["streams"].append(o)
+json.dump(c, open("props2.json", "w"))'
+		"$TAP" --config c.json --properties props.json >r1.jsonl
+		last_state r1.jsonl >s1.json
+		pg_sql -d appdb "UPDATE customers SET name = 'c-upd' WHERE id = 1; UPDATE orders SET name = 'o-upd-before' WHERE id = 1"
+		(for i in $(seq 1 40); do
+			pg_sql -d appdb "INSERT INTO orders(id, name) VALUES (1000 + $i, 'w$i'); UPDATE orders SET name = name || '+' WHERE id = 2;
+				DELETE FROM orders WHERE id = 1000 + $i - 20"
+		done) &
+		writer=$!
+		BG_PIDS="$BG_PIDS $writer"
+		"$TAP" --config c.json --properties props2.json --state s1.json >r2.jsonl
+		wait "$writer"
+		last_state r2.jsonl >s2.json
+		run -0 pg_sql -d appdb "SELECT count(*) FROM pg_replication_slots"
+		[ "$output" = 1 ]
+		pg_sql -d appdb "DELETE FROM orders WHERE id = 3; UPDATE customers SET name = 'c-upd2' WHERE id = 2"
+		"$TAP" --config c.json --properties props2.json --state s2.json >r3.jsonl
+		STREAM=orders apply r2.jsonl r3.jsonl | diff -u <(table_rows orders) -
+		STREAM=customers apply r1.jsonl r2.jsonl r3.jsonl | diff -u <(table_rows customers) -
+		# the orders' changes before their copy's snapshot are not sent again
+		! grep -q '"stream": "orders", "record": {"id": 1, "name": "o-upd-before", .*"_sdc_deleted_at"' r3.jsonl
+		dup=$(cat r2.jsonl r3.jsonl | grep -o '"stream": "orders", "record": {"id": 10[0-9][0-9], "name": "w[0-9]*"' | sort | uniq -d)
 		[ -z "$dup" ]
 	done
 }
@@ -352,7 +392,7 @@ json.dump(c, open("props.json", "w"))'
 	python3 -c 'import json, sys
 for l in open("rows"):
     r = json.loads(l)
-    print(json.dumps({"type": "RECORD", "record": {"id": int(r["id"]), "name": r["name"],
+    print(json.dumps({"type": "RECORD", "stream": "customers", "record": {"id": int(r["id"]), "name": r["name"],
         "amount": None if r["amount"] is None else float(r["amount"]), "_sdc_deleted_at": r.get("_sdc_deleted_at")}}))' >records.jsonl
 	apply records.jsonl | sed -E 's/\|([0-9]+)\.([0-9])$/|\1.\20/' >lake
 	table_rows | diff -u - lake
