@@ -287,6 +287,26 @@ json.dump(c, open("props2.json", "w"))'
 	[ "$output" = "$(grep -o '"lsn": [0-9]*' s2.json | cut -d' ' -f2)" ]
 }
 
+@test "a first copy interrupted (xmin and lsn in the bookmark) is resumed by xmin, then the changes follow" {
+	"$TAP" --config tap.json --properties props.json >r1.jsonl
+	last_state r1.jsonl >s1.json
+	x=$(pg_sql -d appdb "SELECT xmin FROM customers WHERE id = 5")
+	python3 -c 'import json, sys
+s = json.load(open("s1.json"))
+s["bookmarks"]["appdb-public-customers"]["xmin"] = int(sys.argv[1])
+s["currently_syncing"] = "appdb-public-customers"
+json.dump(s, open("s1x.json", "w"))' "$x"
+	pg_sql -d appdb "DELETE FROM customers WHERE id = 9"
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json --state s1x.json
+	printf '%s\n' "$output" >r2.jsonl
+	# the copy again (same version: no ACTIVATE_VERSION first), then the delete from the stream
+	run -0 jq -c 'select(.type != "RECORD") | [.type, .value.bookmarks["appdb-public-customers"].xmin]' r2.jsonl
+	assert_output "$(printf '%s\n' '["SCHEMA",null]' '["STATE",'"$x"']' '["ACTIVATE_VERSION",null]' '["STATE",null]' '["SCHEMA",null]' '["STATE",null]')"
+	[ "$(grep -c '"_sdc_deleted_at"' r2.jsonl)" -eq 2 ]
+	grep -q '"record": {"id": 9, "_sdc_deleted_at": "' r2.jsonl
+	apply r1.jsonl r2.jsonl | diff -u <(table_rows) -
+}
+
 @test "debug_lsn: _sdc_lsn in the records and the schema" {
 	log_config c.json '"debug_lsn": "true"'
 	"$TAP" --config c.json --properties props.json >r1.jsonl
@@ -323,6 +343,14 @@ print((t - d).total_seconds() > 1)'
 	run -1 --separate-stderr "$TAP" --config tap.json --properties props.json --state s1.json
 	[[ $stderr =~ ^"dataspoc-tap-postgres: cannot replicate: the table was truncated at LSN "[0-9A-F/]+" (host '127.0.0.1' port $PG_PORT database 'appdb' slot 'stitch_appdb' table 'public.customers'): run the pipeline with --full to copy the table anew"$ ]]
 	[[ $stderr != *"$PG_SUPERPASS"* ]]
+	# the same with pgoutput
+	log_config p.json '"logical_plugin": "pgoutput", "logical_slot": "slot_p"'
+	"$TAP" --config p.json --properties props.json >p1.jsonl
+	last_state p1.jsonl >p1.json
+	pg_sql -d appdb "INSERT INTO customers(name) VALUES ('x'); TRUNCATE customers"
+	run -1 --separate-stderr "$TAP" --config p.json --properties props.json --state p1.json
+	[[ $stderr =~ ^"dataspoc-tap-postgres: cannot replicate: the table was truncated at LSN "[0-9A-F/]+" (host '127.0.0.1' port $PG_PORT database 'appdb' slot 'slot_p' table 'public.customers'): run the pipeline with --full to copy the table anew"$ ]]
+	pg_sql -d appdb "SELECT pg_drop_replication_slot('slot_p')" >/dev/null
 	# a column's type changed
 	pg_sql -d appdb "SELECT pg_drop_replication_slot('stitch_appdb')" >/dev/null
 	"$TAP" --config tap.json --properties props.json >r1.jsonl
