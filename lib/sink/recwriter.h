@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 struct bucket_writer;
+struct plan_stream;
 struct singer_msg;
 struct sink;
 struct stream;
@@ -35,7 +36,8 @@ struct recwriter {
 
 	/*
 	 * The run's start: what its files share (the compression's file name
-	 * extension, s->ext; Parquet's page compressor).  0 or -1.  finish()
+	 * extension, s->ext; the format's own, s->rwstate: the compressors'
+	 * pool, Parquet's page compressor and its worker).  0 or -1.  finish()
 	 * frees it, whether start() succeeded or not.
 	 */
 	int (*start)(struct sink *s);
@@ -85,6 +87,23 @@ struct recwriter {
 	int (*close)(void *file, uint64_t *bytes);
 	/* Drop a file (its partial object is removed); frees it. */
 	void (*abort)(void *file);
+
+	/*
+	 * What the format keeps of a stream (st->rwstate), made when the
+	 * input first names it and freed with the stream table.  NULL: nothing.
+	 */
+	void *(*stream_new)(void);
+	void (*stream_free)(void *state);
+	/*
+	 * The plan's words on st beside its records (lib/plan.h; Parquet: its
+	 * columns' types, whether they were inferred, the columns widened
+	 * since the last commit unit) into ps, or, ps NULL, only whether it
+	 * widened any since then (a checkpoint names such a stream even
+	 * without records).  Returns that.  NULL: nothing to say.
+	 */
+	int (*describe)(const struct stream *st, struct plan_stream *ps);
+	/* A commit unit of st was written: what it said starts again.  NULL: nothing to do. */
+	void (*unit_done)(struct stream *st);
 };
 
 /* The two formats: lib/sink/recwriter_jsonl.c, lib/sink/recwriter_parquet.c. */

@@ -39,8 +39,8 @@ static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size
 static int jsonl_start(struct sink *s)
 {
 	s->ext = config_compression_ext(s->cfg->compression);
-	s->zpool = zpool_new(s->opt->threads);
-	if (s->zpool == NULL) {
+	s->rwstate = zpool_new(s->opt->threads);
+	if (s->rwstate == NULL) {
 		sink_fail(s, "cannot start the compressors");
 		s->reported = 1;
 		return -1;
@@ -50,14 +50,14 @@ static int jsonl_start(struct sink *s)
 
 static void jsonl_finish(struct sink *s)
 {
-	zpool_free(s->zpool);
-	s->zpool = NULL;
+	zpool_free(s->rwstate);
+	s->rwstate = NULL;
 }
 
 static void *jsonl_open(struct sink *s, struct stream *st, struct bucket_writer *w)
 {
 	(void)st;
-	return zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->zpool);
+	return zwriter_open(w, s->cfg->compression, s->cfg->compression_level, s->rwstate);
 }
 
 /* A line is a line, whatever the schema. */

@@ -17,6 +17,39 @@
 #include "singer.h"
 #include "sink_impl.h"
 
+/* The run's state, s->rwstate (lib/sink/recwriter.h). */
+struct parquet_run {
+	struct pq_codec *codec;	/* the page compressor all files share */
+	struct pq_options pqo;
+	struct pq_feed *feed;	/* threads > 0: the worker that adds the rows, or NULL */
+	struct pq_batch *spare;	/* fed: batches to reuse (linked by after) */
+	uint64_t rg_held;	/* the streams' rg_held, all together */
+	uint64_t batched;	/* fed: the memory of the streams' open batches */
+};
+
+/* A stream's, st->rwstate. */
+struct parquet_stream {
+	struct pq_schema *pqs;	/* the columns of its last SCHEMA, or NULL */
+	int inferred;		/* its columns inferred from its first record */
+	struct sb widened;	/* JSON array members of the columns widened */
+	struct pq_batch *batch;	/* fed: its records not yet handed to the feed, or NULL */
+	size_t last_bytes, last_nm, last_n;	/* fed: what its last open batch held */
+	uint64_t rg_held;	/* bytes of its records since its row group was last ended early */
+	int resolving;		/* fed: its file rolls inside sink_close_file()'s settle */
+	char **warned;		/* columns widened with a warning already */
+	size_t nwarned;
+};
+
+static inline struct parquet_run *prun(const struct sink *s)
+{
+	return s->rwstate;
+}
+
+static inline struct parquet_stream *pst(const struct stream *st)
+{
+	return st->rwstate;
+}
+
 /* A value for a message: its first bytes, cut at a character boundary. */
 static void quote_value(struct sb *out, const struct json_span *v)
 {
@@ -40,24 +73,25 @@ static void quote_value(struct sb *out, const struct json_span *v)
 static void note_widening(struct sink *s, struct stream *st, const struct pq_fail *f, int rolled,
 			  unsigned long long recno)
 {
-	const struct pq_column *col = &st->pqs->cols[f->column];
+	struct parquet_stream *ps = pst(st);
+	const struct pq_column *col = &ps->pqs->cols[f->column];
 	struct sb v = SB_INIT;
 	size_t i;
 
-	sb_adds(&st->widened, st->widened.len ? ",{\"column\":" : "{\"column\":");
-	sb_add(&st->widened, col->qname, col->qname_len);
-	sb_addf(&st->widened, ",\"from\":\"%s\",\"to\":\"%s\",\"why\":", pq_kind_name(col->kind),
+	sb_adds(&ps->widened, ps->widened.len ? ",{\"column\":" : "{\"column\":");
+	sb_add(&ps->widened, col->qname, col->qname_len);
+	sb_addf(&ps->widened, ",\"from\":\"%s\",\"to\":\"%s\",\"why\":", pq_kind_name(col->kind),
 		pq_kind_name(f->need));
-	json_quote(&st->widened, f->why, strlen(f->why));
-	sb_addf(&st->widened, ",\"record\":%llu}", recno);
+	json_quote(&ps->widened, f->why, strlen(f->why));
+	sb_addf(&ps->widened, ",\"record\":%llu}", recno);
 	if (!f->mismatch && f->need != PQ_TEXT)
 		return;
-	for (i = 0; i < st->nwarned; i++) {
-		if (strcmp(st->warned[i], col->name) == 0)
+	for (i = 0; i < ps->nwarned; i++) {
+		if (strcmp(ps->warned[i], col->name) == 0)
 			return;
 	}
-	st->warned = xrealloc(st->warned, (st->nwarned + 1) * sizeof(*st->warned));
-	st->warned[st->nwarned++] = xstrdup(col->name);
+	ps->warned = xrealloc(ps->warned, (ps->nwarned + 1) * sizeof(*ps->warned));
+	ps->warned[ps->nwarned++] = xstrdup(col->name);
 	quote_value(&v, &f->value);
 	if (rolled)
 		err_warn("<stdin>:%llu: record %llu of stream '%s': field '%s' (%s): %s %s: "
@@ -75,7 +109,7 @@ static void note_widening(struct sink *s, struct stream *st, const struct pq_fai
 static void mismatch_failed(struct sink *s, struct stream *st, const struct pq_fail *f,
 			    unsigned long long recno)
 {
-	const struct pq_column *col = &st->pqs->cols[f->column];
+	const struct pq_column *col = &pst(st)->pqs->cols[f->column];
 	struct sb v = SB_INIT;
 
 	quote_value(&v, &f->value);
@@ -118,7 +152,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		if (rolled && sink_close_file(s, st) != 0)
 			return -1;
 		note_widening(s, st, &f, rolled, st->records + st->failed_in + 1);
-		pq_schema_widen(st->pqs, &f);
+		pq_schema_widen(pst(st)->pqs, &f);
 	}
 	if (r == PQ_WIDEN) {
 		mismatch_failed(s, st, &f, st->records + st->failed_in + 1);
@@ -170,12 +204,13 @@ static size_t batch_cap(const struct pq_batch *b)
 	return b->bytes.cap + b->mcap * sizeof(*b->m) + b->rcap * sizeof(*b->r);
 }
 
-/* The first of the batches kept for reuse (s->spare not NULL), emptied. */
+/* The first of the batches kept for reuse (run->spare not NULL), emptied. */
 static struct pq_batch *take_spare(struct sink *s)
 {
-	struct pq_batch *b = s->spare;
+	struct parquet_run *run = prun(s);
+	struct pq_batch *b = run->spare;
 
-	s->spare = b->after;
+	run->spare = b->after;
 	pq_batch_clear(b);
 	return b;
 }
@@ -191,10 +226,11 @@ static struct pq_batch *take_spare(struct sink *s)
  */
 static struct pq_batch *batch_get(struct sink *s, struct stream *st)
 {
-	struct pq_batch *b = s->spare;
+	struct parquet_run *run = prun(s);
+	struct pq_batch *b = run->spare;
 
-	if (st && st->last_n > 0) {
-		size_t bytes = st->last_bytes, nm = st->last_nm, n = st->last_n;
+	if (st && pst(st)->last_n > 0) {
+		size_t bytes = pst(st)->last_bytes, nm = pst(st)->last_nm, n = pst(st)->last_n;
 
 		b = b ? take_spare(s) : xcalloc(1, sizeof(*b));
 		if (bytes > FEED_BATCH) {
@@ -204,18 +240,19 @@ static struct pq_batch *batch_get(struct sink *s, struct stream *st)
 			bytes = FEED_BATCH;
 		}
 		pq_batch_fit(b, bytes + bytes / 4 + 256, nm + nm / 4 + 16, n + n / 4 + 4);
-	} else if (b == NULL || (st && s->batched + batch_cap(b) > FEED_OPEN_MAX)) {
+	} else if (b == NULL || (st && run->batched + batch_cap(b) > FEED_OPEN_MAX)) {
 		b = xcalloc(1, sizeof(*b));
 	} else {
 		b = take_spare(s);
 	}
 	if (st)
-		s->batched += batch_cap(b);
+		run->batched += batch_cap(b);
 	return b;
 }
 
 static void batch_put(struct sink *s, struct pq_batch *b)
 {
+	struct parquet_run *run = prun(s);
 	const struct pq_batch *x;
 	size_t n = 0;
 
@@ -224,15 +261,15 @@ static void batch_put(struct sink *s, struct pq_batch *b)
 	 * grown from small (its members' array copied at each doubling,
 	 * mmap'd afresh past 128 KiB) a moment later; with 4 the parsing
 	 * thread spent 6% of its instructions in realloc's copies. */
-	for (x = s->spare; x && n < FEED_SPARE; x = x->after)
+	for (x = run->spare; x && n < FEED_SPARE; x = x->after)
 		n++;
 	if (n >= FEED_SPARE) {
 		pq_batch_free(b);
 		return;
 	}
 	pq_batch_clear(b);
-	b->after = s->spare;
-	s->spare = b;
+	b->after = run->spare;
+	run->spare = b;
 }
 
 /* 1 when the feed holds batches of st. */
@@ -240,7 +277,7 @@ static int holds(const struct sink *s, const struct stream *st)
 {
 	const struct pq_batch *b;
 
-	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
+	for (b = pq_feed_first(prun(s)->feed); b; b = pq_feed_after(b)) {
 		if (b->owner == (size_t)(st - s->streams))
 			return 1;
 	}
@@ -275,9 +312,9 @@ static int handle_stop(struct sink *s, struct stream *st, const struct pq_batch 
 		if (rolled && sink_close_file(s, st) != 0)
 			return -1;
 		note_widening(s, st, &b->f, rolled, rec->recno);
-		pq_schema_widen(st->pqs, &b->f);
+		pq_schema_widen(pst(st)->pqs, &b->f);
 		if (!rolled)
-			pq_feed_resume(s->feed, st->file);
+			pq_feed_resume(prun(s)->feed, st->file);
 		return 0;
 	default:
 		st->records = rec->seq;
@@ -294,48 +331,50 @@ static int handle_stop(struct sink *s, struct stream *st, const struct pq_batch 
  */
 static int resolve(struct sink *s, struct stream *st)
 {
+	struct parquet_stream *ps = pst(st);
+	struct parquet_run *run = prun(s);
 	struct pq_batch *held[FEED_HELD + 1], *b;
 	unsigned long long lineno = s->lineno;
 	size_t n = 0, i, j;
 	int r = 0, more;
 
-	for (b = pq_feed_first(s->feed); b && n < FEED_HELD + 1; b = pq_feed_after(b)) {
+	for (b = pq_feed_first(run->feed); b && n < FEED_HELD + 1; b = pq_feed_after(b)) {
 		if (b->owner == (size_t)(st - s->streams))
 			held[n++] = b;
 	}
 	if (n == 0)
 		return 0;
-	pq_feed_wait(s->feed, held[n - 1]);
+	pq_feed_wait(run->feed, held[n - 1]);
 	for (i = 0; i < n; i++)
-		pq_feed_take(s->feed, held[i]);
+		pq_feed_take(run->feed, held[i]);
 	for (i = 0; i < n && held[i]->stop == PQ_STOP_NONE; i++)
 		batch_put(s, held[i]);
 	if (i == n)
 		return 0;
 	b = held[i];
-	st->resolving++;
+	ps->resolving++;
 	if (b->n)
 		s->lineno = b->r[b->next < b->n ? b->next : b->n - 1].lineno;
 	r = handle_stop(s, st, b);
 	b->start = b->next;
 	/* Records left: they need a file (a finish batch alone does not). */
-	more = st->batch != NULL;
+	more = ps->batch != NULL;
 	for (j = i; j < n; j++)
 		more |= held[j]->start < held[j]->n;
 	if (r == 0 && st->file == NULL && more && sink_open_file(s, st) != 0)
 		r = -1;
 	s->lineno = lineno;
-	st->resolving--;
+	ps->resolving--;
 	for (j = i; j < n; j++) {
 		if (r == 0 && st->file && (held[j]->start < held[j]->n || (held[j]->finish && j > i))) {
 			held[j]->pw = st->file;
-			pq_feed_submit(s->feed, held[j]);
+			pq_feed_submit(run->feed, held[j]);
 		} else {
 			batch_put(s, held[j]);
 		}
 	}
-	if (r == 0 && st->batch)
-		st->batch->pw = st->file;
+	if (r == 0 && ps->batch)
+		ps->batch->pw = st->file;
 	return r;
 }
 
@@ -345,13 +384,14 @@ static int resolve(struct sink *s, struct stream *st)
  */
 static int collect(struct sink *s, int wait)
 {
+	struct parquet_run *run = prun(s);
 	struct pq_batch *b;
 
-	while ((b = pq_feed_first(s->feed)) != NULL) {
-		if (!pq_feed_is_done(s->feed, b)) {
+	while ((b = pq_feed_first(run->feed)) != NULL) {
+		if (!pq_feed_is_done(run->feed, b)) {
 			if (!wait)
 				return 0;
-			pq_feed_wait(s->feed, b);
+			pq_feed_wait(run->feed, b);
 		}
 		wait = 0;
 		if (b->stop != PQ_STOP_NONE) {
@@ -359,7 +399,7 @@ static int collect(struct sink *s, int wait)
 				return -1;
 			continue;
 		}
-		pq_feed_take(s->feed, b);
+		pq_feed_take(run->feed, b);
 		batch_put(s, b);
 	}
 	return 0;
@@ -372,11 +412,13 @@ static int collect(struct sink *s, int wait)
  */
 static int hand_over(struct sink *s, struct stream *st, int finish)
 {
+	struct parquet_stream *ps = pst(st);
+	struct parquet_run *run = prun(s);
 	struct pq_batch *b, *last = NULL;
 
 	if (collect(s, 0) != 0)
 		return -1;
-	if (pq_feed_held(s->feed) + 2 > FEED_HELD) {
+	if (pq_feed_held(run->feed) + 2 > FEED_HELD) {
 		/*
 		 * Full: wait until half of it is done, not only its first
 		 * batch; when the worker is the slower, this thread otherwise
@@ -384,25 +426,25 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 		 */
 		size_t i = 1;
 
-		for (b = pq_feed_first(s->feed); b && i < FEED_HELD / 2; b = pq_feed_after(b))
+		for (b = pq_feed_first(run->feed); b && i < FEED_HELD / 2; b = pq_feed_after(b))
 			i++;
 		if (b)
-			pq_feed_wait(s->feed, b);
+			pq_feed_wait(run->feed, b);
 	}
-	while (pq_feed_held(s->feed) + 2 > FEED_HELD) {
+	while (pq_feed_held(run->feed) + 2 > FEED_HELD) {
 		if (collect(s, 1) != 0)
 			return -1;
 	}
-	b = st->batch;
-	st->batch = NULL;
+	b = ps->batch;
+	ps->batch = NULL;
 	if (b) {
-		s->batched -= batch_cap(b);
-		st->last_bytes = b->bytes.len;
-		st->last_nm = b->nm;
-		st->last_n = b->n;
-		pq_feed_submit(s->feed, b);
+		run->batched -= batch_cap(b);
+		ps->last_bytes = b->bytes.len;
+		ps->last_nm = b->nm;
+		ps->last_n = b->n;
+		pq_feed_submit(run->feed, b);
 	}
-	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
+	for (b = pq_feed_first(run->feed); b; b = pq_feed_after(b)) {
 		if (b->owner == (size_t)(st - s->streams))
 			last = b;
 	}
@@ -411,9 +453,9 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 		b->pw = st->file;
 		b->owner = (size_t)(st - s->streams);
 		b->finish = 1;
-		pq_feed_submit(s->feed, b);
+		pq_feed_submit(run->feed, b);
 	}
-	if (st->file && pq_feed_write_ready(s->feed, st->file) != 0) {
+	if (st->file && pq_feed_write_ready(run->feed, st->file) != 0) {
 		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		s->reported = 1;
 		return -1;
@@ -425,14 +467,16 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 static int fed_add(struct sink *s, struct stream *st, const struct json_span *rec,
 		   const struct singer_msg *from)
 {
+	struct parquet_stream *ps = pst(st);
+	struct parquet_run *run = prun(s);
 	struct pq_batch *b;
 	size_t cap;
 
 	if (st->file == NULL && sink_open_file(s, st) != 0)
 		return -1;
-	b = st->batch;
+	b = ps->batch;
 	if (b == NULL) {
-		b = st->batch = batch_get(s, st);
+		b = ps->batch = batch_get(s, st);
 		b->pw = st->file;
 		b->owner = (size_t)(st - s->streams);
 		b->limit = s->cfg->max_file_size;
@@ -441,16 +485,16 @@ static int fed_add(struct sink *s, struct stream *st, const struct json_span *re
 	pq_batch_add(b, rec, from ? from->members : NULL, from && from->members ? from->nmembers : 0,
 		     s->lineno, st->records + st->failed_in + 1, st->records);
 	st->records++;
-	s->batched += batch_cap(b) - cap;
+	run->batched += batch_cap(b) - cap;
 	if (b->bytes.len >= FEED_BATCH)
 		return hand_over(s, st, 0);
-	if (s->batched > FEED_OPEN_MAX) {
+	if (run->batched > FEED_OPEN_MAX) {
 		/* The open batches take too much: the fullest goes (see above). */
 		struct stream *most = st;
 		size_t i;
 
 		for (i = 0; i < s->n; i++) {
-			if (s->streams[i].batch && s->streams[i].batch->bytes.len > most->batch->bytes.len)
+			if (pst(&s->streams[i])->batch && pst(&s->streams[i])->batch->bytes.len > pst(most)->batch->bytes.len)
 				most = &s->streams[i];
 		}
 		return hand_over(s, most, 0);
@@ -461,10 +505,10 @@ static int fed_add(struct sink *s, struct stream *st, const struct json_span *re
 /* Before st's file closes: its records land (lib/sink/recwriter.h). */
 static int parquet_settle(struct sink *s, struct stream *st)
 {
-	if (s->feed == NULL)
+	if (prun(s)->feed == NULL)
 		return 0;
 	/* Inside resolve(), which holds st's batches: the file rolls as it is. */
-	if (!st->resolving) {
+	if (!pst(st)->resolving) {
 		if (hand_over(s, st, 1) != 0)
 			return -1;
 		while (holds(s, st)) {
@@ -486,7 +530,7 @@ static int parquet_flush(struct sink *s)
 {
 	size_t i;
 
-	for (i = 0; s->feed && i < s->n; i++) {
+	for (i = 0; prun(s)->feed && i < s->n; i++) {
 		if (s->streams[i].file && hand_over(s, &s->streams[i], 1) != 0)
 			return -1;
 	}
@@ -500,24 +544,25 @@ static int parquet_flush(struct sink *s)
  */
 static void parquet_abandon(struct sink *s)
 {
+	struct parquet_run *run = prun(s);
 	struct pq_batch *b, *last = NULL, *first = NULL;
 	unsigned long long lineno = s->lineno, at = 0;
 	size_t i;
 
-	if (s->feed == NULL)
+	if (run->feed == NULL)
 		return;
 	for (i = 0; i < s->n; i++) {
-		if (s->streams[i].batch)
-			batch_put(s, s->streams[i].batch);
-		s->streams[i].batch = NULL;
+		if (pst(&s->streams[i])->batch)
+			batch_put(s, pst(&s->streams[i])->batch);
+		pst(&s->streams[i])->batch = NULL;
 	}
-	s->batched = 0;
-	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b))
+	run->batched = 0;
+	for (b = pq_feed_first(run->feed); b; b = pq_feed_after(b))
 		last = b;
 	if (last == NULL)
 		return;
-	pq_feed_wait(s->feed, last);
-	for (b = pq_feed_first(s->feed); b; b = pq_feed_after(b)) {
+	pq_feed_wait(run->feed, last);
+	for (b = pq_feed_first(run->feed); b; b = pq_feed_after(b)) {
 		if (b->stop == PQ_STOP_ERROR || (b->stop == PQ_STOP_WIDEN && fails_run(s, &b->f))) {
 			if (first == NULL || b->r[b->next].lineno < at) {
 				first = b;
@@ -565,8 +610,8 @@ static void infer_columns(struct sink *s, struct stream *st, const struct json_s
 {
 	free(st->schema);
 	st->schema = pq_schema_infer(rec);
-	st->inferred = 1;
-	st->pqs = stream_columns(s, st, st->schema);
+	pst(st)->inferred = 1;
+	pst(st)->pqs = stream_columns(s, st, st->schema);
 	err_warn("<stdin>:%llu: stream '%s' sent a RECORD before any SCHEMA: its Parquet columns "
 		 "are inferred from that record", s->lineno, st->name);
 }
@@ -591,20 +636,21 @@ enum { RG_HELD_MAX = 24 << 20 };
 
 static int shed_row_group(struct sink *s)
 {
+	struct parquet_run *run = prun(s);
 	struct stream *most = NULL;
 	size_t i;
 
 	for (i = 0; i < s->n; i++) {
-		if (most == NULL || s->streams[i].rg_held > most->rg_held)
+		if (most == NULL || pst(&s->streams[i])->rg_held > pst(most)->rg_held)
 			most = &s->streams[i];
 	}
 	if (most == NULL)
 		return 0;
-	s->rg_held -= most->rg_held;
-	most->rg_held = 0;
+	run->rg_held -= pst(most)->rg_held;
+	pst(most)->rg_held = 0;
 	if (most->file == NULL)
 		return 0;
-	if (s->feed)
+	if (run->feed)
 		return hand_over(s, most, 1);
 	if (pq_writer_end_row_group(most->file) != 0) {
 		sink_fail(s, "cannot write '%s' in %s", most->staged, bucket_url(s->b));
@@ -617,9 +663,12 @@ static int shed_row_group(struct sink *s)
 /* len bytes of st's records landed: memory is counted (see above). */
 static int held(struct sink *s, struct stream *st, size_t len)
 {
-	st->rg_held += len;
-	s->rg_held += len;
-	return s->rg_held > RG_HELD_MAX ? shed_row_group(s) : 0;
+	struct parquet_stream *ps = pst(st);
+	struct parquet_run *run = prun(s);
+
+	ps->rg_held += len;
+	run->rg_held += len;
+	return run->rg_held > RG_HELD_MAX ? shed_row_group(s) : 0;
 }
 
 /*
@@ -629,14 +678,16 @@ static int held(struct sink *s, struct stream *st, size_t len)
 static int parquet_records(struct sink *s, struct stream *st, const char *bytes, size_t len,
 			   unsigned long long count, const struct singer_msg *from)
 {
+	struct parquet_stream *ps = pst(st);
+	struct parquet_run *run = prun(s);
 	const char *p = bytes, *end = bytes + len;
 
 	if (s->opt->transform == NULL) {
 		struct json_span rec = { bytes, len, JSON_OBJECT };
 
-		if (st->pqs == NULL)
+		if (ps->pqs == NULL)
 			infer_columns(s, st, &rec);
-		if ((s->feed ? fed_add(s, st, &rec, from) : parquet_add(s, st, &rec, from)) != 0)
+		if ((run->feed ? fed_add(s, st, &rec, from) : parquet_add(s, st, &rec, from)) != 0)
 			return -1;
 		return held(s, st, len);
 	}
@@ -652,9 +703,9 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 				  st->records + st->failed_in + 1, st->name);
 			return -1;
 		}
-		if (st->pqs == NULL)
+		if (ps->pqs == NULL)
 			infer_columns(s, st, &rec);
-		if ((s->feed ? fed_add(s, st, &rec, NULL) : parquet_add(s, st, &rec, NULL)) != 0 ||
+		if ((run->feed ? fed_add(s, st, &rec, NULL) : parquet_add(s, st, &rec, NULL)) != 0 ||
 		    held(s, st, n) != 0)
 			return -1;
 		p += n + 1;
@@ -664,6 +715,8 @@ static int parquet_records(struct sink *s, struct stream *st, const char *bytes,
 
 static int parquet_start(struct sink *s)
 {
+	struct parquet_run *run = s->rwstate = xcalloc(1, sizeof(*run));
+
 	s->ext = "";	/* the pages are compressed, not the file */
 	/*
 	 * -j N, N not 0: two threads beside this one, whatever N (the rows of
@@ -672,16 +725,16 @@ static int parquet_start(struct sink *s)
 	 * threads in a pipeline share two cores better than two would: the
 	 * values and the pages together cost more than this thread's scan.
 	 */
-	s->codec = pq_codec_new(s->cfg->compression, s->cfg->compression_level, s->opt->threads);
-	s->pqo.codec = s->codec;
-	s->pqo.row_group_rows = s->cfg->row_group_rows;
-	s->pqo.row_group_size = s->cfg->row_group_size;
-	if (s->codec == NULL) {
+	run->codec = pq_codec_new(s->cfg->compression, s->cfg->compression_level, s->opt->threads);
+	run->pqo.codec = run->codec;
+	run->pqo.row_group_rows = s->cfg->row_group_rows;
+	run->pqo.row_group_size = s->cfg->row_group_size;
+	if (run->codec == NULL) {
 		s->reported = 1;
 		sink_fail(s, "cannot start the Parquet page compressor");
 		return -1;
 	}
-	if (s->opt->threads > 0 && (s->feed = pq_feed_new(s->codec)) == NULL) {
+	if (s->opt->threads > 0 && (run->feed = pq_feed_new(run->codec)) == NULL) {
 		s->reported = 1;
 		sink_fail(s, "cannot start the Parquet writer's thread");
 		return -1;
@@ -691,36 +744,95 @@ static int parquet_start(struct sink *s)
 
 static void parquet_finish(struct sink *s)
 {
-	pq_feed_free(s->feed);
-	s->feed = NULL;
-	while (s->spare) {
-		struct pq_batch *b = s->spare;
+	struct parquet_run *run = s->rwstate;
 
-		s->spare = b->after;
+	if (run == NULL)
+		return;
+	pq_feed_free(run->feed);
+	while (run->spare) {
+		struct pq_batch *b = run->spare;
+
+		run->spare = b->after;
 		pq_batch_free(b);
 	}
-	pq_codec_free(s->codec);
+	pq_codec_free(run->codec);
+	free(run);
+	s->rwstate = NULL;
+}
+
+static void *parquet_stream_new(void)
+{
+	return xcalloc(1, sizeof(struct parquet_stream));
+}
+
+static void parquet_stream_free(void *state)
+{
+	struct parquet_stream *ps = state;
+
+	if (ps == NULL)
+		return;
+	pq_schema_free(ps->pqs);
+	sb_free(&ps->widened);
+	while (ps->nwarned > 0)
+		free(ps->warned[--ps->nwarned]);
+	free(ps->warned);
+	free(ps);
+}
+
+/* The plan's words on st: its columns' types, whether inferred, its widenings. */
+static int parquet_describe(const struct stream *st, struct plan_stream *p)
+{
+	const struct parquet_stream *ps = pst(st);
+
+	if (p == NULL)
+		return ps->widened.len > 0;
+	if (ps->pqs) {
+		struct sb types = SB_INIT;
+
+		pq_schema_types_json(ps->pqs, &types);
+		p->parquet_types = sb_detach(&types);
+	}
+	p->inferred = ps->inferred;
+	if (ps->widened.len) {
+		struct sb w = SB_INIT;
+
+		sb_addf(&w, "[%s]", ps->widened.buf);
+		p->widened = sb_detach(&w);
+	}
+	return ps->widened.len > 0;
+}
+
+/* A commit unit was written: its widenings are said. */
+static void parquet_unit_done(struct stream *st)
+{
+	sb_reset(&pst(st)->widened);
 }
 
 static void *parquet_open(struct sink *s, struct stream *st, struct bucket_writer *w)
 {
-	struct pq_writer *pw = pq_writer_open(w, st->pqs, &s->pqo);
+	struct parquet_run *run = prun(s);
+	struct pq_writer *pw = pq_writer_open(w, pst(st)->pqs, &run->pqo);
 
-	if (pw && s->feed)
-		pq_feed_attach(s->feed, pw);
+	if (pw && run->feed)
+		pq_feed_attach(run->feed, pw);
 	return pw;
 }
 
 static int parquet_schema(struct sink *s, struct stream *st, const char *schema)
 {
-	if (st->schema != NULL && strcmp(st->schema, schema) == 0)
+	struct parquet_stream *ps = pst(st);
+
+	if (st->schema != NULL && strcmp(st->schema, schema) == 0) {
+		ps->inferred = 0;
 		return 0;
+	}
 	/* New columns: a new file, once the records of the old ones that
 	 * wait have landed. */
 	if ((st->waiting > 0 && sink_drain(s, st) != 0) || sink_close_file(s, st) != 0)
 		return -1;
-	pq_schema_free(st->pqs);
-	st->pqs = stream_columns(s, st, schema);
+	pq_schema_free(ps->pqs);
+	ps->pqs = stream_columns(s, st, schema);
+	ps->inferred = 0;
 	return 0;
 }
 
@@ -748,4 +860,8 @@ const struct recwriter recwriter_parquet = {
 	.abandon = parquet_abandon,
 	.close = parquet_close,
 	.abort = parquet_abort,
+	.stream_new = parquet_stream_new,
+	.stream_free = parquet_stream_free,
+	.describe = parquet_describe,
+	.unit_done = parquet_unit_done,
 };

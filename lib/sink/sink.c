@@ -13,7 +13,6 @@
 #include "check.h"
 #include "err.h"
 #include "json.h"
-#include "parquet.h"
 #include "recwriter.h"
 #include "singer.h"
 #include "tapline.h"
@@ -247,7 +246,6 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 		free(schema);
 		return -1;
 	}
-	st->inferred = 0;
 	free(st->schema);
 	free(st->key_properties);
 	st->schema = schema;
@@ -314,7 +312,8 @@ static void fill_streams(struct sink *s, struct plan *p, int final)
 		if (st->dropped)
 			continue;
 		/* a checkpoint names the streams it landed records of; the end, all */
-		if (!final && st->records == st->unit_base && st->widened.len == 0)
+		if (!final && st->records == st->unit_base &&
+		    !(s->rw->describe && s->rw->describe(st, NULL)))
 			continue;
 		ps = &p->streams[p->nstreams++];
 		ps->records = st->records - st->unit_base;
@@ -331,19 +330,8 @@ static void fill_streams(struct sink *s, struct plan *p, int final)
 			ps->schema = st->schema ? xstrdup(st->schema) : NULL;
 			ps->key_properties = st->key_properties ? xstrdup(st->key_properties) : NULL;
 		}
-		if (st->pqs) {
-			struct sb types = SB_INIT;
-
-			pq_schema_types_json(st->pqs, &types);
-			ps->parquet_types = sb_detach(&types);
-		}
-		ps->inferred = st->inferred;
-		if (st->widened.len) {
-			struct sb w = SB_INIT;
-
-			sb_addf(&w, "[%s]", st->widened.buf);
-			ps->widened = sb_detach(&w);
-		}
+		if (s->rw->describe)
+			s->rw->describe(st, ps);
 		p->records += ps->records;
 	}
 }
@@ -393,7 +381,8 @@ static int checkpoint(struct sink *s)
 	}
 	for (i = 0; i < s->n; i++) {
 		s->streams[i].unit_base = s->streams[i].records;
-		sb_reset(&s->streams[i].widened);
+		if (s->rw->unit_done)
+			s->rw->unit_done(&s->streams[i]);
 	}
 	s->plan->nunits = s->units;
 	s->unit_started = util_now();

@@ -24,14 +24,12 @@
 #include <stdint.h>
 
 #include "json.h"
-#include "parquet.h"
 #include "plan.h"
 #include "recwriter.h"
 #include "sb.h"
 #include "sink.h"
 
 struct singer_msg;
-struct zpool;
 
 /* Stream names up to this long are compared in the stream itself, not through name. */
 #define STREAM_NAME_IN 48
@@ -44,7 +42,7 @@ struct stream {
 	char *dir;		/* <path>/<source>/<safe> */
 	char *safe;
 	void *file;		/* its open file (lib/sink/recwriter.h), or NULL */
-	struct pq_schema *pqs;	/* parquet: the columns of its last SCHEMA, or NULL */
+	void *rwstate;		/* what its format keeps of it (recwriter's stream_new()), or NULL */
 	char *staged;		/* its staged key */
 	char *final;		/* its final key */
 	unsigned long long file_records;
@@ -56,16 +54,8 @@ struct stream {
 	char *key_properties;
 	int dropped;		/* not selected: its records are dropped */
 	unsigned long long failed_in;	/* records a transform dropped */
-	int inferred;		/* parquet: schema inferred from its first record */
 	char *version;		/* raw JSON "version" of its latest records, or NULL */
 	char *activated;	/* raw JSON of the version last activated, or NULL */
-	struct sb widened;	/* parquet: JSON array members of the columns widened */
-	struct pq_batch *batch;	/* parquet, fed: its records not yet handed to the feed, or NULL */
-	size_t last_bytes, last_nm, last_n;	/* parquet, fed: what its last open batch held */
-	uint64_t rg_held;	/* parquet: bytes of its records since its row group was last ended early */
-	int resolving;		/* parquet, fed: its file rolls inside sink_close_file()'s settle */
-	char **warned;		/* columns widened with a warning already, NULL-terminated */
-	size_t nwarned;
 
 	/*
 	 * A cold stream: its records wait, in order, for a file of its own
@@ -91,13 +81,7 @@ struct sink {
 	char date[16];
 	const struct recwriter *rw;	/* the files' format (destination.format) */
 	const char *ext;	/* after the format's suffix: the compression's (".zst"; Parquet: "") */
-	struct zpool *zpool;	/* jsonl: the compressors all files share */
-	struct pq_codec *codec;	/* parquet: the page compressor all files share */
-	struct pq_options pqo;
-	struct pq_feed *feed;	/* parquet, threads > 0: the worker that adds the rows, or NULL */
-	struct pq_batch *spare;	/* parquet, fed: batches to reuse (linked by after) */
-	uint64_t rg_held;	/* parquet: the streams' rg_held, all together */
-	uint64_t batched;	/* parquet, fed: the memory of the streams' open batches */
+	void *rwstate;		/* what the format keeps of the run (recwriter's start()) */
 
 	struct stream *streams;
 	size_t n, cap;

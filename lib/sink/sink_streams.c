@@ -133,6 +133,8 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 		memcpy(st->name_in, name, len);
 	st->safe = safe;
 	st->dropped = dropped;
+	if (s->rw->stream_new)
+		st->rwstate = s->rw->stream_new();
 	if (dropped)
 		st->dir = NULL;
 	else if (s->cfg->path && *s->cfg->path)
@@ -270,15 +272,12 @@ void sink_streams_free(struct sink *s)
 		free(st->final);
 		free(st->schema);
 		free(st->key_properties);
-		pq_schema_free(st->pqs);
 		sb_free(&st->cold);
 		free(st->chunks);
 		free(st->version);
 		free(st->activated);
-		sb_free(&st->widened);
-		while (st->nwarned > 0)
-			free(st->warned[--st->nwarned]);
-		free(st->warned);
+		if (s->rw->stream_free)
+			s->rw->stream_free(st->rwstate);
 	}
 	free(s->streams);
 	free(s->slots);
