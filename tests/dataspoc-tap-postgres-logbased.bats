@@ -424,4 +424,17 @@ for l in open("rows"):
         "amount": None if r["amount"] is None else float(r["amount"]), "_sdc_deleted_at": r.get("_sdc_deleted_at")}}))' >records.jsonl
 	apply records.jsonl | sed -E 's/\|([0-9]+)\.([0-9])$/|\1.\20/' >lake
 	table_rows | diff -u - lake
+	# --full: a new copy (the slot is there: a temporary one's snapshot), a new version
+	# that replaces the lake's rows, then the changes from the new copy's point
+	pg_sql -d appdb "UPDATE customers SET name = 'before-full' WHERE id = 1"
+	run -0 --separate-stderr dataspoc-pipe run lb --full
+	assert_output --partial "Done! 10 records in 1 stream(s)"
+	pg_sql -d appdb "DELETE FROM customers WHERE id = 2"
+	run -0 --separate-stderr dataspoc-pipe run lb
+	assert_output --partial "Done! 1 record in 1 stream(s)"
+	run -0 pq_table_rows raw
+	[ "${#lines[@]}" -eq 11 ]
+	assert_line --partial '"before-full"'
+	run -0 pg_sql -d appdb "SELECT count(*) FROM pg_replication_slots"
+	[ "$output" = 1 ]
 }
