@@ -4,7 +4,7 @@
  * RLE/bit-packed hybrid (parquet-format's Encodings.md), the latter after
  * Arrow's RleEncoder.
  */
-#include "parquet.h"
+#include "parquet_enc.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
  *	parquet.c		the writer: pages, row groups, the footer
  *	parquet_codec.c		pages compressed, in this thread or by the worker
  *	parquet_feed.c		records added by a worker thread, in batches
- *	parquet_enc.c		the Thrift compact and RLE encoders
+ *	parquet_enc.[ch]	the Thrift compact and RLE encoders
  *
  * The helpers of the per-value path are static inline here, so that every
  * file's compiler can still inline them.
@@ -26,6 +26,7 @@
 #include <zstd.h>
 
 #include "format.h"
+#include "parquet_enc.h"
 #include "parquet.h"
 #include "sb.h"
 #include "util.h"

@@ -7,6 +7,7 @@
 #include "bucket.h"
 #include "err.h"
 #include "parquet.h"
+#include "parquet/parquet_enc.h"
 #include "parquet/parquet_impl.h"
 #include "pqread.h"
 #include "sb.h"

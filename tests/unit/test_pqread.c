@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "parquet.h"
+#include "parquet/parquet_enc.h"
 #include "pqread.h"
 #include "sb.h"
 #include "taptest.h"
