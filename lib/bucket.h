@@ -1,6 +1,7 @@
 /*
- * bucket: where data lands.  One interface, several stores: a local
- * directory (file:///abs/dir, or a plain path) and, later, s3://.
+ * bucket: where data lands.  One interface, several stores (lib/store/):
+ * a local directory (file:///abs/dir, or a plain path), s3:// and gs://,
+ * az://.
  *
  * Keys are '/'-separated relative paths ("raw/pg/orders/dt=2026-01-01/x.jsonl.zst").
  * Every function reports its own errors on stderr (err_msg), naming the key
@@ -18,7 +19,8 @@ struct bucket_writer;
 
 /*
  * Open the bucket named by url: "file:///abs/dir", "/abs/dir", "rel/dir"
- * (relative to the working directory), or "s3://name[/prefix]".  A local
+ * (relative to the working directory), "s3://name[/prefix]", "gs://..."
+ * or "az://container[/prefix]" (the scheme in any case).  A local
  * bucket's missing directory is created by the first write, never by a
  * read: reading a bucket that does not exist finds nothing.  Returns NULL
  * on error.

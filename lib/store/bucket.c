@@ -1,6 +1,7 @@
 /*
  * bucket: the store-independent half.  Parses the url, picks the store
- * (a local directory, s3:// and gs://, az://),
+ * from the table of schemes (a local directory, file://, s3:// and gs://,
+ * az://),
  * validates keys once for every store, sorts listings.
  */
 #include "bucket.h"
@@ -85,13 +86,6 @@ static int prefix_ok(const char *prefix)
 	return ok;
 }
 
-static int has_scheme(const char *url, const char *scheme)
-{
-	size_t n = strlen(scheme);
-
-	return strncasecmp(url, scheme, n) == 0 && strncmp(url + n, "://", 3) == 0;
-}
-
 /* "name://" with an RFC 3986 scheme name: length of name, else 0. */
 static size_t scheme_len(const char *url)
 {
@@ -109,6 +103,73 @@ static size_t scheme_len(const char *url)
 	return strncmp(url + i, "://", 3) == 0 ? i : 0;
 }
 
+/* "file:///abs/dir" (or "file://localhost/abs/dir"): the directory. */
+static struct bucket *open_file(const char *url, const char *endpoint, const char *account)
+{
+	const char *path = url + strlen("file://");
+	char *p;
+
+	(void)endpoint;
+	(void)account;
+	/* RFC 8089 allows an empty or "localhost" authority, nothing else. */
+	if (strncasecmp(path, "localhost/", 10) == 0)
+		path += 9;
+	if (*path != '/') {
+		p = printable(url);
+		err_msg("invalid bucket '%s': a file:// url must be absolute, "
+			"as in file:///abs/dir", p);
+		free(p);
+		return NULL;
+	}
+	return local_bucket_open(path);
+}
+
+static struct bucket *open_s3(const char *url, const char *endpoint, const char *account)
+{
+	(void)account;
+	return s3_bucket_open(url, endpoint);
+}
+
+/*
+ * The stores by url scheme, as git's refs_backends[]: "NAME://..." opens
+ * with the entry named NAME (in any case), a url without a scheme is a
+ * local directory.  The messages naming what a bucket may be are made
+ * from this table.
+ */
+static const struct bucket_scheme {
+	const char *name;
+	const char *example;	/* in those messages */
+	struct bucket *(*open)(const char *url, const char *endpoint, const char *account);
+} schemes[] = {
+	{ "file", "file:///abs/dir", open_file },
+	{ "s3", "s3://bucket", open_s3 },
+	{ "gs", "gs://bucket", open_s3 },
+	{ "az", "az://container", az_bucket_open },
+};
+#define N_SCHEMES (sizeof(schemes) / sizeof(schemes[0]))
+
+/* "a local directory, file:///abs/dir, ... or az://container" */
+static char *schemes_hint(void)
+{
+	struct sb sb = SB_INIT;
+	size_t i;
+
+	sb_adds(&sb, "a local directory");
+	for (i = 0; i < N_SCHEMES; i++)
+		sb_addf(&sb, "%s%s", i + 1 < N_SCHEMES ? ", " : " or ", schemes[i].example);
+	return sb_detach(&sb);
+}
+
+static const struct bucket_scheme *scheme_find(const char *url, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < N_SCHEMES; i++)
+		if (strlen(schemes[i].name) == n && strncasecmp(url, schemes[i].name, n) == 0)
+			return &schemes[i];
+	return NULL;
+}
+
 struct bucket *bucket_open(const char *url)
 {
 	return bucket_open_opts(url, NULL);
@@ -121,39 +182,29 @@ struct bucket *bucket_open_opts(const char *url, const char *endpoint)
 
 struct bucket *bucket_open_account(const char *url, const char *endpoint, const char *account)
 {
-	struct bucket *b = NULL;
-	char *p;
+	const struct bucket_scheme *s;
+	struct bucket *b;
+	char *p, *hint;
+	size_t n;
 
 	if (url == NULL || *url == '\0') {
-		err_msg("no bucket given: use a local directory, file:///abs/dir or s3://bucket");
+		hint = schemes_hint();
+		err_msg("no bucket given: use %s", hint);
+		free(hint);
 		return NULL;
 	}
-	if (has_scheme(url, "file")) {
-		const char *path = url + 7;
-
-		/* RFC 8089 allows an empty or "localhost" authority, nothing else. */
-		if (strncasecmp(path, "localhost/", 10) == 0)
-			path += 9;
-		if (*path != '/') {
-			p = printable(url);
-			err_msg("invalid bucket '%s': a file:// url must be absolute, "
-				"as in file:///abs/dir", p);
-			free(p);
-			return NULL;
-		}
-		b = local_bucket_open(path);
-	} else if (has_scheme(url, "s3") || has_scheme(url, "gs")) {
-		b = s3_bucket_open(url, endpoint);
-	} else if (has_scheme(url, "az")) {
-		b = az_bucket_open(url, endpoint, account);
-	} else if (scheme_len(url) > 0) {
+	n = scheme_len(url);
+	if (n == 0) {
+		b = local_bucket_open(url);
+	} else if ((s = scheme_find(url, n)) != NULL) {
+		b = s->open(url, endpoint, account);
+	} else {
 		p = printable(url);
-		err_msg("unsupported bucket '%s': use a local directory, "
-			"file:///abs/dir or s3://bucket", p);
+		hint = schemes_hint();
+		err_msg("unsupported bucket '%s': use %s", p, hint);
+		free(hint);
 		free(p);
 		return NULL;
-	} else {
-		b = local_bucket_open(url);
 	}
 	if (b == NULL)
 		return NULL;

@@ -100,7 +100,8 @@ struct bucket_writer {
 };
 
 /*
- * The stores' constructors.  url is the whole url as given.
+ * The stores' constructors, picked by bucket.c's table of schemes.  url
+ * is the whole url as given.
  * local_bucket_open takes the directory (already stripped of "file://").
  * s3_bucket_open takes "s3://name[/prefix]" or "gs://name[/prefix]" and an
  * endpoint url (NULL: from the environment or the AWS profile, else AWS

@@ -249,6 +249,14 @@ static void test_open(void)
 	bucket_free(b);
 	free(url);
 
+	url = xasprintf("FILE://%s/f", tmpdir);
+	b = bucket_open(url);
+	ok(b != NULL, "FILE:///abs opens (a scheme in any case)");
+	if (b)
+		is_int(bucket_exists(b, "k"), 1, "same directory through FILE://");
+	bucket_free(b);
+	free(url);
+
 	capture_begin();
 	b = bucket_open("file://rel/dir");
 	err = capture_end();
@@ -261,7 +269,8 @@ static void test_open(void)
 	err = capture_end();
 	ok(b == NULL, "xyz:// is refused");
 	is_str(err, "test_bucket: unsupported bucket 'xyz://foo/bar': use a local directory, "
-	       "file:///abs/dir or s3://bucket", "unsupported scheme message");
+	       "file:///abs/dir, s3://bucket, gs://bucket or az://container",
+	       "unsupported scheme message");
 
 	capture_begin();
 	b = bucket_open("http://example.com/x");
