@@ -372,6 +372,21 @@ print((t - d).total_seconds() > 1)'
 	done
 	run -1 --separate-stderr "$TAP" --config tap.json --properties props.json --state s1.json
 	[[ $stderr == *"cannot replicate: another reader holds the slot (host '127.0.0.1' port $PG_PORT database 'appdb' slot 'stitch_appdb'): stop it, or wait for its run to end"* ]]
+	kill "${BG_PIDS##* }"
+	wait "${BG_PIDS##* }" || true
+	# the slot invalidated: the server removed the WAL it needed
+	pg_sql "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'"
+	pg_sql "SELECT pg_reload_conf()" >/dev/null
+	for _ in 1 2 3; do
+		pg_sql -d appdb "CREATE TABLE IF NOT EXISTS junk(x text); INSERT INTO junk SELECT repeat('x', 1000)
+			FROM generate_series(1, 20000); SELECT pg_switch_wal()" >/dev/null
+	done
+	pg_sql "CHECKPOINT"
+	pg_sql "ALTER SYSTEM RESET max_slot_wal_keep_size"
+	pg_sql "SELECT pg_reload_conf()" >/dev/null
+	pg_sql -d appdb "DROP TABLE junk"
+	run -1 --separate-stderr "$TAP" --config tap.json --properties props.json --state s1.json
+	[ "$stderr" = "dataspoc-tap-postgres: cannot replicate: the slot was invalidated (max_slot_wal_keep_size) (host '127.0.0.1' port $PG_PORT database 'appdb' slot 'stitch_appdb'): the WAL it needed is gone; drop it (SELECT pg_drop_replication_slot('stitch_appdb')) and run the pipeline with --full" ]
 	# no replication privilege
 	pg_sql -d appdb "GRANT SELECT ON customers TO plain"
 	printf '{"host": "127.0.0.1", "port": %s, "user": "plain", "password": "plain-pw", "dbname": "appdb", "logical_slot": "other"}\n' "$PG_PORT" >plain.json

@@ -1866,9 +1866,13 @@ static int sync_db(struct tap *t, const char *dbname, struct stream **ss, size_t
 		goto out;
 	}
 	if (strcmp(status, "lost") == 0) {
+		struct sb todo = SB_INIT;
+
+		sb_addf(&todo, "the WAL it needed is gone; drop it (SELECT pg_drop_replication_slot('%s')) and run"
+			" the pipeline with --full", d.slot);
 		rc = lfail(&d, NULL, NULL, NULL, "cannot replicate: the slot was invalidated (max_slot_wal_keep_size)",
-			   "the WAL it needed is gone; drop the slot (SELECT pg_drop_replication_slot(...)) and run"
-			   " the pipeline with --full");
+			   todo.buf);
+		sb_free(&todo);
 		goto out;
 	}
 	if (active) {
