@@ -25,10 +25,10 @@
 static int az_get(struct bucket *b, const char *key, struct sb *out)
 {
 	struct az_bucket *z = azb(b);
-	struct az_call c;
+	struct http_call c;
 	int r = -1;
 
-	az_call_init(&c, "read", "GetBlob", "GET", key);
+	http_call_init(&c, "read", "GetBlob", "GET", key);
 	az_perform(z, &c);
 	if (az_ok(&c)) {
 		sb_add(out, c.resp.buf ? c.resp.buf : "", c.resp.len);
@@ -38,7 +38,7 @@ static int az_get(struct bucket *b, const char *key, struct sb *out)
 	} else {
 		az_report(z, &c, NULL);
 	}
-	az_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -51,24 +51,24 @@ static int az_get(struct bucket *b, const char *key, struct sb *out)
 static int put_blob(struct az_bucket *z, const char *verb, const char *key, const void *data,
 		    size_t len, const char *cond, int *twice)
 {
-	struct az_call c;
+	struct http_call c;
 	int r = -1;
 
-	az_call_init(&c, verb, "PutBlob", "PUT", key);
+	http_call_init(&c, verb, "PutBlob", "PUT", key);
 	c.body = data;
 	c.body_len = len;
 	c.hdr[0] = "x-ms-blob-type: BlockBlob";
 	c.hdr[1] = cond;
 	az_perform(z, &c);
 	if (twice)
-		*twice = az_sent_twice(&c);
+		*twice = http_sent_twice(&c);
 	if (az_ok(&c))
 		r = 0;
 	else if (cond && (c.status == 409 || c.status == 412))
 		r = 1;
 	else
 		az_report(z, &c, NULL);
-	az_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -120,10 +120,10 @@ static int az_probe_conditional(struct bucket *b, const char *key)
 static int head(struct az_bucket *z, const char *verb, const char *key, uint64_t *len,
 		char *etag, size_t size)
 {
-	struct az_call c;
+	struct http_call c;
 	int r = -1;
 
-	az_call_init(&c, verb, "GetBlobProperties", "HEAD", key);
+	http_call_init(&c, verb, "GetBlobProperties", "HEAD", key);
 	az_perform(z, &c);
 	if (az_ok(&c)) {
 		if (len)
@@ -136,7 +136,7 @@ static int head(struct az_bucket *z, const char *verb, const char *key, uint64_t
 	} else {
 		az_report(z, &c, NULL);
 	}
-	az_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -167,17 +167,17 @@ static int az_put_if(struct bucket *b, const char *key, const void *data, size_t
 
 static int delete_blob(struct az_bucket *z, const char *verb, const char *key)
 {
-	struct az_call c;
+	struct http_call c;
 	int r = -1;
 
-	az_call_init(&c, verb, "DeleteBlob", "DELETE", key);
+	http_call_init(&c, verb, "DeleteBlob", "DELETE", key);
 	c.hdr[0] = "x-ms-delete-snapshots: include";
 	az_perform(z, &c);
 	if (az_ok(&c) || az_no_blob(&c))
 		r = 0;
 	else
 		az_report(z, &c, NULL);
-	az_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -195,22 +195,22 @@ static int wait_copy(struct az_bucket *z, const char *from, const char *to)
 	long waited = 0, step = 50;
 
 	for (;;) {
-		struct az_call c;
+		struct http_call c;
 		char status[32];
 
 		util_sleep_ms(step);
 		waited += step;
 		if (step < 2000)
 			step *= 2;
-		az_call_init(&c, "move", "GetBlobProperties", "HEAD", to);
+		http_call_init(&c, "move", "GetBlobProperties", "HEAD", to);
 		az_perform(z, &c);
 		if (!az_ok(&c)) {
 			az_report(z, &c, NULL);
-			az_call_free(&c);
+			http_call_free(&c);
 			return -1;
 		}
 		snprintf(status, sizeof(status), "%s", c.copy_status);
-		az_call_free(&c);
+		http_call_free(&c);
 		if (strcmp(status, "pending") != 0 && strcmp(status, "success") != 0) {
 			char *subj = az_subject(z, from);
 
@@ -240,7 +240,7 @@ static int wait_copy(struct az_bucket *z, const char *from, const char *to)
 static int az_move(struct bucket *b, const char *from, const char *to)
 {
 	struct az_bucket *z = azb(b);
-	struct az_call c;
+	struct http_call c;
 	char *src, *hsrc;
 	int r;
 
@@ -253,24 +253,24 @@ static int az_move(struct bucket *b, const char *from, const char *to)
 	hsrc = xasprintf("x-ms-copy-source: %s", src);
 	memset(src, 0, strlen(src));
 	free(src);
-	az_call_init(&c, "move", "CopyBlob", "PUT", to);
+	http_call_init(&c, "move", "CopyBlob", "PUT", to);
 	c.hdr[0] = hsrc;
 	az_perform(z, &c);
 	memset(hsrc, 0, strlen(hsrc));
 	free(hsrc);
-	if (az_no_blob(&c) || az_code_is(&c, "CannotVerifyCopySource")) {
-		az_call_free(&c);
+	if (az_no_blob(&c) || http_code_is(&c, "CannotVerifyCopySource")) {
+		http_call_free(&c);
 		return head(z, "move", from, NULL, NULL, 0) == 0 ? 1 : -1;
 	}
-	if (!az_ok(&c) && !az_code_is(&c, "PendingCopyOperation")) {
+	if (!az_ok(&c) && !http_code_is(&c, "PendingCopyOperation")) {
 		az_report(z, &c, from);
-		az_call_free(&c);
+		http_call_free(&c);
 		return -1;
 	}
 	r = 0;
 	if (!az_ok(&c) || strcmp(c.copy_status, "success") != 0)
 		r = wait_copy(z, from, to);
-	az_call_free(&c);
+	http_call_free(&c);
 	if (r < 0)
 		return -1;
 	return delete_blob(z, "move", from);
@@ -287,11 +287,11 @@ static int az_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 
 	snprintf(page, sizeof(page), "%ld", z->page_size);
 	for (;;) {
-		struct az_call c;
+		struct http_call c;
 		char **keys = NULL;
 		size_t n = 0, i;
 
-		az_call_init(&c, "list", "ListBlobs", "GET", NULL);
+		http_call_init(&c, "list", "ListBlobs", "GET", NULL);
 		az_call_param(&c, "restype", "container");
 		az_call_param(&c, "comp", "list");
 		if (*full)
@@ -302,17 +302,17 @@ static int az_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 		az_perform(z, &c);
 		if (!az_ok(&c)) {
 			az_report(z, &c, prefix);
-			az_call_free(&c);
+			http_call_free(&c);
 			goto out;
 		}
 		if (az_xml_list(c.resp.buf, c.resp.len, &keys, &n, &next) < 0) {
 			snprintf(c.why, sizeof(c.why), "cannot read the answer (page %d)", pages + 1);
 			c.status = -1;
 			az_report(z, &c, prefix);
-			az_call_free(&c);
+			http_call_free(&c);
 			goto out;
 		}
-		az_call_free(&c);
+		http_call_free(&c);
 		for (i = 0; i < n; i++) {
 			if (strncmp(keys[i], full, strlen(full)) == 0 && bucket_key_ok(keys[i] + plen))
 				bucket_keys_add(out, keys[i] + plen, strlen(keys[i] + plen));
@@ -373,7 +373,7 @@ static struct bucket_writer *az_writer_open(struct bucket *b, const char *key)
 /* Put Block of the buffer.  Sent twice, a block is staged again under the same id. */
 static int flush_block(struct az_writer *w)
 {
-	struct az_call c;
+	struct http_call c;
 	char id[24];
 	int r = -1;
 
@@ -386,7 +386,7 @@ static int flush_block(struct az_writer *w)
 		return -1;
 	}
 	block_id(w->nblocks + 1, id);
-	az_call_init(&c, "write", "PutBlock", "PUT", w->key);
+	http_call_init(&c, "write", "PutBlock", "PUT", w->key);
 	az_call_param(&c, "comp", "block");
 	az_call_param(&c, "blockid", id);
 	c.body = w->buf;
@@ -400,7 +400,7 @@ static int flush_block(struct az_writer *w)
 	} else {
 		az_report(w->z, &c, NULL);
 	}
-	az_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -442,13 +442,13 @@ static void writer_free(struct az_writer *w)
 static int commit_blocks(struct az_writer *w)
 {
 	struct sb body = SB_INIT;
-	struct az_call c;
+	struct http_call c;
 	int r = -1;
 
 	sb_adds(&body, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
 	sb_add(&body, w->list.buf ? w->list.buf : "", w->list.len);
 	sb_adds(&body, "</BlockList>");
-	az_call_init(&c, "write", "PutBlockList", "PUT", w->key);
+	http_call_init(&c, "write", "PutBlockList", "PUT", w->key);
 	az_call_param(&c, "comp", "blocklist");
 	c.body = body.buf;
 	c.body_len = body.len;
@@ -458,7 +458,7 @@ static int commit_blocks(struct az_writer *w)
 		r = 0;
 	else
 		az_report(w->z, &c, NULL);
-	az_call_free(&c);
+	http_call_free(&c);
 	sb_free(&body);
 	return r;
 }

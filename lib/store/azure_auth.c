@@ -49,7 +49,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 void az_string_to_sign(struct sb *out, const char *method, const char *const *hdr, size_t nhdr,
-		       const char *account, const char *path, const struct s3_param *q, size_t nq)
+		       const char *account, const char *path, const struct http_param *q, size_t nq)
 {
 	static const char *const std[] = {
 		"Content-Encoding", "Content-Language", "Content-Length", "Content-MD5",
@@ -506,16 +506,6 @@ fail:
 
 /* ---- XML ---- */
 
-static size_t find(const char *s, size_t len, size_t from, const char *pat)
-{
-	size_t n = strlen(pat);
-
-	for (; from + n <= len; from++)
-		if (memcmp(s + from, pat, n) == 0)
-			return from;
-	return len;
-}
-
 int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct sb *next)
 {
 	struct sb name = SB_INIT;
@@ -525,24 +515,24 @@ int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct
 	*keys = NULL;
 	*nkeys = 0;
 	sb_reset(next);
-	if (xml == NULL || find(xml, len, 0, "<EnumerationResults") == len)
+	if (xml == NULL || http_find(xml, len, 0, "<EnumerationResults") == len)
 		return -1;
 	pos = 0;
 	for (;;) {
-		size_t start = find(xml, len, pos, "<Blob>"), end, tag, p = 0;
+		size_t start = http_find(xml, len, pos, "<Blob>"), end, tag, p = 0;
 
 		if (start == len)
 			break;
-		end = find(xml, len, start, "</Blob>");
+		end = http_find(xml, len, start, "</Blob>");
 		if (end == len)
 			break;
-		tag = find(xml, end, start, "<Name");
+		tag = http_find(xml, end, start, "<Name");
 		if (tag < end) {
-			size_t close = find(xml, end, tag, ">");
+			size_t close = http_find(xml, end, tag, ">");
 			int encoded = close < end &&
-				      find(xml, close, tag, "Encoded=\"true\"") < close;
+				      http_find(xml, close, tag, "Encoded=\"true\"") < close;
 
-			if (!encoded && s3_xml_next(xml + start, end - start, "Name", &p, &name)) {
+			if (!encoded && http_xml_next(xml + start, end - start, "Name", &p, &name)) {
 				if (n + 1 >= cap) {
 					cap = cap ? 2 * cap : 64;
 					v = xrealloc(v, cap * sizeof(*v));
@@ -553,7 +543,7 @@ int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct
 		pos = end + 7;
 	}
 	pos = 0;
-	if (!s3_xml_next(xml, len, "NextMarker", &pos, next))
+	if (!http_xml_next(xml, len, "NextMarker", &pos, next))
 		sb_reset(next);
 	if (v == NULL)
 		v = xmalloc(sizeof(*v));
@@ -572,10 +562,10 @@ void az_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg)
 	sb_reset(msg);
 	if (xml == NULL || len == 0)
 		return;
-	if (!s3_xml_next(xml, len, "Code", &pos, code))
+	if (!http_xml_next(xml, len, "Code", &pos, code))
 		sb_reset(code);
 	pos = 0;
-	if (s3_xml_next(xml, len, "Message", &pos, msg) && msg->len) {
+	if (http_xml_next(xml, len, "Message", &pos, msg) && msg->len) {
 		/* "...\nRequestId:...\nTime:...": the first line is the message */
 		size_t n = strcspn(msg->buf, "\r\n");
 

@@ -20,30 +20,13 @@
 
 #include <curl/curl.h>
 
-void az_call_init(struct az_call *c, const char *verb, const char *api,
-		  const char *method, const char *key)
-{
-	memset(c, 0, sizeof(*c));
-	c->verb = verb;
-	c->api = api;
-	c->method = method;
-	c->key = key;
-}
-
-void az_call_param(struct az_call *c, const char *name, const char *value)
+void az_call_param(struct http_call *c, const char *name, const char *value)
 {
 	if (c->nq < sizeof(c->q) / sizeof(c->q[0])) {
 		c->q[c->nq].name = name;
 		c->q[c->nq].value = value;
 		c->nq++;
 	}
-}
-
-void az_call_free(struct az_call *c)
-{
-	sb_free(&c->resp);
-	sb_free(&c->code);
-	sb_free(&c->msg);
 }
 
 char *az_subject(const struct az_bucket *z, const char *key)
@@ -66,12 +49,12 @@ static void add_path(struct sb *out, const struct az_bucket *z, const char *key)
 		char *full = xasprintf("%s%s", z->t.prefix, key);
 
 		sb_addc(out, '/');
-		s3_uri_encode(out, full, strlen(full), 1);
+		http_uri_encode(out, full, strlen(full), 1);
 		free(full);
 	}
 }
 
-char *az_url(const struct az_bucket *z, const char *key, const struct az_call *c, int with_sas)
+char *az_url(const struct az_bucket *z, const char *key, const struct http_call *c, int with_sas)
 {
 	struct sb u = SB_INIT;
 	char sep = '?';
@@ -86,15 +69,15 @@ char *az_url(const struct az_bucket *z, const char *key, const struct az_call *c
 	for (i = 0; c && i < c->nq; i++) {
 		sb_addc(&u, sep);
 		sep = '&';
-		s3_uri_encode(&u, c->q[i].name, strlen(c->q[i].name), 0);
+		http_uri_encode(&u, c->q[i].name, strlen(c->q[i].name), 0);
 		sb_addc(&u, '=');
 		if (c->q[i].value)
-			s3_uri_encode(&u, c->q[i].value, strlen(c->q[i].value), 0);
+			http_uri_encode(&u, c->q[i].value, strlen(c->q[i].value), 0);
 	}
 	return sb_detach(&u);
 }
 
-void az_report(const struct az_bucket *z, const struct az_call *c, const char *key)
+void az_report(const struct az_bucket *z, const struct http_call *c, const char *key)
 {
 	char *subj = az_subject(z, key ? key : c->key);
 	char tries[48] = "", hint[320] = "";
@@ -108,11 +91,11 @@ void az_report(const struct az_bucket *z, const struct az_call *c, const char *k
 		free(subj);
 		return;
 	}
-	if (az_code_is(c, "ContainerNotFound"))
+	if (http_code_is(c, "ContainerNotFound"))
 		snprintf(hint, sizeof(hint), " (container '%s' of account '%s' at %s)",
 			 z->t.container, z->cr.account, z->t.origin);
-	else if (c->status == 403 && (az_code_is(c, "AuthenticationFailed") ||
-				      az_code_is(c, "AuthorizationFailure")))
+	else if (c->status == 403 && (http_code_is(c, "AuthenticationFailed") ||
+				      http_code_is(c, "AuthorizationFailure")))
 		snprintf(hint, sizeof(hint), " (credentials from %s)", z->cr.source);
 	err_msg("cannot %s '%s': %s: HTTP %ld%s%s%s%s%s%s", c->verb, subj, c->api, c->status,
 		*code ? " " : "", code, *msg ? ": " : "", msg, hint, tries);
@@ -129,7 +112,7 @@ static void copy_value(char *dst, size_t size, const char *v, size_t vlen)
 
 static size_t on_header(char *data, size_t size, size_t n, void *arg)
 {
-	struct az_call *c = arg;
+	struct http_call *c = arg;
 	size_t len = size * n, nlen, vlen;
 	const char *v;
 
@@ -153,14 +136,14 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static int retryable(const struct az_call *c)
+static int retryable(const struct http_call *c)
 {
 	if (c->status < 0)
 		return http_retryable_curl(c->rc);
 	if (c->status >= 500 && c->status != 501)
 		return 1;
-	return c->status == 408 || c->status == 429 || az_code_is(c, "ServerBusy") ||
-	       az_code_is(c, "OperationTimedOut") || az_code_is(c, "InternalError");
+	return c->status == 408 || c->status == 429 || http_code_is(c, "ServerBusy") ||
+	       http_code_is(c, "OperationTimedOut") || http_code_is(c, "InternalError");
 }
 
 /* RFC 1123 in GMT, in English whatever the locale. */
@@ -178,7 +161,7 @@ static void http_date(char *buf, size_t size)
 }
 
 /* One try: fills status, or status -1 and why. */
-static void attempt(struct az_bucket *z, struct az_call *c)
+static void attempt(struct az_bucket *z, struct http_call *c)
 {
 	const char *hdr[16];
 	char date[64], vers[64], clen[48];
@@ -257,7 +240,7 @@ static void attempt(struct az_bucket *z, struct az_call *c)
 	sb_free(&sts);
 }
 
-long az_perform(struct az_bucket *z, struct az_call *c)
+long az_perform(struct az_bucket *z, struct http_call *c)
 {
 	int n;
 

@@ -7,9 +7,12 @@
  *			the streaming writer (Put Block, Put Block List)
  *	azure_call.c	one request: built, signed (SharedKey) or carrying
  *			the SAS, sent, retried, reported (the transport rules
-			it shares with the S3 store: http.h)
+			it shares with the S3 store, and the request and
+			answer, struct http_call: http.h)
  *	azure_auth.c	credentials, connection strings, endpoints, the
- *			SharedKey string-to-sign, List Blobs pages
+ *			SharedKey string-to-sign, List Blobs pages (the
+ *			encodings and XML it shares with the S3 store:
+ *			http_text.h)
  */
 #ifndef PIPE_AZURE_IMPL_H
 #define PIPE_AZURE_IMPL_H
@@ -22,7 +25,8 @@
 
 #include "bucket.h"
 #include "bucket_impl.h"
-#include "s3.h"		/* s3_uri_encode, s3_xml_next, struct s3_param: the same encodings */
+#include "http.h"
+#include "http_text.h"
 #include "sb.h"
 
 #define AZ_VERSION "2021-12-02"	/* x-ms-version sent with every request */
@@ -67,77 +71,39 @@ struct az_bucket {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-/* One request and its answer. */
-struct az_call {
-	const char *verb;	/* for messages: "read", "write", ... */
-	const char *api;	/* "GetBlob", ... */
-	const char *method;
-	const char *key;	/* below the prefix; NULL: the container itself */
-	struct s3_param q[5];	/* query parameters (values NULL: absent) */
-	size_t nq;
-	const void *body;
-	size_t body_len;
-	const char *hdr[6];	/* more headers, "Name: value", NULL-terminated */
-
-	long status;		/* -1: no answer (why) */
-	struct sb resp, code, msg;
-	char etag[256];
-	uint64_t length;
-	char copy_status[32];	/* x-ms-copy-status */
-	char copy_id[128];	/* x-ms-copy-id */
-	char why[CURL_ERROR_SIZE + 64];
-	CURLcode rc;
-	int attempts;
-	int headers_ended;
-	int sends;		/* times the request went out, curl's own resends included */
-};
-
 static inline struct az_bucket *azb(struct bucket *b)
 {
 	return (struct az_bucket *)b;
 }
 
-static inline int az_ok(const struct az_call *c)
+static inline int az_ok(const struct http_call *c)
 {
 	return c->status >= 200 && c->status < 300;
 }
 
-static inline int az_code_is(const struct az_call *c, const char *code)
-{
-	return c->code.len && strcmp(c->code.buf, code) == 0;
-}
-
-static inline int az_sent_twice(const struct az_call *c)
-{
-	return c->sends > 1 || c->attempts > 1;
-}
-
 /* A 404 that means "no such blob", not "no such container". */
-static inline int az_no_blob(const struct az_call *c)
+static inline int az_no_blob(const struct http_call *c)
 {
-	return c->status == 404 && !az_code_is(c, "ContainerNotFound") &&
-	       !az_code_is(c, "ResourceNotFound");
+	return c->status == 404 && !http_code_is(c, "ContainerNotFound") &&
+	       !http_code_is(c, "ResourceNotFound");
 }
 
 /* ---- azure_call.c ---- */
 
-void az_call_init(struct az_call *c, const char *verb, const char *api,
-		  const char *method, const char *key);
 /* Add a query parameter (name and value must outlive the call). */
-void az_call_param(struct az_call *c, const char *name, const char *value);
-void az_call_free(struct az_call *c);
+void az_call_param(struct http_call *c, const char *name, const char *value);
 /*
  * Run c, retrying what may pass (5xx but 501, 408, 429, ServerBusy,
  * OperationTimedOut, timeouts, resets) with exponential backoff and
  * jitter.  Returns c->status (or -1: no answer, c->why says why).
  */
-long az_perform(struct az_bucket *z, struct az_call *c);
+long az_perform(struct az_bucket *z, struct http_call *c);
 /* One line: what failed, on which blob (key, or NULL: c's), and the store's words. */
-void az_report(const struct az_bucket *z, const struct az_call *c, const char *key);
+void az_report(const struct az_bucket *z, const struct http_call *c, const char *key);
 /* "az://container/prefix/key" for messages, newly allocated. */
 char *az_subject(const struct az_bucket *z, const char *key);
 /* The url of key (NULL: the container), with the SAS when with_sas.  Newly allocated. */
-char *az_url(const struct az_bucket *z, const char *key, const struct az_call *c, int with_sas);
+char *az_url(const struct az_bucket *z, const char *key, const struct http_call *c, int with_sas);
 
 /* ---- azure_auth.c ---- */
 
@@ -151,7 +117,7 @@ char *az_url(const struct az_bucket *z, const char *key, const struct az_call *c
  * of one name sorted and joined by ','.  Appended to out.
  */
 void az_string_to_sign(struct sb *out, const char *method, const char *const *hdr, size_t nhdr,
-		       const char *account, const char *path, const struct s3_param *q, size_t nq);
+		       const char *account, const char *path, const struct http_param *q, size_t nq);
 /* Base64 of HMAC-SHA256(key, msg) into out (appended). */
 void az_sign(struct sb *out, const unsigned char *key, size_t key_len, const char *msg, size_t len);
 /*

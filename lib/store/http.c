@@ -213,3 +213,20 @@ const char *http_reason(long status)
 	default: return "";
 	}
 }
+
+void http_call_init(struct http_call *c, const char *verb, const char *api, const char *method,
+		    const char *key)
+{
+	memset(c, 0, sizeof(*c));
+	c->verb = verb;
+	c->api = api;
+	c->method = method;
+	c->key = key;
+}
+
+void http_call_free(struct http_call *c)
+{
+	sb_free(&c->resp);
+	sb_free(&c->code);
+	sb_free(&c->msg);
+}

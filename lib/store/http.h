@@ -1,17 +1,23 @@
 /*
  * http: the transport rules the stores share (s3_call.c, azure_call.c).
- * Which curl failures may pass, how long to wait before the next try,
- * the reason phrase of a status, and the curl callbacks that are the same
- * for every store: the request's body read and rewound, the answer's body
- * kept, the sends counted, a header line split.  What differs (headers,
- * signing, a store's error codes) stays with the store.
+ * One request and its answer (struct http_call), which curl failures may
+ * pass, how long to wait before the next try, the reason phrase of a
+ * status, and the curl callbacks that are the same for every store: the
+ * request's body read and rewound, the answer's body kept, the sends
+ * counted, a header line split.  What differs (headers, signing, a
+ * store's error codes) stays with the store.
  */
 #ifndef PIPE_HTTP_H
 #define PIPE_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include <curl/curl.h>
+
+#include "http_text.h"
+#include "sb.h"
 
 /* A request's body as curl reads it; sent starts at 0 on each attempt. */
 struct http_upload {
@@ -88,5 +94,56 @@ int http_retryable_curl(CURLcode rc);
 void http_backoff(int attempt);
 /* The reason phrase of a status a store answers ("Not Found"), or "". */
 const char *http_reason(long status);
+
+/*
+ * One request of a store and its answer, the same for S3 and Azure (each
+ * store's *_call.c runs it); the fields marked S3 or Azure are that
+ * store's alone.
+ */
+struct http_call {
+	const char *verb;	/* for messages: "read", "write", ... */
+	const char *api;	/* "GetObject", "GetBlob", ... */
+	const char *method;
+	const char *key;	/* below the prefix; NULL: the bucket or container itself */
+	const void *body;
+	size_t body_len;
+	const char *hdr[6];	/* more headers, "Name: value", NULL-terminated */
+	const char *query;	/* S3: canonical, or NULL */
+	const char *content_type;	/* S3 */
+	int error_in_200;	/* S3: CopyObject and friends may fail with 200 */
+	struct http_param q[5];	/* Azure: query parameters (values NULL: absent) */
+	size_t nq;
+
+	long status;		/* -1: no answer (why) */
+	struct sb resp, code, msg;
+	char etag[256];
+	uint64_t length;
+	char why[CURL_ERROR_SIZE + 64];
+	CURLcode rc;
+	int attempts;
+	int headers_ended;	/* the blank line after the last answer's headers came */
+	int sends;		/* times the request went out, curl's own resends included */
+	int failed200;		/* S3: an error document in a 200 (error_in_200) */
+	char region[64];	/* S3: x-amz-bucket-region */
+	char copy_status[32];	/* Azure: x-ms-copy-status */
+	char copy_id[128];	/* Azure: x-ms-copy-id */
+};
+
+/* c zeroed, for a request of api ("GetObject") by method on key (NULL: the bucket). */
+void http_call_init(struct http_call *c, const char *verb, const char *api, const char *method,
+		    const char *key);
+void http_call_free(struct http_call *c);
+
+/* The store's error code (S3's <Code>, Azure's x-ms-error-code) is code. */
+static inline int http_code_is(const struct http_call *c, const char *code)
+{
+	return c->code.len && strcmp(c->code.buf, code) == 0;
+}
+
+/* Did c go out more than once, so that an answer was lost after the work was done? */
+static inline int http_sent_twice(const struct http_call *c)
+{
+	return c->sends > 1 || c->attempts > 1;
+}
 
 #endif

@@ -23,10 +23,10 @@
 static int s3_get(struct bucket *b, const char *key, struct sb *out)
 {
 	struct s3_bucket *s = sb3(b);
-	struct s3_call c;
+	struct http_call c;
 	int r = -1;
 
-	s3_call_init(&c, "read", "GetObject", "GET", key);
+	http_call_init(&c, "read", "GetObject", "GET", key);
 	s3_perform(s, &c);
 	if (ok(&c)) {
 		sb_add(out, c.resp.buf ? c.resp.buf : "", c.resp.len);
@@ -36,31 +36,31 @@ static int s3_get(struct bucket *b, const char *key, struct sb *out)
 	} else {
 		s3_report(s, &c, NULL);
 	}
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
 int s3_put_object(struct s3_bucket *s, const char *verb, const char *key,
 		  const void *data, size_t len, const char *cond, long *status)
 {
-	struct s3_call c;
+	struct http_call c;
 	int r = -1;
 
-	s3_call_init(&c, verb, "PutObject", "PUT", key);
+	http_call_init(&c, verb, "PutObject", "PUT", key);
 	c.body = data;
 	c.body_len = len;
-	c.extra[0] = cond;
+	c.hdr[0] = cond;
 	s3_perform(s, &c);
 	if (status)
 		*status = c.status;
 	if (ok(&c))
 		r = 0;
 	else if (cond && (c.status == 412 || c.status == 409 || c.status == 501 ||
-			  code_is(&c, "NotImplemented")))
+			  http_code_is(&c, "NotImplemented")))
 		r = 1;	/* the caller decides */
 	else
 		s3_report(s, &c, NULL);
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -76,10 +76,10 @@ static int s3_put(struct bucket *b, const char *key, const void *data, size_t le
 static int head_etag(struct s3_bucket *s, const char *verb, const char *key, uint64_t *len,
 		     char *etag, size_t size)
 {
-	struct s3_call c;
+	struct http_call c;
 	int r = -1;
 
-	s3_call_init(&c, verb, "HeadObject", "HEAD", key);
+	http_call_init(&c, verb, "HeadObject", "HEAD", key);
 	s3_perform(s, &c);
 	if (ok(&c)) {
 		if (len)
@@ -92,20 +92,20 @@ static int head_etag(struct s3_bucket *s, const char *verb, const char *key, uin
 	} else {
 		if (c.status >= 400 && c.code.len == 0) {
 			/* an answer to HEAD has no body: ask again for the store's words */
-			struct s3_call g;
+			struct http_call g;
 
-			s3_call_init(&g, verb, "HeadObject", "GET", key);
-			g.extra[0] = "Range: bytes=0-0";
+			http_call_init(&g, verb, "HeadObject", "GET", key);
+			g.hdr[0] = "Range: bytes=0-0";
 			s3_perform(s, &g);
 			if (g.status == c.status && g.code.len) {
 				sb_add(&c.code, g.code.buf, g.code.len);
 				sb_add(&c.msg, g.msg.buf ? g.msg.buf : "", g.msg.len);
 			}
-			s3_call_free(&g);
+			http_call_free(&g);
 		}
 		s3_report(s, &c, NULL);
 	}
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -242,16 +242,16 @@ static int s3_put_if(struct bucket *b, const char *key, const void *data, size_t
 
 static int delete_object(struct s3_bucket *s, const char *verb, const char *key)
 {
-	struct s3_call c;
+	struct http_call c;
 	int r = -1;
 
-	s3_call_init(&c, verb, "DeleteObject", "DELETE", key);
+	http_call_init(&c, verb, "DeleteObject", "DELETE", key);
 	s3_perform(s, &c);
 	if (ok(&c) || no_key(&c))
 		r = 0;
 	else
 		s3_report(s, &c, NULL);
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -266,7 +266,7 @@ char *s3_copy_source(const struct s3_bucket *s, const char *key)
 	char *full = xasprintf("%s%s", s->t.prefix, key);
 	const char *p;
 
-	s3_uri_encode(&enc, full, strlen(full), 1);
+	http_uri_encode(&enc, full, strlen(full), 1);
 	sb_addf(&out, "x-amz-copy-source: /%s/", s->t.bucket);
 	/*
 	 * '=' (dt=...) left as is: S3 decodes either form, and s3rver decodes
@@ -288,7 +288,7 @@ char *s3_copy_source(const struct s3_bucket *s, const char *key)
 static int s3_move(struct bucket *b, const char *from, const char *to)
 {
 	struct s3_bucket *s = sb3(b);
-	struct s3_call c;
+	struct http_call c;
 	uint64_t size = 0;
 	char *src;
 	int r;
@@ -303,21 +303,21 @@ static int s3_move(struct bucket *b, const char *from, const char *to)
 			return -1;
 	} else {
 		src = s3_copy_source(s, from);
-		s3_call_init(&c, "move", "CopyObject", "PUT", to);
-		c.extra[0] = src;
+		http_call_init(&c, "move", "CopyObject", "PUT", to);
+		c.hdr[0] = src;
 		c.error_in_200 = 1;
 		s3_perform(s, &c);
 		free(src);
-		if (c.status == 404 && code_is(&c, "NoSuchKey")) {
-			s3_call_free(&c);
+		if (c.status == 404 && http_code_is(&c, "NoSuchKey")) {
+			http_call_free(&c);
 			return 1;	/* moved away meanwhile */
 		}
 		if (!ok(&c)) {
 			s3_report(s, &c, from);
-			s3_call_free(&c);
+			http_call_free(&c);
 			return -1;
 		}
-		s3_call_free(&c);
+		http_call_free(&c);
 	}
 	return delete_object(s, "move", from);
 }
@@ -331,33 +331,33 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 	int ret = -1, pages = 0;
 
 	for (;;) {
-		struct s3_param q[4] = {
+		struct http_param q[4] = {
 			{ "encoding-type", "url" }, { "list-type", "2" }, { "prefix", full },
 			{ "continuation-token", token.buf },
 		};
-		struct s3_call c;
+		struct http_call c;
 		char **keys = NULL;
 		size_t n = 0, i;
 		int truncated = 0;
 
 		sb_reset(&query);
 		s3_query(&query, q, token.len ? 4 : 3);
-		s3_call_init(&c, "list", "ListObjectsV2", "GET", NULL);
+		http_call_init(&c, "list", "ListObjectsV2", "GET", NULL);
 		c.query = query.buf;
 		s3_perform(s, &c);
 		if (!ok(&c)) {
 			s3_report(s, &c, NULL);
-			s3_call_free(&c);
+			http_call_free(&c);
 			goto out;
 		}
 		if (s3_xml_list(c.resp.buf, c.resp.len, &keys, &n, &truncated, &next) < 0) {
 			snprintf(c.why, sizeof(c.why), "cannot read the answer (page %d)", pages + 1);
 			c.status = -1;
 			s3_report(s, &c, NULL);
-			s3_call_free(&c);
+			http_call_free(&c);
 			goto out;
 		}
-		s3_call_free(&c);
+		http_call_free(&c);
 		for (i = 0; i < n; i++) {
 			/* "dir/" markers and keys no caller can name are passed over */
 			if (strncmp(keys[i], full, strlen(full)) == 0 && bucket_key_ok(keys[i] + plen))

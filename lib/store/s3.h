@@ -1,7 +1,8 @@
 /*
  * s3: the S3 store's parts that are worth testing on their own.  Only the
  * store (s3.c, s3_call.c, s3_multipart.c, s3_text.c, s3_creds.c; what the
- * first three share is in s3_impl.h) and the unit tests include this
+ * first three share is in s3_impl.h; the encodings and XML it shares with
+ * the Azure store are http_text.h's) and the unit tests include this
  * header; everyone else reaches S3 through bucket.h.
  */
 #ifndef PIPE_S3_H
@@ -11,50 +12,17 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "http_text.h"
 #include "sb.h"
 
 /*
- * Percent-encode s[0..len) as S3 and SigV4 want a path or a query value:
- * A-Z a-z 0-9 - _ . ~ stay, '/' stays when keep_slash, every other byte
- * becomes %XX (upper-case hex; UTF-8 bytes one by one).  Appended to out.
- */
-void s3_uri_encode(struct sb *out, const char *s, size_t len, int keep_slash);
-
-/*
- * Decode %XX escapes of s[0..len) into out (appended); with plus, '+' is a
- * space (form encoding, as S3's encoding-type=url uses).  -1 on a bad
- * escape or a decoded NUL (out then holds what came before), else 0.
- */
-int s3_url_decode(struct sb *out, const char *s, size_t len, int plus);
-
-/* One query parameter; value NULL is the empty value. */
-struct s3_param {
-	const char *name;
-	const char *value;
-};
-
-/*
  * The canonical query string: every name and value encoded with
- * s3_uri_encode(keep_slash 0), "name=value" joined by '&', sorted bytewise
+ * http_uri_encode(keep_slash 0), "name=value" joined by '&', sorted bytewise
  * by encoded name then encoded value.  An empty value still gets its '='
  * ("uploads="), because curl signs the query exactly as sent.  Appended to
  * out (nothing when n is 0).
  */
-void s3_query(struct sb *out, const struct s3_param *params, size_t n);
-
-/*
- * XML, as much as S3's answers need: the text of the next element named
- * tag ("<Key>...</Key>" or "<Key attr=...>...") found from *pos, entities
- * decoded (&amp; &lt; &gt; &quot; &apos; &#N; &#xH;), appended to out after
- * resetting it.  *pos moves past the element.  1 found, 0 none.
- */
-int s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos, struct sb *out);
-
-/* Decode the entities of s[0..len) into out (appended); unknown ones stay. */
-void s3_xml_unescape(struct sb *out, const char *s, size_t len);
-
-/* Escape & < > " ' for element text.  Appended to out. */
-void s3_xml_escape(struct sb *out, const char *s);
+void s3_query(struct sb *out, const struct http_param *params, size_t n);
 
 /*
  * An S3 error body ("<Error><Code>NoSuchKey</Code><Message>...</Message>"):

@@ -22,13 +22,6 @@
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-void s3_call_free(struct s3_call *c)
-{
-	sb_free(&c->resp);
-	sb_free(&c->code);
-	sb_free(&c->msg);
-}
-
 char *s3_subject(const struct s3_bucket *s, const char *key)
 {
 	if (key && *key)
@@ -50,7 +43,7 @@ static const char *reason_phrase(long status)
 	}
 }
 
-void s3_report(const struct s3_bucket *s, const struct s3_call *c, const char *key)
+void s3_report(const struct s3_bucket *s, const struct http_call *c, const char *key)
 {
 	char *subj = s3_subject(s, key ? key : c->key);
 	char tries[48] = "";
@@ -77,7 +70,7 @@ void s3_report(const struct s3_bucket *s, const struct s3_call *c, const char *k
 
 static size_t on_header(char *data, size_t size, size_t n, void *arg)
 {
-	struct s3_call *c = arg;
+	struct http_call *c = arg;
 	size_t len = size * n, nlen, vlen;
 	const char *v;
 
@@ -102,15 +95,15 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static int retryable(const struct s3_call *c)
+static int retryable(const struct http_call *c)
 {
 	if (c->status < 0)
 		return http_retryable_curl(c->rc);
 	if (c->status >= 500 && c->status != 501)
 		return 1;
-	if (c->status == 429 || code_is(c, "SlowDown") || code_is(c, "RequestTimeout") ||
-	    code_is(c, "InternalError") || code_is(c, "ServiceUnavailable") ||
-	    code_is(c, "RequestTimeTooSkewed"))
+	if (c->status == 429 || http_code_is(c, "SlowDown") || http_code_is(c, "RequestTimeout") ||
+	    http_code_is(c, "InternalError") || http_code_is(c, "ServiceUnavailable") ||
+	    http_code_is(c, "RequestTimeTooSkewed"))
 		return 1;
 	return 0;
 }
@@ -129,7 +122,7 @@ static int refresh_creds(struct s3_bucket *s)
 }
 
 /* One try: fills status, or status -1 and why. */
-static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
+static void attempt(struct s3_bucket *s, struct http_call *c, const char *hash)
 {
 	struct curl_slist *hdr = NULL;
 	struct sb line = SB_INIT;
@@ -164,8 +157,8 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 		sb_addf(&line, "Content-Type: %s", c->content_type);
 		hdr = curl_slist_append(hdr, line.buf);
 	}
-	for (i = 0; i < sizeof(c->extra) / sizeof(c->extra[0]) && c->extra[i]; i++)
-		hdr = curl_slist_append(hdr, c->extra[i]);
+	for (i = 0; i < sizeof(c->hdr) / sizeof(c->hdr[0]) && c->hdr[i]; i++)
+		hdr = curl_slist_append(hdr, c->hdr[i]);
 
 	r.url = url;
 	r.headers = hdr;
@@ -192,7 +185,7 @@ static void attempt(struct s3_bucket *s, struct s3_call *c, const char *hash)
 	free(url);
 }
 
-long s3_perform(struct s3_bucket *s, struct s3_call *c)
+long s3_perform(struct s3_bucket *s, struct http_call *c)
 {
 	char hash[65];
 	int n;
@@ -214,14 +207,4 @@ long s3_perform(struct s3_bucket *s, struct s3_call *c)
 		http_backoff(n);
 	}
 	return c->status;
-}
-
-void s3_call_init(struct s3_call *c, const char *verb, const char *api,
-		  const char *method, const char *key)
-{
-	memset(c, 0, sizeof(*c));
-	c->verb = verb;
-	c->api = api;
-	c->method = method;
-	c->key = key;
 }

@@ -4,10 +4,12 @@
  *
  *	s3.c		opening a bucket, the object operations, bucket_ops
  *	s3_call.c	one request: built, signed by curl, sent, retried, reported
-			(the transport rules it shares with the Azure store:
-			http.h)
+			(the transport rules it shares with the Azure store,
+			and the request and answer, struct http_call: http.h)
  *	s3_multipart.c	multipart uploads: the streaming writer, copies in parts
- *	s3_text.c	encodings, XML, urls (s3.h)
+ *	s3_text.c	SigV4 queries, S3's XML answers, urls (s3.h; the
+ *			encodings and XML it shares with the Azure store:
+ *			http_text.h)
  *	s3_creds.c	settings and the credential chain (s3.h)
  */
 #ifndef PIPE_S3_IMPL_H
@@ -21,6 +23,7 @@
 
 #include "bucket.h"
 #include "bucket_impl.h"
+#include "http.h"
 #include "s3.h"
 #include "sb.h"
 
@@ -48,31 +51,6 @@ struct s3_bucket {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-/* One request and its answer. */
-struct s3_call {
-	const char *verb;	/* for messages: "read", "write", ... */
-	const char *api;	/* "GetObject", ... */
-	const char *method;
-	const char *key;	/* below the prefix; NULL: the bucket itself */
-	const char *query;	/* canonical, or NULL */
-	const void *body;
-	size_t body_len;
-	const char *content_type;
-	const char *extra[4];	/* more headers, NULL-terminated */
-	int error_in_200;	/* CopyObject and friends may fail with 200 */
-
-	long status;		/* -1: no answer (why) */
-	int failed200;
-	struct sb resp, code, msg;
-	char etag[256];
-	uint64_t length;
-	char region[64];	/* x-amz-bucket-region */
-	char why[CURL_ERROR_SIZE + 64];
-	CURLcode rc;
-	int attempts;
-	int headers_ended;	/* the blank line after the last answer's headers came */
-	int sends;		/* times the request went out, curl's own resends included */
-};
 
 static inline struct s3_bucket *sb3(struct bucket *b)
 {
@@ -80,42 +58,28 @@ static inline struct s3_bucket *sb3(struct bucket *b)
 }
 
 /* A 2xx answer that is not an error document in disguise. */
-static inline int ok(const struct s3_call *c)
+static inline int ok(const struct http_call *c)
 {
 	return c->status >= 200 && c->status < 300 && !c->failed200;
 }
 
-static inline int code_is(const struct s3_call *c, const char *code)
-{
-	return c->code.len && strcmp(c->code.buf, code) == 0;
-}
-
-/* Did c go out more than once, so that an answer was lost after the work was done? */
-static inline int sent_twice(const struct s3_call *c)
-{
-	return c->sends > 1 || c->attempts > 1;
-}
-
 /* A 404 that means "no such object", not "no such bucket". */
-static inline int no_key(const struct s3_call *c)
+static inline int no_key(const struct http_call *c)
 {
-	return c->status == 404 && !code_is(c, "NoSuchBucket") && !code_is(c, "NoSuchUpload");
+	return c->status == 404 && !http_code_is(c, "NoSuchBucket") &&
+	       !http_code_is(c, "NoSuchUpload");
 }
 
 /* ---- s3_call.c ---- */
 
-/* c zeroed, for a request of api ("GetObject") by method on key (NULL: the bucket). */
-void s3_call_init(struct s3_call *c, const char *verb, const char *api,
-		  const char *method, const char *key);
-void s3_call_free(struct s3_call *c);
 /*
  * Run c, retrying what may pass (5xx, 429, SlowDown, timeouts, resets),
  * with exponential backoff and jitter, refreshing credentials that are
  * about to expire.  Returns c->status (or -1: no answer, c->why says why).
  */
-long s3_perform(struct s3_bucket *s, struct s3_call *c);
+long s3_perform(struct s3_bucket *s, struct http_call *c);
 /* One line: what failed, on which object (key, or NULL: c's), and the store's words. */
-void s3_report(const struct s3_bucket *s, const struct s3_call *c, const char *key);
+void s3_report(const struct s3_bucket *s, const struct http_call *c, const char *key);
 /* "s3://bucket/prefix/key" for messages, newly allocated. */
 char *s3_subject(const struct s3_bucket *s, const char *key);
 

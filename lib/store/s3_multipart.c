@@ -32,22 +32,22 @@ static void abort_strays(struct s3_bucket *s, const char *key, const char *keep)
 
 static char *create_upload(struct s3_bucket *s, const char *verb, const char *key)
 {
-	struct s3_call c;
+	struct http_call c;
 	struct sb id = SB_INIT;
 	size_t pos = 0;
 	char *ret = NULL;
-	struct s3_param q = { "uploads", NULL };
+	struct http_param q = { "uploads", NULL };
 	struct sb query = SB_INIT;
 
 	s3_query(&query, &q, 1);
-	s3_call_init(&c, verb, "CreateMultipartUpload", "POST", key);
+	http_call_init(&c, verb, "CreateMultipartUpload", "POST", key);
 	c.query = query.buf;
 	c.content_type = "application/octet-stream";
 	s3_perform(s, &c);
-	if (ok(&c) && s3_xml_next(c.resp.buf, c.resp.len, "UploadId", &pos, &id) && id.len) {
+	if (ok(&c) && http_xml_next(c.resp.buf, c.resp.len, "UploadId", &pos, &id) && id.len) {
 		ret = sb_detach(&id);
 		/* an earlier attempt may have started an upload whose answer was lost */
-		if (sent_twice(&c))
+		if (http_sent_twice(&c))
 			abort_strays(s, key, ret);
 	} else {
 		if (ok(&c))
@@ -56,18 +56,18 @@ static char *create_upload(struct s3_bucket *s, const char *verb, const char *ke
 	}
 	sb_free(&id);
 	sb_free(&query);
-	s3_call_free(&c);
+	http_call_free(&c);
 	return ret;
 }
 
 static void abort_upload(struct s3_bucket *s, const char *key, const char *upload_id)
 {
-	struct s3_param q = { "uploadId", upload_id };
+	struct http_param q = { "uploadId", upload_id };
 	struct sb query = SB_INIT;
-	struct s3_call c;
+	struct http_call c;
 
 	s3_query(&query, &q, 1);
-	s3_call_init(&c, "abort the upload of", "AbortMultipartUpload", "DELETE", key);
+	http_call_init(&c, "abort the upload of", "AbortMultipartUpload", "DELETE", key);
 	c.query = query.buf;
 	s3_perform(s, &c);
 	if (c.status == 405 || c.status == 501) {
@@ -79,11 +79,11 @@ static void abort_upload(struct s3_bucket *s, const char *key, const char *uploa
 			err_warn("the store cannot abort multipart uploads (%s: HTTP %ld): the parts "
 				 "of '%s' stay until a lifecycle rule removes them", c.api, c.status, subj);
 		free(subj);
-	} else if (!ok(&c) && !(c.status == 404 && code_is(&c, "NoSuchUpload"))) {
+	} else if (!ok(&c) && !(c.status == 404 && http_code_is(&c, "NoSuchUpload"))) {
 		s3_report(s, &c, NULL);
 	}
 	sb_free(&query);
-	s3_call_free(&c);
+	http_call_free(&c);
 }
 
 /*
@@ -95,13 +95,13 @@ static void abort_upload(struct s3_bucket *s, const char *key, const char *uploa
 static void abort_strays(struct s3_bucket *s, const char *key, const char *keep)
 {
 	char *full = xasprintf("%s%s", s->t.prefix, key);
-	struct s3_param q[2] = { { "prefix", full }, { "uploads", NULL } };
+	struct http_param q[2] = { { "prefix", full }, { "uploads", NULL } };
 	struct sb query = SB_INIT, k = SB_INIT, id = SB_INIT;
-	struct s3_call c;
+	struct http_call c;
 	size_t pos = 0;
 
 	s3_query(&query, q, 2);
-	s3_call_init(&c, "look for uploads of", "ListMultipartUploads", "GET", NULL);
+	http_call_init(&c, "look for uploads of", "ListMultipartUploads", "GET", NULL);
 	c.query = query.buf;
 	s3_perform(s, &c);
 	if (!ok(&c)) {
@@ -117,8 +117,8 @@ static void abort_strays(struct s3_bucket *s, const char *key, const char *keep)
 		free(subj);
 		goto out;
 	}
-	while (s3_xml_next(c.resp.buf, c.resp.len, "Key", &pos, &k) &&
-	       s3_xml_next(c.resp.buf, c.resp.len, "UploadId", &pos, &id)) {
+	while (http_xml_next(c.resp.buf, c.resp.len, "Key", &pos, &k) &&
+	       http_xml_next(c.resp.buf, c.resp.len, "UploadId", &pos, &id)) {
 		if (strcmp(k.buf, full) == 0 && strcmp(id.buf, keep) != 0)
 			abort_upload(s, key, id.buf);
 	}
@@ -126,7 +126,7 @@ out:
 	sb_free(&query);
 	sb_free(&k);
 	sb_free(&id);
-	s3_call_free(&c);
+	http_call_free(&c);
 	free(full);
 }
 
@@ -139,10 +139,10 @@ out:
  */
 static int completed_before(struct s3_bucket *s, const char *key, uint64_t size, int nparts)
 {
-	struct s3_call c;
+	struct http_call c;
 	int r = 0;
 
-	s3_call_init(&c, "look at", "HeadObject", "HEAD", key);
+	http_call_init(&c, "look at", "HeadObject", "HEAD", key);
 	s3_perform(s, &c);
 	if (ok(&c) && c.length == size) {
 		const char *dash = strrchr(c.etag, '-');
@@ -156,7 +156,7 @@ static int completed_before(struct s3_bucket *s, const char *key, uint64_t size,
 				r = 0;
 		}
 	}
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
@@ -164,37 +164,37 @@ static int completed_before(struct s3_bucket *s, const char *key, uint64_t size,
 static int complete_upload(struct s3_bucket *s, const char *verb, const char *key,
 			   const char *upload_id, const struct sb *parts, uint64_t size, int nparts)
 {
-	struct s3_param q = { "uploadId", upload_id };
+	struct http_param q = { "uploadId", upload_id };
 	struct sb query = SB_INIT, body = SB_INIT;
-	struct s3_call c;
+	struct http_call c;
 	int r = -1;
 
 	s3_query(&query, &q, 1);
 	sb_adds(&body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
 	sb_add(&body, parts->buf ? parts->buf : "", parts->len);
 	sb_adds(&body, "</CompleteMultipartUpload>");
-	s3_call_init(&c, verb, "CompleteMultipartUpload", "POST", key);
+	http_call_init(&c, verb, "CompleteMultipartUpload", "POST", key);
 	c.query = query.buf;
 	c.body = body.buf;
 	c.body_len = body.len;
 	c.content_type = "application/xml";
 	c.error_in_200 = 1;
 	s3_perform(s, &c);
-	if (ok(&c) || ((sent_twice(&c) || code_is(&c, "NoSuchUpload")) &&
+	if (ok(&c) || ((http_sent_twice(&c) || http_code_is(&c, "NoSuchUpload")) &&
 			completed_before(s, key, size, nparts)))
 		r = 0;
 	else
 		s3_report(s, &c, NULL);
 	sb_free(&query);
 	sb_free(&body);
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 
 static void add_part(struct sb *parts, int n, const char *etag)
 {
 	sb_addf(parts, "<Part><PartNumber>%d</PartNumber><ETag>", n);
-	s3_xml_escape(parts, etag);
+	http_xml_escape(parts, etag);
 	sb_adds(parts, "</ETag></Part>");
 }
 
@@ -211,8 +211,8 @@ int s3_copy_in_parts(struct s3_bucket *s, const char *from, const char *to, uint
 	for (off = 0; off < size; off += s->copy_part) {
 		uint64_t end = off + s->copy_part < size ? off + s->copy_part : size;
 		char range[80], num[16];
-		struct s3_param q[2] = { { "partNumber", num }, { "uploadId", id } };
-		struct s3_call c;
+		struct http_param q[2] = { { "partNumber", num }, { "uploadId", id } };
+		struct http_call c;
 		size_t pos = 0;
 
 		snprintf(num, sizeof(num), "%d", ++n);
@@ -220,22 +220,22 @@ int s3_copy_in_parts(struct s3_bucket *s, const char *from, const char *to, uint
 			 (unsigned long long)off, (unsigned long long)end - 1);
 		sb_reset(&query);
 		s3_query(&query, q, 2);
-		s3_call_init(&c, "move", "UploadPartCopy", "PUT", to);
+		http_call_init(&c, "move", "UploadPartCopy", "PUT", to);
 		c.query = query.buf;
-		c.extra[0] = src;
-		c.extra[1] = range;
+		c.hdr[0] = src;
+		c.hdr[1] = range;
 		c.error_in_200 = 1;
 		s3_perform(s, &c);
-		if (!ok(&c) || !s3_xml_next(c.resp.buf, c.resp.len, "ETag", &pos, &etag)) {
+		if (!ok(&c) || !http_xml_next(c.resp.buf, c.resp.len, "ETag", &pos, &etag)) {
 			if (ok(&c))
 				snprintf(c.why, sizeof(c.why), "no ETag in the answer"), c.status = -1;
 			s3_report(s, &c, NULL);
-			s3_call_free(&c);
+			http_call_free(&c);
 			abort_upload(s, to, id);
 			goto out;
 		}
 		add_part(&parts, n, etag.buf);
-		s3_call_free(&c);
+		http_call_free(&c);
 	}
 	if (complete_upload(s, "move", to, id, &parts, size, n) < 0) {
 		abort_upload(s, to, id);
@@ -265,9 +265,9 @@ struct bucket_writer *s3_writer_open(struct bucket *b, const char *key)
 static int flush_part(struct s3_writer *w)
 {
 	struct s3_bucket *s = w->s;
-	struct s3_param q[2];
+	struct http_param q[2];
 	struct sb query = SB_INIT;
-	struct s3_call c;
+	struct http_call c;
 	char num[16];
 	int r = -1;
 
@@ -289,7 +289,7 @@ static int flush_part(struct s3_writer *w)
 	q[1].name = "uploadId";
 	q[1].value = w->upload_id;
 	s3_query(&query, q, 2);
-	s3_call_init(&c, "write", "UploadPart", "PUT", w->key);
+	http_call_init(&c, "write", "UploadPart", "PUT", w->key);
 	c.query = query.buf;
 	c.body = w->buf;
 	c.body_len = w->len;
@@ -308,7 +308,7 @@ static int flush_part(struct s3_writer *w)
 		s3_report(s, &c, NULL);
 	}
 	sb_free(&query);
-	s3_call_free(&c);
+	http_call_free(&c);
 	return r;
 }
 

@@ -1,7 +1,7 @@
 /*
- * s3_text: the S3 store's text work, no network: percent-encoding, query
- * strings, the little XML S3 answers with, SHA-256, and where a bucket url
- * points.
+ * s3_text: the S3 store's text work, no network: SigV4's query strings,
+ * S3's error and listing answers, SHA-256, and where a bucket url points
+ * (the encodings and XML beneath are http_text.c's).
  */
 #include "s3.h"
 
@@ -16,74 +16,6 @@
 #include "err.h"
 #include "util.h"
 
-static int unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
-}
-
-void s3_uri_encode(struct sb *out, const char *s, size_t len, int keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t i;
-
-	sb_grow(out, len);
-	sb_add(out, "", 0);	/* NUL-terminated even when nothing follows */
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (unreserved(c) || (keep_slash && c == '/')) {
-			sb_addc(out, (char)c);
-		} else {
-			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-
-			sb_add(out, e, 3);
-		}
-	}
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-int s3_url_decode(struct sb *out, const char *s, size_t len, int plus)
-{
-	size_t i;
-
-	sb_grow(out, len);
-	sb_add(out, "", 0);	/* NUL-terminated even when nothing follows */
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c == '%') {
-			int hi, lo;
-
-			if (i + 2 >= len)
-				return -1;
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-				return -1;
-			sb_addc(out, (char)(hi * 16 + lo));
-			i += 2;
-		} else if (c == '+' && plus) {
-			sb_addc(out, ' ');
-		} else if (c == '\0') {
-			return -1;
-		} else {
-			sb_addc(out, c);
-		}
-	}
-	return 0;
-}
-
 struct enc_param {
 	char *name;
 	char *value;
@@ -97,7 +29,7 @@ static int cmp_param(const void *a, const void *b)
 	return r ? r : strcmp(x->value, y->value);
 }
 
-void s3_query(struct sb *out, const struct s3_param *params, size_t n)
+void s3_query(struct sb *out, const struct http_param *params, size_t n)
 {
 	struct enc_param *v;
 	struct sb tmp = SB_INIT;
@@ -109,9 +41,9 @@ void s3_query(struct sb *out, const struct s3_param *params, size_t n)
 	for (i = 0; i < n; i++) {
 		const char *val = params[i].value ? params[i].value : "";
 
-		s3_uri_encode(&tmp, params[i].name, strlen(params[i].name), 0);
+		http_uri_encode(&tmp, params[i].name, strlen(params[i].name), 0);
 		v[i].name = sb_detach(&tmp);
-		s3_uri_encode(&tmp, val, strlen(val), 0);
+		http_uri_encode(&tmp, val, strlen(val), 0);
 		v[i].value = sb_detach(&tmp);
 	}
 	qsort(v, n, sizeof(*v), cmp_param);
@@ -127,169 +59,6 @@ void s3_query(struct sb *out, const struct s3_param *params, size_t n)
 	free(v);
 }
 
-/* Append the UTF-8 encoding of code point cp; 0, or -1 when cp is not one. */
-static int add_utf8(struct sb *out, unsigned long cp)
-{
-	if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return -1;
-	if (cp < 0x80) {
-		sb_addc(out, (char)cp);
-	} else if (cp < 0x800) {
-		sb_addc(out, (char)(0xC0 | (cp >> 6)));
-		sb_addc(out, (char)(0x80 | (cp & 0x3F)));
-	} else if (cp < 0x10000) {
-		sb_addc(out, (char)(0xE0 | (cp >> 12)));
-		sb_addc(out, (char)(0x80 | ((cp >> 6) & 0x3F)));
-		sb_addc(out, (char)(0x80 | (cp & 0x3F)));
-	} else {
-		sb_addc(out, (char)(0xF0 | (cp >> 18)));
-		sb_addc(out, (char)(0x80 | ((cp >> 12) & 0x3F)));
-		sb_addc(out, (char)(0x80 | ((cp >> 6) & 0x3F)));
-		sb_addc(out, (char)(0x80 | (cp & 0x3F)));
-	}
-	return 0;
-}
-
-void s3_xml_unescape(struct sb *out, const char *s, size_t len)
-{
-	static const struct {
-		const char *name;
-		char c;
-	} named[] = {
-		{ "amp", '&' }, { "lt", '<' }, { "gt", '>' }, { "quot", '"' }, { "apos", '\'' },
-	};
-	size_t i;
-
-	sb_grow(out, len);
-	sb_add(out, "", 0);	/* NUL-terminated even when nothing follows */
-	for (i = 0; i < len; i++) {
-		const char *semi;
-		size_t n, k;
-
-		if (s[i] != '&') {
-			sb_addc(out, s[i]);
-			continue;
-		}
-		semi = memchr(s + i, ';', len - i < 12 ? len - i : 12);
-		if (semi == NULL) {
-			sb_addc(out, '&');
-			continue;
-		}
-		n = (size_t)(semi - (s + i)) - 1;	/* between '&' and ';' */
-		for (k = 0; k < sizeof(named) / sizeof(named[0]); k++) {
-			if (strlen(named[k].name) == n && memcmp(s + i + 1, named[k].name, n) == 0)
-				break;
-		}
-		if (k < sizeof(named) / sizeof(named[0])) {
-			sb_addc(out, named[k].c);
-			i += n + 1;
-			continue;
-		}
-		if (n >= 2 && s[i + 1] == '#') {
-			int base = (s[i + 2] == 'x' || s[i + 2] == 'X') ? 16 : 10;
-			size_t d = base == 16 ? 2 : 1, j;
-			unsigned long cp = 0;
-			int good = d < n;
-			size_t keep = out->len;
-
-			for (j = d; j < n && good; j++) {
-				int v = base == 16 ? hexval(s[i + 1 + j]) :
-					(isdigit((unsigned char)s[i + 1 + j]) ? s[i + 1 + j] - '0' : -1);
-
-				if (v < 0 || cp > 0x10FFFF)
-					good = 0;
-				else
-					cp = cp * (unsigned long)base + (unsigned long)v;
-			}
-			if (good && add_utf8(out, cp) == 0) {
-				i += n + 1;
-				continue;
-			}
-			out->len = keep;
-			out->buf[keep] = '\0';
-		}
-		sb_addc(out, '&');
-	}
-}
-
-void s3_xml_escape(struct sb *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': sb_adds(out, "&amp;"); break;
-		case '<': sb_adds(out, "&lt;"); break;
-		case '>': sb_adds(out, "&gt;"); break;
-		case '"': sb_adds(out, "&quot;"); break;
-		case '\'': sb_adds(out, "&apos;"); break;
-		default: sb_addc(out, *s);
-		}
-	}
-}
-
-/* Find needle[0..nlen) in hay[from..len); offset or len when absent. */
-static size_t find(const char *hay, size_t len, size_t from, const char *needle, size_t nlen)
-{
-	size_t i;
-
-	if (nlen == 0 || len < nlen)
-		return len;
-	for (i = from; i + nlen <= len; i++) {
-		if (hay[i] == needle[0] && memcmp(hay + i, needle, nlen) == 0)
-			return i;
-	}
-	return len;
-}
-
-int s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos, struct sb *out)
-{
-	size_t tlen = strlen(tag), i = *pos;
-	char *close = xasprintf("</%s>", tag);
-	int found = 0;
-
-	sb_reset(out);
-	while (i < len) {
-		size_t start, end;
-		char after;
-
-		i = find(xml, len, i, "<", 1);
-		if (i + 1 + tlen >= len)
-			break;
-		if (memcmp(xml + i + 1, tag, tlen) != 0) {
-			i++;
-			continue;
-		}
-		after = xml[i + 1 + tlen];
-		if (after != '>' && after != ' ' && after != '/' && after != '\t' &&
-		    after != '\n' && after != '\r') {
-			i++;
-			continue;
-		}
-		start = find(xml, len, i, ">", 1);
-		if (start == len)
-			break;
-		if (xml[start - 1] == '/') {
-			/* <Tag/>: empty */
-			*pos = start + 1;
-			if (out->buf == NULL)
-				sb_adds(out, "");
-			found = 1;
-			break;
-		}
-		start++;
-		end = find(xml, len, start, close, tlen + 3);
-		if (end == len)
-			break;
-		s3_xml_unescape(out, xml + start, end - start);
-		if (out->buf == NULL)
-			sb_adds(out, "");
-		*pos = end + tlen + 3;
-		found = 1;
-		break;
-	}
-	free(close);
-	return found;
-}
-
 int s3_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg)
 {
 	size_t pos = 0, start;
@@ -300,16 +69,16 @@ int s3_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg)
 	sb_reset(msg);
 	if (xml == NULL || len == 0)
 		return 0;
-	is_error = s3_xml_next(xml, len, "Error", &pos, &whole);
+	is_error = http_xml_next(xml, len, "Error", &pos, &whole);
 	sb_free(&whole);
 	if (!is_error)
 		return 0;
-	start = find(xml, len, 0, "<Error", 6);
+	start = http_find(xml, len, 0, "<Error");
 	pos = start;
-	if (!s3_xml_next(xml, len, "Code", &pos, code))
+	if (!http_xml_next(xml, len, "Code", &pos, code))
 		sb_reset(code);
 	pos = start;
-	if (!s3_xml_next(xml, len, "Message", &pos, msg))
+	if (!http_xml_next(xml, len, "Message", &pos, msg))
 		sb_reset(msg);
 	return 1;
 }
@@ -326,33 +95,33 @@ int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 	*nkeys = 0;
 	*truncated = 0;
 	sb_reset(next);
-	if (find(xml, len, 0, "<ListBucketResult", 17) == len)
+	if (http_find(xml, len, 0, "<ListBucketResult") == len)
 		goto out;
 	pos = 0;
-	if (s3_xml_next(xml, len, "EncodingType", &pos, &text))
+	if (http_xml_next(xml, len, "EncodingType", &pos, &text))
 		encoded = strcasecmp(text.buf, "url") == 0;
 	pos = 0;
-	if (s3_xml_next(xml, len, "IsTruncated", &pos, &text))
+	if (http_xml_next(xml, len, "IsTruncated", &pos, &text))
 		*truncated = strcmp(text.buf, "true") == 0;
 	pos = 0;
-	if (s3_xml_next(xml, len, "NextContinuationToken", &pos, &text))
+	if (http_xml_next(xml, len, "NextContinuationToken", &pos, &text))
 		sb_add(next, text.buf, text.len);
 	pos = 0;
 	/* Contents' text is not unescaped twice: take Key from the raw range. */
 	for (;;) {
-		size_t start = find(xml, len, pos, "<Contents>", 10), end, kpos;
+		size_t start = http_find(xml, len, pos, "<Contents>"), end, kpos;
 
 		if (start == len)
 			break;
-		end = find(xml, len, start, "</Contents>", 11);
+		end = http_find(xml, len, start, "</Contents>");
 		if (end == len)
 			goto out;
 		kpos = start;
-		if (!s3_xml_next(xml, end, "Key", &kpos, &text))
+		if (!http_xml_next(xml, end, "Key", &kpos, &text))
 			goto out;
 		sb_reset(&key);
 		if (encoded) {
-			if (s3_url_decode(&key, text.buf, text.len, 1) < 0)
+			if (http_url_decode(&key, text.buf, text.len, 1) < 0)
 				goto out;
 		} else {
 			sb_add(&key, text.buf, text.len);
@@ -562,8 +331,8 @@ char *s3_target_url(const struct s3_target *t, const char *key, const char *quer
 	sb_adds(&u, t->base);
 	if (key && *key) {
 		sb_addc(&u, '/');
-		s3_uri_encode(&u, t->prefix, strlen(t->prefix), 1);
-		s3_uri_encode(&u, key, strlen(key), 1);
+		http_uri_encode(&u, t->prefix, strlen(t->prefix), 1);
+		http_uri_encode(&u, key, strlen(key), 1);
 	} else if (*t->base == '\0') {
 		sb_addc(&u, '/');
 	}

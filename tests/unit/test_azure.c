@@ -21,19 +21,19 @@ static void test_string_to_sign(void)
 {
 	struct sb s = SB_INIT;
 	const char *get[] = { "x-ms-version: 2021-12-02", "x-ms-date: Tue, 01 Dec 2026 15:00:00 GMT" };
-	struct s3_param list[] = { { "restype", "container" }, { "comp", "list" } };
+	struct http_param list[] = { { "restype", "container" }, { "comp", "list" } };
 	const char *put[] = {
 		"x-ms-date:Sun, 11 Oct 2009 21:49:13 GMT", "Content-Length: 11",
 		"X-MS-Blob-Type:  BlockBlob ", "If-None-Match: *", "Content-Type: text/plain",
 		"x-ms-meta-m1: v1", "x-ms-version: 2009-09-19", "Range: bytes=0-10"
 	};
 	const char *zero[] = { "Content-Length: 0", "x-ms-version: 2021-12-02" };
-	struct s3_param many[] = {
+	struct http_param many[] = {
 		{ "restype", "container" }, { "comp", "list" }, { "include", "uncommittedblobs" },
 		{ "include", "metadata" }, { "include", "snapshots" }
 	};
-	struct s3_param block[] = { { "blockid", "ZHNwYmxrLTAwMDAwMDAx" }, { "comp", "block" } };
-	struct s3_param prefix[] = { { "prefix", "a b/dt=1" }, { "Comp", "list" } };
+	struct http_param block[] = { { "blockid", "ZHNwYmxrLTAwMDAwMDAx" }, { "comp", "block" } };
+	struct http_param prefix[] = { { "prefix", "a b/dt=1" }, { "Comp", "list" } };
 
 	az_string_to_sign(&s, "GET", get, 2, "devstoreaccount1", "/devstoreaccount1/lake", list, 2);
 	is_str(s.buf, "GET\n\n\n\n\n\n\n\n\n\n\n\n"

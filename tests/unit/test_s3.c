@@ -7,6 +7,7 @@
  */
 #include "bucket.h"
 #include "err.h"
+#include "store/http_text.h"
 #include "store/s3.h"
 #include "sb.h"
 #include "taptest.h"
@@ -192,8 +193,8 @@ static void test_published_vectors(void)
 		is_str(ph, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072",
 		       "S3 PutObject example: payload hash");
 		sb_addc(&uri, '/');
-		s3_uri_encode(&uri, "test$file.text", 14, 1);
-		is_str(uri.buf, "/test%24file.text", "S3 PutObject example: key encoded by s3_uri_encode");
+		http_uri_encode(&uri, "test$file.text", 14, 1);
+		is_str(uri.buf, "/test%24file.text", "S3 PutObject example: key encoded by http_uri_encode");
 		sigv4("PUT", uri.buf, "", hd, 5, ph, "20130524T000000Z", "us-east-1", "s3",
 		      s3secret, sig, NULL);
 		is_str(sig, "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd",
@@ -202,7 +203,7 @@ static void test_published_vectors(void)
 	}
 	{
 		/* S3 docs: ListObjects with max-keys=2 and prefix=J */
-		const struct s3_param q[] = { { "prefix", "J" }, { "max-keys", "2" } };
+		const struct http_param q[] = { { "prefix", "J" }, { "max-keys", "2" } };
 		struct sb query = SB_INIT;
 		const char *hd[] = {
 			"host:examplebucket.s3.amazonaws.com",
@@ -226,47 +227,47 @@ static void test_encoding(void)
 {
 	struct sb o = SB_INIT;
 
-	s3_uri_encode(&o, "raw/pg/orders/dt=2026-01-01/x y~ü.jsonl", 40, 1);
+	http_uri_encode(&o, "raw/pg/orders/dt=2026-01-01/x y~ü.jsonl", 40, 1);
 	is_str(o.buf, "raw/pg/orders/dt%3D2026-01-01/x%20y~%C3%BC.jsonl", "key: = space unicode ~, '/' kept");
 	sb_reset(&o);
-	s3_uri_encode(&o, "a/b=c d+e*f'g(h)!", 17, 0);
+	http_uri_encode(&o, "a/b=c d+e*f'g(h)!", 17, 0);
 	is_str(o.buf, "a%2Fb%3Dc%20d%2Be%2Af%27g%28h%29%21", "query value: '/' and sub-delims encoded");
 	sb_reset(&o);
-	s3_uri_encode(&o, "AZaz09-_.~", 10, 0);
+	http_uri_encode(&o, "AZaz09-_.~", 10, 0);
 	is_str(o.buf, "AZaz09-_.~", "unreserved stay");
 	sb_reset(&o);
-	s3_uri_encode(&o, "", 0, 1);
+	http_uri_encode(&o, "", 0, 1);
 	ok(o.buf && o.buf[0] == '\0', "empty input gives an empty string");
 	sb_free(&o);
 
-	s3_uri_encode(&o, "\xf0\x9f\x98\x80%", 5, 1);
+	http_uri_encode(&o, "\xf0\x9f\x98\x80%", 5, 1);
 	is_str(o.buf, "%F0%9F%98%80%25", "4-byte UTF-8 and '%%'");
 	sb_reset(&o);
 
-	is_int(s3_url_decode(&o, "a+b%2Bc%20d%C3%BC", 17, 1), 0, "url decode");
+	is_int(http_url_decode(&o, "a+b%2Bc%20d%C3%BC", 17, 1), 0, "url decode");
 	is_str(o.buf, "a b+c dü", "'+' is a space, %%2B a plus");
 	sb_reset(&o);
-	is_int(s3_url_decode(&o, "a+b", 3, 0), 0, "url decode without plus");
+	is_int(http_url_decode(&o, "a+b", 3, 0), 0, "url decode without plus");
 	is_str(o.buf, "a+b", "'+' kept");
 	sb_reset(&o);
-	is_int(s3_url_decode(&o, "a%2", 3, 1), -1, "truncated escape refused");
+	is_int(http_url_decode(&o, "a%2", 3, 1), -1, "truncated escape refused");
 	sb_reset(&o);
-	is_int(s3_url_decode(&o, "a%zz", 4, 1), -1, "bad escape refused");
+	is_int(http_url_decode(&o, "a%zz", 4, 1), -1, "bad escape refused");
 	sb_reset(&o);
-	is_int(s3_url_decode(&o, "a%00b", 5, 1), -1, "%%00 refused");
+	is_int(http_url_decode(&o, "a%00b", 5, 1), -1, "%%00 refused");
 	sb_free(&o);
 }
 
 static void test_query(void)
 {
 	struct sb o = SB_INIT;
-	const struct s3_param list[] = {
+	const struct http_param list[] = {
 		{ "prefix", "raw/dt=1/a b" }, { "list-type", "2" },
 		{ "continuation-token", "1/x+y=" }, { "encoding-type", "url" },
 	};
-	const struct s3_param up[] = { { "uploads", NULL } };
-	const struct s3_param part[] = { { "uploadId", "Zx/9+a=" }, { "partNumber", "10" } };
-	const struct s3_param same[] = { { "a", "2" }, { "a", "10" }, { "A", "z" }, { "a b", "" } };
+	const struct http_param up[] = { { "uploads", NULL } };
+	const struct http_param part[] = { { "uploadId", "Zx/9+a=" }, { "partNumber", "10" } };
+	const struct http_param same[] = { { "a", "2" }, { "a", "10" }, { "A", "z" }, { "a b", "" } };
 
 	s3_query(&o, list, 4);
 	is_str(o.buf, "continuation-token=1%2Fx%2By%3D&encoding-type=url&list-type=2&prefix=raw%2Fdt%3D1%2Fa%20b",
@@ -433,18 +434,18 @@ static void test_xml(void)
 			   102, &keys, &n, &trunc, &next), -1, "undecodable key refused");
 
 	pos = 0;
-	ok(s3_xml_next("<A><KeyCount>2</KeyCount><Key>k</Key></A>", 40, "Key", &pos, &text) &&
+	ok(http_xml_next("<A><KeyCount>2</KeyCount><Key>k</Key></A>", 40, "Key", &pos, &text) &&
 	   strcmp(text.buf, "k") == 0, "<KeyCount> is not <Key>");
 	pos = 0;
-	ok(s3_xml_next("<A><UploadId/></A>", 18, "UploadId", &pos, &text) && text.len == 0,
+	ok(http_xml_next("<A><UploadId/></A>", 18, "UploadId", &pos, &text) && text.len == 0,
 	   "an empty element");
 	pos = 0;
-	ok(!s3_xml_next("<A><Key>unterminated", 20, "Key", &pos, &text), "unterminated element");
+	ok(!http_xml_next("<A><Key>unterminated", 20, "Key", &pos, &text), "unterminated element");
 	sb_reset(&text);
-	s3_xml_unescape(&text, "&bogus; &#0; &#xD800; &amp", 26);
+	http_xml_unescape(&text, "&bogus; &#0; &#xD800; &amp", 26);
 	is_str(text.buf, "&bogus; &#0; &#xD800; &amp", "unknown and invalid entities stay");
 	sb_reset(&text);
-	s3_xml_escape(&text, "\"a\"&<'>");
+	http_xml_escape(&text, "\"a\"&<'>");
 	is_str(text.buf, "&quot;a&quot;&amp;&lt;&apos;&gt;", "escape");
 
 	sb_free(&code);
