@@ -362,6 +362,29 @@ int singer_tap_finish(int rc, int write_failed)
 	return rc;
 }
 
+int singer_tap_main(int argc, char **argv, const struct singer_tap_hooks *h, void *tap)
+{
+	struct singer_tap_args a;
+	struct sb msg = SB_INIT;
+	int rc, write_failed = 0, about_failed = 0;
+
+	err_init(argv[0]);
+	rc = singer_tap_args(argc, argv, h->name, h->usage_line, h->help, &a);
+	if (rc == SINGER_TAP_GO) {
+		setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+		if (a.about && h->about)
+			rc = h->about(tap);
+		else if (a.about)
+			rc = singer_tap_print_pretty(h->about_json, strlen(h->about_json), &msg,
+						     &about_failed);
+		else if ((rc = h->config(tap, &a)) == 0)
+			rc = a.discover ? h->discover(tap) : h->sync(tap);
+	}
+	rc = h->end(tap, rc, &write_failed);
+	sb_free(&msg);
+	return singer_tap_finish(rc, write_failed || about_failed);
+}
+
 int singer_tap_select_one(const char *what, const char *file, const char *stream, int *selected,
 			  char ***drop, size_t *ndrop)
 {

@@ -45,6 +45,36 @@ int singer_tap_args(int argc, char **argv, const char *name, const char *usage_l
 		    const char *help, struct singer_tap_args *a);
 
 /*
+ * A built-in tap's words and hooks, for singer_tap_main().  tap is the
+ * tap's own state, handed to each hook; a hook returns 0, or the exit
+ * status after reporting.
+ */
+struct singer_tap_hooks {
+	const char *name;		/* the program's: --version, usage */
+	const char *usage_line, *help;	/* singer_tap_args()'s */
+	const char *about_json;		/* --about: printed pretty, unless about is set */
+	int (*about)(void *tap);	/* --about printed by the tap itself (or NULL) */
+	/* the options into the tap (their strings point into argv), then its config */
+	int (*config)(void *tap, const struct singer_tap_args *a);
+	int (*discover)(void *tap);	/* -d: print the catalog */
+	int (*sync)(void *tap);		/* the catalog, the state, then the streams */
+	/*
+	 * Last, whatever came before: free the tap; returns rc (or the status of
+	 * a failure of its own, such as its last flush), *write_failed set when
+	 * a write to stdout failed.
+	 */
+	int (*end)(void *tap, int rc, int *write_failed);
+};
+
+/*
+ * A built-in tap's main(): its command line (singer_tap_args()), stdout
+ * fully buffered, then --about, or the config and -d's catalog or the sync;
+ * the end hook, and the exit status (singer_tap_finish()).  tap zeroed (or
+ * with its defaults) by the caller.
+ */
+int singer_tap_main(int argc, char **argv, const struct singer_tap_hooks *h, void *tap);
+
+/*
  * Read the JSON file path into *out (owned by the caller).  what names the
  * file in messages ("config", "catalog", "properties"): "what 'path':
  * strerror" when it cannot be read, "what 'path': reason" when it is too

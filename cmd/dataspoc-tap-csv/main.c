@@ -59,8 +59,42 @@ static const char about_json[] =
 	"\"required\":[\"entity\",\"path\"]}},"
 	"\"csv_files_definition\":{\"type\":\"string\"}}}}";
 
-static void tap_free(struct tap *t)
+static int csv_config(void *p, const struct singer_tap_args *a)
 {
+	struct tap *t = p;
+
+	t->config_file = a->config;
+	t->state_file = a->state;
+	t->catalog_file = a->catalog ? a->catalog : a->properties;
+	t->catalog_what = a->catalog ? "catalog" : "properties";
+	return load_config(t);
+}
+
+static int csv_discover(void *t)
+{
+	return discover(t);
+}
+
+/* The catalog, the state, then each selected file. */
+static int csv_sync(void *p)
+{
+	struct tap *t = p;
+	int rc = 0;
+	size_t i;
+
+	if (t->catalog_file != NULL && (rc = load_catalog(t)) != 0)
+		return rc;
+	if (t->state_file != NULL && (rc = load_state(t)) != 0)
+		return rc;
+	for (i = 0; i < t->nents && rc == 0; i++)
+		if (t->ents[i].selected)
+			rc = sync_stream(t, &t->ents[i]);
+	return rc;
+}
+
+static int csv_end(void *p, int rc, int *write_failed)
+{
+	struct tap *t = p;
 	size_t i;
 
 	for (i = 0; i < t->nents; i++) {
@@ -76,7 +110,20 @@ static void tap_free(struct tap *t)
 	free(t->ents);
 	sb_free(&t->state_text);
 	sb_free(&t->msg);
+	*write_failed = t->write_failed;
+	return rc;
 }
+
+static const struct singer_tap_hooks hooks = {
+	.name = "dataspoc-tap-csv",
+	.usage_line = usage_line,
+	.help = help_text,
+	.about_json = about_json,
+	.config = csv_config,
+	.discover = csv_discover,
+	.sync = csv_sync,
+	.end = csv_end,
+};
 
 /*
  * Parse the options; with --config, extract (or with --discover, describe)
@@ -85,41 +132,7 @@ static void tap_free(struct tap *t)
 int main(int argc, char **argv)
 {
 	struct tap t;
-	struct singer_tap_args a;
-	int rc;
-	size_t i;
 
-	err_init(argv[0]);
 	memset(&t, 0, sizeof(t));
-	rc = singer_tap_args(argc, argv, "dataspoc-tap-csv", usage_line, help_text, &a);
-	if (rc != SINGER_TAP_GO)
-		goto out;
-	rc = 0;
-	if (a.about) {
-		rc = singer_tap_print_pretty(about_json, sizeof(about_json) - 1, &t.msg, &t.write_failed);
-		goto out;
-	}
-	t.config_file = a.config;
-	t.state_file = a.state;
-	t.catalog_file = a.catalog ? a.catalog : a.properties;
-	t.catalog_what = a.catalog ? "catalog" : "properties";
-
-	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	rc = load_config(&t);
-	if (rc)
-		goto out;
-	if (a.discover) {
-		rc = discover(&t);
-		goto out;
-	}
-	if (t.catalog_file != NULL && (rc = load_catalog(&t)) != 0)
-		goto out;
-	if (t.state_file != NULL && (rc = load_state(&t)) != 0)
-		goto out;
-	for (i = 0; i < t.nents && rc == 0; i++)
-		if (t.ents[i].selected)
-			rc = sync_stream(&t, &t.ents[i]);
-out:
-	tap_free(&t);
-	return singer_tap_finish(rc, t.write_failed);
+	return singer_tap_main(argc, argv, &hooks, &t);
 }

@@ -1,8 +1,9 @@
 /*
  * tap_csv: what the files of dataspoc-tap-csv share; only they include it.
  *
- *	main.c		the options, --help and --about; a run: the config, the
- *			catalog, the state, then each selected stream
+ *	main.c		--help and --about, and the hooks of singer_tap_main()
+ *			(lib/singer_tap.h): the config, the catalog, the
+ *			state, then each selected stream
  *	config.c	the config (-c, its csv_files_definition) and the
  *			catalog (-p, --catalog), JSON files read with libjq
  *	state.c		the --state file and the STATE messages, kept as bytes

@@ -609,8 +609,37 @@ static int discover(struct sheet *s)
 	return rc;
 }
 
-static void sheet_free(struct sheet *s)
+static int sheet_config(void *p, const struct singer_tap_args *a)
 {
+	struct sheet *s = p;
+
+	s->config_file = a->config;
+	/* -s is accepted: a full read each run, no bookmark */
+	s->catalog_file = a->catalog ? a->catalog : a->properties;
+	s->catalog_what = a->catalog ? "catalog" : "properties";
+	return load_config(s);
+}
+
+static int sheet_discover(void *s)
+{
+	return discover(s);
+}
+
+/* The catalog, then the sheet when it is selected. */
+static int sheet_sync(void *p)
+{
+	struct sheet *s = p;
+	int rc;
+
+	if (s->catalog_file != NULL && (rc = load_catalog(s)) != 0)
+		return rc;
+	return s->selected ? sync_sheet(s) : 0;
+}
+
+static int sheet_end(void *p, int rc, int *write_failed)
+{
+	struct sheet *s = p;
+
 	free(s->id);
 	free(s->gid);
 	free(s->name);
@@ -623,43 +652,27 @@ static void sheet_free(struct sheet *s)
 	free(s->url);
 	sb_free(&s->body);
 	sb_free(&s->msg);
+	*write_failed = s->write_failed;
+	return rc;
 }
+
+static const struct singer_tap_hooks hooks = {
+	.name = "dataspoc-tap-google-sheets-public",
+	.usage_line = usage_line,
+	.help = help_text,
+	.about_json = about_json,
+	.config = sheet_config,
+	.discover = sheet_discover,
+	.sync = sheet_sync,
+	.end = sheet_end,
+};
 
 /* Parse the options; fetch the sheet and print it (or its catalog). */
 int main(int argc, char **argv)
 {
 	struct sheet s;
-	struct singer_tap_args a;
-	int rc;
 
-	err_init(argv[0]);
 	memset(&s, 0, sizeof(s));
 	s.selected = 1;
-	rc = singer_tap_args(argc, argv, "dataspoc-tap-google-sheets-public", usage_line,
-			     help_text, &a);
-	if (rc != SINGER_TAP_GO)
-		goto out;
-	rc = 0;
-	if (a.about) {
-		rc = singer_tap_print_pretty(about_json, sizeof(about_json) - 1, &s.msg, &s.write_failed);
-		goto out;
-	}
-	s.config_file = a.config;
-	/* -s is accepted: a full read each run, no bookmark */
-	s.catalog_file = a.catalog ? a.catalog : a.properties;
-	s.catalog_what = a.catalog ? "catalog" : "properties";
-	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	if ((rc = load_config(&s)) != 0)
-		goto out;
-	if (a.discover) {
-		rc = discover(&s);
-		goto out;
-	}
-	if (s.catalog_file != NULL && (rc = load_catalog(&s)) != 0)
-		goto out;
-	if (s.selected)
-		rc = sync_sheet(&s);
-out:
-	sheet_free(&s);
-	return singer_tap_finish(rc, s.write_failed);
+	return singer_tap_main(argc, argv, &hooks, &s);
 }

@@ -59,8 +59,39 @@ static const char about_json[] =
 	"\"endpoint_url\":{\"type\":\"string\"}},"
 	"\"required\":[\"path\"]}}";
 
-static void tap_free(struct tap *t)
+static int parquet_config(void *p, const struct singer_tap_args *a)
 {
+	struct tap *t = p;
+
+	t->config_file = a->config;
+	t->state_file = a->state;
+	t->catalog_file = a->catalog ? a->catalog : a->properties;
+	t->catalog_what = a->catalog ? "catalog" : "properties";
+	return load_config(t);
+}
+
+static int parquet_discover(void *t)
+{
+	return discover(t);
+}
+
+/* The catalog, the state, then the files. */
+static int parquet_sync(void *p)
+{
+	struct tap *t = p;
+	int rc;
+
+	if (t->catalog_file != NULL && (rc = load_catalog(t)) != 0)
+		return rc;
+	if (t->state_file != NULL && (rc = load_state(t)) != 0)
+		return rc;
+	return sync_files(t);
+}
+
+static int parquet_end(void *p, int rc, int *write_failed)
+{
+	struct tap *t = p;
+
 	free(t->path);
 	free(t->stream);
 	free(t->glob);
@@ -72,7 +103,20 @@ static void tap_free(struct tap *t)
 	sb_free(&t->state_text);
 	sb_free(&t->msg);
 	sb_free(&t->schema);
+	*write_failed = t->write_failed;
+	return rc;
 }
+
+static const struct singer_tap_hooks hooks = {
+	.name = "dataspoc-tap-parquet",
+	.usage_line = usage_line,
+	.help = help_text,
+	.about_json = about_json,
+	.config = parquet_config,
+	.discover = parquet_discover,
+	.sync = parquet_sync,
+	.end = parquet_end,
+};
 
 /*
  * Parse the options; with --config, extract (or with --discover, describe)
@@ -81,38 +125,8 @@ static void tap_free(struct tap *t)
 int main(int argc, char **argv)
 {
 	struct tap t;
-	struct singer_tap_args a;
-	int rc;
 
-	err_init(argv[0]);
 	memset(&t, 0, sizeof(t));
 	t.selected = 1;
-	rc = singer_tap_args(argc, argv, "dataspoc-tap-parquet", usage_line, help_text, &a);
-	if (rc != SINGER_TAP_GO)
-		goto out;
-	rc = 0;
-	if (a.about) {
-		rc = singer_tap_print_pretty(about_json, sizeof(about_json) - 1, &t.msg, &t.write_failed);
-		goto out;
-	}
-	t.config_file = a.config;
-	t.state_file = a.state;
-	t.catalog_file = a.catalog ? a.catalog : a.properties;
-	t.catalog_what = a.catalog ? "catalog" : "properties";
-
-	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-	if ((rc = load_config(&t)) != 0)
-		goto out;
-	if (a.discover) {
-		rc = discover(&t);
-		goto out;
-	}
-	if (t.catalog_file != NULL && (rc = load_catalog(&t)) != 0)
-		goto out;
-	if (t.state_file != NULL && (rc = load_state(&t)) != 0)
-		goto out;
-	rc = sync_files(&t);
-out:
-	tap_free(&t);
-	return singer_tap_finish(rc, t.write_failed);
+	return singer_tap_main(argc, argv, &hooks, &t);
 }

@@ -2,8 +2,9 @@
  * tap_parquet: what the files of dataspoc-tap-parquet share; only they
  * include it.
  *
- *	main.c		the options, --help and --about; a run: the config,
- *			the catalog, the state, then the files
+ *	main.c		--help and --about, and the hooks of singer_tap_main()
+ *			(lib/singer_tap.h): the config, the catalog, the
+ *			state, then the files
  *	config.c	the config (-c), the catalog (-p, --catalog) and the
  *			--state file; the STATE message
  *	files.c		the files under the path: listed, matched to the glob,

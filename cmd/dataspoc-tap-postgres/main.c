@@ -199,6 +199,97 @@ static int plan_streams(struct tap *t)
 	return 0;
 }
 
+/* --about as tap-postgres prints it (Python's json.dumps, indent 2). */
+static int pg_about(void *p)
+{
+	struct tap *t = p;
+	struct json_span v;
+	size_t errpos;
+	const char *errmsg;
+
+	json_validate(about_json, sizeof(about_json) - 1, &v, &errpos, &errmsg);
+	py_dump_indent(&t->out, &v);
+	sb_addc(&t->out, '\n');
+	return flush_out(t, 0) ? EXIT_FAIL : 0;
+}
+
+static int pg_config(void *p, const struct singer_tap_args *a)
+{
+	struct tap *t = p;
+
+	t->config_file = a->config;
+	t->state_file = a->state;
+	t->catalog_file = a->catalog ? a->catalog : a->properties;
+	return load_config(t);
+}
+
+static int pg_discover(void *t)
+{
+	return discover(t);
+}
+
+/*
+ * The catalog (none: nothing to do), the state, the checks, then each
+ * stream, the LOG_BASED ones last and together (logical_sync()).
+ */
+static int pg_sync(void *p)
+{
+	struct tap *t = p;
+	int rc;
+
+	if (t->catalog_file == NULL) {
+		/* as tap-postgres: no selection, nothing to do */
+		err_msg("no properties were given (--properties): nothing to sync");
+		return 0;
+	}
+	if ((rc = load_catalog(t)) != 0)
+		return rc;
+	if (t->state_file != NULL && (rc = load_state(t)) != 0)
+		return rc;
+	if ((rc = plan_streams(t)) != 0)
+		return rc;
+	for (size_t i = 0; i < t->nsync && rc == 0; i++)
+		if (strcmp(t->streams[i].method, "LOG_BASED") != 0)
+			rc = sync_stream(t, &t->streams[i]);
+	if (rc == 0)
+		rc = logical_sync(t);
+	if (rc != 0) {
+		/*
+		 * As tap-postgres, which writes each message as it comes: the
+		 * messages whole before the error go out (a row cut short by
+		 * it does not).
+		 */
+		const char *nl = t->out.len ? memrchr(t->out.buf, '\n', t->out.len) : NULL;
+
+		t->out.len = nl ? (size_t)(nl - t->out.buf) + 1 : 0;
+		flush_out(t, 0);
+	}
+	return rc;
+}
+
+/* What is left in the buffer goes out; then the tap is freed. */
+static int pg_end(void *p, int rc, int *write_failed)
+{
+	struct tap *t = p;
+
+	if (rc == 0 && flush_out(t, 0) != 0)
+		rc = EXIT_FAIL;
+	conf_free(t);
+	*write_failed = t->write_failed;
+	return rc;
+}
+
+static const struct singer_tap_hooks hooks = {
+	.name = "dataspoc-tap-postgres",
+	.usage_line = usage_line,
+	.help = help_text,
+	.about = pg_about,
+	.config = pg_config,
+	.discover = pg_discover,
+	.sync = pg_sync,
+	.end = pg_end,
+};
+
 /*
  * Parse the options; with --config, sync the selected streams (or with
  * --discover, print the catalog), then check that stdout took everything.
@@ -206,65 +297,7 @@ static int plan_streams(struct tap *t)
 int main(int argc, char **argv)
 {
 	struct tap t;
-	struct singer_tap_args a;
-	int rc;
 
-	err_init(argv[0]);
 	memset(&t, 0, sizeof(t));
-	rc = singer_tap_args(argc, argv, "dataspoc-tap-postgres", usage_line, help_text, &a);
-	if (rc != SINGER_TAP_GO)
-		goto out;
-	rc = 0;
-	if (a.about) {
-		struct json_span v;
-		size_t errpos;
-		const char *errmsg;
-
-		json_validate(about_json, sizeof(about_json) - 1, &v, &errpos, &errmsg);
-		py_dump_indent(&t.out, &v);
-		sb_addc(&t.out, '\n');
-		rc = flush_out(&t, 0) ? EXIT_FAIL : 0;
-		goto out;
-	}
-	t.config_file = a.config;
-	t.state_file = a.state;
-	t.catalog_file = a.catalog ? a.catalog : a.properties;
-	if ((rc = load_config(&t)) != 0)
-		goto out;
-	if (a.discover) {
-		rc = discover(&t);
-		goto out;
-	}
-	if (t.catalog_file == NULL) {
-		/* as tap-postgres: no selection, nothing to do */
-		err_msg("no properties were given (--properties): nothing to sync");
-		goto out;
-	}
-	if ((rc = load_catalog(&t)) != 0)
-		goto out;
-	if (t.state_file != NULL && (rc = load_state(&t)) != 0)
-		goto out;
-	if ((rc = plan_streams(&t)) != 0)
-		goto out;
-	for (size_t i = 0; i < t.nsync && rc == 0; i++)
-		if (strcmp(t.streams[i].method, "LOG_BASED") != 0)
-			rc = sync_stream(&t, &t.streams[i]);
-	if (rc == 0)
-		rc = logical_sync(&t);
-	if (rc != 0) {
-		/*
-		 * As tap-postgres, which writes each message as it comes: the
-		 * messages whole before the error go out (a row cut short by
-		 * it does not).
-		 */
-		const char *nl = t.out.len ? memrchr(t.out.buf, '\n', t.out.len) : NULL;
-
-		t.out.len = nl ? (size_t)(nl - t.out.buf) + 1 : 0;
-		flush_out(&t, 0);
-	}
-out:
-	if (rc == 0 && flush_out(&t, 0) != 0)
-		rc = EXIT_FAIL;
-	conf_free(&t);
-	return singer_tap_finish(rc, t.write_failed);
+	return singer_tap_main(argc, argv, &hooks, &t);
 }

@@ -1,8 +1,9 @@
 /*
  * tap_pg: what the files of dataspoc-tap-postgres share; only they include it.
  *
- *	main.c		the options, --help and --about; a run: the config, the
- *			catalog, the state, then each selected stream
+ *	main.c		--help and --about, and the hooks of singer_tap_main()
+ *			(lib/singer_tap.h): the config, the catalog, the
+ *			state, then each selected stream
  *	conf.c		the config (-c), the catalog (-p, --catalog) and the
  *			state (-s), read as JSON spans (lib/json.h): no tree, key
  *			order and numbers kept as the files give them
