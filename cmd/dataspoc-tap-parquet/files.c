@@ -261,15 +261,15 @@ struct layout {
  * "_extra", ...).  Read back, they are the record's members again, as the
  * tap sent them, and the column is no column of the schema.
  */
-static int extra_column(const struct pqr_file *f)
+static int extra_column(const struct pq_read_file *f)
 {
-	size_t n = pqr_ncolumns(f), u = 0;
-	const struct pqr_column *c;
+	size_t n = pq_read_ncolumns(f), u = 0;
+	const struct pq_read_column *c;
 
-	if (n == 0 || strncmp(pqr_created_by(f), "dataspoc-pipe ", 14) != 0)
+	if (n == 0 || strncmp(pq_read_created_by(f), "dataspoc-pipe ", 14) != 0)
 		return -1;
-	c = pqr_column(f, n - 1);
-	if (c->kind != PQR_JSON)
+	c = pq_read_column(f, n - 1);
+	if (c->kind != PQ_READ_JSON)
 		return -1;
 	while (u < c->name_len && c->name[u] == '_')
 		u++;
@@ -281,12 +281,13 @@ static int extra_column(const struct pqr_file *f)
  * record whose printed members so far are k; 0, or -1 when it is not an
  * object (said).
  */
-static int add_extra(struct pqr_file *f, struct layout *l, size_t k, struct sb *out, const char *key)
+static int add_extra(struct pq_read_file *f, struct layout *l, size_t k, struct sb *out,
+		     const char *key)
 {
 	const char *p, *e;
 
 	sb_reset(&l->value);
-	if (pqr_value_json(f, (size_t)l->extra, &l->value) < 0)
+	if (pq_read_value_json(f, (size_t)l->extra, &l->value) < 0)
 		return -1;
 	p = l->value.buf;
 	e = p + l->value.len;
@@ -299,7 +300,8 @@ static int add_extra(struct pqr_file *f, struct layout *l, size_t k, struct sb *
 	if (e - p < 2 || *p != '{' || e[-1] != '}') {
 		fflush(stdout);
 		err_msg("cannot read '%s': its column '%s' (the members beyond the schema) holds %.*s, not an object",
-			key, pqr_column(f, (size_t)l->extra)->name, (int)(e - p > 40 ? 40 : e - p), p);
+			key, pq_read_column(f, (size_t)l->extra)->name,
+			(int)(e - p > 40 ? 40 : e - p), p);
 		return -1;
 	}
 	p++;
@@ -335,12 +337,12 @@ static int dropped(const struct tap *t, const char *name)
 	       !singer_tap_in_list(t->keys, t->nkeys, name);
 }
 
-static int has_column(const struct pqr_file *f, const char *name, size_t len)
+static int has_column(const struct pq_read_file *f, const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < pqr_ncolumns(f); i++) {
-		const struct pqr_column *c = pqr_column(f, i);
+	for (i = 0; i < pq_read_ncolumns(f); i++) {
+		const struct pq_read_column *c = pq_read_column(f, i);
 
 		if (c->name_len == len && memcmp(c->name, name, len) == 0)
 			return 1;
@@ -349,7 +351,7 @@ static int has_column(const struct pqr_file *f, const char *name, size_t len)
 }
 
 /* The hive columns of key's folders ("dt=2024-01-01/x.parquet"). */
-static void hive_columns(const struct tap *t, const char *key, const struct pqr_file *f,
+static void hive_columns(const struct tap *t, const char *key, const struct pq_read_file *f,
 			 struct layout *l)
 {
 	const char *p = key, *slash, *eq;
@@ -385,10 +387,10 @@ static void hive_columns(const struct tap *t, const char *key, const struct pqr_
  * What of file f is printed, its schema into schema; checks the key
  * properties are among its columns.
  */
-static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct layout *l,
+static int plan_file(struct tap *t, const char *key, struct pq_read_file *f, struct layout *l,
 		     struct sb *schema)
 {
-	size_t i, j, n = pqr_ncolumns(f), k = 0;
+	size_t i, j, n = pq_read_ncolumns(f), k = 0;
 
 	memset(l, 0, sizeof(*l));
 	l->ncols = n;
@@ -399,10 +401,10 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 	l->name_end = xcalloc(n + l->nhive + 1, sizeof(*l->name_end));
 	sb_adds(schema, "{\"type\":\"object\",\"properties\":{");
 	for (i = 0; i < n; i++) {
-		const struct pqr_column *c = pqr_column(f, i);
+		const struct pq_read_column *c = pq_read_column(f, i);
 
 		for (j = 0; j < i; j++) {
-			const struct pqr_column *d = pqr_column(f, j);
+			const struct pq_read_column *d = pq_read_column(f, j);
 
 			if (d->name_len == c->name_len && memcmp(d->name, c->name, c->name_len) == 0) {
 				fflush(stdout);
@@ -411,7 +413,7 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 			}
 		}
 		l->on[i] = strlen(c->name) != c->name_len || !dropped(t, c->name);
-		pqr_select(f, i, l->on[i]);
+		pq_read_select(f, i, l->on[i]);
 		if (!l->on[i])
 			continue;
 		if (c->unsupported) {
@@ -425,7 +427,7 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 			sb_addc(schema, ',');
 		json_quote(schema, c->name, c->name_len);
 		sb_addc(schema, ':');
-		pqr_schema_json(c, schema);
+		pq_read_schema_json(c, schema);
 		if (l->names.len)
 			sb_addc(&l->names, ',');
 		json_quote(&l->names, c->name, c->name_len);
@@ -462,7 +464,7 @@ static int plan_file(struct tap *t, const char *key, struct pqr_file *f, struct 
 static int sync_file(struct tap *t, struct source *s, const char *key)
 {
 	struct content c;
-	struct pqr_file *f = NULL;
+	struct pq_read_file *f = NULL;
 	struct layout l;
 	struct sb schema = SB_INIT, pre = SB_INIT;
 	char *name = file_name(t, s, key);
@@ -472,7 +474,7 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 	memset(&l, 0, sizeof(l));
 	if (fetch(s, key, &c) < 0)
 		goto out;
-	f = pqr_open(content_bytes(&c), c.len, name);
+	f = pq_read_open(content_bytes(&c), c.len, name);
 	if (f == NULL)
 		goto out;
 	rc = plan_file(t, name, f, &l, &schema);
@@ -495,7 +497,7 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 	sb_adds(&pre, "{\"type\":\"RECORD\",\"stream\":");
 	json_quote(&pre, t->stream, strlen(t->stream));
 	sb_adds(&pre, ",\"record\":{");
-	while ((r = pqr_next_row(f)) == 1) {
+	while ((r = pq_read_next_row(f)) == 1) {
 		size_t at = 0;
 
 		row_start = t->msg.len;
@@ -505,7 +507,7 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 				continue;
 			sb_add(&t->msg, l.names.buf + at, l.name_end[k] - at);
 			at = l.name_end[k++];
-			if (pqr_value_json(f, i, &t->msg) < 0) {
+			if (pq_read_value_json(f, i, &t->msg) < 0) {
 				t->msg.len = row_start;
 				goto out;
 			}
@@ -533,7 +535,7 @@ out:
 		if (emit(t) == 0)
 			fflush(stdout);
 	}
-	pqr_free(f);
+	pq_read_free(f);
 	content_free(&c);
 	layout_free(&l);
 	sb_free(&schema);
@@ -581,7 +583,7 @@ int discover(struct tap *t)
 {
 	struct source s;
 	struct content c;
-	struct pqr_file *f = NULL;
+	struct pq_read_file *f = NULL;
 	struct layout l;
 	struct sb schema = SB_INIT, cat = SB_INIT;
 	char *name = NULL;
@@ -599,13 +601,13 @@ int discover(struct tap *t)
 		goto out;
 	}
 	name = file_name(t, &s, s.keys[0]);
-	if (fetch(&s, s.keys[0], &c) < 0 || (f = pqr_open(content_bytes(&c), c.len, name)) == NULL)
+	if (fetch(&s, s.keys[0], &c) < 0 || (f = pq_read_open(content_bytes(&c), c.len, name)) == NULL)
 		goto out;
 	/* An unsupported column is listed in the metadata, not in the schema. */
-	for (i = 0; i < pqr_ncolumns(f); i++)
-		if (pqr_column(f, i)->unsupported) {
+	for (i = 0; i < pq_read_ncolumns(f); i++)
+		if (pq_read_column(f, i)->unsupported) {
 			t->drop = xrealloc(t->drop, (t->ndrop + 1) * sizeof(*t->drop));
-			t->drop[t->ndrop++] = xstrdup(pqr_column(f, i)->name);
+			t->drop[t->ndrop++] = xstrdup(pq_read_column(f, i)->name);
 		}
 	rc = plan_file(t, name, f, &l, &schema);
 	if (rc)
@@ -623,8 +625,8 @@ int discover(struct tap *t)
 		"\"table-key-properties\":");
 	json_quote_list(&cat, t->keys, t->nkeys);
 	sb_adds(&cat, ",\"forced-replication-method\":\"INCREMENTAL\"}}");
-	for (i = 0; i < pqr_ncolumns(f); i++) {
-		const struct pqr_column *col = pqr_column(f, i);
+	for (i = 0; i < pq_read_ncolumns(f); i++) {
+		const struct pq_read_column *col = pq_read_column(f, i);
 
 		sb_adds(&cat, ",{\"breadcrumb\":[\"properties\",");
 		json_quote(&cat, col->name, col->name_len);
@@ -644,7 +646,7 @@ int discover(struct tap *t)
 	sb_adds(&cat, "]}]}");
 	rc = singer_tap_print_pretty(cat.buf, cat.len, &t->msg, &t->write_failed);
 out:
-	pqr_free(f);
+	pq_read_free(f);
 	content_free(&c);
 	layout_free(&l);
 	source_free(&s);

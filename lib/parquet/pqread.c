@@ -268,12 +268,12 @@ struct cursor {
 	size_t vlen;
 };
 
-struct pqr_file {
+struct pq_read_file {
 	const unsigned char *data;
 	size_t len;
 	char *name;
 	uint64_t rows, row;
-	struct pqr_column *cols;
+	struct pq_read_column *cols;
 	size_t *leaf;		/* cols[i]'s first leaf */
 	size_t ncols, nleaves;
 	struct rowgroup *rgs;
@@ -290,16 +290,16 @@ static void vals_free(struct vals *v)
 	free(v->len);
 }
 
-static int bad_file(const struct pqr_file *f, const char *why)
+static int bad_file(const struct pq_read_file *f, const char *why)
 {
 	err_msg("cannot read '%s': %s", f->name, why);
 	return -1;
 }
 
-static int bad_col(const struct pqr_file *f, size_t ci, const char *fmt, ...)
+static int bad_col(const struct pq_read_file *f, size_t ci, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int bad_col(const struct pqr_file *f, size_t ci, const char *fmt, ...)
+static int bad_col(const struct pq_read_file *f, size_t ci, const char *fmt, ...)
 {
 	char why[512];
 	va_list ap;
@@ -457,17 +457,17 @@ static const char *unit_ok(int unit)
 }
 
 /* A top-level leaf's kind, or why it cannot be read. */
-static const char *leaf_kind(const struct elem *e, struct pqr_column *c)
+static const char *leaf_kind(const struct elem *e, struct pq_read_column *c)
 {
 	int ct = e->converted, lt = e->logical;
 
 	c->physical = e->type;
 	c->type_length = e->type_length;
-	c->kind = PQR_BINARY;
+	c->kind = PQ_READ_BINARY;
 	if (e->rep == PQ_REP_REPEATED)
 		return "a repeated field (a list)";
 	if (lt == 5 || ct == PQ_CT_DECIMAL) {
-		c->kind = PQR_DECIMAL;
+		c->kind = PQ_READ_DECIMAL;
 		c->scale = lt == 5 ? e->lt_scale : e->scale;
 		c->precision = lt == 5 ? e->lt_precision : e->precision;
 		if (c->scale < 0 || c->scale > 1000)
@@ -479,24 +479,24 @@ static const char *leaf_kind(const struct elem *e, struct pqr_column *c)
 	}
 	switch (e->type) {
 	case PQ_TYPE_BOOLEAN:
-		c->kind = PQR_BOOL;
+		c->kind = PQ_READ_BOOL;
 		return NULL;
 	case PQ_TYPE_INT32:
 	case PQ_TYPE_INT64:
-		c->kind = PQR_INT;
+		c->kind = PQ_READ_INT;
 		if (lt == 6 || ct == PQ_CT_DATE) {
-			c->kind = PQR_DATE;
+			c->kind = PQ_READ_DATE;
 			return e->type == PQ_TYPE_INT32 ? NULL : "DATE on INT64";
 		}
 		if (lt == 7 || ct == PQ_CT_TIME_MILLIS || ct == PQ_CT_TIME_MICROS) {
-			c->kind = PQR_TIME;
+			c->kind = PQ_READ_TIME;
 			c->utc = lt == 7 ? e->lt_utc : 1;
 			c->unit = lt == 7 ? e->lt_unit : ct == PQ_CT_TIME_MILLIS ? 1 : 2;
 			c->unit *= 3;
 			return unit_ok(c->unit / 3);
 		}
 		if (lt == 8 || ct == PQ_CT_TIMESTAMP_MILLIS || ct == PQ_CT_TIMESTAMP_MICROS) {
-			c->kind = PQR_TIMESTAMP;
+			c->kind = PQ_READ_TIMESTAMP;
 			c->utc = lt == 8 ? e->lt_utc : 1;
 			c->unit = lt == 8 ? e->lt_unit : ct == PQ_CT_TIMESTAMP_MILLIS ? 1 : 2;
 			c->unit *= 3;
@@ -505,25 +505,25 @@ static const char *leaf_kind(const struct elem *e, struct pqr_column *c)
 			return unit_ok(c->unit / 3);
 		}
 		if ((lt == 10 && !e->lt_signed) || (ct >= PQ_CT_UINT_8 && ct <= PQ_CT_UINT_64))
-			c->kind = PQR_UINT;
+			c->kind = PQ_READ_UINT;
 		if (lt != 0 && lt != 10)
 			return "a logical type it does not know on an integer";
 		return NULL;
 	case PQ_TYPE_INT96:
-		c->kind = PQR_INT96;
+		c->kind = PQ_READ_INT96;
 		return NULL;
 	case PQ_TYPE_FLOAT:
-		c->kind = PQR_FLOAT;
+		c->kind = PQ_READ_FLOAT;
 		return NULL;
 	case PQ_TYPE_DOUBLE:
-		c->kind = PQR_DOUBLE;
+		c->kind = PQ_READ_DOUBLE;
 		return NULL;
 	case PQ_TYPE_BYTE_ARRAY:
 	case PQ_TYPE_FLBA:
 		if (e->type == PQ_TYPE_FLBA && (e->type_length <= 0 || e->type_length > (1 << 20)))
 			return "a FIXED_LEN_BYTE_ARRAY length out of range";
 		if (lt == 14 && e->type == PQ_TYPE_FLBA && e->type_length == 16) {
-			c->kind = PQR_UUID;
+			c->kind = PQ_READ_UUID;
 			return NULL;
 		}
 		if (lt == 15)
@@ -534,11 +534,11 @@ static const char *leaf_kind(const struct elem *e, struct pqr_column *c)
 			return "INTERVAL is not supported";
 		if (e->type == PQ_TYPE_BYTE_ARRAY &&
 		    (lt == 1 || lt == 4 || ct == PQ_CT_UTF8 || ct == PQ_CT_ENUM)) {
-			c->kind = PQR_STRING;
+			c->kind = PQ_READ_STRING;
 			return NULL;
 		}
 		if (e->type == PQ_TYPE_BYTE_ARRAY && (lt == 12 || ct == PQ_CT_JSON)) {
-			c->kind = PQR_JSON;
+			c->kind = PQ_READ_JSON;
 			return NULL;
 		}
 		if (lt != 0 && lt != 11)
@@ -580,7 +580,7 @@ static int count_leaves(const struct elem *el, size_t ne, size_t *i, size_t *lea
 	return 0;
 }
 
-static int read_footer(struct pqr_file *f, const unsigned char *p, size_t n)
+static int read_footer(struct pq_read_file *f, const unsigned char *p, size_t n)
 {
 	struct tr t = { p, p + n, 0, 0 };
 	struct elem *el = NULL;
@@ -627,7 +627,7 @@ static int read_footer(struct pqr_file *f, const unsigned char *p, size_t n)
 	leaves = 0;
 	for (j = 0; el[0].children > 0 && j < (size_t)el[0].children; j++) {
 		const struct elem *e;
-		struct pqr_column *c = &f->cols[j];
+		struct pq_read_column *c = &f->cols[j];
 
 		if (i >= ne) {
 			bad_file(f, "its schema has fewer fields than it says");
@@ -676,10 +676,10 @@ out:
 	return rc;
 }
 
-struct pqr_file *pqr_open(const void *data, size_t len, const char *name)
+struct pq_read_file *pq_read_open(const void *data, size_t len, const char *name)
 {
 	const unsigned char *d = data;
-	struct pqr_file *f = xcalloc(1, sizeof(*f));
+	struct pq_read_file *f = xcalloc(1, sizeof(*f));
 	uint32_t flen;
 	uint64_t sum = 0;
 	size_t i;
@@ -715,11 +715,11 @@ struct pqr_file *pqr_open(const void *data, size_t len, const char *name)
 	}
 	return f;
 fail:
-	pqr_free(f);
+	pq_read_free(f);
 	return NULL;
 }
 
-void pqr_free(struct pqr_file *f)
+void pq_read_free(struct pq_read_file *f)
 {
 	size_t i;
 
@@ -752,34 +752,34 @@ void pqr_free(struct pqr_file *f)
 	free(f);
 }
 
-uint64_t pqr_rows(const struct pqr_file *f)
+uint64_t pq_read_rows(const struct pq_read_file *f)
 {
 	return f->rows;
 }
 
-const char *pqr_created_by(const struct pqr_file *f)
+const char *pq_read_created_by(const struct pq_read_file *f)
 {
 	return f->created_by ? f->created_by : "";
 }
 
-size_t pqr_ncolumns(const struct pqr_file *f)
+size_t pq_read_ncolumns(const struct pq_read_file *f)
 {
 	return f->ncols;
 }
 
-const struct pqr_column *pqr_column(const struct pqr_file *f, size_t i)
+const struct pq_read_column *pq_read_column(const struct pq_read_file *f, size_t i)
 {
 	return &f->cols[i];
 }
 
-void pqr_select(struct pqr_file *f, size_t i, int on)
+void pq_read_select(struct pq_read_file *f, size_t i, int on)
 {
 	f->cur[i].on = on;
 }
 
 /* ---- decoding ---- */
 
-int pqr_rle_decode(const unsigned char *p, size_t len, int bw, uint32_t *out, size_t n)
+int pq_read_rle_decode(const unsigned char *p, size_t len, int bw, uint32_t *out, size_t n)
 {
 	const unsigned char *end = p + len;
 	size_t got = 0, bytes = (size_t)(bw + 7) / 8;
@@ -864,8 +864,8 @@ static uint64_t rd_uvarint(const unsigned char **p, const unsigned char *end, in
 	return v;
 }
 
-int pqr_delta_decode(const unsigned char *p, size_t len, int64_t *out, size_t max, size_t *n,
-		     size_t *used)
+int pq_read_delta_decode(const unsigned char *p, size_t len, int64_t *out, size_t max,
+			 size_t *n, size_t *used)
 {
 	const unsigned char *start = p, *end = p + len;
 	uint64_t block, nmini, total, perm, got = 0, u;
@@ -943,7 +943,7 @@ int pqr_delta_decode(const unsigned char *p, size_t len, int64_t *out, size_t ma
 
 /* ---- pages ---- */
 
-static int decompress(const struct pqr_file *f, size_t ci, int codec, const unsigned char *src,
+static int decompress(const struct pq_read_file *f, size_t ci, int codec, const unsigned char *src,
 		      size_t n, size_t raw, struct sb *out)
 {
 	sb_reset(out);
@@ -1004,7 +1004,7 @@ static int decompress(const struct pqr_file *f, size_t ci, int codec, const unsi
 	return 0;
 }
 
-static size_t phys_width(const struct pqr_column *c)
+static size_t phys_width(const struct pq_read_column *c)
 {
 	switch (c->physical) {
 	case PQ_TYPE_INT32:
@@ -1071,11 +1071,11 @@ static int plain_arrays(const unsigned char *p, size_t len, size_t n, struct val
  * Decode n values of encoding enc from p[0..len) into v (PLAIN form), with
  * tmp for what must be rebuilt.
  */
-static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, int enc,
+static int decode_values(const struct pq_read_file *f, size_t ci, struct cursor *c, int enc,
 			 const unsigned char *p, size_t len, size_t n, struct vals *v,
 			 struct sb *tmp)
 {
-	const struct pqr_column *col = &f->cols[ci];
+	const struct pq_read_column *col = &f->cols[ci];
 	size_t w = phys_width(col), i, cnt, used;
 	int ba = col->physical == PQ_TYPE_BYTE_ARRAY;
 
@@ -1099,7 +1099,7 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 				    (uint32_t)p[3] << 24;
 				u = xmalloc((n ? n : 1) * sizeof(*u));
 				if (l <= len - 4)
-					r = pqr_rle_decode(p + 4, l, 1, u, n);
+					r = pq_read_rle_decode(p + 4, l, 1, u, n);
 				for (i = 0; r == 0 && i < n; i++)
 					tmp->buf[i] = (char)u[i];
 				free(u);
@@ -1141,7 +1141,7 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 		if (col->physical != PQ_TYPE_INT32 && col->physical != PQ_TYPE_INT64)
 			return bad_col(f, ci, "DELTA_BINARY_PACKED on a type that is not an integer");
 		ints_room(c, n ? n : 1);
-		if (pqr_delta_decode(p, len, c->ints, n, &cnt, &used) < 0 || cnt < n)
+		if (pq_read_delta_decode(p, len, c->ints, n, &cnt, &used) < 0 || cnt < n)
 			return bad_col(f, ci, "a damaged DELTA_BINARY_PACKED page");
 		sb_reset(tmp);
 		sb_grow(tmp, n * w);
@@ -1168,11 +1168,11 @@ static int decode_values(const struct pqr_file *f, size_t ci, struct cursor *c, 
 		ints_room(c, 2 * (n ? n : 1));
 		if (enc == PQ_ENC_DELTA_BYTE_ARRAY) {
 			pre = c->ints + n;
-			if (pqr_delta_decode(q, len, pre, n, &npre, &used) < 0 || npre < n)
+			if (pq_read_delta_decode(q, len, pre, n, &npre, &used) < 0 || npre < n)
 				return bad_col(f, ci, "a damaged DELTA_BYTE_ARRAY page");
 			q += used;
 		}
-		if (pqr_delta_decode(q, (size_t)(end - q), c->ints, n, &cnt, &used) < 0 || cnt < n)
+		if (pq_read_delta_decode(q, (size_t)(end - q), c->ints, n, &cnt, &used) < 0 || cnt < n)
 			return bad_col(f, ci, "a damaged delta-length page");
 		q += used;
 		/* Suffixes back to back, after the lengths. */
@@ -1299,7 +1299,7 @@ static int read_pagehdr(struct cursor *c, struct pagehdr *h)
 }
 
 /* Set the cursor on its chunk of row group c->rg. */
-static void chunk_start(struct pqr_file *f, struct cursor *c)
+static void chunk_start(struct pq_read_file *f, struct cursor *c)
 {
 	const struct chunk *k = &f->rgs[c->rg].chunks[c->leaf];
 
@@ -1310,10 +1310,10 @@ static void chunk_start(struct pqr_file *f, struct cursor *c)
 }
 
 /* Load the column's next data page.  0, or -1 after reporting. */
-static int next_page(struct pqr_file *f, size_t ci)
+static int next_page(struct pq_read_file *f, size_t ci)
 {
 	struct cursor *c = &f->cur[ci];
-	const struct pqr_column *col = &f->cols[ci];
+	const struct pq_read_column *col = &f->cols[ci];
 	const struct chunk *k;
 	struct pagehdr h;
 	const unsigned char *body, *vp;
@@ -1405,7 +1405,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 				c->def = xrealloc(c->def, c->defcap);
 			}
 			u = xmalloc(c->n * sizeof(*u));
-			r = pqr_rle_decode(vp, (size_t)h.def_len, 1, u, c->n);
+			r = pq_read_rle_decode(vp, (size_t)h.def_len, 1, u, c->n);
 			nn = 0;
 			for (i = 0; r == 0 && i < c->n; i++) {
 				c->def[i] = (uint8_t)u[i];
@@ -1426,7 +1426,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 			}
 			if (nn > 0) {
 				if (vlen < 1 || vp[0] > 32 ||
-				    pqr_rle_decode(vp + 1, vlen - 1, vp[0], c->idx, nn) < 0)
+				    pq_read_rle_decode(vp + 1, vlen - 1, vp[0], c->idx, nn) < 0)
 					return bad_col(f, ci, "damaged dictionary indices");
 				for (i = 0; i < nn; i++)
 					if (c->idx[i] >= c->dict.n)
@@ -1446,7 +1446,7 @@ static int next_page(struct pqr_file *f, size_t ci)
 	}
 }
 
-static int advance(struct pqr_file *f, size_t ci)
+static int advance(struct pq_read_file *f, size_t ci)
 {
 	struct cursor *c = &f->cur[ci];
 	const struct vals *v;
@@ -1477,7 +1477,7 @@ static int advance(struct pqr_file *f, size_t ci)
 	return 0;
 }
 
-int pqr_next_row(struct pqr_file *f)
+int pq_read_next_row(struct pq_read_file *f)
 {
 	size_t i;
 
@@ -1559,7 +1559,7 @@ static void place_point(const char *digits, size_t n, int neg, int scale, struct
 	sb_add(out, digits + n - s, s);
 }
 
-void pqr_decimal_text(const unsigned char *p, size_t len, int scale, struct sb *out)
+void pq_read_decimal_text(const unsigned char *p, size_t len, int scale, struct sb *out)
 {
 	unsigned char mag[256], *m = mag;
 	char dig[700], *d;
@@ -1668,7 +1668,7 @@ static void shortest(double d, int is_float, struct sb *out)
 		sb_adds(out, ".0");
 }
 
-void pqr_double_text(double d, struct sb *out)
+void pq_read_double_text(double d, struct sb *out)
 {
 	shortest(d, 0, out);
 }
@@ -1723,7 +1723,7 @@ static void add_date(struct sb *out, int64_t days)
 	out->buf[out->len] = '\0';
 }
 
-void pqr_date_text(int64_t days, struct sb *out)
+void pq_read_date_text(int64_t days, struct sb *out)
 {
 	add_date(out, days);
 }
@@ -1810,10 +1810,10 @@ static void add_base64(struct sb *out, const unsigned char *p, size_t n)
 	sb_addc(out, '"');
 }
 
-int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
+int pq_read_value_json(struct pq_read_file *f, size_t ci, struct sb *out)
 {
 	const struct cursor *c = &f->cur[ci];
-	const struct pqr_column *col = &f->cols[ci];
+	const struct pq_read_column *col = &f->cols[ci];
 	const unsigned char *p = c->vp;
 	size_t n = c->vlen;
 	int64_t v;
@@ -1823,16 +1823,16 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		return 0;
 	}
 	switch (col->kind) {
-	case PQR_INT:
+	case PQ_READ_INT:
 		if (col->physical == PQ_TYPE_INT32)
 			add_i64(out, (int32_t)(uint32_t)le(p, 4));
 		else
 			add_i64(out, (int64_t)le(p, 8));
 		return 0;
-	case PQR_UINT:
+	case PQ_READ_UINT:
 		add_u64(out, le(p, col->physical == PQ_TYPE_INT32 ? 4 : 8));
 		return 0;
-	case PQR_DECIMAL:
+	case PQ_READ_DECIMAL:
 		if (col->physical == PQ_TYPE_INT32)
 			int_decimal((int32_t)(uint32_t)le(p, 4), col->scale, out);
 		else if (col->physical == PQ_TYPE_INT64)
@@ -1840,9 +1840,9 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		else if (n == 0)
 			return bad_col(f, ci, "an empty DECIMAL value");
 		else
-			pqr_decimal_text(p, n, col->scale, out);
+			pq_read_decimal_text(p, n, col->scale, out);
 		return 0;
-	case PQR_FLOAT: {
+	case PQ_READ_FLOAT: {
 		float x;
 		uint32_t u = (uint32_t)le(p, 4);
 
@@ -1850,7 +1850,7 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		shortest(x, 1, out);
 		return 0;
 	}
-	case PQR_DOUBLE: {
+	case PQ_READ_DOUBLE: {
 		double x;
 		uint64_t u = le(p, 8);
 
@@ -1858,15 +1858,15 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		shortest(x, 0, out);
 		return 0;
 	}
-	case PQR_BOOL:
+	case PQ_READ_BOOL:
 		sb_adds(out, *p ? "true" : "false");
 		return 0;
-	case PQR_STRING:
+	case PQ_READ_STRING:
 		if (!util_utf8_valid(p, n))
 			return bad_col(f, ci, "row %" PRIu64 ": a string that is not UTF-8", f->row);
 		json_quote(out, (const char *)p, n);
 		return 0;
-	case PQR_JSON: {
+	case PQ_READ_JSON: {
 		struct json_span sp;
 		size_t pos;
 		const char *why;
@@ -1877,20 +1877,20 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		json_compact(&sp, out);
 		return 0;
 	}
-	case PQR_UUID:
+	case PQ_READ_UUID:
 		sb_addf(out, "\"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
 			"%02x%02x%02x%02x%02x%02x\"", p[0], p[1], p[2], p[3], p[4], p[5], p[6],
 			p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]);
 		return 0;
-	case PQR_BINARY:
+	case PQ_READ_BINARY:
 		add_base64(out, p, n);
 		return 0;
-	case PQR_DATE:
+	case PQ_READ_DATE:
 		sb_addc(out, '"');
 		add_date(out, (int32_t)(uint32_t)le(p, 4));
 		sb_addc(out, '"');
 		return 0;
-	case PQR_TIME: {
+	case PQ_READ_TIME: {
 		int64_t per = pow10i(col->unit), frac, sod;
 
 		v = col->physical == PQ_TYPE_INT32 ? (int32_t)(uint32_t)le(p, 4) : (int64_t)le(p, 8);
@@ -1904,10 +1904,10 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 		sb_addc(out, '"');
 		return 0;
 	}
-	case PQR_TIMESTAMP:
+	case PQ_READ_TIMESTAMP:
 		add_timestamp(out, (int64_t)le(p, 8), col->unit, col->utc);
 		return 0;
-	case PQR_INT96: {
+	case PQ_READ_INT96: {
 		/* nanoseconds of the day, then the Julian day */
 		uint64_t ns = le(p, 8);
 		int64_t jd = (int64_t)(uint32_t)le(p + 8, 4), days = jd - 2440588, secs, frac;
@@ -1928,47 +1928,47 @@ int pqr_value_json(struct pqr_file *f, size_t ci, struct sb *out)
 	return bad_col(f, ci, "internal error: unknown kind");
 }
 
-void pqr_schema_json(const struct pqr_column *c, struct sb *out)
+void pq_read_schema_json(const struct pq_read_column *c, struct sb *out)
 {
 	const char *type = "string", *extra = "";
 
 	switch (c->kind) {
-	case PQR_INT:
-	case PQR_UINT:
+	case PQ_READ_INT:
+	case PQ_READ_UINT:
 		type = "integer";
 		break;
-	case PQR_DECIMAL:
+	case PQ_READ_DECIMAL:
 		type = c->scale == 0 ? "integer" : "number";
 		break;
-	case PQR_FLOAT:
-	case PQR_DOUBLE:
+	case PQ_READ_FLOAT:
+	case PQ_READ_DOUBLE:
 		type = "number";
 		break;
-	case PQR_BOOL:
+	case PQ_READ_BOOL:
 		type = "boolean";
 		break;
-	case PQR_JSON:
+	case PQ_READ_JSON:
 		sb_adds(out, "{}");
 		return;
-	case PQR_UUID:
+	case PQ_READ_UUID:
 		extra = ",\"format\":\"uuid\"";
 		break;
-	case PQR_BINARY:
+	case PQ_READ_BINARY:
 		extra = ",\"contentEncoding\":\"base64\"";
 		break;
-	case PQR_DATE:
+	case PQ_READ_DATE:
 		extra = ",\"format\":\"date\"";
 		break;
-	case PQR_TIME:
+	case PQ_READ_TIME:
 		extra = c->utc ? ",\"format\":\"time\"" : "";
 		break;
-	case PQR_TIMESTAMP:
+	case PQ_READ_TIMESTAMP:
 		extra = c->utc ? ",\"format\":\"date-time\"" : "";
 		break;
-	case PQR_INT96:
+	case PQ_READ_INT96:
 		extra = ",\"format\":\"date-time\"";
 		break;
-	case PQR_STRING:
+	case PQ_READ_STRING:
 		break;
 	}
 	if (c->optional)

@@ -695,18 +695,19 @@ static void test_values_back(void)
 		const char *want = cases[i].out ? cases[i].out : cases[i].in;
 		struct sb data = SB_INIT, got = SB_INIT;
 		struct pq_fail f;
-		struct pqr_file *rf = NULL;
+		struct pq_read_file *rf = NULL;
 		uint64_t size;
 		int r = pw ? pq_writer_add(pw, &span, &f) : -3;
 
 		if (r == 0 && pq_writer_close(pw, &size) == 0 && bucket_get(wb, "v.parquet", &data) == 0 &&
-		    (rf = pqr_open(data.buf, data.len, "v.parquet")) != NULL && pqr_next_row(rf) == 1)
-			pqr_value_json(rf, 0, &got);
+		    (rf = pq_read_open(data.buf, data.len, "v.parquet")) != NULL &&
+		    pq_read_next_row(rf) == 1)
+			pq_read_value_json(rf, 0, &got);
 		else if (r != 0)
 			pq_writer_abort(pw);
 		is_str(got.buf ? got.buf : "(none)", want, "%s %s: %s reads back", cases[i].type,
 		       pq_kind_name(s->cols[0].kind), cases[i].in);
-		pqr_free(rf);
+		pq_read_free(rf);
 		sb_free(&data);
 		sb_free(&got);
 		free(rec);
@@ -732,7 +733,7 @@ static void test_dict_probe(void)
 		struct pq_options o = { codec, 100000, 64 << 20, 0 };
 		struct pq_writer *pw = pq_writer_open(bucket_writer_open(wb, "d.parquet"), s, &o);
 		struct sb data = SB_INIT, got = SB_INIT;
-		struct pqr_file *rf = NULL;
+		struct pq_read_file *rf = NULL;
 		struct pq_fail f;
 		uint64_t size;
 		int i, r = pw ? 0 : -3, dict_after = -1, rows_ok = 1;
@@ -750,7 +751,7 @@ static void test_dict_probe(void)
 		is_int(dict_after, repeat_at[t] < 0 ? 0 : 1, "dictionary probe %zu: %s after 1,025 values", t,
 		       repeat_at[t] < 0 ? "all distinct, PLAIN" : "one repeat, still a dictionary");
 		if (r == 0 && pq_writer_close(pw, &size) == 0 && bucket_get(wb, "d.parquet", &data) == 0)
-			rf = pqr_open(data.buf, data.len, "d.parquet");
+			rf = pq_read_open(data.buf, data.len, "d.parquet");
 		else if (r != 0)
 			pq_writer_abort(pw);
 		for (i = 0; rf && i < 3000; i++) {
@@ -758,11 +759,12 @@ static void test_dict_probe(void)
 
 			snprintf(want, sizeof(want), "\"id-%d\"", i == repeat_at[t] ? 0 : i);
 			sb_reset(&got);
-			if (pqr_next_row(rf) != 1 || pqr_value_json(rf, 0, &got) != 0 || strcmp(got.buf, want) != 0)
+			if (pq_read_next_row(rf) != 1 || pq_read_value_json(rf, 0, &got) != 0 ||
+			    strcmp(got.buf, want) != 0)
 				rows_ok = 0;
 		}
 		ok(rf && rows_ok, "dictionary probe %zu: every value reads back", t);
-		pqr_free(rf);
+		pq_read_free(rf);
 		sb_free(&data);
 		sb_free(&got);
 		pq_codec_free(codec);

@@ -24,14 +24,14 @@ static void test_rle(void)
 	size_t i;
 	int bad = 0;
 
-	is_int(pqr_rle_decode(p, sizeof(p), 3, out, 13), 0, "rle: decodes");
+	is_int(pq_read_rle_decode(p, sizeof(p), 3, out, 13), 0, "rle: decodes");
 	for (i = 0; i < 5; i++)
 		bad |= out[i] != 3;
 	for (i = 0; i < 8; i++)
 		bad |= out[5 + i] != i;
 	ok(!bad, "rle: the run and the packed values");
-	is_int(pqr_rle_decode(p, sizeof(p) - 1, 3, out, 13), -1, "rle: cut short");
-	is_int(pqr_rle_decode(p, 1, 3, out, 2), -1, "rle: run without its value");
+	is_int(pq_read_rle_decode(p, sizeof(p) - 1, 3, out, 13), -1, "rle: cut short");
+	is_int(pq_read_rle_decode(p, 1, 3, out, 2), -1, "rle: run without its value");
 }
 
 static int64_t delta(const int64_t *v, size_t i)
@@ -95,12 +95,12 @@ static void test_delta(void)
 	int r;
 
 	delta_encode(&b, v, 12);
-	r = pqr_delta_decode((const unsigned char *)b.buf, b.len, out, 12, &n, &used);
+	r = pq_read_delta_decode((const unsigned char *)b.buf, b.len, out, 12, &n, &used);
 	is_int(r, 0, "delta: decodes");
 	is_int(n, 12, "delta: its count");
 	is_int(used, b.len, "delta: every byte used");
 	ok(memcmp(out, v, sizeof(v)) == 0, "delta: the values, wrapping past int64 too");
-	is_int(pqr_delta_decode((const unsigned char *)b.buf, 5, out, 12, &n, &used), -1,
+	is_int(pq_read_delta_decode((const unsigned char *)b.buf, 5, out, 12, &n, &used), -1,
 	       "delta: cut short");
 	sb_free(&b);
 }
@@ -114,53 +114,53 @@ static void test_text(void)
 	static const unsigned char zero[] = { 0, 0 };
 	struct sb s = SB_INIT;
 
-	pqr_decimal_text(m1, 1, 0, &s);
+	pq_read_decimal_text(m1, 1, 0, &s);
 	is_str(s.buf, "-1", "decimal: -1");
 	sb_reset(&s);
-	pqr_decimal_text(big, 16, 0, &s);
+	pq_read_decimal_text(big, 16, 0, &s);
 	is_str(s.buf, "99999999999999999999999999999999999999", "decimal: 38 nines");
 	sb_reset(&s);
-	pqr_decimal_text(neg, 2, 4, &s);
+	pq_read_decimal_text(neg, 2, 4, &s);
 	is_str(s.buf, "-0.0500", "decimal: scale beyond the digits");
 	sb_reset(&s);
-	pqr_decimal_text(neg, 2, 1, &s);
+	pq_read_decimal_text(neg, 2, 1, &s);
 	is_str(s.buf, "-50.0", "decimal: scale 1");
 	sb_reset(&s);
-	pqr_decimal_text(zero, 2, 2, &s);
+	pq_read_decimal_text(zero, 2, 2, &s);
 	is_str(s.buf, "0.00", "decimal: zero keeps its scale");
 	sb_reset(&s);
-	pqr_double_text(0.1, &s);
+	pq_read_double_text(0.1, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(1e21, &s);
+	pq_read_double_text(1e21, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(-0.0, &s);
+	pq_read_double_text(-0.0, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(2, &s);
+	pq_read_double_text(2, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(1.0 / 3, &s);
+	pq_read_double_text(1.0 / 3, &s);
 	is_str(s.buf, "0.1 1e+21 -0.0 2.0 0.3333333333333333", "double: shortest text");
 	sb_reset(&s);
-	pqr_double_text(1234.57, &s);
+	pq_read_double_text(1234.57, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(-0.05, &s);
+	pq_read_double_text(-0.05, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(1e-5, &s);
+	pq_read_double_text(1e-5, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(9007199254740991.0, &s);
+	pq_read_double_text(9007199254740991.0, &s);
 	sb_addc(&s, ' ');
-	pqr_double_text(0.30000000000000004, &s);
+	pq_read_double_text(0.30000000000000004, &s);
 	is_str(s.buf, "1234.57 -0.05 0.00001 9007199254740991.0 0.30000000000000004",
 	       "double: few decimals without printf, the rest with it");
 	sb_reset(&s);
-	pqr_date_text(0, &s);
+	pq_read_date_text(0, &s);
 	sb_addc(&s, ' ');
-	pqr_date_text(-719162, &s);
+	pq_read_date_text(-719162, &s);
 	sb_addc(&s, ' ');
-	pqr_date_text(2932896, &s);
+	pq_read_date_text(2932896, &s);
 	sb_addc(&s, ' ');
-	pqr_date_text(2932897, &s);
+	pq_read_date_text(2932897, &s);
 	sb_addc(&s, ' ');
-	pqr_date_text(-719163, &s);
+	pq_read_date_text(-719163, &s);
 	is_str(s.buf, "1970-01-01 0001-01-01 9999-12-31 +10000-01-01 0000-12-31",
 	       "date: proleptic Gregorian, expanded years past 9999");
 	sb_free(&s);
@@ -318,17 +318,17 @@ static void build_file(struct sb *f)
 /* Every row of f as JSON lines; -1 on the first error. */
 static int read_all(const void *data, size_t len, struct sb *out)
 {
-	struct pqr_file *f = pqr_open(data, len, "t.parquet");
+	struct pq_read_file *f = pq_read_open(data, len, "t.parquet");
 	size_t i;
 	int r;
 
 	if (f == NULL)
 		return -1;
-	while ((r = pqr_next_row(f)) == 1) {
-		for (i = 0; i < pqr_ncolumns(f); i++) {
+	while ((r = pq_read_next_row(f)) == 1) {
+		for (i = 0; i < pq_read_ncolumns(f); i++) {
 			if (i)
 				sb_addc(out, ',');
-			if (pqr_value_json(f, i, out) < 0) {
+			if (pq_read_value_json(f, i, out) < 0) {
 				r = -1;
 				break;
 			}
@@ -337,32 +337,32 @@ static int read_all(const void *data, size_t len, struct sb *out)
 			break;
 		sb_addc(out, '\n');
 	}
-	pqr_free(f);
+	pq_read_free(f);
 	return r;
 }
 
 static void test_file(void)
 {
 	struct sb f = SB_INIT, out = SB_INIT, schema = SB_INIT;
-	struct pqr_file *pf;
+	struct pq_read_file *pf;
 	size_t i, cut, crashes = 0;
 	unsigned seed = 1;
 	int saved, null;
 
 	build_file(&f);
-	pf = pqr_open(f.buf, f.len, "t.parquet");
+	pf = pq_read_open(f.buf, f.len, "t.parquet");
 	ok(pf != NULL, "file: opens");
 	if (pf == NULL)
 		return;
-	is_int(pqr_rows(pf), 3, "file: 3 rows");
-	is_int(pqr_ncolumns(pf), 3, "file: 3 columns");
-	for (i = 0; i < pqr_ncolumns(pf); i++) {
-		pqr_schema_json(pqr_column(pf, i), &schema);
+	is_int(pq_read_rows(pf), 3, "file: 3 rows");
+	is_int(pq_read_ncolumns(pf), 3, "file: 3 columns");
+	for (i = 0; i < pq_read_ncolumns(pf); i++) {
+		pq_read_schema_json(pq_read_column(pf, i), &schema);
 		sb_addc(&schema, ' ');
 	}
 	is_str(schema.buf, "{\"type\":\"integer\"} {\"type\":\"string\"} "
 	       "{\"type\":[\"null\",\"boolean\"]} ", "file: REQUIRED columns are not nullable");
-	pqr_free(pf);
+	pq_read_free(pf);
 	is_int(read_all(f.buf, f.len, &out), 0, "file: reads");
 	is_str(out.buf, "1,\"apple\",true\n-2,\"apRICOT\",null\n9223372036854775807,\"banana\",false\n",
 	       "file: PLAIN v1, DELTA_BYTE_ARRAY v2, RLE booleans v2");
