@@ -362,6 +362,19 @@ print((t - d).total_seconds() > 1)'
 	pg_sql -d appdb "SELECT pg_drop_replication_slot('stitch_appdb')" >/dev/null
 	run -1 --separate-stderr "$TAP" --config tap.json --properties props.json --state s1.json
 	[[ $stderr == "dataspoc-tap-postgres: cannot replicate: the replication slot is missing (the saved state is at LSN "*") (host '127.0.0.1' port $PG_PORT database 'appdb' slot 'stitch_appdb'): the changes since are lost to it; run the pipeline with --full"* ]]
+	# the same with a new stream beside it: no copy, no slot made that would hide the loss
+	pg_sql -d appdb "CREATE TABLE orders (LIKE customers)"
+	python3 -c 'import json, copy
+c = json.load(open("props.json"))
+o = copy.deepcopy(c["streams"][0])
+o["table_name"] = o["stream"] = "orders"
+o["tap_stream_id"] = "appdb-public-orders"
+c["streams"].append(o)
+json.dump(c, open("props2.json", "w"))'
+	run -1 --separate-stderr "$TAP" --config tap.json --properties props2.json --state s1.json
+	assert_output ''
+	[[ $stderr == "dataspoc-tap-postgres: cannot replicate: the replication slot is missing (the saved state is at LSN "* ]]
+	[ "$(pg_sql -d appdb "SELECT count(*) FROM pg_replication_slots")" = 0 ]
 	# the slot taken by another reader
 	pg_sql -d appdb "SELECT pg_create_logical_replication_slot('stitch_appdb', 'wal2json')" >/dev/null
 	PGPASSWORD=$PG_SUPERPASS pg_recvlogical -h 127.0.0.1 -p "$PG_PORT" -U postgres -d appdb -S stitch_appdb --start -f /dev/null &

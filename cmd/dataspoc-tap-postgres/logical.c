@@ -1831,6 +1831,21 @@ static int sync_db(struct tap *t, const char *dbname, struct stream **ss, size_t
 		if (!has)
 			nw[nnew++] = ss[i];
 	}
+	if (nnew < n && d.plugin == NULL) {
+		/* (before any copy: a slot made now would hide that the changes since are lost) */
+		char at[32] = "";
+		struct sb what = SB_INIT;
+
+		for (size_t i = 0; i < n; i++)
+			if (d.ls[i].lsn0)
+				lsn_text(d.ls[i].lsn0, at, sizeof(at));
+		sb_addf(&what, "cannot replicate: the replication slot is missing (the saved state is at LSN %s)", at);
+		rc = lfail(&d, NULL, NULL, NULL, what.buf,
+			   "the changes since are lost to it; run the pipeline with --full to copy the tables anew"
+			   " and make the slot");
+		sb_free(&what);
+		goto out;
+	}
 	/* a first copy interrupted: resumed by xmin (its changes since come with the stream) */
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (d.ls[i].lsn0 && bm_has(t, ss[i]->id, "xmin"))
@@ -1853,19 +1868,7 @@ static int sync_db(struct tap *t, const char *dbname, struct stream **ss, size_t
 	d.nls = npure;
 	if (npure == 0)
 		goto out;
-	if (d.plugin == NULL) {
-		char at[32];
-		struct sb what = SB_INIT;
-
-		lsn_text(d.ls[0].lsn0, at, sizeof(at));
-		sb_addf(&what, "cannot replicate: the replication slot is missing (the saved state is at LSN %s)", at);
-		rc = lfail(&d, NULL, NULL, NULL, what.buf,
-			   "the changes since are lost to it; run the pipeline with --full to copy the tables anew"
-			   " and make the slot");
-		sb_free(&what);
-		goto out;
-	}
-	if (strcmp(status, "lost") == 0) {
+	if (status && strcmp(status, "lost") == 0) {
 		struct sb todo = SB_INIT;
 
 		sb_addf(&todo, "the WAL it needed is gone; drop it (SELECT pg_drop_replication_slot('%s')) and run"
