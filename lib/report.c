@@ -179,10 +179,37 @@ static int parse_log(const char *log, struct json_span *v)
 	return 0;
 }
 
+/*
+ * The run log's members that report_log_text() and the status report show
+ * (DESIGN.md, the run log), in the status report's order: each one's line
+ * in the log text (NULL: none of its own), its name in the status report's
+ * JSON and its column there (NULL: not in it), and how people read it.
+ */
+static const struct run_field {
+	const char *member, *line, *name, *head;
+	char align;
+	void (*add)(struct sb *out, const struct json_span *v);
+} run_fields[] = {
+	{ "started_at", "started", "last_run", "LAST RUN", 'l', add_text },
+	{ "status", NULL, "status", "STATUS", 'l', add_text },
+	{ "finished_at", "finished", NULL, NULL, 0, add_text },
+	{ "duration_seconds", "duration", "duration", "DURATION", 'r', add_duration },
+	{ "total_records", "records", "records", "RECORDS", 'r', add_count },
+};
+#define NRUN_FIELDS (sizeof(run_fields) / sizeof(run_fields[0]))
+/* The status report's columns: the pipeline, then the run fields with a head. */
+#define NSTATUS_COLS 5
+
+/* A line of the log text: two spaces, its label in ten columns. */
+static void log_line(struct sb *out, const char *label)
+{
+	sb_addf(out, "  %-10s", label);
+}
+
 void report_log_text(const char *log, struct sb *out)
 {
 	struct json_span v, m, streams, key, val;
-	size_t pos = 0;
+	size_t pos = 0, i;
 
 	parse_log(log, &v);
 	sb_adds(out, "Run ");
@@ -193,19 +220,15 @@ void report_log_text(const char *log, struct sb *out)
 	sb_adds(out, ": ");
 	m = member(&v, "status");
 	add_text(out, &m);
-	sb_adds(out, "\n  started   ");
-	m = member(&v, "started_at");
-	add_text(out, &m);
-	sb_adds(out, "\n  finished  ");
-	m = member(&v, "finished_at");
-	add_text(out, &m);
-	sb_adds(out, "\n  duration  ");
-	m = member(&v, "duration_seconds");
-	add_duration(out, &m);
-	sb_adds(out, "\n  records   ");
-	m = member(&v, "total_records");
-	add_count(out, &m);
 	sb_addc(out, '\n');
+	for (i = 0; i < NRUN_FIELDS; i++) {
+		if (run_fields[i].line == NULL)
+			continue;
+		log_line(out, run_fields[i].line);
+		m = member(&v, run_fields[i].member);
+		run_fields[i].add(out, &m);
+		sb_addc(out, '\n');
+	}
 	streams = member(&v, "streams");
 	while (streams.type == JSON_OBJECT && json_object_next(&streams, &pos, &key, &val)) {
 		sb_adds(out, "    ");
@@ -239,7 +262,7 @@ void report_log_text(const char *log, struct sb *out)
 	}
 	m = member(&v, "error");
 	if (m.type != JSON_NONE && m.type != JSON_NULL) {
-		sb_adds(out, "  error     ");
+		log_line(out, "error");
 		if (m.type == JSON_STRING)
 			add_text(out, &m);
 		else
@@ -250,7 +273,7 @@ void report_log_text(const char *log, struct sb *out)
 	m = member(&v, "tap_stderr");
 	pos = 0;
 	while (m.type == JSON_ARRAY && json_array_next(&m, &pos, &val)) {
-		sb_adds(out, "  tap said  ");
+		log_line(out, "tap said");
 		if (val.type == JSON_STRING)
 			add_text(out, &val);
 		else
@@ -274,7 +297,7 @@ static void json_member(struct sb *out, const struct json_span *obj, const char 
 
 static void status_json(const struct report_status *rows, size_t n, struct sb *out)
 {
-	size_t i;
+	size_t i, k;
 
 	sb_adds(out, n ? "[\n" : "[]\n");
 	for (i = 0; i < n; i++) {
@@ -282,63 +305,67 @@ static void status_json(const struct report_status *rows, size_t n, struct sb *o
 
 		sb_adds(out, "  {\"name\":");
 		json_quote(out, rows[i].name, strlen(rows[i].name));
-		if (rows[i].error || rows[i].log == NULL) {
-			sb_addf(out, ",\"last_run\":null,\"status\":\"%s\",\"duration\":null,\"records\":null}",
-				rows[i].error ? "error" : "never");
-		} else {
+		if (!rows[i].error && rows[i].log != NULL)
 			parse_log(rows[i].log, &v);
-			sb_adds(out, ",\"last_run\":");
-			json_member(out, &v, "started_at");
-			sb_adds(out, ",\"status\":");
-			json_member(out, &v, "status");
-			sb_adds(out, ",\"duration\":");
-			json_member(out, &v, "duration_seconds");
-			sb_adds(out, ",\"records\":");
-			json_member(out, &v, "total_records");
-			sb_addc(out, '}');
+		for (k = 0; k < NRUN_FIELDS; k++) {
+			const struct run_field *f = &run_fields[k];
+
+			if (f->name == NULL)
+				continue;
+			sb_addf(out, ",\"%s\":", f->name);
+			if (rows[i].error || rows[i].log == NULL)
+				sb_adds(out, strcmp(f->member, "status") != 0 ? "null" :
+					rows[i].error ? "\"error\"" : "\"never\"");
+			else
+				json_member(out, &v, f->member);
 		}
+		sb_addc(out, '}');
 		sb_adds(out, i + 1 < n ? ",\n" : "\n]\n");
 	}
 }
 
 void report_status(const struct report_status *rows, size_t n, int json, struct sb *out)
 {
-	static const char *const heads[] = { "PIPELINE", "LAST RUN", "STATUS", "DURATION", "RECORDS" };
+	const char *heads[NSTATUS_COLS] = { "PIPELINE" };
+	char align[NSTATUS_COLS + 1] = "l";
 	struct table t;
-	size_t i;
+	size_t i, k, cols = 1;
 
 	if (json) {
 		status_json(rows, n, out);
 		return;
 	}
-	table_init(&t, 5, heads, "lllrr");
+	for (k = 0; k < NRUN_FIELDS; k++) {
+		if (run_fields[k].head != NULL) {
+			heads[cols] = run_fields[k].head;
+			align[cols++] = run_fields[k].align;
+		}
+	}
+	table_init(&t, NSTATUS_COLS, heads, align);
 	for (i = 0; i < n; i++) {
-		struct sb cell[4] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT };
-		const char *cells[5];
+		struct sb cell[NSTATUS_COLS] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT, SB_INIT };
+		const char *cells[NSTATUS_COLS];
 		struct json_span v, m;
-		int k;
 
 		if (rows[i].error || rows[i].log == NULL) {
-			const char *c[5] = { rows[i].name, rows[i].error ? NULL : "never",
-					     rows[i].error ? "error" : NULL, NULL, NULL };
+			const char *c[NSTATUS_COLS] = { rows[i].name, rows[i].error ? NULL : "never",
+							rows[i].error ? "error" : NULL, NULL, NULL };
 
 			table_add(&t, c);
 			continue;
 		}
 		parse_log(rows[i].log, &v);
-		m = member(&v, "started_at");
-		add_text(&cell[0], &m);
-		m = member(&v, "status");
-		add_text(&cell[1], &m);
-		m = member(&v, "duration_seconds");
-		add_duration(&cell[2], &m);
-		m = member(&v, "total_records");
-		add_count(&cell[3], &m);
 		cells[0] = rows[i].name;
-		for (k = 0; k < 4; k++)
-			cells[k + 1] = cell[k].buf;
+		for (k = 0, cols = 1; k < NRUN_FIELDS; k++) {
+			if (run_fields[k].head == NULL)
+				continue;
+			m = member(&v, run_fields[k].member);
+			run_fields[k].add(&cell[cols], &m);
+			cells[cols] = cell[cols].buf;
+			cols++;
+		}
 		table_add(&t, cells);
-		for (k = 0; k < 4; k++)
+		for (k = 1; k < NSTATUS_COLS; k++)
 			sb_free(&cell[k]);
 	}
 	table_format(&t, out);
