@@ -954,6 +954,23 @@ usage: dataspoc-pipe schedule install|remove|list [NAME...]"
 	assert_equal "$stderr" "dataspoc-pipe: schedule: invalid pipeline name 'a b'"
 }
 
+@test "schedule: a relative DATASPOC_PIPE_HOME is made absolute in the entry (cron starts in \$HOME)" {
+	mkdir -p home2/pipelines
+	export DATASPOC_PIPE_HOME=home2
+	write_pipeline alpha "$TAPS/cmdtap-ok"
+	add_cron alpha "@hourly"
+	run -0 dataspoc-pipe schedule install
+	run -0 cat "$FAKE_CRONTAB"
+	assert_output "@hourly DATASPOC_PIPE_HOME=$PWD/home2 flock -n $PWD/home2/locks/alpha.lock $SELF run alpha >>$PWD/home2/logs/alpha.log 2>&1  # dataspoc-pipe:alpha"
+	[ -d "$PWD/home2/locks" ]
+	# the entry is the same from any folder, so a second install changes nothing
+	mkdir elsewhere
+	cd elsewhere
+	export DATASPOC_PIPE_HOME=../home2
+	run -0 dataspoc-pipe schedule install
+	assert_output "Unchanged: alpha (@hourly)"
+}
+
 @test "run: the private folders of drivers killed outright are removed by the next driver" {
 	use_tap tap-shop
 	echo '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$FAKE_DIR/tap-shop/out"
