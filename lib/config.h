@@ -60,6 +60,17 @@
  *                     These four keys in a pipeline whose format is not
  *                     parquet are an error (config.yaml's defaults may set
  *                     them for all)
+ *     load_method:    append-only | upsert | overwrite: how each stream's
+ *                     table takes a run's records (default: append-only for
+ *                     an incremental pipeline, overwrite otherwise); upsert
+ *                     needs format parquet and no checkpoint_every
+ *     hard_delete:    true/false (default true): with upsert, a record whose
+ *                     _sdc_deleted_at is set removes its key
+ *     key_properties: a list of property names: the key of the streams
+ *                     whose SCHEMA gives none (upsert)
+ *     streams:        {stream-pattern: {load_method, hard_delete,
+ *                     key_properties}}: per-stream overrides, fnmatch(3)
+ *                     patterns, the first that matches a stream wins
  *     partition_by:   accepted only as "_extraction_date", the value the
  *                     Python DataSpoc Pipe writes into every pipeline
  *   incremental:
@@ -110,6 +121,18 @@
 #include "compression.h"
 #include "sb.h"
 
+/* How a stream's table takes a run's records (destination.load_method). */
+enum config_method { CONFIG_LOAD_DEFAULT, CONFIG_LOAD_APPEND, CONFIG_LOAD_UPSERT, CONFIG_LOAD_OVERWRITE };
+
+/* One load setting: the pipeline's (pattern NULL) or a destination.streams entry. */
+struct config_load {
+	char *pattern;		/* fnmatch(3) pattern of stream names, or NULL */
+	enum config_method method;	/* CONFIG_LOAD_DEFAULT: not set here */
+	int hard_delete;	/* 0, 1, or -1: not set here */
+	char *keys;		/* key_properties as a JSON array of strings, or NULL */
+	size_t line;		/* where its load_method is (1-based), or 0 */
+};
+
 struct pipe_config {
 	char *name;		/* pipeline name */
 	char *file;		/* the YAML file it came from */
@@ -139,6 +162,8 @@ struct pipe_config {
 	uint64_t row_group_size;	/* parquet: uncompressed bytes to a row group, default 16 MiB */
 	char **string_columns;	/* parquet: fnmatch(3) patterns in pairs, stream then column,
 				 * NULL-terminated, or NULL: the columns written as strings */
+	struct config_load *loads;	/* [0] the pipeline's, then destination.streams; NULL: none */
+	size_t nloads;
 
 	/* incremental: */
 	int incremental;	/* incremental.enabled, default 0 */
@@ -267,6 +292,20 @@ char *config_source_name(const struct pipe_config *cfg);
 const char *config_compression_ext(enum compression c);
 /* "zstd", "gzip", "none" or "snappy". */
 const char *config_compression_name(enum compression c);
+
+/*
+ * The load settings of stream (as the tap names it): the pipeline's, each
+ * overridden by the first destination.streams entry matching the stream
+ * that sets it.  *method is never CONFIG_LOAD_DEFAULT (append-only for an
+ * incremental pipeline, overwrite otherwise), *hard_delete defaults to 1,
+ * *keys (a JSON array, cfg's) to NULL.
+ */
+void config_stream_load(const struct pipe_config *cfg, const char *stream, enum config_method *method,
+			int *hard_delete, const char **keys);
+/* "append-only", "upsert", "overwrite" */
+const char *config_method_name(enum config_method m);
+/* 1 when some stream may be upsert. */
+int config_any_upsert(const struct pipe_config *cfg);
 
 /* 1 when the pipeline has incremental.checkpoint_every. */
 int config_checkpoints(const struct pipe_config *cfg);

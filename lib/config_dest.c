@@ -27,7 +27,8 @@ static const struct keys home_keys = { NULL, home_names, 2, 1 };
 static const char *const dest_names[] = {
 	"bucket", "path", "compression", "compression_level", "max_file_size",
 	"endpoint_url", "format", "row_group_rows", "row_group_size", "string_columns",
-	"schema_mismatch", "account_name", "partition_by"
+	"schema_mismatch", "account_name", "load_method", "hard_delete", "key_properties",
+	"streams", "partition_by"
 };
 static const struct keys dest_keys = { "destination", dest_names, D_NKEYS, D_NKEYS - 1 };
 
@@ -38,6 +39,7 @@ void config_dest_free(struct dest *d)
 	free(d->endpoint_url);
 	free(d->account_name);
 	util_strv_free(d->strcols);
+	config_loads_free(d->loads, d->nloads);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -319,6 +321,8 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 			return config_yerr(c, v->start_mark, "destination.row_group_size must be at least 1 KiB, not '%s'", s);
 		return 0;
 	}
+	if (k == D_LOAD || k == D_HARDDEL || k == D_KEYPROPS || k == D_STREAMS)
+		return config_parse_load(c, k, v, d);
 	/* D_PARTITION: the Python tool wrote it into every pipeline. */
 	if (config_get_str(c, v, "destination.partition_by", "a string", &s) < 0)
 		return -1;
@@ -467,7 +471,7 @@ int config_dest_merge(struct yctx *c, struct dest *d, const struct dest *def,
 			      def->set[D_RG_ROWS] ? def->rg_rows : DEFAULT_ROW_GROUP_ROWS;
 	cfg->row_group_size = d->set[D_RG_SIZE] ? d->rg_size :
 			      def->set[D_RG_SIZE] ? def->rg_size : DEFAULT_ROW_GROUP_SIZE;
-	return 0;
+	return config_load_merge(c, d, def, cfg);
 }
 
 /* ---- config.yaml ---- */

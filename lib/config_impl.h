@@ -53,7 +53,8 @@ struct keys {
 /* Destination keys, as read from one file, before defaults are merged. */
 enum {
 	D_BUCKET, D_PATH, D_COMPRESSION, D_LEVEL, D_MAXSIZE, D_ENDPOINT,
-	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_MISMATCH, D_ACCOUNT, D_PARTITION, D_NKEYS
+	D_FORMAT, D_RG_ROWS, D_RG_SIZE, D_STRCOLS, D_MISMATCH, D_ACCOUNT, D_LOAD, D_HARDDEL,
+	D_KEYPROPS, D_STREAMS, D_PARTITION, D_NKEYS
 };
 
 struct dest {
@@ -68,6 +69,9 @@ struct dest {
 	int mismatch_fail;	/* schema_mismatch: fail */
 	uint64_t rg_rows, rg_size;
 	char **strcols;		/* string_columns: stream, column, stream, ... NULL */
+	/* load_method, hard_delete, key_properties ([0], pattern NULL) and streams: */
+	struct config_load *loads;
+	size_t nloads;
 };
 
 #define FOR_PAIRS(map, pair) \
@@ -191,6 +195,22 @@ int config_parse_path(struct yctx *c, yaml_node_t *v, const char *what, char **o
  * holds what a shell would expand or interpret.
  */
 int config_split_words(const char *s, char ***argvp, struct sb *why);
+
+/* config_load.c */
+
+/*
+ * destination.load_method, .hard_delete, .key_properties (k: D_LOAD,
+ * D_HARDDEL, D_KEYPROPS) into d->loads[0], and destination.streams
+ * (D_STREAMS) into the entries after it.  0, or -1 after reporting.
+ */
+int config_parse_load(struct yctx *c, int k, yaml_node_t *v, struct dest *d);
+/*
+ * cfg's load settings from d, else from def (config.yaml's), and their
+ * checks against the rest of cfg (format, checkpoints).  0 or -1.
+ */
+int config_load_merge(struct yctx *c, struct dest *d, const struct dest *def,
+		      struct pipe_config *cfg);
+void config_loads_free(struct config_load *l, size_t n);
 
 /* config_json.c */
 
