@@ -296,7 +296,12 @@ static int replaces(const struct plan *p, size_t i, char *const *versions)
 {
 	const struct plan_stream *s = &p->streams[i];
 
-	if (p->replace)
+	/* pipe-merge names what an upsert replaces (replace lines), an overwrite replaces all */
+	if (s->load_method && strcmp(s->load_method, "upsert") == 0)
+		return 0;
+	if (s->load_method && strcmp(s->load_method, "overwrite") == 0)
+		return 1;
+	if (p->replace && !(s->load_method && strcmp(s->load_method, "append-only") == 0))
 		return 1;
 	if (s->activated == NULL)
 		return 0;
@@ -316,11 +321,18 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 	struct owner_cache c = { NULL, NULL, 0 };
 	char **versions = xcalloc(p->nstreams + 1, sizeof(*versions));
 	size_t i, j;
-	int ret = 0, activated = 0;
+	int ret = 0, activated = 0, methods = 0;
 
-	for (i = 0; i < p->nstreams; i++)
+	for (i = 0; i < p->nstreams; i++) {
 		activated |= p->streams[i].activated != NULL;
-	if (!p->replace && activated && manifest_table_versions(b, p, versions) != 0)
+		methods |= p->streams[i].load_method != NULL;
+	}
+	/* the replaced files pipe-merge named go first: the merged ones are published */
+	for (i = 0; i < p->nreplaced && ret == 0; i++) {
+		if (!in_plan(p, p->replaced[i].key))
+			ret = bucket_delete(b, p->replaced[i].key);
+	}
+	if (ret == 0 && (!p->replace || methods) && activated && manifest_table_versions(b, p, versions) != 0)
 		ret = -1;
 	for (i = 0; i < p->nstreams && ret == 0; i++) {
 		const struct plan_stream *s = &p->streams[i];

@@ -198,7 +198,14 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 		run_rows += jvx_number(stats, "last_extraction_rows", 0);
 		extractions--;
 	}
-	total = p->replace || new_version(t, s->activated) ? run_rows : total + (double)s->records;
+	if (s->has_table_rows)
+		total = (double)s->table_rows;	/* upsert: what pipe-merge counted */
+	else if (s->load_method && strcmp(s->load_method, "overwrite") == 0)
+		total = run_rows;
+	else if (s->load_method && strcmp(s->load_method, "append-only") == 0)
+		total = new_version(t, s->activated) ? run_rows : total + (double)s->records;
+	else
+		total = p->replace || new_version(t, s->activated) ? run_rows : total + (double)s->records;
 	stats = jv_object_set(stats, jv_string("total_rows"), jv_number(total));
 	stats = jv_object_set(stats, jv_string("extractions"), jv_number(extractions + 1));
 	stats = jv_object_set(stats, jv_string("last_extraction"), jv_string(now));
@@ -224,6 +231,8 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 		t = jv_object_set(t, jv_string("key_properties"), jv_parse(s->key_properties));
 	else if (!jv_object_has(jv_copy(t), jv_string("key_properties")))
 		t = jv_object_set(t, jv_string("key_properties"), jv_array());
+	if (s->load_method)
+		t = jv_object_set(t, jv_string("load_method"), jv_string(s->load_method));
 	t = jv_object_set(t, jv_string("format"), jv_string(p->format ? p->format : "jsonl"));
 	t = jv_object_set(t, jv_string("compression"), jv_string(p->compression ? p->compression : "zstd"));
 	if (s->activated)

@@ -38,6 +38,16 @@ static char *get_version(const struct json_span *obj, const char *key)
 	return v ? v : get_raw(obj, key, JSON_STRING);
 }
 
+/* A count that may be absent: -1 then. */
+static long long get_raw_count(const struct json_span *obj, const char *key)
+{
+	struct json_span v;
+
+	if (json_object_get(obj, key, &v) != 1 || v.type != JSON_NUMBER || *v.p == '-')
+		return -1;
+	return strtoll(v.p, NULL, 10);
+}
+
 static int get_bool(const struct json_span *obj, const char *key)
 {
 	struct json_span v;
@@ -140,11 +150,28 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			s.inferred = get_bool(&obj, "inferred");
 			s.activated = get_version(&obj, "activated");
 			s.widened = get_raw(&obj, "widened", JSON_ARRAY);
+			s.load_method = get_str(&obj, "load_method");
+			s.table_rows = get_count(&obj, "table_rows");
+			s.has_table_rows = get_raw_count(&obj, "table_rows") >= 0;
 			s.unit = p->nunits + 1;
 			p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
 			p->streams[p->nstreams++] = s;
 			if (!s.name || !s.dir) {
 				err_msg("%s:%zu: stream line lacks stream or dir", origin, lineno);
+				free(type);
+				goto fail;
+			}
+		} else if (strcmp(type, "replace") == 0) {
+			struct plan_replace r;
+
+			r.stream = get_str(&obj, "stream");
+			r.key = get_str(&obj, "key");
+			r.rows = get_count(&obj, "rows");
+			r.unit = p->nunits + 1;
+			p->replaced = xrealloc(p->replaced, (p->nreplaced + 1) * sizeof(*p->replaced));
+			p->replaced[p->nreplaced++] = r;
+			if (!r.stream || !r.key) {
+				err_msg("%s:%zu: replace line lacks stream or key", origin, lineno);
 				free(type);
 				goto fail;
 			}
@@ -222,7 +249,13 @@ void plan_free(struct plan *p)
 		free(p->streams[i].parquet_types);
 		free(p->streams[i].activated);
 		free(p->streams[i].widened);
+		free(p->streams[i].load_method);
 	}
+	for (i = 0; i < p->nreplaced; i++) {
+		free(p->replaced[i].stream);
+		free(p->replaced[i].key);
+	}
+	free(p->replaced);
 	for (i = 0; p->ustates && i <= p->nunits; i++)
 		free(p->ustates[i]);
 	free(p->ustates);
@@ -290,7 +323,17 @@ void plan_format_part(const struct plan *p, int run_line, struct sb *out)
 			sb_addf(out, ",\"activated\":%s", s->activated);
 		if (s->widened)
 			sb_addf(out, ",\"widened\":%s", s->widened);
+		if (s->load_method)
+			add_str(out, "load_method", s->load_method);
+		if (s->has_table_rows)
+			sb_addf(out, ",\"table_rows\":%llu", s->table_rows);
 		sb_adds(out, "}\n");
+	}
+	for (i = 0; i < p->nreplaced; i++) {
+		sb_adds(out, "{\"type\":\"replace\"");
+		add_str(out, "stream", p->replaced[i].stream);
+		add_str(out, "key", p->replaced[i].key);
+		sb_addf(out, ",\"rows\":%llu}\n", p->replaced[i].rows);
 	}
 	if (p->state)
 		sb_addf(out, "{\"type\":\"state\",\"value\":%s}\n", p->state);
@@ -389,6 +432,14 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 			t->dir = xstrdup(s->dir);
 			t->unit = 1;
 		}
+		if (s->load_method) {
+			free(t->load_method);
+			t->load_method = xstrdup(s->load_method);
+		}
+		if (s->has_table_rows) {
+			t->has_table_rows = 1;
+			t->table_rows = s->table_rows;
+		}
 		t->records += s->records;
 		out->records += s->records;
 		if (s->schema) {
@@ -407,6 +458,19 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 			t->activated = xstrdup(s->activated);
 		}
 		t->widened = join_arrays(t->widened, s->widened);
+	}
+	for (i = 0; i < all->nreplaced; i++) {
+		const struct plan_replace *r = &all->replaced[i];
+		struct plan_replace *g;
+
+		if (r->unit <= after || r->unit > upto)
+			continue;
+		out->replaced = xrealloc(out->replaced, (out->nreplaced + 1) * sizeof(*out->replaced));
+		g = &out->replaced[out->nreplaced++];
+		g->stream = xstrdup(r->stream);
+		g->key = xstrdup(r->key);
+		g->rows = r->rows;
+		g->unit = 1;
 	}
 	for (u = upto; u > after && out->state == NULL; u--) {
 		if (all->ustates && u <= all->nunits + 1 && all->ustates[u - 1])

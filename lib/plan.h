@@ -11,6 +11,12 @@
  *    [,"inferred":true]                      (the schema was inferred from the records)
  *    [,"activated":V]                        (an ACTIVATE_VERSION of V: earlier files go)
  *    [,"widened":[{"column","from","to","why","record"},...]]}  (columns widened this run)
+ *    [,"load_method":"append-only"|"upsert"|"overwrite"]   (pipe-merge: how the table
+ *                                           takes the run; absent: the pipeline's default)
+ *    [,"table_rows":n]}                      (upsert: the table's rows once committed)
+ *   {"type":"replace","stream":N,"key":KEY,"rows":n}   (pipe-merge: a file of the table
+ *                                           that the run's files replace: deleted once
+ *                                           they are published, before the state)
  *   {"type":"state","value":{...}}          (only when the tap sent a STATE)
  *   {"type":"checkpoint","unit":u,"records":n}   (checkpoints: ends unit u, 1, 2, ...)
  *   {"type":"end","status":"success"|"failure","records":n,"error":"..."}
@@ -55,6 +61,17 @@ struct plan_stream {
 				 * stream's earlier files (of this pipeline) are removed at commit */
 	char *widened;		/* raw JSON array of the columns widened this run, or NULL */
 	unsigned unit;		/* the commit unit it belongs to, from 1 */
+	char *load_method;	/* "append-only", "upsert", "overwrite", or NULL: the default */
+	int has_table_rows;	/* table_rows is set */
+	unsigned long long table_rows;	/* upsert: the table's rows once committed */
+};
+
+/* A file of a table that the run replaces (pipe-merge's upsert). */
+struct plan_replace {
+	char *stream;
+	char *key;
+	unsigned long long rows;
+	unsigned unit;
 };
 
 struct plan {
@@ -73,6 +90,8 @@ struct plan {
 	struct plan_stream *streams;
 	size_t nstreams;
 	char *state;		/* raw JSON object of the last STATE, or NULL */
+	struct plan_replace *replaced;
+	size_t nreplaced;
 
 	unsigned nunits;	/* checkpoint lines: units 1..nunits are closed */
 	unsigned unit_base;	/* units before the text (a tail of a plan): its units are
