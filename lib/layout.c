@@ -120,6 +120,9 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 	end = base + n - strlen(exts[i].ext);
 	for (seq = end; seq > base && seq[-1] >= '0' && seq[-1] <= '9'; seq--)
 		;
+	/* an upsert table's node file: _hNNNN */
+	if (end - seq >= 4 && seq - 1 > base && seq[-1] == 'h' && strcmp(exts[i].format, "parquet") == 0)
+		seq--;
 	if (end - seq < 4 || seq - 1 <= base || seq[-1] != '_')
 		return -1;
 	for (id = seq - 1; id > base && id[-1] != '_'; id--)
@@ -136,6 +139,31 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 	*format = exts[i].format;
 	*compression = exts[i].compression;
 	return 0;
+}
+
+char *layout_node_key(const char *dir, const char *date, const char *safe, const char *run_id,
+		      unsigned long node)
+{
+	return xasprintf("%s/dt=%s/%s_%s_h%04lu.parquet", dir, date, safe, run_id, node);
+}
+
+unsigned long layout_node_of(const char *key)
+{
+	char *dir, *safe, *run;
+	const char *format, *compression, *h = strrchr(key, '_'), *p;
+	unsigned long n = 0;
+
+	if (h == NULL || h[1] != 'h' || layout_data_key_split(key, &dir, &safe, &run, &format, &compression) != 0)
+		return 0;
+	free(dir);
+	free(safe);
+	free(run);
+	for (p = h + 2; *p >= '0' && *p <= '9'; p++) {
+		if (n > 1UL << 40)
+			return 0;
+		n = n * 10 + (unsigned long)(*p - '0');
+	}
+	return strcmp(p, ".parquet") == 0 ? n : 0;
 }
 
 char *layout_log_run(const char *key)

@@ -10,6 +10,7 @@
  *   .dataspoc/logs/P/R.json                      a run's log
  *   .dataspoc/probe/...                          validate's probes
  *   DIR/dt=D/SAFE_R_NNNN.EXT                     a data file
+ *   DIR/dt=D/SAFE_R_hNNNN.parquet                a file of an upsert table: node NNNN
  *
  * P is a pipeline's name, R a run id.  Each builder returns a new string.
  */
@@ -67,6 +68,16 @@ char *layout_data_key(const char *dir, const char *date, const char *safe, const
  */
 int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 			  const char **format, const char **compression);
+
+/*
+ * A file of an upsert table (lib/merge.h): node (>= 1) of its key hash
+ * trie, DIR/dt=DATE/SAFE_RUN_hNNNN.parquet (%04lu), and the node a key of
+ * that shape names (0: another shape).  layout_data_key_split() reads it
+ * as a data file too.
+ */
+char *layout_node_key(const char *dir, const char *date, const char *safe, const char *run_id,
+		      unsigned long node);
+unsigned long layout_node_of(const char *key);
 
 /* The run id of a run log key (.dataspoc/logs/P/R.json), new, or NULL. */
 char *layout_log_run(const char *key);
