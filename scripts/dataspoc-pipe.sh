@@ -301,7 +301,7 @@ run_pipeline() {
 	# Check the config, the tap and the streams before anything is touched
 	# (this discovers the tap's catalog when it is not cached yet; the
 	# discovery's stderr comes only when it fails, or with -v).
-	refresh= check_shown=0 sink_check=transform
+	refresh= check_shown=0 sink_check=transform merge=merge
 	[ "${refresh_catalog:-0}" = 1 ] && refresh=--refresh-catalog
 	if [ "$verbose" = 1 ]; then
 		open_private_dir --by-first || exit 1
@@ -326,6 +326,9 @@ run_pipeline() {
 		esac
 		case $run_id in
 		*"$nl"*) sink_check=${run_id#*"$nl"} run_id=${run_id%%"$nl"*} ;;
+		esac
+		case $sink_check in
+		*"$nl"*) merge=${sink_check#*"$nl"} sink_check=${sink_check%%"$nl"*} ;;
 		esac
 		run_dir_taken || exit 1
 	fi
@@ -454,6 +457,21 @@ run_pipeline() {
 	elif [ "$sink_rc" -ne 0 ]; then
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
+	fi
+	if [ -z "$failed" ] && [ "$merge" != none ]; then
+		# pipe-merge (issue #27), when pipe-tap -n -D's fourth line says the
+		# pipeline sets a load_method (with -v, always: it passes other
+		# plans through): the upsert streams merged by key into staged
+		# files, the plan rewritten once whole, after every process of the
+		# stages has ended (the plan file is their lock)
+		[ -z "$job" ] || { stages_wait; job=; }
+		if pipe-merge -o "$tmp/plan" "$@" <"$tmp/plan" 2>"$tmp/merge.err"; then
+			[ ! -s "$tmp/merge.err" ] || cat "$tmp/merge.err" >&2
+		else
+			failed=$(first_error "$tmp/merge.err")
+			[ -n "$failed" ] || failed="pipe-merge failed"
+		fi
+		[ -z "$signal" ] || failed="interrupted by SIG$signal"
 	fi
 	if [ -z "$failed" ] && [ -n "$job" ]; then
 		# (3: a process of the stages is still there, nothing done)

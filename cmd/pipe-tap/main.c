@@ -53,7 +53,9 @@ static const char help_text[] =
 	"              path as the first line on stdout (and, once the checks passed,\n"
 	"              a new run id as the second, and as the third \"transform\" when\n"
 	"              the pipeline may have a transform for pipe-sink -n to check,\n"
-	"              else \"checkpoints\" when it checkpoints, else \"none\"), export it as\n"
+	"              else \"checkpoints\" when it checkpoints, else \"none\"; as the\n"
+	"              fourth \"merge\" when it sets a load_method for pipe-merge, else\n"
+	"              \"none\"), export it as\n"
 	"              DATASPOC_PIPE_RUN_DIR and write stderr to its check.err\n"
 	"  -l FILE     append the tap's stderr to FILE instead of showing it (that\n"
 	"              of discovery and --about too), keeping only its end: past\n"
@@ -173,7 +175,8 @@ int main(int argc, char **argv)
 		/* and what pipe-sink -n would have to check or say (the driver starts it only for a transform) */
 		const char *sink = config_transform_maybe(cfg.name) ? "transform" :
 				   config_checkpoints(&cfg) ? "checkpoints" : "none";
-		char *id = util_new_run_id(), *line = xasprintf("%s\n%s\n", id, sink);
+		/* and whether pipe-merge has streams to merge or load methods to say (issue #27) */
+		char *id = util_new_run_id(), *line = xasprintf("%s\n%s\n%s\n", id, sink, cfg.nloads ? "merge" : "none");
 
 		if (util_write_all(said, line, strlen(line)) != 0) {
 			err_msg("cannot hand over the run id:");
