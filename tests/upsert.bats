@@ -1,0 +1,240 @@
+#!/usr/bin/env bats
+# Upsert by key (issue #27): destination.load_method: upsert, pipe-merge
+# between pipe-sink and pipe-commit, the table read back as DataSpoc Lens
+# reads it (read_parquet('<location>/**/*.parquet', hive_partitioning=true,
+# union_by_name=true)): one row per key, the last version the tap sent.
+
+load test_helper
+use_local_lake
+
+SCHEMA_ID='{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["null","string"]},"_sdc_deleted_at":{"type":["null","string"],"format":"date-time"}}},"key_properties":["id"]}'
+
+# tap_sends TAP: the tap's output from stdin, SCHEMA first, a STATE last.
+tap_sends() {
+	{
+		echo "$SCHEMA_ID"
+		singer_records users
+		echo '{"type":"STATE","value":{"n":1}}'
+	} >"$FAKE_DIR/$1/out"
+}
+
+# lens_users PIPELINE: the rows of the users table, id and name only.
+lens_rows() {
+	lens "$1" | jq -c '{id, name}'
+}
+
+# distinct_ok KEY: count(*) = count(DISTINCT id) as Lens reads the table.
+distinct_ok() {
+	local root loc
+	root=$(lens_root)
+	loc=$(jq -r --arg k "$1" '.tables[$k].location' "$root/.dataspoc/manifest.json")
+	loc=${loc#"$(bucket_url)"}
+	node -e '
+		const { duckdb } = await import(process.argv[1]);
+		const i = await duckdb().DuckDBInstance.create(":memory:", { threads: "1" });
+		const c = await i.connect();
+		const r = (await c.runAndReadAll(`SELECT count(*)::VARCHAR AS n, count(DISTINCT id)::VARCHAR AS d FROM read_parquet(${"\x27" + process.argv[2] + "/**/*.parquet\x27"}, hive_partitioning=true, union_by_name=true)`)).getRowObjectsJS()[0];
+		console.log(r.n + " " + r.d);
+	' --input-type=module "$PQ/deps.mjs" "$root$loc"
+}
+
+@test "upsert: updates replace, re-sent rows count once, later records win" {
+	use_tap tap-up
+	lake_pipeline up tap-up true "load_method: upsert"
+	tap_sends tap-up <<-'EOF'
+	{"id":1,"name":"ana"}
+	{"id":2,"name":"bo"}
+	{"id":2,"name":"bo2"}
+	{"id":3,"name":"cy"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run up
+	lens_rows up/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"ana"}
+	{"id":"2","name":"bo2"}
+	{"id":"3","name":"cy"}
+	EOF
+	tap_sends tap-up <<-'EOF'
+	{"id":3,"name":"cy"}
+	{"id":1,"name":"ana2"}
+	{"id":4,"name":"di"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run up
+	lens_rows up/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"ana2"}
+	{"id":"2","name":"bo2"}
+	{"id":"3","name":"cy"}
+	{"id":"4","name":"di"}
+	EOF
+	run -0 distinct_ok up/users
+	assert_output "4 4"
+	manifest_table up/users | jq -c '{load_method, key_properties, rows: .stats.total_rows}' >m
+	expect_file m <<<'{"load_method":"upsert","key_properties":["id"],"rows":4}'
+}
+
+@test "upsert: _sdc_deleted_at removes the key (hard_delete, the default), or keeps the row with it set (hard_delete: false)" {
+	use_tap tap-del
+	use_tap tap-soft
+	lake_pipeline del tap-del true "load_method: upsert"
+	lake_pipeline soft tap-soft true "load_method: upsert" "hard_delete: false"
+	tap_sends tap-del <<-'EOF'
+	{"id":1,"name":"ana"}
+	{"id":2,"name":"bo"}
+	{"id":3,"name":"cy"}
+	EOF
+	cp "$FAKE_DIR/tap-del/out" "$FAKE_DIR/tap-soft/out"
+	run -0 --separate-stderr dataspoc-pipe run del
+	run -0 --separate-stderr dataspoc-pipe run soft
+	tap_sends tap-del <<-'EOF'
+	{"id":2,"_sdc_deleted_at":"2026-12-01T07:53:40.915873+00:00"}
+	{"id":4,"name":"di","_sdc_deleted_at":null}
+	{"id":5,"name":"ed"}
+	{"id":5,"_sdc_deleted_at":"2026-12-01T07:53:41+00:00"}
+	EOF
+	cp "$FAKE_DIR/tap-del/out" "$FAKE_DIR/tap-soft/out"
+	run -0 --separate-stderr dataspoc-pipe run del
+	run -0 --separate-stderr dataspoc-pipe run soft
+	lens_rows del/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"ana"}
+	{"id":"3","name":"cy"}
+	{"id":"4","name":"di"}
+	EOF
+	lens soft/users | jq -c '{id, name, d: (._sdc_deleted_at != null)}' >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"ana","d":false}
+	{"id":"2","name":null,"d":true}
+	{"id":"3","name":"cy","d":false}
+	{"id":"4","name":"di","d":false}
+	{"id":"5","name":null,"d":true}
+	EOF
+	manifest_table del/users | jq -c '.stats.total_rows' >m
+	expect_file m <<<3
+}
+
+@test "upsert: a record without its key fails the run naming stream, record and property; nothing committed" {
+	use_tap tap-nokey
+	lake_pipeline nk tap-nokey true "load_method: upsert"
+	tap_sends tap-nokey <<-'EOF'
+	{"id":1,"name":"ana"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run nk
+	bucket_snapshot >before
+	tap_sends tap-nokey <<-'EOF'
+	{"id":2,"name":"bo"}
+	{"id":null,"name":"nobody"}
+	EOF
+	run -1 --separate-stderr dataspoc-pipe run nk
+	[[ $stderr == *"run 'nk' failed: stream 'users': record 2 has no key property 'id' (missing or null)"* ]]
+	lens_rows nokey/users >rows
+	expect_file rows <<<'{"id":"1","name":"ana"}'
+	run -0 bucket_files
+	assert_output "$(grep -v '\.dataspoc/' before | awk '{print $2}')"
+	last_log nk | jq -r .status >st
+	expect_file st <<<failure
+}
+
+@test "upsert: the key comes from destination.key_properties when the tap sends none; a stream with no key at all is refused" {
+	use_tap tap-k
+	lake_pipeline kp tap-k true "load_method: upsert" "key_properties: [code]"
+	{
+		echo '{"type":"SCHEMA","stream":"items","schema":{"type":"object","properties":{"code":{"type":"string"},"v":{"type":"integer"}}},"key_properties":[]}'
+		singer_records items <<-'EOF'
+		{"code":"a","v":1}
+		{"code":"b","v":1}
+		{"code":"a","v":2}
+		EOF
+	} >"$FAKE_DIR/tap-k/out"
+	run -0 --separate-stderr dataspoc-pipe run kp
+	run -0 --separate-stderr dataspoc-pipe run kp
+	lens k/items | jq -c '{code, v}' >rows
+	expect_file rows <<-'EOF'
+	{"code":"a","v":"2"}
+	{"code":"b","v":"1"}
+	EOF
+	lake_pipeline nokey tap-k true "load_method: upsert" "path: other"
+	run -1 --separate-stderr dataspoc-pipe run nokey
+	[[ $stderr == *"stream 'items' has no key: its SCHEMA sends no key_properties; set destination.key_properties"* ]]
+}
+
+@test "upsert: a key that changed between runs is refused; --full rebuilds the table by the new key" {
+	use_tap tap-kc
+	lake_pipeline kc tap-kc true "load_method: upsert"
+	tap_sends tap-kc <<-'EOF'
+	{"id":1,"name":"ana"}
+	{"id":2,"name":"bo"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run kc
+	{
+		echo '{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["null","string"]}}},"key_properties":["name"]}'
+		singer_records users <<-'EOF'
+		{"id":7,"name":"ana"}
+		EOF
+	} >"$FAKE_DIR/tap-kc/out"
+	run -1 --separate-stderr dataspoc-pipe run kc
+	[[ $stderr == *"stream 'users': its key changed from [\"id\"] to [\"name\"] since the table was merged: run once with --full to rebuild the table by the new key"* ]]
+	run -0 --separate-stderr dataspoc-pipe run --full kc
+	lens_rows kc/users >rows
+	expect_file rows <<<'{"id":"7","name":"ana"}'
+	manifest_table kc/users | jq -c '{key_properties, rows: .stats.total_rows}' >m
+	expect_file m <<<'{"key_properties":["name"],"rows":1}'
+}
+
+@test "upsert: format jsonl and checkpoint_every are config errors naming the file and line; append-only stays the default" {
+	use_tap tap-cf
+	lake_pipeline cj tap-cf true "format: jsonl" "load_method: upsert"
+	run -2 --separate-stderr dataspoc-pipe run cj
+	[[ $stderr == *"$DATASPOC_PIPE_HOME/pipelines/cj.yaml:6: load_method upsert needs format: parquet"* ]]
+	lake_pipeline cb tap-cf true "load_method: upsert" "load_method: overwrite"
+	run -2 --separate-stderr dataspoc-pipe run cb
+	[[ $stderr == *"duplicate key 'load_method'"* ]]
+	lake_pipeline cx tap-cf true "load_method: merge"
+	run -2 --separate-stderr dataspoc-pipe run cx
+	[[ $stderr == *"cx.yaml:5:16: destination.load_method must be append-only, upsert or overwrite, not 'merge'"* ]]
+	printf 'source:\n  tap: tap-cf\ndestination:\n%s\n  load_method: upsert\nincremental:\n  enabled: true\n  checkpoint_every: 1s\n' "$(bucket_yaml)" \
+		>"$DATASPOC_PIPE_HOME/pipelines/ck.yaml"
+	run -2 --separate-stderr dataspoc-pipe run ck
+	[[ $stderr == *"ck.yaml:5: load_method upsert cannot be used with incremental.checkpoint_every"* ]]
+	# append-only by default: a re-sent row lands twice, as before
+	lake_pipeline ap tap-cf true
+	tap_sends tap-cf <<<'{"id":1,"name":"ana"}'
+	run -0 --separate-stderr dataspoc-pipe run ap
+	run -0 --separate-stderr dataspoc-pipe run ap
+	run -0 distinct_ok cf/users
+	assert_output "2 1"
+}
+
+@test "upsert: per-stream overrides: one stream upserts, another appends, in one pipeline" {
+	use_tap tap-mix
+	lake_pipeline mix tap-mix true "streams:" "  users:" "    load_method: upsert"
+	{
+		echo "$SCHEMA_ID"
+		singer_records users <<<'{"id":1,"name":"ana"}'
+		singer_records events <<<'{"id":1,"what":"login"}'
+	} >"$FAKE_DIR/tap-mix/out"
+	run -0 --separate-stderr dataspoc-pipe run mix
+	run -0 --separate-stderr dataspoc-pipe run mix
+	run -0 distinct_ok mix/users
+	assert_output "1 1"
+	run -0 distinct_ok mix/events
+	assert_output "2 1"
+	manifest_table mix/events | jq -r .load_method >m
+	expect_file m <<<append-only
+}
+
+@test "upsert: a table landed append-only is refused until --full rebuilds it" {
+	use_tap tap-sw
+	lake_pipeline sw tap-sw true
+	tap_sends tap-sw <<-'EOF'
+	{"id":1,"name":"ana"}
+	{"id":1,"name":"ana2"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run sw
+	lake_pipeline sw tap-sw true "load_method: upsert"
+	run -1 --separate-stderr dataspoc-pipe run sw
+	[[ $stderr == *"stream 'users': its table 'raw/sw/users' holds 1 file(s) that are not merged by key"* ]]
+	run -0 --separate-stderr dataspoc-pipe run --full sw
+	lens_rows sw/users >rows
+	expect_file rows <<<'{"id":"1","name":"ana2"}'
+}
