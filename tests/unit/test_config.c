@@ -460,7 +460,7 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compresion: zstd\n",
 		":5:3: unknown key 'compresion' in destination (expected one of: bucket, path, "
 		"compression, compression_level, max_file_size, endpoint_url, format, row_group_rows, "
-		"row_group_size, string_columns, schema_mismatch, account_name)",
+		"row_group_size, string_columns, schema_mismatch, account_name, load_method, hard_delete, key_properties, streams)",
 		"misspelt destination key");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: lz4\n",
 		":5:16: destination.compression must be one of zstd, snappy, gzip, none, not 'lz4'",
@@ -874,7 +874,7 @@ static void test_home_config(void)
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
 	refused_in(conf, ":3:3: unknown key 'compresion' in destination (expected one of: bucket, "
 		   "path, compression, compression_level, max_file_size, endpoint_url, format, "
-		   "row_group_rows, row_group_size, string_columns, schema_mismatch, account_name)",
+		   "row_group_rows, row_group_size, string_columns, schema_mismatch, account_name, load_method, hard_delete, key_properties, streams)",
 		   "config.yaml unknown key message");
 	write_file(conf, "bucket: /l\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a top-level bucket");
