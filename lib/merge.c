@@ -45,7 +45,13 @@ unsigned long long merge_hash(const char *key, size_t len)
 
 unsigned long merge_node(unsigned long long h, unsigned d)
 {
-	return (1UL << d) | (unsigned long)(h & ((1ULL << d) - 1));
+	/* the hash's bits from the lowest are the path down: node n's halves are 2n and 2n+1 */
+	unsigned long n = 1;
+	unsigned i;
+
+	for (i = 0; i < d; i++)
+		n = n << 1 | (unsigned long)(h >> i & 1);
+	return n;
 }
 
 static unsigned node_depth(unsigned long n)
@@ -482,10 +488,7 @@ static int merge_node_once(struct stream_merge *m, unsigned long t, const char *
 		k++;
 	*nouts = (size_t)1 << k;
 	*outs = xcalloc(*nouts, sizeof(**outs));
-	/*
-	 * A key's node below t is merge_node(h, d + k), whose low d bits are
-	 * t's: the output is indexed by the hash's next k bits.
-	 */
+	/* a key's node below t is merge_node(h, d + k): t, then k more bits of the path */
 	if (oldkey) {
 		const char *missing;
 		int deleted;
@@ -510,7 +513,7 @@ static int merge_node_once(struct stream_merge *m, unsigned long t, const char *
 			e = keymap_find(&m->map, r.key.buf, r.key.len, h, 0);
 			if (e)
 				continue;	/* the run sends it again, or deletes it */
-			o = &(*outs)[merge_node(h, d + k) >> d & ((1UL << k) - 1)];
+			o = &(*outs)[merge_node(h, d + k) & ((1UL << k) - 1)];
 			o->node = merge_node(h, d + k);
 			if ((x = out_add(m, o, r.rec.buf, r.rec.len)) != 0) {
 				ret = x;
@@ -521,7 +524,7 @@ static int merge_node_once(struct stream_merge *m, unsigned long t, const char *
 	for (i = from; i < to; i++) {
 		const struct item *it = &m->items[i];
 		const struct entry *e = &m->map.e[it->e];
-		struct out *o = &(*outs)[merge_node(e->hash, d + k) >> d & ((1UL << k) - 1)];
+		struct out *o = &(*outs)[merge_node(e->hash, d + k) & ((1UL << k) - 1)];
 
 		o->node = merge_node(e->hash, d + k);
 		sb_reset(&m->buf);
