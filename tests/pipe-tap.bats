@@ -132,12 +132,13 @@ $USAGE"
 	fi
 }
 
-@test "-n -D PID makes the driver's private folder: its path on stdout, then a run id and what pipe-sink -n has to check once the checks passed, stderr into its check.err, -D only with -n" {
+@test "-n -D PID makes the driver's private folder: its path on stdout, then a run id, what pipe-sink -n has to check and whether pipe-merge has work once the checks passed, stderr into its check.err, -D only with -n" {
 	local dir
 	run -0 --separate-stderr pipe-tap -n -D $$ one </dev/null
 	assert_stderr ""
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 4
 	assert_equal "${lines[2]}" none
+	assert_equal "${lines[3]}" none
 	dir=${lines[0]}
 	[[ $dir == "$TMPDIR"/dataspoc-pipe.?????? ]]
 	[ -d "$dir" ] && [ ! -L "$dir" ]
@@ -165,6 +166,11 @@ $USAGE"
 	printf '  checkpoint_every: 10m\n' >>"$DATASPOC_PIPE_HOME/pipelines/one.yaml"
 	run -0 pipe-tap -n -D $$ one </dev/null
 	assert_equal "${lines[2]}" checkpoints
+	rm -rf "${lines[0]}"
+	# a load_method is pipe-merge's (issue #27)
+	write_pipeline one tap-one true "format: parquet" "load_method: upsert"
+	run -0 pipe-tap -n -D $$ one </dev/null
+	assert_equal "${lines[3]}" merge
 	rm -rf "${lines[0]}"
 	# what it says once the folder is there goes into check.err; no run id
 	write_pipeline one tap-nowhere
