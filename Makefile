@@ -186,7 +186,7 @@ test-faults-long: all
 
 # Load (tests/load/, issue #6): 20 pipelines by run --all -j 8 into one
 # bucket, one stream of 10 million records, one run of 1,000 streams; the
-# LOAD_* variables of tests/load/load_helper.bash scale it down.
+# LOAD_* variables of tests/helpers/load.bash scale it down.
 test-load: all
 	PIPE_BIN=$(CURDIR)/$(O)/bin $(BATS) $(BATS_FLAGS) tests/load/
 

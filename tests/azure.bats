@@ -5,10 +5,10 @@
 # has: its credentials (connection string, account key, SAS), listings of
 # many pages, block uploads, the conditional create, errors and retries.
 
-load test_helper
-load pipeline_scenarios
-load azure_helper
-load checkpoint_scenarios
+load helpers/common
+load helpers/pipeline_scenarios
+load helpers/azure
+load helpers/checkpoint_scenarios
 
 setup_file() {
 	azure_start

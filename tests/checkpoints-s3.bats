@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # incremental.checkpoint_every (issue #15) on s3:// (s3rver on 127.0.0.1):
-# the scenarios of tests/checkpoint_scenarios.bash, and checkpoints that
+# the scenarios of tests/helpers/checkpoint_scenarios.bash, and checkpoints that
 # close multipart uploads.
 
-load test_helper
-load s3_helper
-load checkpoint_scenarios
+load helpers/common
+load helpers/s3
+load helpers/checkpoint_scenarios
 
 use_s3_lake
 

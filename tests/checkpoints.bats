@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # incremental.checkpoint_every (issue #15) on a local bucket: the scenarios
-# of tests/checkpoint_scenarios.bash, and what only a local run shows.
+# of tests/helpers/checkpoint_scenarios.bash, and what only a local run shows.
 
-load test_helper
+load helpers/common
 use_local_lake
-load checkpoint_scenarios
+load helpers/checkpoint_scenarios
 
 @test "checkpoints: a failed run keeps its checkpoints' records once, logs them, and the next run goes on from there" {
 	scenario_ck_fail_resume

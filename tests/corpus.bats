@@ -14,7 +14,7 @@
 # published file, no state, no lock.  Big inputs (a 50 MB record, a 10 MB
 # YAML file) are generated here, not kept.
 
-load test_helper
+load helpers/common
 
 CORPUS=$BATS_TEST_DIRNAME/corpus
 END_LINE='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'

@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # dataspoc-pipe: add, run --all, status, logs, validate, manifest, schedule,
 # help and --version (issue 4's commands).  The bucket is reached only through
-# test_helper.bash's bucket_* functions, except where a test says it is local.
+# helpers/common.bash's bucket_* functions, except where a test says it is local.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # dataspoc-pipe: the driver, and whole runs on a local bucket.
 
-load test_helper
-load pipeline_scenarios
+load helpers/common
+load helpers/pipeline_scenarios
 
 setup() {
 	pipe_setup
@@ -373,7 +373,7 @@ Done! 5 records in 2 stream(s)
 	run -1 grep -c $'\033\[K' tty-v.out
 }
 
-# --- whole runs (pipeline_scenarios.bash) -----------------------------------------------
+# --- whole runs (helpers/pipeline_scenarios.bash) -----------------------------------------------
 
 @test "full run: the summary, the layout, every record byte for byte" {
 	scenario_full_run

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # dataspoc-tap-google-sheets-public: the built-in tap for public Google
-# Sheets, against a local stand-in for the CSV export (tests/gsheets/server.py)
+# Sheets, against a local stand-in for the CSV export (tests/servers/gsheets.py)
 # that DATASPOC_GSHEETS_BASE_URL points it at.
 
 bats_require_minimum_version 1.5.0
@@ -10,7 +10,7 @@ bats_load_library bats-assert
 setup_file() {
 	export SHEETS_DIR=$BATS_FILE_TMPDIR/sheets SHEETS_LOG=$BATS_FILE_TMPDIR/requests
 	mkdir -p "$SHEETS_DIR"
-	/usr/bin/python3 "$BATS_TEST_DIRNAME/gsheets/server.py" "$SHEETS_DIR" "$SHEETS_LOG" \
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/servers/gsheets.py" "$SHEETS_DIR" "$SHEETS_LOG" \
 		>"$BATS_FILE_TMPDIR/server.out" 2>&1 3>&- </dev/null &
 	echo $! >"$BATS_FILE_TMPDIR/server.pid"
 	local i=0 port=

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # dataspoc-tap-parquet: the built-in Singer tap for Parquet files.  Files are
-# written in the tests by DuckDB (tests/parquet-read/duckdb.mjs) or landed by
+# written in the tests by DuckDB (tests/clients/parquet-read/duckdb.mjs) or landed by
 # pipe-sink, and every value the tap prints is compared with what DuckDB
 # reads from the same file.
 
@@ -8,12 +8,12 @@ bats_require_minimum_version 1.5.0
 bats_load_library bats-support
 bats_load_library bats-assert
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup
 	TAP=$PIPE_BIN/dataspoc-tap-parquet
-	DUCK=$BATS_TEST_DIRNAME/parquet-read/duckdb.mjs
+	DUCK=$BATS_TEST_DIRNAME/clients/parquet-read/duckdb.mjs
 	cd "$BATS_TEST_TMPDIR" || return 1
 }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bats
 # dataspoc-tap-postgres, LOG_BASED: against a real PostgreSQL 15 started with
-# wal_level=logical (tests/pg_helper.bash), with both decoding plugins
+# wal_level=logical (tests/helpers/pg.bash), with both decoding plugins
 # (wal2json, Debian's postgresql-15-wal2json, and pgoutput), compared with
 # what singer-io's tap-postgres printed (../shared/fixtures/tap-postgres-log-based,
 # copied in tests/fixtures/tap-postgres-log-based).
 
 bats_require_minimum_version 1.5.0
-load test_helper
-load pg_helper
+load helpers/common
+load helpers/pg
 
 FIX=$BATS_TEST_DIRNAME/fixtures/tap-postgres-log-based
 
@@ -420,7 +420,7 @@ json.dump(c, open("props.json", "w"))'
 # --- through dataspoc-pipe ----------------------------------------------------
 
 @test "dataspoc-pipe run: the first copy, then the changes, land in Parquet that DuckDB reads" {
-	load parquet/helper
+	load helpers/parquet
 	cat >"$DATASPOC_PIPE_HOME/pipelines/lb.yaml" <<-EOF
 	source:
 	  tap: dataspoc-tap-postgres

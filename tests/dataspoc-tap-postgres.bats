@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # dataspoc-tap-postgres: the built-in PostgreSQL tap, against a real
-# PostgreSQL 15 started for this file (tests/pg_helper.bash), compared with
+# PostgreSQL 15 started for this file (tests/helpers/pg.bash), compared with
 # what singer-io's tap-postgres printed (tests/fixtures/tap-postgres).
 
 bats_require_minimum_version 1.5.0
-load test_helper
-load pg_helper
+load helpers/common
+load helpers/pg
 
 FIX=$BATS_TEST_DIRNAME/fixtures
 
@@ -342,7 +342,7 @@ statements_since() {
 	run -1 grep 'temporary file' <(tail -c +"$((at + 1))" "$PG_DIR/server.log")
 	cp props-multi.json props.json
 	# a server that answers both with an error (a proxy renames them)
-	python3 "$BATS_TEST_DIRNAME/pg_refuse.py" proxy.port "$PG_PORT" work_mem max_parallel_workers_per_gather 2>proxy.err &
+	python3 "$BATS_TEST_DIRNAME/servers/pg_refuse.py" proxy.port "$PG_PORT" work_mem max_parallel_workers_per_gather 2>proxy.err &
 	proxy=$!
 	wait_for proxy.port
 	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
@@ -551,7 +551,7 @@ statements_since() {
 		INSERT INTO other.few SELECT i, 'v' || i FROM generate_series(1, 3) i"
 	properties_for other few '{"replication-method": "FULL_TABLE"}'
 	# a proxy gives the second row a field count of 0x7fff
-	python3 "$BATS_TEST_DIRNAME/pg_refuse.py" --break-copy proxy.port "$PG_PORT" 2>proxy.err &
+	python3 "$BATS_TEST_DIRNAME/servers/pg_refuse.py" --break-copy proxy.port "$PG_PORT" 2>proxy.err &
 	proxy=$!
 	wait_for proxy.port
 	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
@@ -630,7 +630,7 @@ pg_pipeline() {	# name [incremental]
 }
 
 @test "dataspoc-pipe run lands Parquet, and the next run continues from the saved state" {
-	load parquet/helper
+	load helpers/parquet
 	customers_reset
 	pg_pipeline pg
 	run -0 --separate-stderr dataspoc-pipe run pg

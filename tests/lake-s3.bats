@@ -3,8 +3,8 @@
 # bucket copied down with awscli, then read the way DataSpoc Lens reads it,
 # the manifest's s3:// locations mapped onto the copy.
 
-load test_helper
-load s3_helper
+load helpers/common
+load helpers/s3
 
 use_s3_lake
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # The lake a DataSpoc user queries (issue #10), on a local bucket: Parquet
-# by default, read back the way DataSpoc Lens reads it (tests/lake_scenarios.bash),
+# by default, read back the way DataSpoc Lens reads it (tests/helpers/lake_scenarios.bash),
 # and what only a local run shows: the transform and config checks.
 
-load test_helper
+load helpers/common
 use_local_lake
 
 @test "lake: no format: lands Parquet that Lens reads as one table over runs and a new column" {

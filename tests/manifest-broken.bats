@@ -8,7 +8,7 @@
 # in one warning.  The run succeeds and is logged, its records land once,
 # the state moves once, and status, manifest and DuckDB read the tables.
 
-load test_helper
+load helpers/common
 use_local_lake
 
 # shop_out N: what tap-shop prints on run N: orders 2N-1 and 2N, user N,
@@ -292,7 +292,7 @@ scenario_broken() {
 }
 
 @test "s3: a manifest cut short is rebuilt on S3 too" {
-	load s3_helper
+	load helpers/s3
 	s3_start
 	S3_STARTED=1
 	bucket_setup

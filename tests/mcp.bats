@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # pipe-mcp, the MCP server (issue 17): driven by the official MCP SDK client
-# (tests/mcp/client.mjs: Client over StdioClientTransport), and by raw lines
+# (tests/clients/mcp/client.mjs: Client over StdioClientTransport), and by raw lines
 # for the requests no SDK would send.
 
-load test_helper
+load helpers/common
 
-CLIENT=$BATS_TEST_DIRNAME/mcp/client.mjs
+CLIENT=$BATS_TEST_DIRNAME/clients/mcp/client.mjs
 INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
 INITIALIZED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
 

@@ -4,7 +4,7 @@
 # seconds (pipe-tap watches $DATASPOC_PIPE_PID), and the next run takes the
 # dead run's lock over and finds the bucket as before.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

@@ -2,9 +2,9 @@
 # format: parquet on s3:// (s3rver on 127.0.0.1, read back with awscli), the
 # files then read by DuckDB and hyparquet as in tests/parquet.bats.
 
-load test_helper
-load s3_helper
-load parquet/helper
+load helpers/common
+load helpers/s3
+load helpers/parquet
 
 use_s3_bucket
 

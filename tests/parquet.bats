@@ -3,8 +3,8 @@
 # readers, DuckDB (@duckdb/node-api) and hyparquet, which must agree, and is
 # compared value by value with the records the tap printed.
 
-load test_helper
-load parquet/helper
+load helpers/common
+load helpers/parquet
 
 setup() {
 	pipe_setup

@@ -2,7 +2,7 @@
 # pipe-commit: publishes a run from pipe-sink's plan, or (-a) cleans up
 # after a failed one.
 
-load test_helper
+load helpers/common
 
 RID=20260102T030405Z-abc123
 USAGE='usage: pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] NAME | -c FILE.yaml'

@@ -2,7 +2,7 @@
 # pipe-sink: a Singer stream (ended by pipe-tap's end line) in, staged
 # compressed files and a commit plan out.
 
-load test_helper
+load helpers/common
 
 RID=20260102T030405Z-abc123
 STAGE=.dataspoc/staging/shop/$RID/

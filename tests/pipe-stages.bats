@@ -4,7 +4,7 @@
 # PATH (each notes its arguments, its session and its parent); the whole run
 # through them is tested in dataspoc-pipe.bats, stages.bats and signals.bats.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

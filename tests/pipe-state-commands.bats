@@ -5,7 +5,7 @@
 # Run logs and manifests are put in the bucket as fixtures, so every byte
 # printed is known.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

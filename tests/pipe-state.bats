@@ -2,7 +2,7 @@
 # pipe-state: the saved Singer state in the bucket, the run lock, and the
 # recovery of what a dead run left.
 
-load test_helper
+load helpers/common
 
 RID=20260102T030405Z-abc123
 STATE_KEY=.dataspoc/state/shop/state.json

@@ -2,7 +2,7 @@
 # pipe-tap: runs a pipeline's tap, copies its stream, ends it with one line
 # saying how the tap ended, and exits with the tap's status.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

@@ -3,8 +3,8 @@
 # (s3rver on 127.0.0.1, started here): they read the bucket only through
 # pipe-state, so they must show what they show on a local one.
 
-load test_helper
-load s3_helper
+load helpers/common
+load helpers/s3
 
 # (its own setup and teardown follow)
 use_s3_bucket

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# S3 under faults: tests/s3_fault_proxy.js between the toolkit and s3rver
+# S3 under faults: tests/servers/s3_fault_proxy.js between the toolkit and s3rver
 # answers 500, 503 and SlowDown, resets connections before or after the
 # server did the work, stalls answers past the client's timeout and cuts
 # answers short, on a seeded schedule.
@@ -24,9 +24,9 @@
 # Each fault is logged by the proxy ($PROXY_LOG), with the seed; a failing
 # test prints the seed and the log.
 
-load test_helper
-load pipeline_scenarios
-load s3_helper
+load helpers/common
+load helpers/pipeline_scenarios
+load helpers/s3
 
 # (its own setup and teardown follow)
 use_s3_bucket

@@ -4,9 +4,9 @@
 # Debian's awscli and zstd; then what only S3 has: pagination, multipart
 # upload, retries, errors, credentials, the conditional-PUT lock.
 
-load test_helper
-load pipeline_scenarios
-load s3_helper
+load helpers/common
+load helpers/pipeline_scenarios
+load helpers/s3
 
 use_s3_bucket
 
@@ -331,7 +331,7 @@ Done! 5 records in 2 stream(s)
 @test "s3: credentials from the container endpoint, then from instance metadata (IMDSv2)" {
 	shop_pipeline
 	local pid port
-	pid=$(s3_spawn meta.out node "$BATS_TEST_DIRNAME/s3_fake_metadata.js" S3RVER S3RVER "Bearer secret-auth")
+	pid=$(s3_spawn meta.out node "$BATS_TEST_DIRNAME/servers/s3_fake_metadata.js" S3RVER S3RVER "Bearer secret-auth")
 	BG_PIDS="$BG_PIDS $pid"
 	port=$(s3_port_of meta.out)
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY

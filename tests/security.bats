@@ -11,7 +11,7 @@
 #     stdout or stderr, not in the bucket (run logs, manifest, state, data),
 #     not in any process's argv while a run is held open.
 
-load test_helper
+load helpers/common
 
 PASSWORD=hunter2-Zq8sPassw0rd
 AWS_SECRET=wJalrXUtnFEMIK7MDENGbPxRfiCYSECRETKEY

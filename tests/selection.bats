@@ -3,7 +3,7 @@
 # source.catalog_flag, the cached catalog, and records of streams that were
 # not selected.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

@@ -6,7 +6,7 @@
 # a failure log naming the signal, the lock released, the state untouched,
 # no temporary file left.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

@@ -11,7 +11,7 @@
 #     tests mount a 1 MiB tmpfs as TMPDIR: they need root, and are skipped
 #     without it).
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

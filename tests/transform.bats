@@ -2,7 +2,7 @@
 # transforms/NAME.jq: applied to every record, $stream bound; compile errors
 # stop the run before the tap starts; runtime errors commit nothing.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup

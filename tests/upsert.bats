@@ -4,7 +4,7 @@
 # reads it (read_parquet('<location>/**/*.parquet', hive_partitioning=true,
 # union_by_name=true)): one row per key, the last version the tap sent.
 
-load test_helper
+load helpers/common
 use_local_lake
 
 SCHEMA_ID='{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["null","string"]},"_sdc_deleted_at":{"type":["null","string"],"format":"date-time"}}},"key_properties":["id"]}'

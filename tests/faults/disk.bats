@@ -4,7 +4,7 @@
 # root (CAP_SYS_ADMIN) and are skipped, saying so, without it.  Run by
 # `make test-faults`.
 
-load ../test_helper
+load ../helpers/common
 TAPS=$BATS_TEST_DIRNAME/../taps
 
 setup() {

@@ -1,14 +1,14 @@
 #!/usr/bin/env bats
 # load-s3.bats: the concurrent pipelines of load.bats on s3:// — 20
 # pipelines by `run --all -j 8` into one bucket of an S3 server started
-# here (s3rver, tests/s3_helper.bash), twice.  Smaller volumes than on the
+# here (s3rver, tests/helpers/s3.bash), twice.  Smaller volumes than on the
 # local bucket (LOAD_S3_RECORDS records per stream and run, default 200):
 # s3rver is one node process on the same cores, and what is tested here is
 # the concurrency, not the volume.
 
-load load_helper
+load ../helpers/load
 S3RVER_JS=${S3RVER_JS:-$BATS_TEST_DIRNAME/../../.deps/node_modules/s3rver/bin/s3rver.js}
-load ../s3_helper
+load ../helpers/s3
 
 setup_file() {
 	load_build

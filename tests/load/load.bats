@@ -2,9 +2,9 @@
 # load.bats: the load suite of issue #6 on a local bucket — 20 pipelines
 # at once into one bucket, one stream of ten million records, one run of
 # 1,000 streams.  Run by `make test-load`; the scale knobs are in
-# load_helper.bash.  Figures go to the output (and $LOAD_REPORT).
+# helpers/load.bash.  Figures go to the output (and $LOAD_REPORT).
 
-load load_helper
+load ../helpers/load
 
 setup_file() {
 	load_build

@@ -14,7 +14,7 @@
  * on the way), and the last STATE, {"pipeline":P,"seq":FIRST+RECORDS},
  * ends the stream: what a run saves.  Output depends only on the flags.
  *
- * Built by tests/load/load_helper.bash with cc; not part of the product.
+ * Built by tests/helpers/load.bash with cc; not part of the product.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>

@@ -15,7 +15,7 @@
  * matched on its comm each sample (it may exec into COMM late) and on its
  * environment once.
  *
- * Built by tests/load/load_helper.bash with cc; not part of the product.
+ * Built by tests/helpers/load.bash with cc; not part of the product.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>

@@ -1,10 +1,10 @@
-# s3_helper.bash: an S3 server for the bats suites, and the bucket_*
-# functions of test_helper.bash on it, so that pipeline_scenarios.bash runs
+# helpers/s3.bash: an S3 server for the bats suites, and the bucket_*
+# functions of helpers/common.bash on it, so that helpers/pipeline_scenarios.bash runs
 # against s3:// as it does against a local directory.
 #
-#   load test_helper
-#   load pipeline_scenarios
-#   load s3_helper                      # after them: it replaces bucket_*
+#   load helpers/common
+#   load helpers/pipeline_scenarios
+#   load helpers/s3                 # after them: it replaces bucket_*
 #   setup_file()    { s3_start; }       # s3rver on 127.0.0.1, a free port
 #   teardown_file() { s3_stop; }
 #
@@ -68,13 +68,13 @@ use_s3_bucket() {
 	}
 }
 
-# use_s3_lake: use_s3_bucket, with tests/parquet/helper.bash and
-# tests/lake_scenarios.bash loaded, and Lens reading the bucket copied down
+# use_s3_lake: use_s3_bucket, with tests/helpers/parquet.bash and
+# tests/helpers/lake_scenarios.bash loaded, and Lens reading the bucket copied down
 # (lens_root).
 use_s3_lake() {
 	use_s3_bucket
-	load parquet/helper
-	load lake_scenarios
+	load helpers/parquet
+	load helpers/lake_scenarios
 	lens_root() {
 		s3_sync && printf '%s\n' "$S3_MIRROR"
 	}
@@ -120,7 +120,7 @@ aws_() {
 	"$AWS" --endpoint-url "$S3_ENDPOINT" "$@"
 }
 
-# --- the bucket on s3rver: the bucket_* functions of test_helper.bash ----------
+# --- the bucket on s3rver: the bucket_* functions of helpers/common.bash ----------
 
 bucket_setup() {
 	S3_BUCKET=t$BATS_TEST_NUMBER-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
@@ -191,14 +191,14 @@ bucket_untouched() {
 
 # --- helpers of the S3 tests ----------------------------------------------------------
 
-# s3_proxy RULE...: start tests/s3_fault_proxy.js in front of UPSTREAM_PORT
+# s3_proxy RULE...: start tests/servers/s3_fault_proxy.js in front of UPSTREAM_PORT
 # (default: s3rver); sets PROXY_PORT, PROXY_ENDPOINT and PROXY_LOG.
 s3_proxy() {
 	local pid
 	PROXY_LOG=$BATS_TEST_TMPDIR/proxy.log
 	: >"$PROXY_LOG"
 	pid=$(s3_spawn "$BATS_TEST_TMPDIR/proxy.out" \
-		node "$BATS_TEST_DIRNAME/s3_fault_proxy.js" "${UPSTREAM_PORT:-$S3_PORT}" "$PROXY_LOG" "$@")
+		node "$BATS_TEST_DIRNAME/servers/s3_fault_proxy.js" "${UPSTREAM_PORT:-$S3_PORT}" "$PROXY_LOG" "$@")
 	BG_PIDS="$BG_PIDS $pid"
 	PROXY_PORT=$(s3_port_of "$BATS_TEST_TMPDIR/proxy.out") || return 1
 	PROXY_ENDPOINT=http://127.0.0.1:$PROXY_PORT

@@ -1,5 +1,5 @@
-# load_helper.bash: what the load suite (tests/load/*.bats) shares, on top
-# of tests/test_helper.bash.  Its scale comes from the environment, so that
+# helpers/load.bash: what the load suite (tests/load/*.bats) shares, on top
+# of tests/helpers/common.bash.  Its scale comes from the environment, so that
 # a developer can run it smaller; `make test-load` runs the numbers of
 # issue #6 (the defaults):
 #
@@ -16,7 +16,7 @@
 # Both are built here, with cc, into the file's temporary folder.
 
 PIPE_BIN=${PIPE_BIN:-$BATS_TEST_DIRNAME/../../bin}
-load ../test_helper
+load ../helpers/common
 TAPS=$BATS_TEST_DIRNAME/../taps
 
 LOAD_PIPELINES=${LOAD_PIPELINES:-20}

@@ -28,7 +28,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const top = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const top = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const require = createRequire(join(process.env.MCP_SDK_DEPS || join(top, '.deps'), 'package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');

@@ -17,7 +17,7 @@
 
 const path = require('path');
 const fs = require('fs');
-const sdk = require(path.join(__dirname, '..', '..', '.deps', 'node_modules', '@azure', 'storage-blob'));
+const sdk = require(path.join(__dirname, '..', '..', '..', '.deps', 'node_modules', '@azure', 'storage-blob'));
 
 function conn() {
 	const s = process.env.AZURE_TEST_CONNECTION_STRING;

@@ -1,4 +1,4 @@
-# test_helper.bash: what the bats files of dataspoc-pipe share.
+# helpers/common.bash: what the bats files of dataspoc-pipe share.
 #
 # Each test gets a sandbox: HOME, DATASPOC_PIPE_HOME and TMPDIR under
 # $BATS_TEST_TMPDIR, which is also the working directory; fake taps first on
@@ -6,7 +6,7 @@
 #
 # The bucket is reached only through the bucket_* functions below, so that a
 # suite for another store (tests/s3*.bats) can load this file, override
-# them, and run the same scenarios (tests/pipeline_scenarios.bash):
+# them, and run the same scenarios (tests/helpers/pipeline_scenarios.bash):
 #
 #   bucket_setup          make this test's empty bucket, set BUCKET_URL
 #   bucket_url            the URL pipelines write to
@@ -169,13 +169,13 @@ unmount_all() {
 # --- the lake a DataSpoc user queries (lake.bats, manifest-broken.bats) -------
 
 # use_local_lake: what a bats file about the lake on a local bucket starts
-# with, called after `load test_helper`: tests/parquet/helper.bash and
-# tests/lake_scenarios.bash loaded, each test in its sandbox (setup,
+# with, called after `load helpers/common`: tests/helpers/parquet.bash and
+# tests/helpers/lake_scenarios.bash loaded, each test in its sandbox (setup,
 # teardown; an s3rver a test started, S3_STARTED set, is stopped), and Lens
 # reading the bucket itself (lens_root; a test may define its own).
 use_local_lake() {
-	load parquet/helper
-	load lake_scenarios
+	load helpers/parquet
+	load helpers/lake_scenarios
 	setup() {
 		pipe_setup
 	}

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# server.py DIR LOG: a stand-in for Google Sheets' CSV export, for
+# gsheets.py DIR LOG: a stand-in for Google Sheets' CSV export, for
 # tests/dataspoc-tap-google-sheets-public.bats, on 127.0.0.1 and a free
 # port, which it prints ("listening on PORT").  Each request's path goes to
 # LOG.  Answers:

@@ -1,4 +1,4 @@
-# pg_helper.bash: a real PostgreSQL 15 for the tests of dataspoc-tap-postgres.
+# helpers/pg.bash: a real PostgreSQL 15 for the tests of dataspoc-tap-postgres.
 #
 # pg_start (from setup_file) makes a cluster with initdb in
 # $BATS_FILE_TMPDIR/pg, listening on 127.0.0.1 on a free port, its socket in

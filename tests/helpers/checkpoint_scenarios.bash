@@ -1,4 +1,4 @@
-# checkpoint_scenarios.bash: incremental.checkpoint_every (issue #15).  A run
+# helpers/checkpoint_scenarios.bash: incremental.checkpoint_every (issue #15).  A run
 # commits what it has at the first STATE after each interval; a run killed
 # or failed after a checkpoint leaves that checkpoint's records in the lake,
 # exactly once, and its state, and the next run goes on from there.  The

@@ -1,5 +1,5 @@
-# lake_scenarios.bash: the lake a DataSpoc user queries (issue #10): Parquet
-# by default, read the way DataSpoc Lens reads it (tests/parquet/lens-rows.mjs:
+# helpers/lake_scenarios.bash: the lake a DataSpoc user queries (issue #10): Parquet
+# by default, read the way DataSpoc Lens reads it (tests/clients/parquet/lens-rows.mjs:
 # the manifest's location, read_parquet(..., hive_partitioning, union_by_name)
 # in DuckDB), values that break their schema, ACTIVATE_VERSION, tables per
 # folder and their owners.  One function per scenario, each the body of a

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
-export const modules = process.env.PARQUET_DEPS || path.join(here, '..', '..', '.deps', 'node_modules');
+export const modules = process.env.PARQUET_DEPS || path.join(here, '..', '..', '..', '.deps', 'node_modules');
 
 export function duckdb() {
 	return createRequire(path.join(modules, 'x.js'))('@duckdb/node-api');

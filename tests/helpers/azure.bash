@@ -1,11 +1,11 @@
-# azure_helper.bash: an Azure Blob Storage emulator for the bats suites, and
-# the bucket_* functions of test_helper.bash on it, so that
-# pipeline_scenarios.bash runs against az:// as it does against a local
+# helpers/azure.bash: an Azure Blob Storage emulator for the bats suites, and
+# the bucket_* functions of helpers/common.bash on it, so that
+# helpers/pipeline_scenarios.bash runs against az:// as it does against a local
 # directory.
 #
-#   load test_helper
-#   load pipeline_scenarios
-#   load azure_helper                   # after them: it replaces bucket_*
+#   load helpers/common
+#   load helpers/pipeline_scenarios
+#   load helpers/azure                 # after them: it replaces bucket_*
 #   setup_file()    { azure_start; }    # Azurite on 127.0.0.1, a free port
 #   teardown_file() { azure_stop; }
 #
@@ -14,7 +14,7 @@
 # development account devstoreaccount1 and that account's published key.
 # Azurite checks SharedKey and SAS signatures and honours If-None-Match
 # and If-Match.  Each test gets its own container.  What landed is read
-# with Microsoft's own client, npm @azure/storage-blob (tests/azure/blob.js):
+# with Microsoft's own client, npm @azure/storage-blob (tests/clients/azure/blob.js):
 # the whole container is copied into a local mirror, again only when the
 # container's listing (names, ETags, read with curl and an account SAS)
 # changed since the last copy.
@@ -26,7 +26,7 @@
 
 AZ_TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 AZURITE=${AZURITE:-$AZ_TOP/.deps/node_modules/.bin/azurite-blob}
-AZ_BLOB_JS=$BATS_TEST_DIRNAME/azure/blob.js
+AZ_BLOB_JS=$BATS_TEST_DIRNAME/clients/azure/blob.js
 AZ_ACCOUNT=devstoreaccount1
 # Azurite's published development key (docs: "Azurite: well-known storage account and key")
 AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -83,12 +83,12 @@ azure_stop() {
 	kill "$pid" 2>/dev/null || true
 }
 
-# azblob ARGS...: tests/azure/blob.js (@azure/storage-blob) on the emulator.
+# azblob ARGS...: tests/clients/azure/blob.js (@azure/storage-blob) on the emulator.
 azblob() {
 	node "$AZ_BLOB_JS" "$@"
 }
 
-# --- the container on Azurite: the bucket_* functions of test_helper.bash ------
+# --- the container on Azurite: the bucket_* functions of helpers/common.bash ------
 
 bucket_setup() {
 	AZ_CONTAINER=t$BATS_TEST_NUMBER-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
@@ -161,7 +161,7 @@ bucket_untouched() {
 	[ -z "$(bucket_keys)" ]
 }
 
-# az_proxy RULE...: tests/s3_fault_proxy.js (a plain HTTP proxy: its fixed
+# az_proxy RULE...: tests/servers/s3_fault_proxy.js (a plain HTTP proxy: its fixed
 # rules answer 503 or cut the connection whatever the store) in front of
 # Azurite; sets PROXY_PORT, PROXY_ENDPOINT and PROXY_LOG.
 az_proxy() {
@@ -169,7 +169,7 @@ az_proxy() {
 	PROXY_LOG=$BATS_TEST_TMPDIR/proxy.log
 	: >"$PROXY_LOG"
 	pid=$(az_spawn "$BATS_TEST_TMPDIR/proxy.out" \
-		node "$BATS_TEST_DIRNAME/s3_fault_proxy.js" "$AZ_PORT" "$PROXY_LOG" "$@")
+		node "$BATS_TEST_DIRNAME/servers/s3_fault_proxy.js" "$AZ_PORT" "$PROXY_LOG" "$@")
 	BG_PIDS="$BG_PIDS $pid"
 	PROXY_PORT=$(az_port_of_proxy "$BATS_TEST_TMPDIR/proxy.out") || return 1
 	PROXY_ENDPOINT=http://127.0.0.1:$PROXY_PORT

@@ -1,8 +1,8 @@
-# tests/parquet/helper.bash: what tests/parquet*.bats share.  Load after
+# tests/helpers/parquet.bash: what tests/parquet*.bats share.  Load after
 # test_helper (and after s3_helper for s3://): it reads the bucket only
 # through the bucket_* functions.
 
-PQ=$BATS_TEST_DIRNAME/parquet
+PQ=$BATS_TEST_DIRNAME/clients/parquet
 
 # pq_pipeline NAME [DESTINATION-LINE...]: a parquet pipeline on tap-NAME,
 # whose Singer stream is $FAKE_DIR/tap-NAME/out (pipe-tap adds the end line).
@@ -26,7 +26,7 @@ pq_files() {
 }
 
 # pq_rows FILE...: the rows as DuckDB reads them, after checking that
-# hyparquet reads exactly the same (tests/parquet/*-rows.mjs).
+# hyparquet reads exactly the same (tests/clients/parquet/*-rows.mjs).
 pq_rows() {
 	local d=$BATS_TEST_TMPDIR/.duckdb h=$BATS_TEST_TMPDIR/.hyparquet
 	node "$PQ/duckdb-rows.mjs" "$@" >"$d" || return 1

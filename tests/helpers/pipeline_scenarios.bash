@@ -1,10 +1,10 @@
-# pipeline_scenarios.bash: whole runs of `dataspoc-pipe run`, one function
+# helpers/pipeline_scenarios.bash: whole runs of `dataspoc-pipe run`, one function
 # per scenario, each the body of a test.  They reach the bucket only through
-# the bucket_* functions of test_helper.bash, so tests/dataspoc-pipe.bats runs
+# the bucket_* functions of helpers/common.bash, so tests/dataspoc-pipe.bats runs
 # them on a local directory and an S3 suite can run them again on a server:
 #
-#   load test_helper
-#   load pipeline_scenarios
+#   load helpers/common
+#   load helpers/pipeline_scenarios
 #   bucket_setup() { ... }   # and the other bucket_* functions
 #   @test "full run" { scenario_full_run; }
 

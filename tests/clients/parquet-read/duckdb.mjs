@@ -19,7 +19,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
-const modules = process.env.PARQUET_DEPS || path.join(here, '..', '..', '.deps', 'node_modules');
+const modules = process.env.PARQUET_DEPS || path.join(here, '..', '..', '..', '.deps', 'node_modules');
 const { DuckDBInstance } = createRequire(path.join(modules, 'x.js'))('@duckdb/node-api');
 const inst = await DuckDBInstance.create(':memory:', { threads: '1' });
 const con = await inst.connect();
