@@ -1,5 +1,7 @@
 /*
- * child: the processes pipe-tap runs (the tap, its discovery and --about),
+ * child: the processes the programs run: pipe-tap's tap, its discovery and
+ * --about (tap.c, catalog.c), pipe-state validate's checks of a tap, and
+ * pipe-mcp's commands,
  * after git's run-command.h: fill a struct child_process, child_start() it,
  * read its output with child_read(), child_finish() it; child_capture() does
  * it all for a command whose output is wanted whole.

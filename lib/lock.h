@@ -22,8 +22,9 @@
  *            (lock_renew: a renewal object of the run's own, never the lock
  *            itself, so a writer that lost the lock overwrites nothing of
  *            its successor's), and pipe-commit before it publishes;
- *   check    pipe-commit before each step of the commit (lock_check): a
- *            commit whose run no longer holds the lock stops there;
+ *   check    pipe-commit before each step of the commit (runlock_check(),
+ *            over lock_check()): a commit whose run no longer holds the
+ *            lock stops there;
  *   release  pipe-commit, at the end of the commit or of an abort
  *            (lock_release), which also removes the renewals.
  *
