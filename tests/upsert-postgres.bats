@@ -1,15 +1,15 @@
 #!/usr/bin/env bats
-# Upsert by key (issue #27) against a real PostgreSQL 15 (tests/pg_helper.bash)
+# Upsert by key (issue #27) against a real PostgreSQL 15 (tests/helpers/pg.bash)
 # with the built-in tap: the lake, read as DataSpoc Lens reads it, equals the
 # table after every run (EXCEPT both ways: the sorted rows compared), with
 # INCREMENTAL (the bookmark row re-sent, updates) and LOG_BASED (deletes,
 # changes re-sent).
 
 bats_require_minimum_version 1.5.0
-load test_helper
-load pg_helper
-load parquet/helper
-load lake_scenarios
+load helpers/common
+load helpers/pg
+load helpers/parquet
+load helpers/lake_scenarios
 
 setup_file() {
 	pg_start

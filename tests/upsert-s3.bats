@@ -5,10 +5,10 @@
 # reads it (read_parquet('<location>/**/*.parquet', hive_partitioning=true,
 # union_by_name=true)): one row per key, the last version the tap sent.
 
-load test_helper
-load s3_helper
+load helpers/common
+load helpers/s3
 use_s3_lake
-load upsert_scenarios
+load helpers/upsert_scenarios
 
 @test "s3 upsert: updates replace, re-sent rows count once, later records win" {
 	scenario_upsert_updates

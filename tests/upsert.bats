@@ -6,7 +6,7 @@
 
 load helpers/common
 use_local_lake
-load upsert_scenarios
+load helpers/upsert_scenarios
 
 @test "upsert: updates replace, re-sent rows count once, later records win" {
 	scenario_upsert_updates

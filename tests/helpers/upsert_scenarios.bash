@@ -3,7 +3,7 @@
 # DataSpoc Lens reads a table (read_parquet('<location>/**/*.parquet',
 # hive_partitioning=true, union_by_name=true)), for tests/upsert.bats (a local
 # bucket) and tests/upsert-s3.bats (s3rver).  Each bats file loads its
-# bucket's helpers, tests/parquet/helper.bash and tests/lake_scenarios.bash.
+# bucket's helpers, tests/helpers/parquet.bash and tests/helpers/lake_scenarios.bash.
 
 SCHEMA_ID='{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["null","string"]},"_sdc_deleted_at":{"type":["null","string"],"format":"date-time"}}},"key_properties":["id"]}'
 
