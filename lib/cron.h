@@ -29,4 +29,21 @@ int cron_check(const char *expr, struct sb *why);
  */
 int cron_explain(const char *expr, struct sb *why);
 
+enum cron_form {
+	CRON_FORM_CRON,		/* five fields of numbers, Sunday 0 */
+	CRON_FORM_SYSTEMD,	/* systemd.time(7) OnCalendar= values */
+};
+
+/*
+ * A valid schedule (cron_explain()) said for another scheduler, appended to
+ * out, each line ending in '\n'.  CRON_FORM_CRON: one line of five fields,
+ * numbers only (no names, no macro, days of week 0-6, '*' for a whole
+ * range, runs as N-M), what Kubernetes' CronJob and Slurm's scrontab read as
+ * cron(8) does.  CRON_FORM_SYSTEMD: one OnCalendar= value a line; two when
+ * both the day of month and the day of week are restricted, as cron(8) then
+ * runs on either while systemd wants both.  @reboot has no time and is
+ * refused.  0, or -1 with the reason appended to why.
+ */
+int cron_convert(const char *expr, enum cron_form form, struct sb *out, struct sb *why);
+
 #endif

@@ -34,7 +34,7 @@ static const char usage_line[] =
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
 	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
 	"       new-run-id | pipelines | check-name NAME | file NAME | check-cron EXPR |\n"
-	"       check-format COMMAND FORMAT\n"
+	"       cron-as cron|systemd EXPR | check-format COMMAND FORMAT\n"
 	"       (-c FILE.yaml may replace NAME)";
 
 static const char help_text[] =
@@ -83,7 +83,8 @@ static const char help_text[] =
 	"  file      print pipelines/NAME.yaml (NAME.yml when only it exists); exit\n"
 	"            1 when neither exists, 2 for an invalid NAME\n"
 	"  check-cron, check-format COMMAND FORMAT  as check-name, for a\n"
-	"            schedule.cron, for an output format of a command\n"
+	"            schedule.cron, for an output format of a command; cron-as\n"
+	"            cron|systemd EXPR: for export\n"
 	"\n"
 	"Options:\n"
 	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;\n"
@@ -623,6 +624,36 @@ static int run_check_cron(struct ctx *c)
 	return ret;
 }
 
+/* A schedule for another scheduler (export): cron-as cron|systemd EXPR. */
+static int run_cron_as(struct ctx *c)
+{
+	struct sb out = SB_INIT, why = SB_INIT;
+	enum cron_form form;
+	int ret = CLI_USAGE;
+
+	if (c->nnames != 2) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
+	if (strcmp(c->names[0], "cron") == 0) {
+		form = CRON_FORM_CRON;
+	} else if (strcmp(c->names[0], "systemd") == 0) {
+		form = CRON_FORM_SYSTEMD;
+	} else {
+		err_msg("cron-as: unknown form '%s' (cron, systemd)", c->names[0]);
+		return CLI_USAGE;
+	}
+	if (cron_convert(c->names[1], form, &out, &why) != 0) {
+		err_msg("%s", why.buf);
+	} else {
+		fwrite(out.buf, 1, out.len, stdout);
+		ret = CLI_OK;
+	}
+	sb_free(&out);
+	sb_free(&why);
+	return ret;
+}
+
 /* The file of pipeline NAME (config_pipeline_file()): 0 when it exists, 1 when not. */
 static int run_file(struct ctx *c)
 {
@@ -671,6 +702,7 @@ static const struct command {
 	{ "pipelines", NO_PIPELINE | NO_BUCKET, run_pipelines },
 	{ "check-name", TAKES_NAMES | NO_BUCKET, run_check_name },
 	{ "check-cron", TAKES_NAMES | NO_BUCKET, run_check_cron },
+	{ "cron-as", TAKES_NAMES | NO_BUCKET, run_cron_as },
 	{ "check-format", TAKES_NAMES | NO_BUCKET, run_check_format },
 	{ "file", TAKES_NAMES | NO_BUCKET, run_file },
 };

@@ -22,8 +22,56 @@ static void invalid(const char *expr, const char *want)
 	sb_free(&why);
 }
 
+/* want: the lines cron_convert() appends, or NULL when it refuses with why. */
+static void converts(const char *expr, enum cron_form form, const char *want, const char *why_want)
+{
+	struct sb out = SB_INIT, why = SB_INIT;
+	int r = cron_convert(expr, form, &out, &why);
+
+	if (want) {
+		ok(r == 0, "converts: '%s'", expr);
+		is_str(out.buf ? out.buf : "", want, "'%s' as %s", expr,
+		       form == CRON_FORM_CRON ? "cron" : "systemd");
+	} else {
+		ok(r == -1 && out.len == 0, "refused: '%s'", expr);
+		is_str(why.buf ? why.buf : "", why_want, "why '%s' is refused", expr);
+	}
+	sb_free(&out);
+	sb_free(&why);
+}
+
+static void convert_tests(void)
+{
+	converts("0 */2 * * *", CRON_FORM_CRON, "0 0,2,4,6,8,10,12,14,16,18,20,22 * * *\n", NULL);
+	converts("0 */2 * * *", CRON_FORM_SYSTEMD,
+		 "*-*-* 00,02,04,06,08,10,12,14,16,18,20,22:00:00\n", NULL);
+	converts("*/15 9-17 * * mon-fri", CRON_FORM_CRON, "0,15,30,45 9-17 * * 1-5\n", NULL);
+	converts("*/15 9-17 * * mon-fri", CRON_FORM_SYSTEMD,
+		 "Mon..Fri *-*-* 09..17:00,15,30,45:00\n", NULL);
+	/* 7 is Sunday; both day fields restricted: either day */
+	converts("0 0 1,15 * 7", CRON_FORM_CRON, "0 0 1,15 * 0\n", NULL);
+	converts("0 0 1,15 * 7", CRON_FORM_SYSTEMD, "Sun *-*-* 00:00:00\n*-*-01,15 00:00:00\n", NULL);
+	converts("0 0 1-31 * 1", CRON_FORM_CRON, "0 0 * * *\n", NULL);
+	converts("30 2 1 jan *", CRON_FORM_CRON, "30 2 1 1 *\n", NULL);
+	converts("30 2 1 jan *", CRON_FORM_SYSTEMD, "*-01-01 02:30:00\n", NULL);
+	converts("0 0 * * 0,6,5", CRON_FORM_SYSTEMD, "Sun,Fri,Sat *-*-* 00:00:00\n", NULL);
+	converts("@weekly", CRON_FORM_CRON, "0 0 * * 0\n", NULL);
+	converts("@hourly", CRON_FORM_SYSTEMD, "*-*-* *:00:00\n", NULL);
+	converts("@yearly", CRON_FORM_SYSTEMD, "*-01-01 00:00:00\n", NULL);
+	converts("@reboot", CRON_FORM_CRON, NULL,
+		 "schedule.cron '@reboot' names no time: only cron itself runs a job at boot");
+	converts("0 0 */2 * 1", CRON_FORM_CRON, NULL,
+		 "schedule.cron '0 0 */2 * 1': a day field '*/STEP' beside a restricted one is read "
+		 "differently by other crons; name the days as a list");
+	converts("0 0 */2 * 1", CRON_FORM_SYSTEMD,
+		 "Mon *-*-01,03,05,07,09,11,13,15,17,19,21,23,25,27,29,31 00:00:00\n", NULL);
+	converts("61 * * * *", CRON_FORM_CRON, NULL,
+		 "schedule.cron '61 * * * *': minute 61 is out of range 0-59");
+}
+
 int main(void)
 {
+	convert_tests();
 	valid("0 */2 * * *");
 	valid("* * * * *");
 	valid("59 23 31 12 7");
