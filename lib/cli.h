@@ -4,10 +4,13 @@
 
 #include "config.h"
 
-/* Exit statuses (DESIGN.md): 0 success, 1 the work failed, 2 usage or config. */
+/* Exit statuses (DESIGN.md): 0 success, 1 the work failed, 2 usage or config;
+ * 75 (sysexits' EX_TEMPFAIL) the pipeline's run lock is another live run's,
+ * nothing done: try later (pipe-state get, and so the driver's run). */
 #define CLI_OK 0
 #define CLI_FAILED 1
 #define CLI_USAGE 2
+#define CLI_LOCKED 75
 
 /*
  * Load the pipeline: from file when not NULL (-c FILE), else by name.

@@ -379,7 +379,9 @@ run_pipeline() {
 		tmp_full && reason=$(no_space)
 		grep -v -x -F -e "pipe-state: $reason" "$tmp/check.err" >&2
 		err "run '$label' failed: ${reason:-reading the saved state failed (status $rc)}"
-		[ $rc -eq 2 ] && exit 2
+		# 75 (EX_TEMPFAIL): another run holds the lock; a scheduler may
+		# try again later
+		case $rc in 2 | 75) exit $rc ;; esac
 		exit 1
 	fi
 	DATASPOC_RUN_ID=$run_id

@@ -208,7 +208,7 @@ gone_pid() {
 	forge_lock 20260101T000000Z-0a0a0a "$dead" "$dir"
 	bucket_snapshot >before.snap
 	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
-	run -1 --separate-stderr env DATASPOC_PIPE_KILL_GRACE=0 dataspoc-pipe run orph
+	run -75 --separate-stderr env DATASPOC_PIPE_KILL_GRACE=0 dataspoc-pipe run orph
 	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0a0a0a: its driver (pid $dead on $(hostname)) is gone, but processes of that run still hold $dir; stop them, or wait for them to end"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
@@ -225,7 +225,7 @@ gone_pid() {
 	forge_lock 20260101T000000Z-0b0b0b "$dead" "" "0123-other-boot:4026531836"
 	bucket_snapshot >before.snap
 	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
-	run -1 --separate-stderr dataspoc-pipe run orph
+	run -75 --separate-stderr dataspoc-pipe run orph
 	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
@@ -239,7 +239,7 @@ gone_pid() {
 	done ) &
 	local beater=$!
 	BG_PIDS="$BG_PIDS $beater"
-	run -1 --separate-stderr dataspoc-pipe run orph
+	run -75 --separate-stderr dataspoc-pipe run orph
 	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname)), which renewed it just now although it expired at 2026-01-01T06:00:00Z by this machine's clock: check the clocks of both machines"
 	[ ! -e "$T/runs" ]
 
@@ -259,7 +259,7 @@ gone_pid() {
 	dead=$(gone_pid)
 	printf '{"run_id": "20260101T000000Z-0c0c0c", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
 		"$(hostname)" "$dead" | bucket_put .dataspoc/state/orph/lock
-	run -1 --separate-stderr dataspoc-pipe run orph
+	run -75 --separate-stderr dataspoc-pipe run orph
 	grep -qF "is locked by run 20260101T000000Z-0c0c0c (pid $dead on $(hostname)" <<<"$stderr"
 }
 

@@ -127,7 +127,7 @@ $usage"
 	assert_output "$id"
 	# refused by the lock: the id is still said, nothing else changes
 	bucket_snapshot >before.snap
-	run -1 --separate-stderr pipe-state get -i again shop
+	run -75 --separate-stderr pipe-state get -i again shop
 	assert_equal "$output" ""
 	[[ $stderr == "pipe-state: pipeline 'shop' is locked by run $id "* ]]
 	run -0 cat again
@@ -151,7 +151,7 @@ $usage"
 	printf '{"run_id": "20260101T000000Z-0000aa", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
 		"$(hostname)" "$holder" | bucket_put "$LOCK_KEY"
 	bucket_snapshot >before.snap
-	run -1 --separate-stderr pipe-state get -r "$RID" shop
+	run -75 --separate-stderr pipe-state get -r "$RID" shop
 	assert_equal "$output" ""
 	assert_stderr "pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	bucket_snapshot >after.snap

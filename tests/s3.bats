@@ -399,7 +399,7 @@ Done! 5 records in 2 stream(s)
 	# a rival that does not see the lock (the proxy answers its HEAD with
 	# 404) is stopped by the store itself
 	UPSTREAM_PORT=$MOTO_PORT s3_proxy head404=/.dataspoc/state/shop/lock
-	AWS_ENDPOINT_URL=$PROXY_ENDPOINT run -1 --separate-stderr pipe-state get -r "$(new_run_id)" shop
+	AWS_ENDPOINT_URL=$PROXY_ENDPOINT run -75 --separate-stderr pipe-state get -r "$(new_run_id)" shop
 	assert_equal "$stderr" "pipe-state: pipeline 'shop' is locked by run $r1 (pid $$ on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	run -0 grep -c '^404 HEAD /locks/.dataspoc/state/shop/lock$' "$PROXY_LOG"
 	run -0 grep -c '^forwarded 412 PUT /locks/.dataspoc/state/shop/lock$' "$PROXY_LOG"
@@ -414,7 +414,7 @@ Done! 5 records in 2 stream(s)
 	local r1=20260101T000000Z-a1b2c3 r2
 	lock_json "$r1" "$(hostname)" $$ 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z | bucket_put .dataspoc/state/shop/lock
 	r2=$(new_run_id)
-	run -1 --separate-stderr pipe-state get -r "$r2" shop
+	run -75 --separate-stderr pipe-state get -r "$r2" shop
 	assert_regex "$stderr" "is locked by run $r1"
 	s3_proxy head404=/.dataspoc/state/shop/lock
 	AWS_ENDPOINT_URL=$PROXY_ENDPOINT run -0 --separate-stderr pipe-state get -r "$r2" shop

@@ -105,11 +105,15 @@ static const char help_text[] =
 	"               compression, incremental, cron, tap, name, file); nothing\n"
 	"               when it is not set\n"
 	"  -r RUN_ID    get: the run's id (default $DATASPOC_RUN_ID)\n"
-	"  -h, --help   this help\n"
+	"  -h, --help   this help\n";
+
+/* (apart: one string may be at most 4095 bytes in C99) */
+static const char help_exit[] =
 	"\n"
 	"Exit status: 0 success, 1 failure (a bucket error, the lock is held, a\n"
 	"pipeline's status could not be read, the probe failed, a check of validate\n"
-	"failed), 2 bad usage or config (an unknown pipeline too).\n";
+	"failed), 2 bad usage or config (an unknown pipeline too), 75 get: the\n"
+	"lock is held by another run.\n";
 
 static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *run_id, int full)
 {
@@ -120,6 +124,8 @@ static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *
 	runlock_init(&lock, b, cfg->name, run_id);
 	if (run_id) {
 		r = runlock_take(&lock);
+		if (r == 1)
+			ret = CLI_LOCKED;
 		if (r != 0)
 			goto out;
 		locked = 1;
@@ -743,6 +749,7 @@ int main(int argc, char **argv)
 	c.max = 1;
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		fputs(help_text, stdout);
+		fputs(help_exit, stdout);
 		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	}
 	if (argc < 2 || argv[1][0] == '-') {
@@ -776,6 +783,7 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(help_text, stdout);
+			fputs(help_exit, stdout);
 			return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 		case 'i':
 			id_file = optarg;

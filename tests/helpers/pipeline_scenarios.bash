@@ -843,7 +843,7 @@ scenario_lock_live_holder() {
 		bucket_put .dataspoc/state/shop/lock
 	bucket_snapshot >before.snap
 	shop_more
-	run -1 --separate-stderr dataspoc-pipe run shop
+	run -75 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop"
 	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-a1b2c3 (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	bucket_snapshot >after.snap
@@ -858,7 +858,7 @@ scenario_lock_other_host() {
 	lock_json 20260101T000000Z-0ther0 elsewhere.example 1 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z |
 		bucket_put .dataspoc/state/shop/lock
 	bucket_snapshot >before.snap
-	run -1 --separate-stderr dataspoc-pipe run shop
+	run -75 --separate-stderr dataspoc-pipe run shop
 	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
