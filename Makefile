@@ -53,7 +53,7 @@ TEMPLATES := $(notdir $(wildcard templates/*.json))
 SHARE := $(TEMPLATES:%=$(O)/share/dataspoc-pipe/templates/%) $(O)/share/dataspoc-pipe/help/run
 # The driver's commands of their own (git's libexec/git-core) and the
 # setup they source with it.
-LIBEXEC_SCRIPTS := dataspoc-pipe-add dataspoc-pipe-init dataspoc-pipe-schedule dataspoc-pipe-sh-setup
+LIBEXEC_SCRIPTS := dataspoc-pipe-add dataspoc-pipe-export dataspoc-pipe-init dataspoc-pipe-schedule dataspoc-pipe-sh-setup
 LIBEXEC := $(LIBEXEC_SCRIPTS:%=$(O)/libexec/dataspoc-pipe/%)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)

@@ -575,6 +575,7 @@ usage: $prog init
        $prog validate [--output text|json] [NAME...]
        $prog manifest [--output text|json] BUCKET
        $prog schedule install|remove|list [NAME...]
+       $prog export slurm|kubernetes|systemd [options] [NAME...]
        $prog mcp [--read-only]
        $prog help [COMMAND] | --version
 USAGE
@@ -584,7 +585,7 @@ USAGE
 # nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
 # a swap of neighbours counting as one), if any.
 nearest() {
-	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule mcp help' '
+	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule export mcp help' '
 	function dist(a, b,   i, j, la, lb, d, c, x) {
 		la = length(a); lb = length(b)
 		for (i = 0; i <= la; i++) d[i, 0] = i
@@ -630,11 +631,13 @@ Commands:
   validate [NAME]   check configs, taps and buckets
   manifest BUCKET   the catalog of the tables in a bucket
   schedule          install, remove or list crontab entries
+  export ENGINE     Slurm, Kubernetes or systemd jobs of the pipelines
   mcp               serve MCP (stdio) for AI agents
   help [COMMAND]    help on a command
   --version         the version
 
-Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config.
+Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config,
+75 the pipeline is locked by another run (try later).
 HELP
 }
 
@@ -829,7 +832,7 @@ cmd_mcp() {
 cmd=$1
 shift
 case $cmd in
-init | add | schedule)
+init | add | schedule | export)
 	DATASPOC_PIPE_SELF=$self
 	export DATASPOC_PIPE_SELF
 	exec "$libexec/dataspoc-pipe-$cmd" "$@" ;;
@@ -843,7 +846,7 @@ help)
 	[ $# -le 1 ] || usage help "unexpected argument '$2'"
 	case ${1:-} in
 	'') help_main ;;
-	init | add | schedule)
+	init | add | schedule | export)
 		DATASPOC_PIPE_SELF=$self
 		export DATASPOC_PIPE_SELF
 		exec "$libexec/dataspoc-pipe-$1" --help ;;

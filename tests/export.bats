@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# dataspoc-pipe export slurm|kubernetes|systemd: the job definitions of other
+# schedulers.  Kubernetes manifests are checked against the API's schemas
+# (npm's kubernetes-models, tests/export/k8s-validate.mjs), systemd units by
+# systemd-analyze verify; tests/slurm.bats runs the Slurm ones on a cluster.
+
+load test_helper
+
+setup() {
+	pipe_setup
+	SELF=$(readlink -f "$PIPE_BIN/dataspoc-pipe")
+	write_pipeline orders cmdtap-ok
+	printf 'schedule:\n  cron: "*/15 9-17 * * mon-fri"\n' >>"$DATASPOC_PIPE_HOME/pipelines/orders.yaml"
+	write_pipeline adhoc cmdtap-ok
+}
+
+teardown() {
+	pipe_teardown
+}
+
+@test "export slurm: a batch script a pipeline, then the scrontab of the scheduled ones" {
+	run -0 --separate-stderr dataspoc-pipe export slurm
+	assert_equal "$stderr" ""
+	assert_output "# ==> orders.sbatch <==
+#!/bin/sh
+# dataspoc-pipe pipeline orders (schedule.cron '*/15 9-17 * * mon-fri'): sbatch this file
+# (--begin=TIME for one run later), or run it from scrontab(1).
+# Exit status: 0 done, 1 failed, 2 bad config, 75 locked by another
+# run (try later).
+#SBATCH --job-name=dataspoc-pipe-orders
+#SBATCH --ntasks=1
+#SBATCH --cpus-per-task=1
+#SBATCH --open-mode=append
+exec $SELF run orders
+# ==> scrontab <==
+#SCRON --job-name=dataspoc-pipe-orders
+#SCRON --cpus-per-task=1
+0,15,30,45 9-17 * * 1-5 $SELF run orders"
+	# -o DIR: the files, their paths printed; a pipeline named without a
+	# schedule gets its script and no scrontab line; the home is passed on
+	export DATASPOC_PIPE_HOME=$HOME/elsewhere
+	mv "$HOME/.dataspoc-pipe" "$DATASPOC_PIPE_HOME"
+	run -0 --separate-stderr dataspoc-pipe export slurm -o jobs --cpus 2 --memory 4G --partition batch orders adhoc
+	assert_output "$PWD/jobs/orders.sbatch
+$PWD/jobs/adhoc.sbatch
+$PWD/jobs/scrontab"
+	run -0 cat jobs/scrontab
+	assert_output "#SCRON --job-name=dataspoc-pipe-orders
+#SCRON --cpus-per-task=2
+#SCRON --mem=4G
+#SCRON --partition=batch
+0,15,30,45 9-17 * * 1-5 $PWD/jobs/orders.sbatch"
+	run -0 grep -c '^#SBATCH --mem=4G$' jobs/adhoc.sbatch
+	# the script runs the pipeline (here without Slurm: sh)
+	run -0 sh jobs/adhoc.sbatch
+	assert_line "Done! 3 records in 1 stream(s)"
+	run -0 pipe-state show adhoc
+	assert_line --index 0 '{'
+}
+
+@test "export kubernetes: CronJobs and Jobs that the API's schemas accept" {
+	[ -d "$BATS_TEST_DIRNAME/../.deps/node_modules/kubernetes-models" ] ||
+		fail "kubernetes-models is not installed: run scripts/deps"
+	run -0 --separate-stderr dataspoc-pipe export kubernetes --image registry.example/pipe:1.2 \
+		--secret pipe-creds --config-map pipe-home --namespace data --deadline 120 --cpus 2 --memory 3Gi orders adhoc
+	printf '%s\n' "$output" >k8s.yaml
+	run -0 node "$BATS_TEST_DIRNAME/export/k8s-validate.mjs" k8s.yaml
+	assert_output "CronJob dataspoc-pipe-orders ok
+Job dataspoc-pipe-adhoc ok"
+	run -0 grep -E '^  (schedule|concurrencyPolicy|startingDeadlineSeconds):|^  namespace:|image:|name: "pipe-|cpu:|memory:|command:' k8s.yaml
+	assert_output '  namespace: "data"
+  schedule: "0,15,30,45 9-17 * * 1-5"
+  concurrencyPolicy: Forbid
+  startingDeadlineSeconds: 120
+              image: "registry.example/pipe:1.2"
+              command: ["dataspoc-pipe", "run", "orders"]
+                    name: "pipe-creds"
+                  cpu: "2"
+                  memory: "3Gi"
+                  memory: "3Gi"
+                name: "pipe-home"
+  namespace: "data"
+          image: "registry.example/pipe:1.2"
+          command: ["dataspoc-pipe", "run", "adhoc"]
+                name: "pipe-creds"
+              cpu: "2"
+              memory: "3Gi"
+              memory: "3Gi"
+            name: "pipe-home"'
+	# the validator is no rubber stamp
+	sed 's/concurrencyPolicy: Forbid/concurrencyPolicy: Sometimes/' k8s.yaml >broken.yaml
+	run -1 node "$BATS_TEST_DIRNAME/export/k8s-validate.mjs" broken.yaml
+	assert_line --index 0 --partial "CronJob dataspoc-pipe-orders: data/spec/concurrencyPolicy must be equal to one of the allowed values"
+	# object names are RFC 1123 labels
+	write_pipeline Big_Orders.v2 cmdtap-ok
+	run -0 --separate-stderr dataspoc-pipe export kubernetes Big_Orders.v2
+	assert_line "  name: dataspoc-pipe-big-orders-v2"
+}
+
+@test "export systemd: a service and a timer that systemd-analyze verify accepts" {
+	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+	write_pipeline either cmdtap-ok
+	printf 'schedule:\n  cron: "0 3 1,15 * 7"\n' >>"$DATASPOC_PIPE_HOME/pipelines/either.yaml"
+	run -0 --separate-stderr dataspoc-pipe export systemd -o units
+	assert_output "$PWD/units/dataspoc-pipe-either.service
+$PWD/units/dataspoc-pipe-either.timer
+$PWD/units/dataspoc-pipe-orders.service
+$PWD/units/dataspoc-pipe-orders.timer"
+	run -0 cat units/dataspoc-pipe-orders.service
+	assert_output "[Unit]
+Description=dataspoc-pipe pipeline orders
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart=$SELF run orders
+# 75: locked by another run, tried again; 1 and 2 are not
+Restart=on-failure
+RestartSec=5min
+RestartPreventExitStatus=1 2"
+	run -0 grep '^OnCalendar=' units/dataspoc-pipe-either.timer
+	assert_output "OnCalendar=Sun *-*-* 03:00:00
+OnCalendar=*-*-01,15 03:00:00"
+	run -0 systemd-analyze verify units/*.service units/*.timer
+	# a unit systemd refuses is seen
+	sed -i 's/^OnCalendar=.*/OnCalendar=Mon 99:99/' units/dataspoc-pipe-orders.timer
+	run -1 systemd-analyze verify units/dataspoc-pipe-orders.timer
+}
+
+@test "export: usage and schedule errors" {
+	run -2 --separate-stderr dataspoc-pipe export
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: export: an engine is required (slurm, kubernetes or systemd)"
+	run -2 --separate-stderr dataspoc-pipe export nomad
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: export: unknown engine 'nomad' (slurm, kubernetes or systemd)"
+	run -2 --separate-stderr dataspoc-pipe export kubernetes -o dir
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: export: option '-o' is not one of export kubernetes's"
+	run -2 --separate-stderr dataspoc-pipe export slurm 'no/such'
+	assert_equal "$stderr" "dataspoc-pipe: export: invalid pipeline name 'no/such'"
+	run -0 --separate-stderr dataspoc-pipe help export
+	assert_line --index 0 --partial "usage: dataspoc-pipe export slurm"
+	# @reboot has no time for another scheduler
+	printf 'schedule:\n  cron: "@reboot"\n' >>"$DATASPOC_PIPE_HOME/pipelines/adhoc.yaml"
+	run -2 --separate-stderr dataspoc-pipe export kubernetes adhoc
+	assert_equal "$stderr" "pipe-state: schedule.cron '@reboot' names no time: only cron itself runs a job at boot"
+}
