@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # dataspoc-pipe export slurm|kubernetes|systemd: the job definitions of other
 # schedulers.  Kubernetes manifests are checked against the API's schemas
-# (npm's kubernetes-models, tests/export/k8s-validate.mjs), systemd units by
+# (npm's kubernetes-models, tests/clients/k8s/validate.mjs), systemd units by
 # systemd-analyze verify; tests/slurm.bats runs the Slurm ones on a cluster.
 
-load test_helper
+load helpers/common
 
 setup() {
 	pipe_setup
@@ -64,7 +64,7 @@ $PWD/jobs/scrontab"
 	run -0 --separate-stderr dataspoc-pipe export kubernetes --image registry.example/pipe:1.2 \
 		--secret pipe-creds --config-map pipe-home --namespace data --deadline 120 --cpus 2 --memory 3Gi orders adhoc
 	printf '%s\n' "$output" >k8s.yaml
-	run -0 node "$BATS_TEST_DIRNAME/export/k8s-validate.mjs" k8s.yaml
+	run -0 node "$BATS_TEST_DIRNAME/clients/k8s/validate.mjs" k8s.yaml
 	assert_output "CronJob dataspoc-pipe-orders ok
 Job dataspoc-pipe-adhoc ok"
 	run -0 grep -E '^  (schedule|concurrencyPolicy|startingDeadlineSeconds):|^  namespace:|image:|name: "pipe-|cpu:|memory:|command:' k8s.yaml
@@ -89,7 +89,7 @@ Job dataspoc-pipe-adhoc ok"
             name: "pipe-home"'
 	# the validator is no rubber stamp
 	sed 's/concurrencyPolicy: Forbid/concurrencyPolicy: Sometimes/' k8s.yaml >broken.yaml
-	run -1 node "$BATS_TEST_DIRNAME/export/k8s-validate.mjs" broken.yaml
+	run -1 node "$BATS_TEST_DIRNAME/clients/k8s/validate.mjs" broken.yaml
 	assert_line --index 0 --partial "CronJob dataspoc-pipe-orders: data/spec/concurrencyPolicy must be equal to one of the allowed values"
 	# object names are RFC 1123 labels
 	write_pipeline Big_Orders.v2 cmdtap-ok

@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # dataspoc-pipe export slurm on a real Slurm cluster of this machine
-# (tests/slurm_helper.bash: munged, slurmctld and slurmd, one node): the
+# (tests/helpers/slurm.bash: munged, slurmctld and slurmd, one node): the
 # exported batch scripts submitted with sbatch, the lake read back with DuckDB.
 # Skipped only when not root (the daemons run as root); a missing Slurm fails.
 
-load test_helper
-load slurm_helper
+load helpers/common
+load helpers/slurm
 
 setup_file() {
 	slurm_start
@@ -32,7 +32,7 @@ lake_rows() {	# STREAM
 	files=$(find "$BUCKET_DIR/raw/cmdtap-ok/$1" -name '*.parquet' | sort)
 	[ -n "$files" ] || { echo "no Parquet files under raw/cmdtap-ok/$1" >&2; return 1; }
 	# shellcheck disable=SC2086
-	node "$BATS_TEST_DIRNAME/parquet/duckdb-rows.mjs" $files
+	node "$BATS_TEST_DIRNAME/clients/parquet/duckdb-rows.mjs" $files
 }
 
 @test "slurm: the exported batch script runs the pipeline as a Slurm job" {

@@ -1,4 +1,4 @@
-# slurm_helper.bash: a one-node Slurm cluster of this machine for a test file
+# helpers/slurm.bash: a one-node Slurm cluster of this machine for a test file
 # (Debian's slurm-wlm and munge, scripts/deps): munged as user munge with its
 # socket, key and logs in a temp folder, then slurmctld and slurmd from a
 # generated slurm.conf (root runs both; proctrack/linuxproc and task/none, so

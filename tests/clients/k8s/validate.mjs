@@ -1,13 +1,13 @@
-// k8s-validate.mjs: check each YAML document of a file (or stdin) against the
+// validate.mjs: check each YAML document of a file (or stdin) against the
 // Kubernetes API's schema of its apiVersion and kind, as kubernetes-models
 // publishes it; print "KIND NAME ok" a document, or the errors and exit 1.
-// Usage: node k8s-validate.mjs [FILE]
+// Usage: node validate.mjs [FILE]
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
-const modules = process.env.EXPORT_DEPS || path.join(here, '..', '..', '.deps', 'node_modules');
+const modules = process.env.EXPORT_DEPS || path.join(here, '..', '..', '..', '.deps', 'node_modules');
 const require = createRequire(path.join(modules, 'x.js'));
 const YAML = require('yaml');
 
