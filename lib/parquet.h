@@ -27,6 +27,7 @@
  *	INT64 -> DECIMAL(38,0) -> DIGITS -> TEXT     integers beyond the range
  *	INT64 -> DOUBLE -> TEXT                      numbers that are not integers
  *	BOOL, STRING, TIMESTAMP, DATE -> TEXT
+ *	NUMERIC (DECIMAL(p,s)) -> TEXT                  a number with more places, or digits
  *	JSON (objects only, arrays only) -> JSON (any value)
  *
  * TEXT and JSON of any value hold every value; null fits every column.
@@ -56,7 +57,8 @@ enum pq_kind {
 	PQ_TIMESTAMP,	/* string, format date-time: INT64 TIMESTAMP(MICROS, UTC) */
 	PQ_DATE,	/* string, format date: INT32 DATE */
 	PQ_JSON,	/* object, array, several types or none: the value's JSON text */
-	PQ_TEXT		/* chosen to be a string: a string's contents, any other value's JSON text */
+	PQ_TEXT,	/* chosen to be a string: a string's contents, any other value's JSON text */
+	PQ_NUMERIC	/* number, multipleOf 10^-scale: DECIMAL(precision,scale), 16-byte FIXED_LEN_BYTE_ARRAY */
 };
 
 struct pq_column {
@@ -67,6 +69,7 @@ struct pq_column {
 	enum pq_kind kind;
 	enum json_type want;	/* PQ_JSON: JSON_OBJECT, JSON_ARRAY, or JSON_NONE for any value */
 	int extra;		/* the column of undeclared members */
+	int precision, scale;	/* PQ_NUMERIC */
 };
 
 struct pq_schema {

@@ -178,6 +178,7 @@ static int physical(enum pq_kind k)
 	case PQ_BOOL:
 		return PQ_TYPE_BOOLEAN;
 	case PQ_DECIMAL:
+	case PQ_NUMERIC:
 		return PQ_TYPE_FLBA;
 	default:
 		return PQ_TYPE_BYTE_ARRAY;
@@ -418,11 +419,22 @@ static void schema_element(struct pq_thrift *t, const struct pq_column *col)
 {
 	pq_thrift_elem_struct(t);
 	pq_thrift_i32(t, 1, physical(col->kind));
-	if (col->kind == PQ_DECIMAL)
+	if (col->kind == PQ_DECIMAL || col->kind == PQ_NUMERIC)
 		pq_thrift_i32(t, 2, 16);
 	pq_thrift_i32(t, 3, PQ_REP_OPTIONAL);
 	pq_thrift_binary(t, 4, col->name, col->name_len);
 	switch (col->kind) {
+	case PQ_NUMERIC:
+		pq_thrift_i32(t, 6, PQ_CT_DECIMAL);
+		pq_thrift_i32(t, 7, col->scale);
+		pq_thrift_i32(t, 8, col->precision);
+		pq_thrift_struct(t, 10);
+		pq_thrift_struct(t, 5);
+		pq_thrift_i32(t, 1, col->scale);
+		pq_thrift_i32(t, 2, col->precision);
+		pq_thrift_end(t);
+		pq_thrift_end(t);
+		break;
 	case PQ_DECIMAL:
 		pq_thrift_i32(t, 6, PQ_CT_DECIMAL);
 		pq_thrift_i32(t, 7, 0);

@@ -25,6 +25,7 @@ const char *pq_kind_name(enum pq_kind k)
 	case PQ_DATE: return "DATE";
 	case PQ_JSON: return "JSON";
 	case PQ_TEXT: return "STRING";
+	case PQ_NUMERIC: return "DECIMAL";
 	}
 	return "?";
 }
@@ -126,6 +127,73 @@ static enum pq_kind kind_of(const struct json_span *v, enum json_type *want, int
 	}
 }
 
+/*
+ * 10^e for a JSON number span that is exactly a power of ten (1, 0.01,
+ * 1e-10, 1E-38, 10000000000, 1e62): 1 with *e set, else 0.
+ */
+static int power_of_ten(const struct json_span *v, int *e)
+{
+	const char *p = v->p, *end = v->p + v->len, *one = NULL, *point = NULL;
+	long x = 0;
+	int neg = 0, exp;
+
+	if (v->type != JSON_NUMBER || v->len == 0 || *p == '-')
+		return 0;
+	for (; p < end && *p != 'e' && *p != 'E'; p++) {
+		if (*p == '.')
+			point = p;
+		else if (*p == '1' && one == NULL)
+			one = p;
+		else if (*p != '0')
+			return 0;
+	}
+	if (one == NULL)
+		return 0;
+	/* the place of the 1: 10.00 is 10^1, 0.01 is 10^-2 */
+	if (point == NULL)
+		exp = (int)(p - one) - 1;
+	else if (point > one)
+		exp = (int)(point - one) - 1;
+	else
+		exp = -(int)(one - point);
+	if (p < end) {
+		p++;
+		if (p < end && (*p == '-' || *p == '+'))
+			neg = *p++ == '-';
+		for (; p < end; p++) {
+			if (*p < '0' || *p > '9' || x > 100000)
+				return 0;
+			x = x * 10 + (*p - '0');
+		}
+	}
+	*e = exp + (neg ? -(int)x : (int)x);
+	return 1;
+}
+
+/*
+ * A number property that tap-postgres, pipelinewise-tap-postgres and
+ * tap-mysql print for numeric(p,s)/decimal(p,s): multipleOf 10^-s (s >= 1),
+ * and, when bounded, maximum 10^(p-s) (tap-mysql gives none: p is 38).
+ * DECIMAL(p,s) when p <= 38: 1 with *prec and *scale set.
+ */
+static int numeric_of(const struct json_span *v, int *prec, int *scale)
+{
+	struct json_span m;
+	int e, digits = -1;
+
+	if (json_object_get(v, "multipleOf", &m) != 1 || !power_of_ten(&m, &e) || e >= 0 || -e > 38)
+		return 0;
+	*scale = -e;
+	if (json_object_get(v, "maximum", &m) == 1) {
+		if (!power_of_ten(&m, &digits) || digits < 0)
+			return 0;
+		*prec = digits + *scale;
+	} else {
+		*prec = 38;
+	}
+	return *prec <= 38 && *prec >= *scale;
+}
+
 static void schema_index(struct pq_schema *s, size_t i)
 {
 	size_t j;
@@ -193,12 +261,18 @@ struct pq_schema *pq_schema_new(const char *schema, size_t len, char *const *tex
 			json_string_decode(&key, &name);
 			if (schema_find(s, name.buf ? name.buf : "", name.len) != SIZE_MAX)
 				continue;
+			int prec = 0, scale = 0;
+
 			k = kind_of(&val, &want, &only_null, 0);
+			if (k == PQ_DOUBLE && numeric_of(&val, &prec, &scale))
+				k = PQ_NUMERIC;
 			if (chosen_text(name.buf ? name.buf : "", text)) {
 				k = PQ_TEXT;
 				want = JSON_NONE;
 			}
 			add_column(s, xstrndup(name.buf ? name.buf : "", name.len), name.len, k, want);
+			s->cols[s->n - 1].precision = prec;
+			s->cols[s->n - 1].scale = scale;
 			schema_index(s, s->n - 1);
 		}
 	}
@@ -242,7 +316,10 @@ void pq_schema_types_json(const struct pq_schema *s, struct sb *out)
 		if (i)
 			sb_addc(out, ',');
 		sb_add(out, s->cols[i].qname, s->cols[i].qname_len);
-		sb_addf(out, ":\"%s\"", pq_kind_name(s->cols[i].kind));
+		if (s->cols[i].kind == PQ_NUMERIC)
+			sb_addf(out, ":\"DECIMAL(%d,%d)\"", s->cols[i].precision, s->cols[i].scale);
+		else
+			sb_addf(out, ":\"%s\"", pq_kind_name(s->cols[i].kind));
 	}
 	sb_addc(out, '}');
 }

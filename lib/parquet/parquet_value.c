@@ -695,6 +695,75 @@ static int walk_next(const struct json_span *obj, size_t *pos, struct json_span 
 }
 
 /* A value its column cannot hold: the narrowest type that holds it (pq_fail). */
+/*
+ * A JSON number as DECIMAL(prec, scale): its value times 10^scale, which
+ * must be an integer of at most prec digits, into 16 big-endian two's
+ * complement bytes.  0, or -1 when it does not fit exactly.
+ */
+static int parse_scaled(const char *p, size_t n, int prec, int scale, unsigned char out[16])
+{
+	char digits[80];
+	size_t nd = 0, i = 0;
+	long e = 0, x = 0;
+	int neg = 0, eneg = 0;
+
+	if (i < n && p[i] == '-') {
+		neg = 1;
+		i++;
+	}
+	for (; i < n && p[i] != 'e' && p[i] != 'E'; i++) {
+		if (p[i] == '.') {
+			for (i++; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
+				if (nd == 0 && p[i] == '0') {
+					e--;
+					continue;
+				}
+				if (nd >= 60)
+					return -1;
+				digits[nd++] = p[i];
+				e--;
+			}
+			break;
+		}
+		if (nd == 0 && p[i] == '0')
+			continue;
+		if (nd >= 60)
+			return -1;
+		digits[nd++] = p[i];
+	}
+	if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+		i++;
+		if (i < n && (p[i] == '-' || p[i] == '+'))
+			eneg = p[i++] == '-';
+		for (; i < n; i++) {
+			if (x > 100000)
+				return -1;
+			x = x * 10 + (p[i] - '0');
+		}
+		e += eneg ? -x : x;
+	}
+	/* value = digits * 10^e; scaled: digits * 10^(e + scale) */
+	e += scale;
+	while (e < 0 && nd > 0 && digits[nd - 1] == '0') {
+		nd--;
+		e++;
+	}
+	if (nd == 0) {
+		memset(out, 0, 16);
+		return 0;
+	}
+	if (e < 0 || (long)nd + e > prec)
+		return -1;
+	for (; e > 0; e--)
+		digits[nd++] = '0';
+	if (neg) {
+		memmove(digits + 1, digits, nd);
+		digits[0] = '-';
+		nd++;
+	}
+	return parse_decimal(digits, nd, out);
+}
+
 static int widen(struct pq_fail *f, enum pq_kind need, enum json_type want, int mismatch, const char *why)
 {
 	f->need = need;
@@ -758,6 +827,12 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 		if (col->kind == PQ_INT64)
 			return widen(f, PQ_DECIMAL, JSON_NONE, 0, "is beyond the range of INT64");
 		(void)parse_decimal(v->p, v->len, cell->dec);
+		return 0;
+	case PQ_NUMERIC:
+		if (v->type != JSON_NUMBER)
+			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a number");
+		if (parse_scaled(v->p, v->len, col->precision, col->scale, cell->dec) != 0)
+			return widen(f, PQ_TEXT, JSON_NONE, 0, "does not fit the column's DECIMAL");
 		return 0;
 	case PQ_DOUBLE:
 		if (v->type != JSON_NUMBER)
@@ -1000,6 +1075,7 @@ static int put_value(struct pq_writer *pw, size_t ci, const struct pq_cell *cell
 		}
 		break;
 	case PQ_DECIMAL:
+	case PQ_NUMERIC:
 		add_bytes(&c->vals, cell->dec, 16);
 		break;
 	default:

@@ -343,6 +343,31 @@ static void test_schema(void)
 	sb_free(&b);
 }
 
+/* number with multipleOf 10^-s (and bounds 10^(p-s)): DECIMAL(p,s) (issue #27). */
+static void test_schema_decimal(void)
+{
+	static const char schema[] = "{\"properties\":{"
+		"\"pg\":{\"type\":[\"null\",\"number\"],\"exclusiveMaximum\":true,\"maximum\":10000000000,"
+		"\"multipleOf\":0.01,\"exclusiveMinimum\":true,\"minimum\":-10000000000},"
+		"\"pw\":{\"type\":\"number\",\"maximum\":10000000000000000000000000000,\"multipleOf\":1e-10},"
+		"\"my\":{\"type\":\"number\",\"multipleOf\":0.0001},"
+		"\"big\":{\"type\":\"number\",\"maximum\":1e62,\"multipleOf\":1E-38},"
+		"\"e\":{\"type\":\"number\",\"multipleOf\":1.0e-3,\"maximum\":1e2},"
+		"\"three\":{\"type\":\"number\",\"multipleOf\":0.03},"
+		"\"one\":{\"type\":\"number\",\"multipleOf\":1},"
+		"\"ni\":{\"type\":[\"number\",\"integer\"],\"multipleOf\":0.1}}}";
+	struct pq_schema *s = pq_schema_new(schema, strlen(schema), NULL);
+	struct sb b = SB_INIT;
+
+	pq_schema_types_json(s, &b);
+	is_str(b.buf, "{\"pg\":\"DECIMAL(12,2)\",\"pw\":\"DECIMAL(38,10)\",\"my\":\"DECIMAL(38,4)\","
+	       "\"big\":\"DOUBLE\",\"e\":\"DECIMAL(5,3)\",\"three\":\"DOUBLE\",\"one\":\"DOUBLE\","
+	       "\"ni\":\"DECIMAL(38,1)\",\"_extra\":\"JSON\"}",
+	       "multipleOf 10^-s with bounds 10^(p-s) (or none: 38) is DECIMAL(p,s); beyond 38 digits, DOUBLE");
+	pq_schema_free(s);
+	sb_free(&b);
+}
+
 /* Write a file with the writer into a local bucket and check its frame. */
 static void test_file(void)
 {
@@ -1529,6 +1554,7 @@ int main(int argc, char **argv)
 	test_timestamps();
 	test_dates();
 	test_schema();
+	test_schema_decimal();
 	test_file();
 	{
 		char dir[] = "/tmp/test_parquet.XXXXXX";

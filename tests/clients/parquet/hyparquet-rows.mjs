@@ -12,13 +12,17 @@ const files = schemaOnly ? args.slice(1) : args;
 const { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, compressors } = await hyparquet();
 const text = new TextDecoder('utf-8', { fatal: true });
 
-function decimal(bytes) {
+function decimal(bytes, scale) {
 	let v = 0n;
 	for (const b of bytes)
 		v = v * 256n + BigInt(b);
 	if (bytes.length && bytes[0] & 0x80)
 		v -= 1n << BigInt(bytes.length * 8);
-	return v.toString();
+	if (!scale)
+		return v.toString();
+	// DECIMAL(p,s), s > 0: the digits with the point s places from the right, as DuckDB prints it
+	const neg = v < 0n, d = (neg ? -v : v).toString().padStart(scale + 1, '0');
+	return (neg ? '-' : '') + d.slice(0, -scale) + '.' + d.slice(-scale);
 }
 
 for (const f of files) {
@@ -37,10 +41,10 @@ for (const f of files) {
 			metadata.row_groups.map(g => String(g.num_rows)).join(','));
 		continue;
 	}
-	const decimals = new Set();
+	const decimals = new Map();
 	for (const c of cols) {
 		if (c.converted_type === 'DECIMAL') {
-			decimals.add(c.name);
+			decimals.set(c.name, c.scale || 0);
 			delete c.converted_type;
 			delete c.logical_type;
 		}
@@ -61,7 +65,7 @@ for (const f of files) {
 			if (v === undefined)
 				v = null;
 			else if (decimals.has(c.name) && v !== null)
-				v = decimal(v);
+				v = decimal(v, decimals.get(c.name));
 			else if (typeof v === 'bigint')
 				v = v.toString();
 			o[c.name] = v;
