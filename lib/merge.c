@@ -1028,6 +1028,175 @@ out:
 	return ret;
 }
 
+/* The JSON Schema of a Parquet file's columns (the extra column left out), from its footer. */
+static char *file_schema(struct bucket *b, const char *key)
+{
+	struct sb data = SB_INIT, out = SB_INIT;
+	struct pq_read_file *f;
+	size_t i, n;
+	int first = 1;
+
+	if (bucket_get(b, key, &data) != 0) {
+		err_msg("cannot read '%s'", key);
+		sb_free(&data);
+		return NULL;
+	}
+	if ((f = pq_read_open(data.buf, data.len, key)) == NULL) {
+		sb_free(&data);
+		return NULL;
+	}
+	sb_adds(&out, "{\"type\":\"object\",\"properties\":{");
+	n = pq_read_ncolumns(f);
+	for (i = 0; i < n; i++) {
+		const struct pq_read_column *c = pq_read_column(f, i);
+
+		if (c->unsupported || (c->name_len >= 6 && c->name[c->name_len - 6] == '_' &&
+				       memcmp(c->name + c->name_len - 5, "extra", 5) == 0 &&
+				       strspn(c->name, "_") == c->name_len - 5))
+			continue;
+		if (!first)
+			sb_addc(&out, ',');
+		first = 0;
+		json_quote(&out, c->name, c->name_len);
+		sb_addc(&out, ':');
+		pq_read_schema_json(c, &out);
+	}
+	sb_adds(&out, "}}");
+	pq_read_free(f);
+	sb_free(&data);
+	return sb_detach(&out);
+}
+
+/* Add to p the stream of table t (a manifest table of the pipeline) and its files. */
+static int compact_table(struct bucket *b, jv t, struct plan *p)
+{
+	char *dir = jvx_string(t, "path"), *name = jvx_string(t, "stream"), *prefix = NULL;
+	char **list = NULL;
+	size_t n = 0, i, nfiles = 0;
+	struct plan_stream *s;
+	jv kp = jv_object_get(jv_copy(t), jv_string("key_properties"));
+	int ret = -1;
+
+	if (dir == NULL || name == NULL) {
+		err_msg("compact: a table of the manifest has no path or stream");
+		goto out;
+	}
+	prefix = xasprintf("%s/", dir);
+	if (bucket_list(b, prefix, &list, &n) != 0)
+		goto out;
+	p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
+	s = &p->streams[p->nstreams++];
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->dir = dir;
+	s->unit = 1;
+	name = dir = NULL;
+	if (jv_get_kind(kp) == JV_KIND_ARRAY && jv_array_length(jv_copy(kp)) > 0)
+		s->key_properties = dump(jv_copy(kp));
+	/* the bucket lists keys sorted: dt=, then run ids, then each run's files: oldest first */
+	for (i = 0; i < n; i++) {
+		struct plan_file *f;
+
+		if (!data_file(list[i]))
+			continue;
+		if (strstr(list[i], ".jsonl") != NULL) {
+			err_msg("compact: stream '%s': '%s' is JSON lines: only Parquet tables are merged by key",
+				s->name, list[i]);
+			goto out;
+		}
+		if (s->schema == NULL && (s->schema = file_schema(b, list[i])) == NULL)
+			goto out;
+		p->files = xrealloc(p->files, (p->nfiles + 1) * sizeof(*p->files));
+		f = &p->files[p->nfiles++];
+		memset(f, 0, sizeof(*f));
+		f->stream = xstrdup(s->name);
+		f->staged = xstrdup(list[i]);
+		f->final = xstrdup("");	/* read, never published: the merge replaces it */
+		f->unit = 1;
+		nfiles++;
+	}
+	if (nfiles == 0)
+		err_warn("compact: stream '%s' has no file in '%s'", s->name, s->dir);
+	ret = 0;
+out:
+	jv_free(kp);
+	free(dir);
+	free(name);
+	free(prefix);
+	util_strv_free(list);
+	return ret;
+}
+
+int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *run_id, const char *stream,
+		  struct plan *p)
+{
+	struct sb text = SB_INIT;
+	char at[64];
+	jv m = jv_invalid(), tables;
+	int r, ret = -1;
+
+	memset(p, 0, sizeof(*p));
+	p->pipeline = xstrdup(cfg->name);
+	p->run_id = xstrdup(run_id);
+	util_iso_time(util_run_id_time(run_id), at, sizeof(at));
+	p->started_at = xstrdup(at);
+	p->source = config_source_name(cfg);
+	p->format = xstrdup("parquet");
+	p->compression = xstrdup(config_compression_name(cfg->compression));
+	p->incremental = cfg->incremental;
+	p->full = 1;	/* the tables are rebuilt from their own rows */
+	p->ended = p->success = 1;
+	r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);
+	if (r != 0) {
+		if (r > 0)
+			err_msg("compact: the bucket has no manifest: nothing to compact");
+		goto out;
+	}
+	m = jv_parse_sized(text.buf, (int)text.len);
+	tables = jv_get_kind(m) == JV_KIND_OBJECT ? jv_object_get(jv_copy(m), jv_string("tables")) : jv_invalid();
+	if (jv_get_kind(tables) == JV_KIND_OBJECT) {
+		ret = 0;
+		jv_object_foreach(tables, k, v) {
+			char *pl = jv_get_kind(v) == JV_KIND_OBJECT ? jvx_string(v, "pipeline") : NULL;
+			char *st = jv_get_kind(v) == JV_KIND_OBJECT ? jvx_string(v, "stream") : NULL;
+
+			if (ret == 0 && pl && strcmp(pl, cfg->name) == 0 && st && (stream == NULL || strcmp(st, stream) == 0))
+				ret = compact_table(b, v, p);
+			free(pl);
+			free(st);
+			jv_free(k);
+			jv_free(v);
+		}
+	} else {
+		err_msg("compact: %s cannot be read", LAYOUT_MANIFEST_KEY);
+	}
+	jv_free(tables);
+	if (ret == 0 && p->nstreams == 0) {
+		err_msg(stream ? "compact: pipeline '%s' landed no table of stream '%s'" :
+			"compact: pipeline '%s' landed no table", cfg->name, stream);
+		ret = -1;
+	}
+	for (size_t i = 0; ret == 0 && i < p->nstreams; i++) {
+		enum config_method method;
+		int hard;
+		const char *keys;
+
+		config_stream_load(cfg, p->streams[i].name, &method, &hard, &keys);
+		if (method != CONFIG_LOAD_UPSERT) {
+			err_msg("compact: stream '%s' lands %s: set destination.load_method: upsert (or its "
+				"destination.streams entry) to keep one row per key", p->streams[i].name,
+				config_method_name(method));
+			ret = -1;
+		}
+	}
+	if (ret == 0)
+		ret = merge_plan(b, cfg, p);
+out:
+	jv_free(m);
+	sb_free(&text);
+	return ret;
+}
+
 int merge_plan(struct bucket *b, const struct pipe_config *cfg, struct plan *p)
 {
 	size_t i;

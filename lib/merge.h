@@ -32,6 +32,17 @@
  */
 int merge_plan(struct bucket *b, const struct pipe_config *cfg, struct plan *p);
 
+/*
+ * compact: a plan, into p, of run run_id that rewrites the tables of cfg's
+ * pipeline (the manifest's tables it landed; only stream's when not NULL)
+ * into the one-row-per-key form from their own files, oldest first, as a
+ * --full upsert run whose records are those files' rows: each key's last
+ * version stays.  The plan carries no state.  0, or -1 after reporting (a
+ * stream whose load_method is not upsert, a JSON-lines table, no table).
+ */
+int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *run_id, const char *stream,
+		  struct plan *p);
+
 /* The node (>= 1) of hash h at depth d, and a key's hash (exposed for the tests). */
 unsigned long merge_node(unsigned long long h, unsigned d);
 unsigned long long merge_hash(const char *key, size_t len);

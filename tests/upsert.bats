@@ -55,3 +55,55 @@ load helpers/upsert_scenarios
 @test "upsert: kill -9 at random moments of a run: the lake is the table before or after it, never a duplicate or a lost row, and the next run recovers" {
 	scenario_upsert_kill
 }
+
+# compact PIPELINE [STREAM]: pipe-merge -C between the lock and the commit, as a run has them
+compact() {
+	local id
+	id=$(pipe-state new-run-id)
+	pipe-state get -r "$id" "$1" >/dev/null &&
+		DATASPOC_RUN_ID=$id pipe-merge -C ${2:+-s "$2"} "$1" >plan &&
+		DATASPOC_RUN_ID=$id pipe-commit "$1" <plan >/dev/null ||
+		{ DATASPOC_RUN_ID=$id pipe-commit -a "$1" </dev/null >/dev/null 2>&1; return 1; }
+}
+
+@test "upsert: pipe-merge -C turns a table landed append-only into one row per key, the last versions kept, state untouched; again, nothing changes" {
+	use_tap tap-cp
+	lake_pipeline cp tap-cp true
+	tap_sends tap-cp <<-'EOF'
+	{"id":1,"name":"ana"}
+	{"id":2,"name":"bo"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run cp
+	tap_sends tap-cp <<-'EOF'
+	{"id":2,"name":"bo2"}
+	{"id":3,"name":"cy"}
+	{"id":1,"_sdc_deleted_at":"2026-12-01T00:00:00+00:00"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run cp
+	run -0 distinct_ok cp/users
+	assert_output "5 3"
+	# still append-only: refused
+	run -1 compact cp
+	lake_pipeline cp tap-cp true "load_method: upsert"
+	bucket_cat .dataspoc/state/cp/state.json >state.before
+	run -0 compact cp
+	lens_rows cp/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"2","name":"bo2"}
+	{"id":"3","name":"cy"}
+	EOF
+	bucket_cat .dataspoc/state/cp/state.json | diff -u state.before -
+	manifest_table cp/users | jq -c '{load_method, rows: .stats.total_rows}' >m
+	expect_file m <<<'{"load_method":"upsert","rows":2}'
+	run -0 compact cp
+	lens_rows cp/users >rows2
+	diff -u rows rows2
+	# and the table takes upsert runs from there
+	tap_sends tap-cp <<<'{"id":3,"name":"cy2"}'
+	run -0 --separate-stderr dataspoc-pipe run cp
+	lens_rows cp/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"2","name":"bo2"}
+	{"id":"3","name":"cy2"}
+	EOF
+}

@@ -23,11 +23,11 @@
 #include "plan.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-merge [-h] [-o FILE] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-merge [-Ch] [-o FILE] [-r RUN_ID] [-s STREAM] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-merge [-h] [-o FILE] NAME\n"
-	"       pipe-merge [-h] [-o FILE] -c FILE.yaml\n"
+	"usage: pipe-merge [-Ch] [-o FILE] [-r RUN_ID] [-s STREAM] NAME\n"
+	"       pipe-merge [-Ch] [-o FILE] [-r RUN_ID] [-s STREAM] -c FILE.yaml\n"
 	"\n"
 	"Read pipe-sink's plan on stdin and print the plan for pipe-commit on\n"
 	"stdout.  For each stream whose destination.load_method is upsert, the\n"
@@ -40,10 +40,17 @@ static const char help_text[] =
 	"success passes through unchanged.\n"
 	"\n"
 	"Options:\n"
+	"  -C           compact: read no plan; print the plan of a run (-r RUN_ID,\n"
+	"               or $DATASPOC_RUN_ID) that rewrites the pipeline's upsert\n"
+	"               tables from their own files into one row per key (the last\n"
+	"               version of each, oldest files first), for pipe-commit: a\n"
+	"               table landed append-only becomes an upsert table; no state\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -h, --help   this help\n"
 	"  -o FILE      write the plan to FILE (replaced once whole) instead of\n"
 	"               stdout; left as it was when the merge fails\n"
+	"  -r RUN_ID    -C: the run's id (default $DATASPOC_RUN_ID)\n"
+	"  -s STREAM    -C: only that stream's table\n"
 	"\n"
 	"Environment: DATASPOC_PIPE_MERGE_ROWS, the rows above which a file of an\n"
 	"upsert table is split in two (default 1000000).\n"
@@ -92,8 +99,8 @@ int main(int argc, char **argv)
 	struct plan plan;
 	struct sb in = SB_INIT, out = SB_INIT;
 	struct bucket *b = NULL;
-	const char *file = NULL, *outfile = NULL;
-	int c, ret = CLI_FAILED;
+	const char *file = NULL, *outfile = NULL, *run_arg = NULL, *stream = NULL, *run_id;
+	int c, compact = 0, bad, ret = CLI_FAILED;
 
 	err_init(argv[0]);
 	if (cli_lock_run() != 0)
@@ -101,8 +108,17 @@ int main(int argc, char **argv)
 	cli_die_with_driver();
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&plan, 0, sizeof(plan));
-	while ((c = getopt_long(argc, argv, "c:ho:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "Cc:ho:r:s:", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'C':
+			compact = 1;
+			break;
+		case 'r':
+			run_arg = optarg;
+			break;
+		case 's':
+			stream = optarg;
+			break;
 		case 'c':
 			file = optarg;
 			break;
@@ -121,8 +137,28 @@ int main(int argc, char **argv)
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
+	run_id = cli_run_id(run_arg, &bad);
+	if (bad)
+		return CLI_USAGE;
+	if ((stream || run_arg) && !compact) {
+		cli_usage(usage_line);
+		return CLI_USAGE;
+	}
 	if (cli_load_config(file, optind < argc ? argv[optind] : NULL, &cfg) != 0)
 		return CLI_USAGE;
+	if (compact) {
+		if (run_id == NULL) {
+			err_msg("-C: no run id (give -r RUN_ID, or take one with pipe-state get -i FILE)");
+			ret = CLI_USAGE;
+			goto out;
+		}
+		b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
+		if (b == NULL || merge_compact(b, &cfg, run_id, stream, &plan) != 0)
+			goto out;
+		plan_format(&plan, &out);
+		ret = write_out(outfile, &out) == 0 ? CLI_OK : CLI_FAILED;
+		goto out;
+	}
 	if (util_read_fd(STDIN_FILENO, &in) != 0) {
 		err_msg("cannot read the plan from stdin:");
 		goto out;
