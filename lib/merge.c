@@ -378,6 +378,8 @@ struct stream_merge {
 	size_t nfiles;
 	unsigned long long written, replaced_rows;
 	struct sb buf;
+	unsigned q;		/* this pass reads the keys under node part, of depth q (0: all) */
+	unsigned long part;
 };
 
 static int out_open(struct stream_merge *m, struct out *o)
@@ -777,6 +779,7 @@ static int read_run(struct stream_merge *m)
 			int deleted, n = pq_read_next_row(r.f);
 			struct entry *e;
 			struct item *it;
+			unsigned long long h;
 
 			if (n < 0)
 				goto out;
@@ -791,7 +794,10 @@ static int read_run(struct stream_merge *m)
 					missing);
 				goto out;
 			}
-			e = keymap_find(&m->map, r.key.buf, r.key.len, merge_hash(r.key.buf, r.key.len), 1);
+			h = merge_hash(r.key.buf, r.key.len);
+			if (m->q && merge_node(h, m->q) != m->part)
+				continue;	/* another pass's */
+			e = keymap_find(&m->map, r.key.buf, r.key.len, h, 1);
 			e->last = seq;
 			e->deleted = deleted;
 			if (deleted && m->hard_delete)
@@ -829,6 +835,7 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	struct sb why = SB_INIT;
 	char **list = NULL, **text = NULL, *prefix = NULL;
 	size_t nlist = 0, i, j, legacy = 0, from;
+	unsigned long pass;
 	int ret = -1, rebuild;
 	const char *keys = s->key_properties && strcmp(s->key_properties, "[]") != 0 ? s->key_properties : cfg_keys;
 
@@ -924,49 +931,84 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		err_msg("cannot make a spill file:");
 		goto out;
 	}
-	if (read_run(&m) != 0)
-		goto out;
-	for (i = 0; i < m.map.n; i++)
-		m.map.e[i].node = node_of(&m.cover, m.map.e[i].hash);
-	/* the last version of each key, by node */
-	j = 0;
-	for (i = 0; i < m.nitems; i++)
-		if (m.map.e[m.items[i].e].last == m.items[i].seq)
-			m.items[j++] = m.items[i];
-	m.nitems = j;
-	qsort_r(m.items, m.nitems, sizeof(*m.items), cmp_item, m.map.e);
+	/*
+	 * Passes: the run's keys are held at most DATASPOC_PIPE_MERGE_KEYS at a
+	 * time (default 1,000,000), split by the subtrees of depth q, each read
+	 * from the staged files in a pass of its own; q is no deeper than the
+	 * table's shallowest file, so that every node falls in one pass.
+	 */
 	{
-		/* every node a key falls in, deleted keys too */
-		unsigned long *touched = xcalloc(m.map.n + 1, sizeof(*touched));
-		size_t nt = 0;
+		unsigned long long records = 0;
+		long per_pass = util_env_long("DATASPOC_PIPE_MERGE_KEYS", 1, 1L << 40, 1000000);
+		unsigned qmax = 16;
 
-		for (i = 0; i < m.map.n; i++)
-			touched[nt++] = m.map.e[i].node;
-		qsort(touched, nt, sizeof(*touched), cmp_ulong);
-		from = 0;
-		for (i = 0; i < nt; i++) {
-			unsigned long t = touched[i];
-			const char *old = NULL;
-			size_t to = from;
-			unsigned long *hit;
-
-			if (i > 0 && touched[i - 1] == t)
-				continue;
-			while (from < m.nitems && m.map.e[m.items[from].e].node < t)
-				from++;
-			to = from;
-			while (to < m.nitems && m.map.e[m.items[to].e].node == t)
-				to++;
-			hit = bsearch(&t, m.cover.nodes, m.cover.n, sizeof(*m.cover.nodes), cmp_ulong);
-			if (hit)
-				old = m.cover.keys[hit - m.cover.nodes];
-			if (merge_one_node(&m, t, old, from, to) != 0) {
-				free(touched);
+		for (i = 0; i < p->nfiles; i++)
+			if (strcmp(p->files[i].stream, s->name) == 0)
+				records += p->files[i].records;
+		for (i = 0; i < m.cover.n; i++)
+			if (node_depth(m.cover.nodes[i]) < qmax)
+				qmax = node_depth(m.cover.nodes[i]);
+		while (m.q < qmax && (records >> m.q) > (unsigned long long)per_pass)
+			m.q++;
+	}
+	for (pass = 0; pass < 1UL << m.q; pass++) {
+		m.part = 1UL << m.q | pass;
+		if (pass > 0) {
+			keymap_free(&m.map);
+			m.nitems = 0;
+			if (fflush(m.spill) != 0 || ftruncate(fileno(m.spill), 0) != 0 || fseeko(m.spill, 0, SEEK_SET) != 0) {
+				err_msg("cannot empty the spill file:");
 				goto out;
 			}
-			from = to;
 		}
-		free(touched);
+		if (read_run(&m) != 0)
+			goto out;
+		for (i = 0; i < m.map.n; i++) {
+			m.map.e[i].node = node_of(&m.cover, m.map.e[i].hash);
+			/* a node with no file above or below it: this pass's subtree, or under it */
+			if (node_depth(m.map.e[i].node) < m.q)
+				m.map.e[i].node = merge_node(m.map.e[i].hash, m.q);
+		}
+		/* the last version of each key, by node */
+		j = 0;
+		for (i = 0; i < m.nitems; i++)
+			if (m.map.e[m.items[i].e].last == m.items[i].seq)
+				m.items[j++] = m.items[i];
+		m.nitems = j;
+		qsort_r(m.items, m.nitems, sizeof(*m.items), cmp_item, m.map.e);
+		{
+			/* every node a key falls in, deleted keys too */
+			unsigned long *touched = xcalloc(m.map.n + 1, sizeof(*touched));
+			size_t nt = 0;
+
+			for (i = 0; i < m.map.n; i++)
+				touched[nt++] = m.map.e[i].node;
+			qsort(touched, nt, sizeof(*touched), cmp_ulong);
+			from = 0;
+			for (i = 0; i < nt; i++) {
+				unsigned long t = touched[i];
+				const char *old = NULL;
+				size_t to = from;
+				unsigned long *hit;
+
+				if (i > 0 && touched[i - 1] == t)
+					continue;
+				while (from < m.nitems && m.map.e[m.items[from].e].node < t)
+					from++;
+				to = from;
+				while (to < m.nitems && m.map.e[m.items[to].e].node == t)
+					to++;
+				hit = bsearch(&t, m.cover.nodes, m.cover.n, sizeof(*m.cover.nodes), cmp_ulong);
+				if (hit)
+					old = m.cover.keys[hit - m.cover.nodes];
+				if (merge_one_node(&m, t, old, from, to) != 0) {
+					free(touched);
+					goto out;
+				}
+				from = to;
+			}
+			free(touched);
+		}
 	}
 	/* the plan: the stream's staged files give way to the merged ones */
 	j = 0;

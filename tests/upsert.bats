@@ -107,3 +107,8 @@ compact() {
 	{"id":"3","name":"cy2"}
 	EOF
 }
+
+@test "upsert: a run's keys held a few at a time (DATASPOC_PIPE_MERGE_KEYS), pass by pass: the same table as the oracle" {
+	export DATASPOC_PIPE_MERGE_KEYS=8
+	scenario_upsert_random
+}
