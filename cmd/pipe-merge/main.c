@@ -53,7 +53,9 @@ static const char help_text[] =
 	"  -s STREAM    -C: only that stream's table\n"
 	"\n"
 	"Environment: DATASPOC_PIPE_MERGE_ROWS, the rows above which a file of an\n"
-	"upsert table is split in two (default 1000000).\n"
+	"upsert table is split in two (default 1000000); DATASPOC_PIPE_MERGE_KEYS, the\n"
+	"records of a run above which its keys are merged in passes, each holding\n"
+	"about that many (default 1000000).\n"
 	"\n"
 	"Exit status: 0 merged, 1 failed (a record without its key, a changed\n"
 	"key, a store error), 2 bad usage or config.\n";
