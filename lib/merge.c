@@ -945,6 +945,8 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		for (i = 0; i < p->nfiles; i++)
 			if (strcmp(p->files[i].stream, s->name) == 0)
 				records += p->files[i].records;
+		if (records == 0)
+			records = s->records;	/* compact: the table's rows, as the manifest counts them */
 		for (i = 0; i < m.cover.n; i++)
 			if (node_depth(m.cover.nodes[i]) < qmax)
 				qmax = node_depth(m.cover.nodes[i]);
@@ -1135,6 +1137,13 @@ static int compact_table(struct bucket *b, jv t, struct plan *p)
 	name = dir = NULL;
 	if (jv_get_kind(kp) == JV_KIND_ARRAY && jv_array_length(jv_copy(kp)) > 0)
 		s->key_properties = dump(jv_copy(kp));
+	{
+		/* the rows it reads: how many keys the merge may hold, for its passes */
+		jv st = jv_object_get(jv_copy(t), jv_string("stats"));
+
+		s->records = jv_get_kind(st) == JV_KIND_OBJECT ? (unsigned long long)jvx_number(st, "total_rows", 0) : 0;
+		jv_free(st);
+	}
 	/* the bucket lists keys sorted: dt=, then run ids, then each run's files: oldest first */
 	for (i = 0; i < n; i++) {
 		struct plan_file *f;
