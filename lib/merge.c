@@ -977,7 +977,8 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 			if (m.map.e[m.items[i].e].last == m.items[i].seq)
 				m.items[j++] = m.items[i];
 		m.nitems = j;
-		qsort_r(m.items, m.nitems, sizeof(*m.items), cmp_item, m.map.e);
+		if (m.nitems > 1)
+			qsort_r(m.items, m.nitems, sizeof(*m.items), cmp_item, m.map.e);
 		{
 			/* every node a key falls in, deleted keys too */
 			unsigned long *touched = xcalloc(m.map.n + 1, sizeof(*touched));
@@ -1000,7 +1001,7 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 				to = from;
 				while (to < m.nitems && m.map.e[m.items[to].e].node == t)
 					to++;
-				hit = bsearch(&t, m.cover.nodes, m.cover.n, sizeof(*m.cover.nodes), cmp_ulong);
+				hit = m.cover.n ? bsearch(&t, m.cover.nodes, m.cover.n, sizeof(*m.cover.nodes), cmp_ulong) : NULL;
 				if (hit)
 					old = m.cover.keys[hit - m.cover.nodes];
 				if (merge_one_node(&m, t, old, from, to) != 0) {
