@@ -304,6 +304,11 @@ static int reader_row(struct reader *r, char *const *names, size_t n, const char
 		if (i == r->deleted)
 			*deleted = 1;
 		if (i == r->extra && r->val.len > 2 && r->val.buf[0] == '{') {
+			struct json_span obj = { r->val.buf, r->val.len, JSON_OBJECT }, del;
+
+			/* a delete of a stream whose SCHEMA does not declare _sdc_deleted_at */
+			if (json_object_get(&obj, "_sdc_deleted_at", &del) == 1 && del.type != JSON_NULL)
+				*deleted = 1;
 			/* the undeclared members, back in the record */
 			if (!first)
 				sb_addc(&r->rec, ',');

@@ -112,3 +112,23 @@ compact() {
 	export DATASPOC_PIPE_MERGE_KEYS=8
 	scenario_upsert_random
 }
+
+@test "upsert: a delete is seen when the SCHEMA does not declare _sdc_deleted_at (it lands in the extra column)" {
+	use_tap tap-ud
+	lake_pipeline ud tap-ud true "load_method: upsert"
+	{
+		echo '{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["null","string"]}}},"key_properties":["id"]}'
+		singer_records users <<-'EOF'
+		{"id":1,"name":"ana"}
+		{"id":2,"name":"bo"}
+		{"id":2,"_sdc_deleted_at":"2026-12-01T00:00:00+00:00"}
+		{"id":3,"name":"cy","_sdc_deleted_at":null}
+		EOF
+	} >"$FAKE_DIR/tap-ud/out"
+	run -0 --separate-stderr dataspoc-pipe run ud
+	lens_rows ud/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"ana"}
+	{"id":"3","name":"cy"}
+	EOF
+}
