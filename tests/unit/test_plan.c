@@ -103,6 +103,40 @@ static void test_plain(void)
 	sb_free(&out);
 }
 
+/* pipe-merge's lines: a stream's load_method and table_rows, replace lines (issue #27). */
+static void test_merge_lines(void)
+{
+	static const char merged[] = RUN FILE_(1, 2)
+		"{\"type\":\"stream\",\"stream\":\"a\",\"dir\":\"raw/s/a\",\"records\":2,\"schema\":null,"
+		"\"key_properties\":[\"id\"],\"load_method\":\"upsert\",\"table_rows\":0}\n"
+		"{\"type\":\"stream\",\"stream\":\"b\",\"dir\":\"raw/s/b\",\"records\":1,\"schema\":null,"
+		"\"key_properties\":null,\"load_method\":\"append-only\"}\n"
+		"{\"type\":\"replace\",\"stream\":\"a\",\"key\":\"raw/s/a/dt=2026-12-01/a_R_h0001.parquet\",\"rows\":5}\n"
+		"{\"type\":\"end\",\"status\":\"success\",\"records\":3}\n";
+	struct plan p, s;
+	struct sb out = SB_INIT;
+
+	ok(plan_parse(merged, strlen(merged), "t", &p) == 0, "a merged plan parses");
+	ok(p.nreplaced == 1 && strcmp(p.replaced[0].key, "raw/s/a/dt=2026-12-01/a_R_h0001.parquet") == 0 &&
+	   p.replaced[0].rows == 5, "its replace line");
+	ok(p.streams[0].has_table_rows && p.streams[0].table_rows == 0 && !p.streams[1].has_table_rows,
+	   "table_rows 0 is a count; absent is none");
+	is_str(p.streams[1].load_method, "append-only", "a stream's load_method");
+	plan_format(&p, &out);
+	is_str(out.buf, merged, "formatted as it came");
+	plan_slice(&p, 0, 1, &s);
+	ok(s.nreplaced == 1 && s.streams[0].has_table_rows && strcmp(s.streams[0].load_method, "upsert") == 0,
+	   "a slice keeps them");
+	plan_free(&s);
+	plan_free(&p);
+	sb_free(&out);
+	{
+		static const char nokey[] = RUN "{\"type\":\"replace\",\"stream\":\"a\"}\n";
+
+		ok(plan_parse(nokey, strlen(nokey), "t", &p) != 0, "a replace line without its key is refused");
+	}
+}
+
 static void test_tail(void)
 {
 	/* what pipe-commit -k keeps: the run line and the units after those published */
@@ -137,6 +171,7 @@ int main(void)
 {
 	test_units();
 	test_plain();
+	test_merge_lines();
 	test_tail();
 	test_bad();
 	return tap_done();
