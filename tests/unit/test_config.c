@@ -583,6 +583,44 @@ static void test_destination(void)
 		":6:3: duplicate key 'path' in destination (also at line 5)", "duplicate key");
 }
 
+/* destination.load_method, hard_delete, key_properties, streams (issue #27). */
+static void test_load_methods(void)
+{
+	enum config_method m;
+	int hard;
+	const char *keys;
+
+	loads(MINI_SOURCE MINI_DEST, "no load_method");
+	config_stream_load(&cfg, "orders", &m, &hard, &keys);
+	ok(m == CONFIG_LOAD_OVERWRITE && hard == 1 && keys == NULL, "a snapshot pipeline overwrites, as before");
+	loads(MINI_SOURCE MINI_DEST "incremental:\n  enabled: true\n", "incremental");
+	config_stream_load(&cfg, "orders", &m, &hard, &keys);
+	ok(m == CONFIG_LOAD_APPEND && cfg.nloads == 0, "an incremental one appends, as before");
+
+	loads(MINI_SOURCE MINI_DEST "  load_method: upsert\n  hard_delete: no\n  key_properties: [id, 'k 2']\n"
+	      "  streams:\n    'audit-*': {load_method: append-only}\n    orders: {hard_delete: true}\n",
+	      "every load key");
+	config_stream_load(&cfg, "orders", &m, &hard, &keys);
+	ok(m == CONFIG_LOAD_UPSERT && hard == 1, "a stream's override of one key; the others the pipeline's");
+	is_str(keys, "[\"id\",\"k 2\"]", "key_properties as a JSON array");
+	config_stream_load(&cfg, "audit-log", &m, &hard, &keys);
+	ok(m == CONFIG_LOAD_APPEND && hard == 0, "a pattern's override");
+	ok(config_any_upsert(&cfg), "some stream may upsert");
+
+	refused(MINI_SOURCE MINI_DEST "  load_method: merge\n",
+		":5:16: destination.load_method must be append-only, upsert or overwrite, not 'merge'",
+		"an unknown load_method");
+	refused(MINI_SOURCE MINI_DEST "  key_properties: []\n",
+		":5:19: destination.key_properties must be a non-empty list of property names",
+		"an empty key");
+	refused(MINI_SOURCE MINI_DEST "  streams:\n    a: {load: upsert}\n",
+		":6:9: unknown key 'load' in destination.streams.STREAM (expected one of: load_method, "
+		"hard_delete, key_properties)", "an unknown key of a stream");
+	refused(MINI_SOURCE MINI_DEST "  format: jsonl\n  load_method: upsert\n",
+		":6: load_method upsert needs format: parquet (a JSON-lines table cannot be merged by key: "
+		"its files are only appended to)", "upsert with JSON lines");
+}
+
 static void test_incremental_schedule(void)
 {
 	static const char *const yes[] = { "yes", "On", "TRUE", "true" };
@@ -1009,6 +1047,7 @@ int main(void)
 	test_paths();
 	test_inline_config();
 	test_destination();
+	test_load_methods();
 	test_incremental_schedule();
 	test_file_level();
 	test_bucket_paths();
