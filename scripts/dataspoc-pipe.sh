@@ -65,7 +65,7 @@ usage_of() {
 	manifest) say "usage: dataspoc-pipe manifest [--output text|json] BUCKET" ;;
 	mcp) say "usage: dataspoc-pipe mcp [--read-only]" ;;
 	help) say "usage: dataspoc-pipe help [COMMAND]" ;;
-	version) say "usage: dataspoc-pipe --version | -v | -V" ;;
+	version) say "usage: dataspoc-pipe version | --version | -v | -V" ;;
 	esac
 }
 
@@ -577,7 +577,7 @@ usage: $prog init
        $prog schedule install|remove|list [NAME...]
        $prog export slurm|kubernetes|systemd [options] [NAME...]
        $prog mcp [--read-only]
-       $prog help [COMMAND] | --version
+       $prog help [COMMAND] | version
 USAGE
 	exit 2
 }
@@ -585,7 +585,7 @@ USAGE
 # nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
 # a swap of neighbours counting as one), if any.
 nearest() {
-	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule export mcp help' '
+	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule export mcp help version' '
 	function dist(a, b,   i, j, la, lb, d, c, x) {
 		la = length(a); lb = length(b)
 		for (i = 0; i <= la; i++) d[i, 0] = i
@@ -634,7 +634,7 @@ Commands:
   export ENGINE     Slurm, Kubernetes or systemd jobs of the pipelines
   mcp               serve MCP (stdio) for AI agents
   help [COMMAND]    help on a command
-  --version         the version
+  version           the version (also --version)
 
 Exit status: 0 success, 1 the run (or a check) failed, 2 bad usage or config,
 75 the pipeline is locked by another run (try later).
@@ -850,12 +850,20 @@ help)
 		DATASPOC_PIPE_SELF=$self
 		export DATASPOC_PIPE_SELF
 		exec "$libexec/dataspoc-pipe-$1" --help ;;
-	run | status | logs | validate | manifest | mcp | help) show_help "$1" ;;
-	version | --version) show_help version ;;
+	run | status | logs | validate | manifest | mcp | help | version) show_help "$1" ;;
+	--version) show_help version ;;
 	*) err "help: no command '$1'"; exit 2 ;;
 	esac ;;
 -h | --help) help_main ;;
 --version | -V | -v) say "dataspoc-pipe $VERSION" ;;
+version)
+	# (git version's form: help help names it among the commands)
+	case ${1:-} in
+	'') ;;
+	-h | --help) show_help version; exit 0 ;;
+	*) usage version "unexpected argument '$1'" ;;
+	esac
+	say "dataspoc-pipe $VERSION" ;;
 *)
 	case $cmd in
 	-*) usage_all "unknown option '$cmd'" ;;

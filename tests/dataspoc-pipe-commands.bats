@@ -62,7 +62,7 @@ add_cron() {	# NAME CRON
 	assert_output "dataspoc-pipe 0.1.0"
 	run -0 --separate-stderr dataspoc-pipe help
 	for c in "init  " "add NAME  " "run NAME  " "run --all  " "status  " "logs NAME  " \
-		"validate [NAME]  " "manifest BUCKET  " "schedule  " "mcp  " "help [COMMAND]  " "--version  "; do
+		"validate [NAME]  " "manifest BUCKET  " "schedule  " "mcp  " "help [COMMAND]  " "version  "; do
 		assert_line --partial "  $c"
 	done
 	assert_equal "$stderr" ""
@@ -82,8 +82,20 @@ add_cron() {	# NAME CRON
 	done
 	run -0 dataspoc-pipe help help
 	assert_line --index 0 "usage: dataspoc-pipe help [COMMAND]"
+	# every COMMAND help help names is one: help COMMAND and COMMAND -h answer
+	# (version too, as git's: help help listed it, and it was unknown)
+	assert_line "Help on dataspoc-pipe or one of its commands: init, add, run, status, logs,"
+	assert_line "validate, manifest, schedule, export, mcp, help, version."
 	run -0 dataspoc-pipe help version
-	assert_line --index 0 "usage: dataspoc-pipe --version | -v | -V"
+	assert_line --index 0 "usage: dataspoc-pipe version | --version | -v | -V"
+	run -0 --separate-stderr dataspoc-pipe version
+	assert_output "dataspoc-pipe 0.1.0"
+	assert_equal "$stderr" ""
+	run -0 --separate-stderr dataspoc-pipe version -h
+	assert_line --index 0 "usage: dataspoc-pipe version | --version | -v | -V"
+	run -2 --separate-stderr dataspoc-pipe version now
+	assert_stderr "dataspoc-pipe: version: unexpected argument 'now'
+usage: dataspoc-pipe version | --version | -v | -V"
 	run -2 --separate-stderr dataspoc-pipe help nothing
 	assert_equal "$stderr" "dataspoc-pipe: help: no command 'nothing'"
 	run -2 --separate-stderr dataspoc-pipe help run add

@@ -38,7 +38,7 @@ teardown() {
 	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: a command is required"
 	assert_equal "${stderr_lines[1]}" "usage: dataspoc-pipe init"
 	[[ $stderr == *"dataspoc-pipe run [--full] [-v] NAME | -c FILE.yaml"* ]]
-	assert_equal "${stderr_lines[-1]}" "       dataspoc-pipe help [COMMAND] | --version"
+	assert_equal "${stderr_lines[-1]}" "       dataspoc-pipe help [COMMAND] | version"
 	local usage=${stderr#*$'\n'}
 	run -2 --separate-stderr dataspoc-pipe frobnicate
 	assert_equal "$output" ""
