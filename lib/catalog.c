@@ -523,6 +523,7 @@ static int discover(const struct pipe_config *cfg, char *const *config_args,
 	child_push(&c, "--discover");
 	c.err_path = log->path;
 	c.err_live = log->live;
+	c.err_mask = log->mask;
 	status = child_capture(&c, out);
 	if (status != 0) {
 		show_held(log);
@@ -643,6 +644,7 @@ const char *catalog_flag(const struct pipe_config *cfg, struct catalog_cache *ca
 	/* a tap without --about says so on stderr: words for the log, not for a terminal */
 	c.err_path = log->held ? "/dev/null" : log->path;
 	c.err_live = log->live;
+	c.err_mask = log->mask;
 	if (child_capture(&c, &about) == 0 && about.len &&
 	    json_validate(about.buf, about.len, &v, &errpos, &errmsg) == 0 &&
 	    v.type == JSON_OBJECT && json_object_get(&v, "capabilities", &caps) == 1 &&

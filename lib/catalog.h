@@ -55,6 +55,7 @@ struct catalog_log {
 				   discovery fails; --about's stderr is dropped */
 	int live;		/* with path: whole lines also shown on our stderr as
 				   they come (struct child_process, err_live) */
+	const struct mask *mask;	/* secrets masked in it (err_mask); NULL: none */
 };
 
 /*

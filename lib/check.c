@@ -11,6 +11,7 @@
 #include "err.h"
 #include "json.h"
 #include "layout.h"
+#include "mask.h"
 #include "util.h"
 
 static int probe_steps(struct bucket *b, const char *key, const char *key2,
@@ -106,166 +107,6 @@ int check_probe(struct bucket *b, int *conditional)
 	return ret;
 }
 
-/* ---- secrets ---- */
-
-int check_secret_name(const char *name)
-{
-	static const char *const parts[] = {
-		"password", "passwd", "secret", "token", "credential", "private_key",
-		"api_key", "apikey", "access_key", "client_key", "auth_key", "passphrase", NULL
-	};
-	static const char *const whole[] = { "key", "pass", "pwd", NULL };
-	char *low = xstrdup(name), *p;
-	int hit = 0, i;
-
-	for (p = low; *p; p++) {
-		if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-		else if (*p == '-')
-			*p = '_';
-	}
-	for (i = 0; parts[i] && !hit; i++)
-		hit = strstr(low, parts[i]) != NULL;
-	for (i = 0; whole[i] && !hit; i++)
-		hit = strcmp(low, whole[i]) == 0;
-	free(low);
-	return hit;
-}
-
-/*
- * The secret-looking members of v (at any depth, non-empty strings): their
- * names into names (", "-separated) and their decoded values into vals
- * (NUL-separated); either may be NULL.
- */
-static void find_secrets(const struct json_span *v, struct sb *names, struct sb *vals, int depth)
-{
-	struct json_span key, val;
-	size_t pos = 0;
-
-	if (depth > 64)
-		return;
-	if (v->type == JSON_ARRAY) {
-		while (json_array_next(v, &pos, &val))
-			find_secrets(&val, names, vals, depth + 1);
-		return;
-	}
-	if (v->type != JSON_OBJECT)
-		return;
-	while (json_object_next(v, &pos, &key, &val)) {
-		struct sb name = SB_INIT, value = SB_INIT;
-
-		json_string_decode(&key, &name);
-		if (val.type == JSON_STRING && val.len > 2 && name.buf && strlen(name.buf) == name.len &&
-		    check_secret_name(name.buf)) {
-			if (names) {
-				if (names->len)
-					sb_adds(names, ", ");
-				sb_adds(names, name.buf);
-			}
-			json_string_decode(&val, &value);
-			if (vals && value.len && strlen(value.buf) == value.len)
-				sb_add(vals, value.buf, value.len + 1);
-		}
-		sb_free(&name);
-		sb_free(&value);
-		find_secrets(&val, names, vals, depth + 1);
-	}
-}
-
-/* Replace every occurrence of needle in text by "***". */
-static void mask_value(struct sb *text, const char *needle)
-{
-	size_t n = strlen(needle);
-	struct sb out = SB_INIT;
-	const char *p, *hit;
-
-	if (n == 0 || text->len == 0 || !memmem(text->buf, text->len, needle, n))
-		return;
-	for (p = text->buf; (hit = memmem(p, text->len - (size_t)(p - text->buf), needle, n)); p = hit + n) {
-		sb_add(&out, p, (size_t)(hit - p));
-		sb_adds(&out, "***");
-	}
-	sb_add(&out, p, text->len - (size_t)(p - text->buf));
-	sb_free(text);
-	*text = out;
-}
-
-static int word_byte(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '-';
-}
-
-/*
- * "NAME=value", "NAME: value", "\"NAME\": \"value\"" with a secret-looking
- * NAME, and the password of "scheme://user:password@host": value masked.
- */
-static void mask_patterns(struct sb *text)
-{
-	struct sb out = SB_INIT;
-	size_t i = 0, len = text->len;
-	const char *s = text->buf;
-
-	while (i < len) {
-		size_t w = i, e, v, ve;
-		unsigned char q = 0;
-
-		if (!word_byte((unsigned char)s[i])) {
-			if (s[i] == ':' && i + 2 < len && s[i + 1] == '/' && s[i + 2] == '/') {
-				/* scheme://user:password@ */
-				size_t u = i + 3, c = 0, at;
-
-				for (at = u; at < len && s[at] != '@' && s[at] != '/' && s[at] != ' ' &&
-				     s[at] != '\n'; at++)
-					if (s[at] == ':' && !c)
-						c = at;
-				if (at < len && s[at] == '@' && c && c + 1 < at) {
-					sb_add(&out, s + i, c + 1 - i);
-					sb_adds(&out, "***");
-					i = at;
-					continue;
-				}
-			}
-			sb_addc(&out, s[i++]);
-			continue;
-		}
-		while (i < len && word_byte((unsigned char)s[i]))
-			i++;
-		e = i;
-		v = i;
-		if (v < len && s[v] == '"')
-			v++;
-		while (v < len && s[v] == ' ')
-			v++;
-		if (v < len && (s[v] == '=' || s[v] == ':') && !(s[v] == ':' && v + 1 < len && s[v + 1] == '/')) {
-			char *name = xstrndup(s + w, e - w);
-			int secret = check_secret_name(name);
-
-			free(name);
-			v++;
-			while (v < len && s[v] == ' ')
-				v++;
-			if (v < len && (s[v] == '"' || s[v] == '\'')) {
-				q = (unsigned char)s[v];
-				v++;
-			}
-			for (ve = v; ve < len && s[ve] != '\n' &&
-			     (q ? (unsigned char)s[ve] != q : (s[ve] != ' ' && s[ve] != ',' && s[ve] != '&' &&
-							       s[ve] != ';' && s[ve] != '}')); ve++)
-				;
-			if (secret && ve > v) {
-				sb_add(&out, s + w, v - w);
-				sb_adds(&out, "***");
-				i = ve;
-				continue;
-			}
-		}
-		sb_add(&out, s + w, e - w);
-	}
-	sb_free(text);
-	*text = out;
-}
-
 int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
 {
 	struct sb text = SB_INIT, found = SB_INIT;
@@ -300,7 +141,7 @@ int check_tap_config(const struct pipe_config *cfg, struct sb *warning)
 		ret = 0;
 		goto out;
 	}
-	find_secrets(&v, &found, NULL, 0);
+	mask_secret_members(&v, &found, NULL);
 	ret = 0;
 	if (found.len && (st.st_mode & 044)) {
 		char *real = realpath(holder, NULL);
@@ -334,43 +175,4 @@ int check_config(const struct pipe_config *cfg, struct sb *secrets, struct sb *p
 out:
 	sb_free(&members);
 	return ret;
-}
-
-void check_mask_secrets(const struct pipe_config *cfg, struct sb *text)
-{
-	struct sb file = SB_INIT, vals = SB_INIT;
-	struct json_span v;
-	struct stat st;
-	const char *json = NULL, *errmsg;
-	char *p;
-	size_t jlen = 0, errpos;
-
-	if (cfg && cfg->tap_config_file && util_read_file(cfg->tap_config_file, &file, &st) == 0) {
-		json = file.buf ? file.buf : "";
-		jlen = file.len;
-	} else if (cfg && cfg->tap_config_json) {
-		json = cfg->tap_config_json;
-		jlen = strlen(json);
-	}
-	if (json && json_validate(json, jlen, &v, &errpos, &errmsg) == 0)
-		find_secrets(&v, NULL, &vals, 0);
-	/* the longest first, so that a value holding another is masked whole */
-	for (;;) {
-		char *longest = NULL;
-		size_t best = 0;
-
-		for (p = vals.buf; p && p < vals.buf + vals.len; p += strlen(p) + 1) {
-			if (strlen(p) > best) {
-				best = strlen(p);
-				longest = p;
-			}
-		}
-		if (longest == NULL)
-			break;
-		mask_value(text, longest);
-		memset(longest, 0, best);	/* done: now an empty entry */
-	}
-	mask_patterns(text);
-	sb_free(&file);
-	sb_free(&vals);
 }

@@ -50,17 +50,4 @@ int check_tap_config(const struct pipe_config *cfg, struct sb *warning);
  */
 int check_config(const struct pipe_config *cfg, struct sb *secrets, struct sb *placeholders);
 
-/* 1 when a member called name usually holds a secret (password, token, key, ...). */
-int check_secret_name(const char *name);
-
-/*
- * Mask secrets in text (the tap's stderr, before it goes to the bucket):
- * every occurrence of the string value of a secret-looking member of the
- * tap's config (the names check_tap_config() warns about), any
- * "NAME=value", "NAME: value" or "\"NAME\": \"value\"" whose NAME looks
- * like a secret, and the password of "scheme://user:password@" become
- * "***".  An unreadable config only skips the first rule.
- */
-void check_mask_secrets(const struct pipe_config *cfg, struct sb *text);
-
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "mask.h"
 #include "util.h"
 
 static volatile sig_atomic_t got_signal;
@@ -192,9 +193,11 @@ struct child_log {
 	off_t size;		/* the file's size */
 	struct sb tail;		/* its last bytes */
 	struct sb part;		/* live: the start of a line not shown yet */
+	const struct mask *mask;	/* lines masked before they go anywhere; NULL: none */
+	struct sb line;		/* with mask: the start of a line not masked yet */
 };
 
-static void errlog_add(struct child_log *l, const char *p, size_t n)
+static void errlog_emit(struct child_log *l, const char *p, size_t n)
 {
 	if (l->path) {
 		l->fd = open(l->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
@@ -213,16 +216,22 @@ static void errlog_add(struct child_log *l, const char *p, size_t n)
 		l->size += (off_t)n;
 	sb_add(&l->tail, p, n);
 	if (l->tail.len > 2 * LOG_KEEP) {
-		memmove(l->tail.buf, l->tail.buf + l->tail.len - LOG_KEEP, LOG_KEEP);
-		l->tail.len = LOG_KEEP;
+		/* the last LOG_KEEP bytes, from the start of their first line */
+		size_t cut = l->tail.len - LOG_KEEP;
+		const char *nl = memrchr(l->tail.buf, '\n', cut);
+
+		if (nl)
+			cut = (size_t)(nl + 1 - l->tail.buf);
+		memmove(l->tail.buf, l->tail.buf + cut, l->tail.len - cut);
+		l->tail.len -= cut;
 		l->tail.buf[l->tail.len] = '\0';
 	}
 	if (l->size > 2 * LOG_KEEP) {
 		size_t start = l->tail.len > LOG_KEEP ? l->tail.len - LOG_KEEP : 0;
-		const char *nl = memchr(l->tail.buf + start, '\n', l->tail.len - start);
+		/* from the start of the line at start (tail starts a line): LOG_KEEP bytes at least */
+		const char *nl = start ? memrchr(l->tail.buf, '\n', start) : NULL;
 
-		if (nl && (size_t)(nl + 1 - l->tail.buf) < l->tail.len)
-			start = (size_t)(nl + 1 - l->tail.buf);
+		start = nl ? (size_t)(nl + 1 - l->tail.buf) : 0;
 		memmove(l->tail.buf, l->tail.buf + start, l->tail.len - start);
 		l->tail.len -= start;
 		l->tail.buf[l->tail.len] = '\0';
@@ -251,11 +260,41 @@ static void errlog_add(struct child_log *l, const char *p, size_t n)
 }
 
 /*
+ * With a mask, whole lines (or LOG_KEEP bytes without a newline) are
+ * masked before they are written or shown; the end of a last line comes
+ * at errlog_close().
+ */
+static void errlog_add(struct child_log *l, const char *p, size_t n)
+{
+	struct sb text = SB_INIT;
+	const char *last;
+	size_t k;
+
+	if (l->mask == NULL) {
+		errlog_emit(l, p, n);
+		return;
+	}
+	sb_add(&l->line, p, n);
+	last = memrchr(l->line.buf, '\n', l->line.len);
+	if (last == NULL && l->line.len <= LOG_KEEP)
+		return;
+	k = last ? (size_t)(last + 1 - l->line.buf) : l->line.len;
+	sb_add(&text, l->line.buf, k);
+	mask_apply(l->mask, &text);
+	errlog_emit(l, text.buf, text.len);
+	sb_free(&text);
+	memmove(l->line.buf, l->line.buf + k, l->line.len - k);
+	l->line.len -= k;
+	l->line.buf[l->line.len] = '\0';
+}
+
+/*
  * Open path for a child's stderr.  Sets *child_err to the descriptor the
  * child gets as its stderr (-1: ours), which the caller closes once the
  * child is started.
  */
-static void errlog_open(struct child_log *l, const char *path, int live, int *child_err)
+static void errlog_open(struct child_log *l, const char *path, int live, const struct mask *mask,
+			int *child_err)
 {
 	struct stat st;
 	int fd, p[2];
@@ -263,9 +302,18 @@ static void errlog_open(struct child_log *l, const char *path, int live, int *ch
 	memset(l, 0, sizeof(*l));
 	l->fd = l->in = -1;
 	l->live = live;
+	l->mask = mask;
 	*child_err = -1;
-	if (path == NULL)
+	if (path == NULL) {
+		/* ours, masked: through a pipe (errlog_emit() with no file) */
+		if (mask && pipe2(p, O_CLOEXEC) == 0) {
+			fcntl(p[0], F_SETFL, O_NONBLOCK);
+			l->live = 0;
+			l->in = p[0];
+			*child_err = p[1];
+		}
 		return;
+	}
 	fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY);
 	/*
 	 * Not there: made at the child's first byte, so that a child that
@@ -301,6 +349,15 @@ static void errlog_open(struct child_log *l, const char *path, int live, int *ch
 		r = pread(fd, l->tail.buf, (size_t)(st.st_size - from), from);
 		l->tail.len = r > 0 ? (size_t)r : 0;
 		l->tail.buf[l->tail.len] = '\0';
+		if (from > 0) {
+			/* the tail starts a line */
+			const char *nl = memchr(l->tail.buf, '\n', l->tail.len);
+			size_t k = nl ? (size_t)(nl + 1 - l->tail.buf) : 0;
+
+			memmove(l->tail.buf, l->tail.buf + k, l->tail.len - k);
+			l->tail.len -= k;
+			l->tail.buf[l->tail.len] = '\0';
+		}
 	}
 }
 
@@ -331,6 +388,10 @@ static void errlog_close(struct child_log *l)
 		;
 	if (l->in >= 0)
 		close(l->in);
+	if (l->mask && l->line.len) {
+		/* a last line without its newline: one, so that nothing is glued to it */
+		errlog_add(l, "\n", 1);
+	}
 	if (l->live && l->part.len) {
 		sb_addc(&l->part, '\n');
 		if (util_write_all(STDERR_FILENO, l->part.buf, l->part.len) != 0) {
@@ -343,6 +404,7 @@ static void errlog_close(struct child_log *l)
 	l->path = NULL;
 	sb_free(&l->tail);
 	sb_free(&l->part);
+	sb_free(&l->line);
 	l->fd = l->in = -1;
 }
 
@@ -515,7 +577,7 @@ int child_start(struct child_process *c)
 	c->pid = -1;
 	c->pidfd = -1;
 	c->log = xmalloc(sizeof(*c->log));
-	errlog_open(c->log, c->err_path, c->err_live, &err_w);
+	errlog_open(c->log, c->err_path, c->err_live, c->err_mask, &err_w);
 	c->pid = spawn(c->exe, c->argv, c->out, err_w, &c->exec_errno);
 	if (err_w >= 0)
 		close(err_w);

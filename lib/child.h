@@ -32,6 +32,7 @@
 #include "sb.h"
 
 struct child_log;
+struct mask;
 
 struct child_process {
 	/* set by the caller: CHILD_PROCESS_INIT, then these */
@@ -45,6 +46,8 @@ struct child_process {
 				   it as is; NULL, or a file that cannot be opened: ours */
 	int err_live;		/* with err_path: whole lines also shown on our stderr
 				   as they come */
+	const struct mask *err_mask;	/* its stderr masked line by line (mask.h) before
+					   it goes to err_path or ours; NULL: as it is */
 
 	/* set by child_start() and child_finish() */
 	pid_t pid;

@@ -20,6 +20,7 @@
 #include "child.h"
 #include "err.h"
 #include "json.h"
+#include "mask.h"
 #include "sb.h"
 #include "tapline.h"
 #include "util.h"
@@ -420,6 +421,7 @@ struct run {
 	char *config_path, *state_path, *catalog_path, *held_log;
 	struct catalog_cache cache;
 	struct catalog_log clog;	/* where discovery's and --about's stderr goes */
+	struct mask *mask;		/* the secrets masked in the tap's stderr */
 	struct sb selected;		/* the streams selected (a JSON array), or empty */
 	struct child_process child;	/* the tap, its arguments */
 	int wrote, last_nl;		/* of its output: some written, the last byte a '\n' */
@@ -444,6 +446,7 @@ static void run_init(struct run *r, const struct pipe_config *cfg, const struct 
 	r->child = child;
 	r->last_nl = 1;
 	r->status = 1;
+	r->mask = mask_new(cfg);
 }
 
 static void run_free(struct run *r)
@@ -455,6 +458,7 @@ static void run_free(struct run *r)
 	if (r->held_log)
 		unlink(r->held_log);
 	free(r->held_log);
+	mask_free(r->mask);
 	sb_free(&r->selected);
 	if (r->config_path)
 		unlink(r->config_path);
@@ -535,6 +539,7 @@ static int catalog_arguments(struct run *r, char *conf)
 	 */
 	r->clog.path = r->opt->stderr_path;
 	r->clog.live = r->opt->live;
+	r->clog.mask = r->mask;
 	if (r->clog.path == NULL && !r->opt->live && r->dir) {
 		r->held_log = xasprintf("%s/discover.err", r->dir);
 		r->clog.path = r->held_log;
@@ -642,6 +647,7 @@ static int start_tap(struct run *r)
 	r->child.out = fds[1];
 	r->child.err_path = r->opt->stderr_path;
 	r->child.err_live = r->opt->live;
+	r->child.err_mask = r->mask;
 	if (child_start(&r->child) != 0) {
 		e = r->child.exec_errno;
 		close(fds[0]);

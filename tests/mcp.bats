@@ -271,6 +271,41 @@ Done! 3 records in 1 stream(s)
 	no_secret_in "$PIPE_MCP_STDERR"
 }
 
+@test "credential-shaped parts of any config value and the environment's credentials: masked in run_pipeline, its progress and pipeline_logs" {
+	local key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==' sig='Zx9%2Bq3SASsig%3D'
+	cat >"$DATASPOC_PIPE_HOME/pipelines/azsec.yaml" <<-EOF
+	source:
+	  tap: tap-orders
+	  config:
+	    conn: "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$key;EndpointSuffix=core.windows.net"
+	    sas: "sv=2022-11-02&ss=b&sig=$sig"
+	destination:
+	  bucket: $(bucket_url)
+	  format: jsonl
+	EOF
+	{
+		echo "opening DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$key;EndpointSuffix=x"
+		echo "the key alone: $key"
+		echo "GET https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=$sig&sr=c"
+		echo "env: AzEnvKey-77-QWxhZGRpbjpvcGVu"
+	} >"$FAKE_DIR/tap-orders/stderr"
+	echo 1 >"$FAKE_DIR/tap-orders/exit"
+	AZURE_STORAGE_KEY=AzEnvKey-77-QWxhZGRpbjpvcGVu \
+		steps '{"call":"run_pipeline","args":{"name":"azsec"},"progress":true}' \
+		'{"call":"pipeline_logs","args":{"name":"azsec"}}'
+	printf '%s\n' "$STEPS" >"$BATS_TEST_TMPDIR/answers"
+	run grep -F -e "$key" -e "$sig" -e AzEnvKey-77 "$BATS_TEST_TMPDIR/answers" "$PIPE_MCP_STDERR"
+	assert_failure 1
+	run -0 jq -r '.result.content[0].text' <<<"$(step 1)"
+	assert_line --partial "the key alone: ***"
+	assert_line --partial "sig=***&sr=c"
+	run -0 jq -r '[.progress[] | .message] | join("\n")' <<<"$(step 1)"
+	assert_line --partial "AccountKey=***;EndpointSuffix=x"
+	# and the grep above can fail
+	run grep -F -e "$key" "$FAKE_DIR/tap-orders/stderr"
+	assert_success
+}
+
 @test "JSON answers are masked too: a manifest holding a URL's password" {
 	bucket_put .dataspoc/manifest.json <<-'EOF'
 	{"version":"1.0","updated_at":"2026-01-01T00:00:00Z","tables":{"pg/orders":{"source":"pg","table":"orders","location":"s3://lake/raw/pg/orders","pipeline":"orders","note":"copied from postgres://app:s3cr3t-pw@db/x","columns":[],"stats":{"total_rows":1}}}}

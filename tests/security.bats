@@ -9,7 +9,11 @@
 #     folders are never swept;
 #   - a tap password and AWS_SECRET_ACCESS_KEY appear nowhere: not on
 #     stdout or stderr, not in the bucket (run logs, manifest, state, data),
-#     not in any process's argv while a run is held open.
+#     not in any process's argv while a run is held open;
+#   - nor do credential-shaped parts of any config value (an Azure
+#     connection string's AccountKey=, a SAS token's sig=) or the
+#     environment's credentials (AZURE_*, AWS_*) that a failing tap prints:
+#     not on the terminal (its last words, run -v), not in the run log.
 
 load helpers/common
 
@@ -353,4 +357,51 @@ all_gone() {
 	run -1 --separate-stderr pipe-state show s3sec
 	assert_regex "$stderr" "^pipe-state: cannot read 's3://no-such-bucket/p/\.dataspoc/state/s3sec/state\.json': GetObject: Failed to connect to 127\.0\.0\.1 port 9 after [0-9]+ ms: Couldn't connect to server\$"
 	printf '%s\n%s\n' "$output" "$stderr" | no_secret
+}
+
+# Secrets under keys that do not look secret, and in the environment.
+ACCOUNT_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+SAS_SIG='Zx9%2Bq3SASsigVALUE%3D'
+BEARER=eyJhbGciOiJIUzI1NiJ9.bearer-Tok3n
+AZ_ENV_KEY=AzEnvKeyQWxhZGRpbjpvcGVuIHNlc2FtZQ==
+AWS_TOKEN=FwoGZXIvYXdzEXAMPLESESSIONTOKEN
+
+no_credential() {
+	! grep -qaF -e "$PASSWORD" -e "$AWS_SECRET" -e "$ACCOUNT_KEY" -e "$SAS_SIG" -e "$BEARER" -e "$AZ_ENV_KEY" \
+		-e "$AWS_TOKEN" "$@"
+}
+
+@test "secrets: credential-shaped parts of any config value and the environment's credentials are masked on the terminal, with -v, and in the run log" {
+	sec_pipeline sec "  conn: \"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$ACCOUNT_KEY;EndpointSuffix=core.windows.net\"" \
+		"  sas: \"sv=2022-11-02&ss=b&sig=$SAS_SIG\""
+	export AZURE_STORAGE_KEY=$AZ_ENV_KEY AWS_SESSION_TOKEN=$AWS_TOKEN
+	{
+		echo "tap-sec: connecting with DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=$ACCOUNT_KEY;EndpointSuffix=x"
+		echo "tap-sec: the key alone: $ACCOUNT_KEY"
+		echo "tap-sec: GET https://acct.blob.core.windows.net/c?sv=2022-11-02&ss=b&sig=$SAS_SIG&sr=c"
+		echo "tap-sec: sent Authorization: Bearer $BEARER"
+		echo "tap-sec: the environment's: $AZ_ENV_KEY and $AWS_TOKEN"
+		printf 'tap-sec: a last line without its newline %s' "$SAS_SIG"
+	} >"$T/stderr"
+	echo 1 >"$T/exit"
+	run -1 --separate-stderr dataspoc-pipe run sec
+	printf '%s\n%s\n' "$output" "$stderr" >"$BATS_TEST_TMPDIR/term"
+	no_credential "$BATS_TEST_TMPDIR/term"
+	assert_regex "$stderr" "  \| tap-sec: connecting with DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=\*\*\*;EndpointSuffix=x"
+	assert_regex "$stderr" "  \| tap-sec: GET https://acct\.blob\.core\.windows\.net/c\?sv=2022-11-02&ss=b&sig=\*\*\*&sr=c"
+	assert_regex "$stderr" "  \| tap-sec: sent Authorization: \*\*\*"
+	# the last line is its own, the failure on the next
+	assert_regex "$stderr" "  \| tap-sec: a last line without its newline \*\*\*"$'\n'"dataspoc-pipe: run 'sec' failed"
+	run -1 --separate-stderr dataspoc-pipe run -v sec
+	printf '%s\n%s\n' "$output" "$stderr" >"$BATS_TEST_TMPDIR/term-v"
+	grep -qF "tap-sec: the key alone: ***" "$BATS_TEST_TMPDIR/term-v"
+	no_credential "$BATS_TEST_TMPDIR/term-v"
+	run -0 dataspoc-pipe logs -n 5 sec
+	no_credential <<<"$output"
+	bucket_cat ".dataspoc/logs/sec/$(run_ids sec | tail -n 1).json" | jq -r '.tap_stderr[]' >"$BATS_TEST_TMPDIR/logged"
+	grep -qF "tap-sec: the environment's: *** and ***" "$BATS_TEST_TMPDIR/logged"
+	no_credential "$BATS_TEST_TMPDIR/logged"
+	no_credential -r "$BUCKET_DIR"
+	# the secrets are really where no_credential looks (it can fail)
+	run -1 no_credential "$T/stderr"
 }

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "bucket.h"
-#include "check.h"
+#include "mask.h"
 #include "cli.h"
 #include "commit.h"
 #include "config.h"
@@ -97,7 +97,7 @@ static char *tap_tail(const struct pipe_config *cfg, const char *path)
 	}
 	sb_addc(&tail, '\0');
 	tail.len--;
-	check_mask_secrets(cfg, &tail);
+	mask_text(cfg, &tail);
 	return sb_detach(&tail);
 }
 

@@ -117,7 +117,7 @@ int show_config(const char *name);
 int show_pipelines(void);
 
 /*
- * Mask secrets: every string (and key) of v through check_mask_secrets()
+ * Mask secrets: every string (and key) of v through mask_apply()
  * with cfg (NULL: its patterns only).  Consumes v.
  */
 jv show_mask(const struct pipe_config *cfg, jv v);

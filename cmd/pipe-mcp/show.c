@@ -3,10 +3,11 @@
  * tools' commands do (-p NAME: pipeline_config's answer; -l: the
  * pipe://pipelines resource), and the masking of secrets in every answer.
  *
- * What is a secret is lib/check.c's rule, the one `validate` warns with and
- * the run logs are masked by: a member whose name looks like one (password,
- * token, api_key, ...) holds a secret, and check_mask_secrets() masks the
- * tap's secret values and "NAME=value"-like text wherever they appear.
+ * What is a secret is lib/mask.c's rule, the one `validate` warns with and
+ * the run logs and the terminal are masked by: a member whose name looks
+ * like one (password, token, api_key, ...) holds a secret, and mask_apply()
+ * masks the tap's secret values, credential-shaped text (AccountKey=, sig=,
+ * "NAME=value", ...) and the environment's credentials wherever they appear.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,17 +17,17 @@
 
 #include "mcp.h"
 
-#include "check.h"
 #include "cli.h"
 #include "config.h"
 #include "err.h"
+#include "mask.h"
 #include "util.h"
 
-/* What a masked secret reads as (check_mask_secrets()'s word too). */
-#define MASK "***"
+/* What a masked secret reads as. */
+#define MASK MASK_WORD
 
 /*
- * 1 when a member called name[0..len) holds a secret: check.c's rule (a NUL
+ * 1 when a member called name[0..len) holds a secret: mask.c's rule (a NUL
  * in the name becomes '_', so that the whole name is judged).
  */
 static int secret_member(const char *name, size_t len)
@@ -41,25 +42,24 @@ static int secret_member(const char *name, size_t len)
 	for (i = 0; i < len; i++)
 		if (z[i] == '\0')
 			z[i] = '_';
-	hit = check_secret_name(z);
+	hit = mask_secret_name(z);
 	free(z);
 	return hit;
 }
 
 void show_mask_text(const struct pipe_config *cfg, struct sb *text)
 {
-	if (text->len)
-		check_mask_secrets(cfg, text);
+	mask_text(cfg, text);
 }
 
-/* A jv string through check_mask_secrets(); consumes s. */
-static jv mask_string(const struct pipe_config *cfg, jv s)
+/* A jv string through mask_apply(); consumes s. */
+static jv mask_string(const struct mask *m, jv s)
 {
 	struct sb t = SB_INIT;
 	int len = jv_string_length_bytes(jv_copy(s));
 
 	sb_add(&t, jv_string_value(s), (size_t)len);
-	show_mask_text(cfg, &t);
+	mask_apply(m, &t);
 	if (t.len != (size_t)len || memcmp(t.buf, jv_string_value(s), t.len) != 0) {
 		jv_free(s);
 		s = jv_string_sized(t.buf, (int)t.len);
@@ -69,7 +69,7 @@ static jv mask_string(const struct pipe_config *cfg, jv s)
 }
 
 /* Every string and key of v masked, one by one. */
-static jv mask_leaves(const struct pipe_config *cfg, jv v, int depth)
+static jv mask_leaves(const struct mask *m, jv v, int depth)
 {
 	jv out;
 
@@ -77,18 +77,18 @@ static jv mask_leaves(const struct pipe_config *cfg, jv v, int depth)
 		return v;
 	switch (jv_get_kind(v)) {
 	case JV_KIND_STRING:
-		return mask_string(cfg, v);
+		return mask_string(m, v);
 	case JV_KIND_ARRAY: {
 		int i, n = jv_array_length(jv_copy(v));
 
 		for (i = 0; i < n; i++)
-			v = jv_array_set(v, i, mask_leaves(cfg, jv_array_get(jv_copy(v), i), depth + 1));
+			v = jv_array_set(v, i, mask_leaves(m, jv_array_get(jv_copy(v), i), depth + 1));
 		return v;
 	}
 	case JV_KIND_OBJECT:
 		out = jv_object();
 		jv_object_foreach(v, k, val)
-			out = jv_object_set(out, mask_string(cfg, k), mask_leaves(cfg, val, depth + 1));
+			out = jv_object_set(out, mask_string(m, k), mask_leaves(m, val, depth + 1));
 		jv_free(v);
 		return out;
 	default:
@@ -99,17 +99,21 @@ static jv mask_leaves(const struct pipe_config *cfg, jv v, int depth)
 jv show_mask(const struct pipe_config *cfg, jv v)
 {
 	struct sb t = SB_INIT;
+	struct mask *m = mask_new(cfg);
 	jv text = jv_dump_string(jv_copy(v), 0);
 	size_t len = (size_t)jv_string_length_bytes(jv_copy(text));
 	int same;
 
 	/* most answers hold nothing to mask: one pass over the whole text says so */
 	sb_add(&t, jv_string_value(text), len);
-	show_mask_text(cfg, &t);
+	mask_apply(m, &t);
 	same = t.len == len && memcmp(t.buf, jv_string_value(text), len) == 0;
 	sb_free(&t);
 	jv_free(text);
-	return same ? v : mask_leaves(cfg, v, 0);
+	if (!same)
+		v = mask_leaves(m, v, 0);
+	mask_free(m);
+	return v;
 }
 
 /* The members of v whose names hold secrets: their values masked, at any depth. */

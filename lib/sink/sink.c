@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "mask.h"
 #include "err.h"
 #include "json.h"
 #include "recwriter.h"
@@ -97,7 +97,7 @@ static void quote_line(struct sink *s, struct sb *out, const char *line, size_t 
 			i += k;
 		}
 	}
-	check_mask_secrets(s->cfg, &q);
+	mask_text(s->cfg, &q);
 	sb_addc(out, '\'');
 	sb_add(out, q.buf ? q.buf : "", q.len);
 	sb_adds(out, n < len ? "...'" : "'");
