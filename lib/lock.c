@@ -315,8 +315,9 @@ static int left_by_crash(const struct bucket *b, const struct sb *seen)
 	return 1;
 }
 
-static int take(struct bucket *b, const char *key, const char *what, const char *run_id,
-		long pid, const char *run_dir, long ttl, long renew_every, long wait_ms)
+static int take(struct bucket *b, const char *key, const char *what, const char *unlock,
+		const char *run_id, long pid, const char *run_dir, long ttl, long renew_every,
+		long wait_ms)
 {
 	struct sb content = SB_INIT, seen = SB_INIT;
 	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
@@ -363,8 +364,11 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 				util_sleep_ms(20 + (tries % 5) * 10);
 				continue;
 			}
-			err_msg("%s: the lock '%s' in %s is unreadable; if no run is going on, remove it with 'pipe-state unlock'",
-				what, key, bucket_url(b));
+			if (unlock)
+				err_msg("%s: the lock '%s' in %s is unreadable; if no run is going on, remove it with '%s'",
+					what, key, bucket_url(b), unlock);
+			else
+				err_msg("%s: the lock '%s' in %s is unreadable", what, key, bucket_url(b));
 			goto out;
 		}
 		unreadable_since = 0;
@@ -418,8 +422,12 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 			util_sleep_ms(20 + (tries % 5) * 10);
 			continue;
 		}
-		err_msg("%s is locked by run %s (pid %ld on %s, since %s, until %s); if that run is gone, use 'pipe-state unlock'",
-			what, h.run_id, h.pid, h.host, h.started, h.expires);
+		if (unlock)
+			err_msg("%s is locked by run %s (pid %ld on %s, since %s, until %s); if that run is gone, use '%s'",
+				what, h.run_id, h.pid, h.host, h.started, h.expires, unlock);
+		else
+			err_msg("%s is locked by run %s (pid %ld on %s, since %s, until %s)",
+				what, h.run_id, h.pid, h.host, h.started, h.expires);
 		ret = 1;
 		goto out;
 	}
@@ -431,17 +439,18 @@ out:
 }
 
 /* A run's lock is renewed while it runs (lock.h). */
-int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
-		  long pid, const char *run_dir, long ttl, long wait_ms)
+int lock_take_run(struct bucket *b, const char *key, const char *what, const char *unlock,
+		  const char *run_id, long pid, const char *run_dir, long ttl, long wait_ms)
 {
-	return take(b, key, what, run_id, pid, run_dir, ttl, lock_renew_interval(), wait_ms);
+	return take(b, key, what, unlock, run_id, pid, run_dir, ttl, lock_renew_interval(),
+		    wait_ms);
 }
 
 /* One process's lock (the manifest's, pipe-state set's) is never renewed. */
-int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
-	      long pid, long ttl, long wait_ms)
+int lock_take(struct bucket *b, const char *key, const char *what, const char *unlock,
+	      const char *run_id, long pid, long ttl, long wait_ms)
 {
-	return take(b, key, what, run_id, pid, NULL, ttl, 0, wait_ms);
+	return take(b, key, what, unlock, run_id, pid, NULL, ttl, 0, wait_ms);
 }
 
 /* The holder of the lock at key: 0, 1 when there is none, -1 error or unreadable. */
@@ -540,6 +549,7 @@ void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, con
 	l->b = b;
 	l->key = layout_lock_key(pipeline);
 	l->what = xasprintf("pipeline '%s'", pipeline);
+	l->unlock = xasprintf("pipe-state unlock %s", pipeline);
 	l->run_id = run_id;
 }
 
@@ -547,7 +557,8 @@ void runlock_free(struct runlock *l)
 {
 	free(l->key);
 	free(l->what);
-	l->key = l->what = NULL;
+	free(l->unlock);
+	l->key = l->what = l->unlock = NULL;
 }
 
 /* The driver's pid ($DATASPOC_PIPE_PID), else the parent's. */
@@ -568,13 +579,13 @@ static const char *owner_dir(void)
 
 int runlock_take(const struct runlock *l)
 {
-	return lock_take_run(l->b, l->key, l->what, l->run_id, owner_pid(), owner_dir(),
-			     lock_default_ttl(), 0);
+	return lock_take_run(l->b, l->key, l->what, l->unlock, l->run_id, owner_pid(),
+			     owner_dir(), lock_default_ttl(), 0);
 }
 
 int runlock_take_here(const struct runlock *l, long ttl)
 {
-	return lock_take(l->b, l->key, l->what, l->run_id, (long)getpid(), ttl, 0);
+	return lock_take(l->b, l->key, l->what, l->unlock, l->run_id, (long)getpid(), ttl, 0);
 }
 
 int runlock_held(const struct runlock *l)

@@ -45,14 +45,16 @@
  * Take the lock at key for run_id, held by process pid on this host and by
  * every process holding run_dir locked (NULL: the pid alone), valid for
  * ttl seconds from its last renewal.  what names the lock in messages
- * ("pipeline 'orders'").  Waits up to wait_ms for a live holder to go.
+ * ("pipeline 'orders'"), unlock the command that removes it by hand
+ * ("pipe-state unlock orders"; NULL: none, it only expires).  Waits up to
+ * wait_ms for a live holder to go.
  * Taking a lock already held by run_id succeeds.  Returns 0 taken, 1 held
  * by another run (a message naming the holder is printed), -1 error.
  * Locally the lock's bytes are not synced (bucket_put_new_lock()), and a
  * lock a crash left empty is taken over at once, with a warning.
  */
-int lock_take_run(struct bucket *b, const char *key, const char *what, const char *run_id,
-		  long pid, const char *run_dir, long ttl, long wait_ms);
+int lock_take_run(struct bucket *b, const char *key, const char *what, const char *unlock,
+		  const char *run_id, long pid, const char *run_dir, long ttl, long wait_ms);
 
 /*
  * lock_take_run() for a lock held by one process (run_dir NULL) that
@@ -61,8 +63,8 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
  * run's, its bytes are not synced locally (bucket_put_new_lock()), and one
  * a crash left empty is taken over at once, with a warning.
  */
-int lock_take(struct bucket *b, const char *key, const char *what, const char *run_id,
-	      long pid, long ttl, long wait_ms);
+int lock_take(struct bucket *b, const char *key, const char *what, const char *unlock,
+	      const char *run_id, long pid, long ttl, long wait_ms);
 
 /* 1 when the lock at key is held by run_id, 0 when not (or absent), -1 error. */
 int lock_held_by(struct bucket *b, const char *key, const char *run_id);
@@ -121,6 +123,7 @@ struct runlock {
 	struct bucket *b;
 	char *key;		/* layout_lock_key(NAME) */
 	char *what;		/* "pipeline 'NAME'", for messages */
+	char *unlock;		/* "pipe-state unlock NAME", for messages */
 	const char *run_id;	/* the run that takes, holds, checks it */
 };
 

@@ -843,7 +843,8 @@ int manifest_update(struct bucket *b, const struct plan *p)
 
 	if (p->nstreams == 0)
 		return 0;
-	r = lock_take(b, LAYOUT_MANIFEST_LOCK_KEY, "the manifest", p->run_id, (long)getpid(), 120, 120000);
+	r = lock_take(b, LAYOUT_MANIFEST_LOCK_KEY, "the manifest", NULL, p->run_id,
+		      (long)getpid(), 120, 120000);
 	if (r != 0)
 		return -1;
 	r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);

@@ -226,7 +226,7 @@ gone_pid() {
 	bucket_snapshot >before.snap
 	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	run -75 --separate-stderr dataspoc-pipe run orph
-	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock orph'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 
@@ -384,7 +384,7 @@ crash_left_lock() {	# printf format of the lock's bytes
 	printf '\0{"run_id": \0' | bucket_put .dataspoc/state/orph/lock
 	bucket_snapshot >before.snap
 	run -1 --separate-stderr dataspoc-pipe run orph
-	grep -qF "the lock '.dataspoc/state/orph/lock' in $(bucket_url) is unreadable; if no run is going on, remove it with 'pipe-state unlock'" <<<"$stderr"
+	grep -qF "the lock '.dataspoc/state/orph/lock' in $(bucket_url) is unreadable; if no run is going on, remove it with 'pipe-state unlock orph'" <<<"$stderr"
 	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
 	diff -u before.snap after.snap
 	run -1 bucket_exists .dataspoc/state/orph/state.json

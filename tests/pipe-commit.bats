@@ -192,7 +192,7 @@ shop/users"
 	bucket_snapshot >before.snap
 	run -1 --separate-stderr pipe-commit shop <plan.jsonl
 	assert_equal "$output" ""
-	assert_stderr "pipe-commit: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	assert_stderr "pipe-commit: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock shop'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 }

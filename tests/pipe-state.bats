@@ -153,13 +153,13 @@ $usage"
 	bucket_snapshot >before.snap
 	run -75 --separate-stderr pipe-state get -r "$RID" shop
 	assert_equal "$output" ""
-	assert_stderr "pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	assert_stderr "pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock shop'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 	# an unreadable lock is not taken over either
 	echo 'garbage' | bucket_put "$LOCK_KEY"
 	run -1 --separate-stderr pipe-state get -r "$RID" shop
-	assert_stderr "pipe-state: pipeline 'shop': the lock '$LOCK_KEY' in $BUCKET_URL is unreadable; if no run is going on, remove it with 'pipe-state unlock'"
+	assert_stderr "pipe-state: pipeline 'shop': the lock '$LOCK_KEY' in $BUCKET_URL is unreadable; if no run is going on, remove it with 'pipe-state unlock shop'"
 }
 
 @test "get -r: cleans the staging of runs that died, keeps its own" {
@@ -298,7 +298,7 @@ $usage"
 		"$(hostname)" "$holder" | bucket_put "$LOCK_KEY"
 	bucket_snapshot >before.snap
 	run -1 --separate-stderr pipe-state set shop <<<'{"new":1}'
-	local msg="pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	local msg="pipe-state: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock shop'"
 	assert_stderr "$msg"
 	run -1 --separate-stderr pipe-state clear --force shop
 	assert_stderr "$msg"

@@ -778,7 +778,7 @@ static void test_lock_unreadable(struct bucket *b, const char *root)
 		_exit(bucket_delete(b, "locks/a") == 0 ? 0 : 1);
 	}
 	capture_begin();
-	r = lock_take(b, "locks/a", "test", "run-1", (long)getpid(), 60, 0);
+	r = lock_take(b, "locks/a", "test", NULL, "run-1", (long)getpid(), 60, 0);
 	err = capture_end();
 	waitpid(pid, &st, 0);
 	is_int(r, 0, "lock: taken once the half-written lock is gone");
@@ -789,11 +789,13 @@ static void test_lock_unreadable(struct bucket *b, const char *root)
 	ok(bucket_put(b, "locks/a", "not json", 8) == 0, "lock: a garbage lock");
 	t0 = util_now();
 	capture_begin();
-	r = lock_take(b, "locks/a", "test", "run-1", (long)getpid(), 60, 0);
+	r = lock_take(b, "locks/a", "test", "pipe-state unlock t", "run-1", (long)getpid(), 60, 0);
 	err = capture_end();
 	is_int(r, -1, "lock: a lock that stays garbage is an error");
 	ok(util_now() - t0 >= 1.9, "lock: after a grace of 2 s (%.2f s)", util_now() - t0);
-	ok(strstr(err, "the lock 'locks/a' in ") && strstr(err, " is unreadable; "), "lock: the message: %s", err);
+	ok(strstr(err, "the lock 'locks/a' in ") &&
+	   strstr(err, " is unreadable; if no run is going on, remove it with 'pipe-state unlock t'"),
+	   "lock: the message names the command that removes it: %s", err);
 	bucket_delete(b, "locks/a");
 
 	/*
@@ -808,15 +810,15 @@ static void test_lock_unreadable(struct bucket *b, const char *root)
 			"\"renew_every\": 0, \"started_at\": \"2026-01-01T00:00:00Z\", \"expires_at\": \"2099-01-01T00:00:00Z\"}\n";
 		size_t n;
 
-		ok(lock_take(b, "locks/o", "test", "run-7", (long)getpid(), 60, 0) == 0, "lock: overlaid: run-7 takes it");
+		ok(lock_take(b, "locks/o", "test", NULL, "run-7", (long)getpid(), 60, 0) == 0, "lock: overlaid: run-7 takes it");
 		ok(bucket_get(b, "locks/o", &text) == 0 && text.len < strlen(longer), "lock: overlaid: run-7's document is the shorter");
 		n = text.len;
 		sb_adds(&text, longer + n);
 		ok(bucket_put(b, "locks/o", text.buf, text.len) == 0, "lock: overlaid: run-7's document, then the tail of run-8's");
 		is_int(lock_held_by(b, "locks/o", "run-7"), 1, "lock: overlaid: read as run-7's");
-		is_int(lock_take(b, "locks/o", "test", "run-7", (long)getpid(), 60, 0), 0, "lock: overlaid: run-7 still holds it");
+		is_int(lock_take(b, "locks/o", "test", NULL, "run-7", (long)getpid(), 60, 0), 0, "lock: overlaid: run-7 still holds it");
 		capture_begin();
-		r = lock_take(b, "locks/o", "test", "run-9", (long)getpid(), 60, 0);
+		r = lock_take(b, "locks/o", "test", NULL, "run-9", (long)getpid(), 60, 0);
 		err = capture_end();
 		is_int(r, 1, "lock: overlaid: a rival is refused (it is run-7's)");
 		ok(strstr(err, "is locked by run run-7 ") != NULL, "lock: overlaid: naming run-7: %s", err);
@@ -829,14 +831,14 @@ static void test_lock_unreadable(struct bucket *b, const char *root)
 		struct sb text = SB_INIT;
 
 		unsetenv("DATASPOC_PIPE_LOCK_RENEW");
-		r = lock_take_run(b, "locks/r", "test", "run-2", (long)getpid(), NULL, 60, 0);
+		r = lock_take_run(b, "locks/r", "test", NULL, "run-2", (long)getpid(), NULL, 60, 0);
 		if (r == 0)
 			r = bucket_get(b, "locks/r", &text);
 		ok(r == 0 && strstr(text.buf, "\"renew_every\": 60,") != NULL,
 		   "lock: a run's lock is renewed every 60 s: %s", text.buf ? text.buf : "");
 		lock_release(b, "locks/r", "run-2");
 		sb_reset(&text);
-		r = lock_take(b, "locks/m", "test", "run-3", (long)getpid(), 60, 0);
+		r = lock_take(b, "locks/m", "test", NULL, "run-3", (long)getpid(), 60, 0);
 		if (r == 0)
 			r = bucket_get(b, "locks/m", &text);
 		ok(r == 0 && strstr(text.buf, "\"renew_every\": 0,") != NULL,
@@ -852,14 +854,14 @@ static void test_lock_unreadable(struct bucket *b, const char *root)
 	/* (a file that keeps locks/: no folder made, no earlier deletes left to sync) */
 	ok(bucket_put(b, "locks/keep", "k", 1) == 0, "lock: a folder for it");
 	synced_begin(root);
-	ok(lock_take(b, "locks/m", "test", "run-4", (long)getpid(), 60, 0) == 0, "lock: the manifest's kind taken");
+	ok(lock_take(b, "locks/m", "test", NULL, "run-4", (long)getpid(), 60, 0) == 0, "lock: the manifest's kind taken");
 	is_str(synced.buf, "", "lock: ... its bytes not synced, nor its folder");
 	synced_root = NULL;
 	lock_release(b, "locks/m", "run-4");
 	ok(bucket_put(b, "locks/m", "", 0) == 0, "lock: an empty lock, as a crash leaves one");
 	t0 = util_now();
 	capture_begin();
-	r = lock_take(b, "locks/m", "test", "run-5", (long)getpid(), 60, 0);
+	r = lock_take(b, "locks/m", "test", NULL, "run-5", (long)getpid(), 60, 0);
 	err = capture_end();
 	is_int(r, 0, "lock: the empty lock is taken over");
 	ok(util_now() - t0 < 1.0, "lock: ... at once (%.2f s)", util_now() - t0);
