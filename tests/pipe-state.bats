@@ -50,6 +50,12 @@ $usage"
 	assert_stderr "pipe-state: invalid run id 'bad' (expected the shape 20261130T004809Z-3fa9c1)"
 	run -2 --separate-stderr pipe-state get
 	assert_stderr "pipe-state: no pipeline: give a NAME or -c FILE"
+	# a command that also takes a bucket says so (its usage: list NAME|-b BUCKET)
+	local c
+	for c in list manifest probe check; do
+		run -2 --separate-stderr pipe-state $c
+		assert_stderr "pipe-state: $c: no pipeline: give a NAME, -c FILE or -b BUCKET"
+	done
 	bucket_untouched
 }
 

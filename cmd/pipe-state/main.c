@@ -841,6 +841,11 @@ int main(int argc, char **argv)
 			return CLI_FAILED;
 		}
 	}
+	if ((flags & TAKES_BUCKET) && c.bucket == NULL && file == NULL && nargs == 0) {
+		/* (cli_load_config() would name NAME and -c FILE only) */
+		err_msg("%s: no pipeline: give a NAME, -c FILE or -b BUCKET", c.cmd);
+		return CLI_USAGE;
+	}
 	if (flags & TAKES_NAMES) {
 		c.names = argv + optind;
 		c.nnames = (size_t)nargs;
