@@ -29,13 +29,36 @@ static void on_error(void *data, jv msg)
 	struct transform *t = data;
 	jv text = jv_get_kind(msg) == JV_KIND_STRING ? msg : jv_dump_string(msg, 0);
 
-	const char *p;
+	const char *p = jv_string_value(text);
 
 	if (t->errors.len)
 		sb_adds(&t->errors, "; ");
-	/* jq's messages span lines; ours are one */
-	for (p = jv_string_value(text); *p; p++)
+	/* (the message says already that it is jq's error) */
+	if (strncmp(p, "jq: error: ", 11) == 0)
+		p += 11;
+	/*
+	 * jq's messages span lines; ours are one.  The program's line it
+	 * quotes is padded with blanks (room for a caret): they go.
+	 */
+	for (; *p; p++) {
+		if (*p == '\n' || *p == ' ' || *p == '\t') {
+			size_t n = strspn(p, " \t");
+
+			if (p[n] == '\n' || p[n] == '\0') {
+				p += n;
+				if (*p == '\0')
+					break;
+			} else {
+				sb_add(&t->errors, p, n);
+				p += n - 1;
+				continue;
+			}
+		}
 		sb_addc(&t->errors, *p == '\n' ? ' ' : *p);
+	}
+	/* (a last newline, too) */
+	while (t->errors.len > 0 && t->errors.buf[t->errors.len - 1] == ' ')
+		t->errors.buf[--t->errors.len] = '\0';
 	jv_free(text);
 }
 
