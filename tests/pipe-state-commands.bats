@@ -490,7 +490,7 @@ $(all_ok shop)"
 	assert_equal "$stderr" ""
 	assert_line --index 0 "lost: config: ok"
 	assert_line --index 1 "lost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap"
-	assert_line --index 2 --regexp "^lost: transform: FAIL: $HOMEDIR/transforms/lost\.jq: the transform does not compile: jq: error: "
+	assert_line --index 2 --regexp "^lost: transform: FAIL: $HOMEDIR/transforms/lost\.jq: the transform does not compile: syntax error, .* line 1: \.id \|; jq: 1 compile error$"
 	assert_line --index 3 "lost: bucket: FAIL: cannot open bucket directory '$BATS_TEST_TMPDIR/afile/lake': Not a directory"
 	assert_equal "${#lines[@]}" 6
 	# a config that does not load: that line alone
