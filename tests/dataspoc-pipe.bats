@@ -99,7 +99,10 @@ usage: dataspoc-pipe validate [--output text|json] [NAME...]"
 	assert_equal "$output" "Created $DATASPOC_PIPE_HOME
   pipelines/   one NAME.yaml per pipeline
   sources/     tap configs (JSON)
-  transforms/  jq programs"
+  transforms/  jq programs
+
+Next: dataspoc-pipe add NAME (a wizard; --tap TAP ... --yes for scripts),
+then dataspoc-pipe validate NAME and dataspoc-pipe run NAME."
 	run -0 find "$DATASPOC_PIPE_HOME" -printf '%P %y\n'
 	run -0 sort <<<"$output"
 	assert_output " d
@@ -116,6 +119,8 @@ transforms d"
 	touch "$DATASPOC_PIPE_HOME/pipelines/keep.yaml"
 	run -0 --separate-stderr dataspoc-pipe init
 	assert_line --index 0 "$DATASPOC_PIPE_HOME is ready (already initialised)"
+	# a home with pipelines: the next step is to run them
+	assert_line --index -1 "Next: dataspoc-pipe status, or dataspoc-pipe run NAME (pipelines/NAME.yaml)."
 	diff -u config.before "$DATASPOC_PIPE_HOME/config.yaml"
 	[ -e "$DATASPOC_PIPE_HOME/pipelines/keep.yaml" ]
 }
