@@ -604,6 +604,38 @@ out:
 	return ret;
 }
 
+size_t catalog_offered(const struct pipe_config *cfg, char *const *config_args,
+		       struct sb *names)
+{
+	struct child_process c = CHILD_PROCESS_INIT;
+	struct sb text = SB_INIT;
+	struct json_span cat, list, st;
+	size_t errpos, pos = 0, n = 0;
+	const char *errmsg;
+
+	child_pushv(&c, cfg->tap_argv);
+	child_pushv(&c, config_args);
+	child_push(&c, "--discover");
+	c.err_path = "/dev/null";
+	if (child_capture(&c, &text) != 0 || text.len == 0 ||
+	    json_validate(text.buf, text.len, &cat, &errpos, &errmsg) != 0 ||
+	    cat.type != JSON_OBJECT || json_object_get(&cat, "streams", &list) != 1 ||
+	    list.type != JSON_ARRAY)
+		goto out;
+	while (json_array_next(&list, &pos, &st)) {
+		struct sb id = SB_INIT, name = SB_INIT;
+
+		if (st.type == JSON_OBJECT && stream_names(&st, &id, &name) == 0) {
+			sb_addf(names, "%s%s", n++ ? ", " : "", id.buf);
+		}
+		sb_free(&id);
+		sb_free(&name);
+	}
+out:
+	sb_free(&text);
+	return n;
+}
+
 /*
  * The run's own copy of the --about answer, in the driver's private folder
  * ($DATASPOC_PIPE_RUN_DIR, shared by the processes of one run): for a run

@@ -71,6 +71,16 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		    const struct catalog_log *log, struct sb *selected);
 
 /*
+ * The streams the tap's discovery offers (the tap runs with config_args and
+ * --discover, its stderr dropped), their tap_stream_ids appended to names
+ * as "a, b".  For a run that selected nothing and got nothing: a tap that
+ * discovers (tap-postgres) extracts no stream unless told which.  Returns
+ * how many, 0 when discovery fails or gives no catalog.
+ */
+size_t catalog_offered(const struct pipe_config *cfg, char *const *config_args,
+		       struct sb *names);
+
+/*
  * The flag that hands the tap its catalog: source.catalog_flag when set,
  * else the cached answer, else "--catalog" when the tap's --about lists the
  * "catalog" capability, else "--properties" (singer-io's taps, which have

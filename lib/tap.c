@@ -758,6 +758,33 @@ static void tap_ended(struct run *r, int wstatus)
 		err_msg("%s", r->error);
 }
 
+/*
+ * A tap that ended well having said nothing at all, in a pipeline that
+ * selects no stream: when its discovery offers streams, the run fails and
+ * says how to pick them (tap-postgres, given no catalog, extracts nothing
+ * and exits 0: the run said "Done! 0 records" and people took it for an
+ * empty table, issue #29).  A tap that offers nothing is taken at its word.
+ */
+static void nothing_selected(struct run *r)
+{
+	const struct pipe_config *cfg = r->cfg;
+	char *conf = r->config_path ? r->config_path : cfg->tap_config_file;
+	char *config_args[3] = { conf ? opt_config : NULL, conf, NULL };
+	struct sb names = SB_INIT;
+
+	if (r->status != 0 || r->wrote || r->error || cfg->streams || cfg->metadata_json ||
+	    cfg->catalog_file || child_guard_signal())
+		return;
+	if (catalog_offered(cfg, config_args, &names) > 0) {
+		r->status = 1;
+		r->error = xasprintf("%s extracted nothing: no stream is selected; name the ones "
+				     "to extract in source.streams (its discovery offers: %s)",
+				     r->tap, names.buf);
+		err_msg("%s", r->error);
+	}
+	sb_free(&names);
+}
+
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt)
 {
@@ -792,6 +819,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	 */
 	close(in);
 	tap_ended(&r, child_finish(&r.child));
+	nothing_selected(&r);
 out:
 	if (child_guard_signal() != SIGPIPE && !opt->check) {
 		if (r.wrote && !r.last_nl)

@@ -334,3 +334,26 @@ Done! 1 record in 1 stream(s)
 	run -2 --separate-stderr pipe-tap -n py
 	assert_stderr "pipe-tap: stream 'nope' in source.streams is not offered by the tap (it offers: a, users)"
 }
+
+@test "a run that selects no stream of a tap that discovers fails, naming source.streams and what discovery offers" {
+	{
+		printf 'source:\n  tap: seltap-pg\n  config: {host: localhost}\n'
+		printf 'destination:\n'
+		bucket_yaml
+		printf '  format: jsonl\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/pg.yaml"
+	run -1 --separate-stderr dataspoc-pipe run pg
+	assert_output "Running: pg"
+	assert_stderr "dataspoc-pipe: run 'pg' failed: seltap-pg extracted nothing: no stream is selected; name the ones to extract in source.streams (its discovery offers: appdb-public-customers)"
+	[ -z "$(bucket_files)" ]
+	# the run log says so too
+	run -0 dataspoc-pipe logs pg
+	assert_output --partial "no stream is selected"
+	# a tap that offers nothing is taken at its word: 0 records, exit 0
+	use_tap tap-none
+	: >"$FAKE_DIR/tap-none/out"
+	write_pipeline none tap-none
+	run -0 --separate-stderr dataspoc-pipe run none
+	assert_output "Running: none
+Done! 0 records in 0 stream(s)"
+}
