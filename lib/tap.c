@@ -785,6 +785,120 @@ static void nothing_selected(struct run *r)
 	sb_free(&names);
 }
 
+/* The line of a failed check's stderr that says why: the first that says error, else the last. */
+static void why_line(const char *path, struct sb *why)
+{
+	struct sb text = SB_INIT;
+	char *line, *save = NULL, *last = NULL;
+
+	if (util_read_file(path, &text, NULL) != 0 || text.len == 0)
+		goto out;
+	for (line = strtok_r(text.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strcasestr(line, "error") || strcasestr(line, "fatal") || strcasestr(line, "denied") ||
+		    strcasestr(line, "refused") || strcasestr(line, "could not") ||
+		    strcasestr(line, "critical")) {
+			last = line;
+			break;
+		}
+		if (line[strspn(line, " \t\r")])
+			last = line;
+	}
+	if (last)
+		sb_adds(why, last + strspn(last, " \t"));
+out:
+	sb_free(&text);
+}
+
+/* Seconds the source check may take ($DATASPOC_PIPE_CHECK_TIMEOUT, 1 to 3600, default 30). */
+static long check_timeout(void)
+{
+	const char *v = getenv("DATASPOC_PIPE_CHECK_TIMEOUT");
+	long n = v && *v ? util_parse_long(v, 1, 3600, 0) : 0;
+
+	return n > 0 ? n : 30;
+}
+
+/*
+ * pipe-tap -s: the tap's discovery with its config, under timeout(1) when
+ * there is one, so that a source that does not answer fails the check
+ * rather than holding it.  validate's "source" check (issue #29): a wrong
+ * password used to pass every check.
+ */
+static void source_check(struct run *r, int out_fd)
+{
+	const struct pipe_config *cfg = r->cfg;
+	struct child_process c = CHILD_PROCESS_INIT;
+	struct sb text = SB_INIT, names = SB_INIT, why = SB_INIT, line = SB_INIT;
+	char *conf = r->config_path ? r->config_path : cfg->tap_config_file;
+	char *config_args[3] = { conf ? opt_config : NULL, conf, NULL };
+	char *timeout = child_find_command("timeout"), *log = xasprintf("%s/source.err", r->dir);
+	char secs[32];
+	struct json_span cat, list, st;
+	size_t errpos, pos = 0;
+	const char *errmsg, *flag;
+	long limit = check_timeout();
+	int status;
+
+	snprintf(secs, sizeof(secs), "%ld", limit);
+	if (timeout) {
+		child_push(&c, "timeout");
+		child_push(&c, "-k");
+		child_push(&c, "2");
+		child_push(&c, secs);
+		c.exe = timeout;
+	}
+	child_pushv(&c, cfg->tap_argv);
+	child_pushv(&c, config_args);
+	child_push(&c, "--discover");
+	if (!timeout)
+		c.exe = r->exe;
+	c.err_path = log;
+	status = child_capture(&c, &text);
+	r->status = 1;
+	if (status == 124 && timeout) {
+		r->error = xasprintf("%s --discover did not answer within %ld s", r->tap, limit);
+	} else if (status != 0) {
+		why_line(log, &why);
+		r->error = why.len ? xasprintf("%s --discover failed: %s", r->tap, why.buf) :
+			   status > 0 ? xasprintf("%s --discover exited with status %d", r->tap, status) :
+			   xasprintf("%s --discover did not run", r->tap);
+	} else if (json_validate(text.buf ? text.buf : "", text.len, &cat, &errpos, &errmsg) != 0 ||
+		   cat.type != JSON_OBJECT || json_object_get(&cat, "streams", &list) != 1 ||
+		   list.type != JSON_ARRAY) {
+		/* a tap without discovery: what it says is no answer, and no failure */
+		r->status = 0;
+	} else {
+		while (json_array_next(&list, &pos, &st)) {
+			struct json_span v;
+
+			if (st.type == JSON_OBJECT && json_object_get(&st, "tap_stream_id", &v) == 1 &&
+			    v.type == JSON_STRING) {
+				json_string_decode(&v, &names);
+				sb_addc(&names, '\n');
+			}
+		}
+		r->status = 0;
+	}
+	if (r->status == 0) {
+		catalog_cache_open(&r->cache, cfg, 0);
+		r->clog.path = "/dev/null";
+		r->clog.held = 1;
+		flag = catalog_flag(cfg, &r->cache, &r->clog);
+		sb_addf(&line, "%s\n%s", flag, names.len ? names.buf : "");
+		if (util_write_all(out_fd, line.buf, line.len) != 0)
+			r->status = 1;
+	} else {
+		err_msg("%s", r->error);
+	}
+	unlink(log);
+	free(log);
+	free(timeout);
+	sb_free(&text);
+	sb_free(&names);
+	sb_free(&why);
+	sb_free(&line);
+}
+
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt)
 {
@@ -798,8 +912,20 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 		r.status = 2;
 		goto out;
 	}
-	if (find_tap(&r) != 0 || (private_dir_needed(&r, want_state) && make_private_dir(&r) != 0))
+	if (find_tap(&r) != 0 ||
+	    ((opt->source || private_dir_needed(&r, want_state)) && make_private_dir(&r) != 0))
 		goto out;
+	if (opt->source) {
+		if (cfg->tap_config_json &&
+		    write_private(r.dir, "config.json", cfg->tap_config_json,
+				  strlen(cfg->tap_config_json), &r.config_path) != 0) {
+			r.error = private_error("the tap's config", r.tmpdir, errno);
+			err_msg("%s", r.error);
+			goto out;
+		}
+		source_check(&r, out_fd);
+		goto out;
+	}
 	ready = tap_arguments(&r, state, state_len, want_state);
 	if (ready < 0)
 		goto out;
@@ -821,7 +947,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	tap_ended(&r, child_finish(&r.child));
 	nothing_selected(&r);
 out:
-	if (child_guard_signal() != SIGPIPE && !opt->check) {
+	if (child_guard_signal() != SIGPIPE && !opt->check && !opt->source) {
 		if (r.wrote && !r.last_nl)
 			util_write_all(out_fd, "\n", 1);
 		end_line(out_fd, r.status, r.error);

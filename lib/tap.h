@@ -45,6 +45,12 @@ struct tap_options {
 	int check;			/* prepare everything (find the tap, write its
 					   config, select streams), run nothing, print nothing
 					   on stdout: the status says whether a run could start */
+	int source;			/* touch the source instead: the tap's discovery,
+					   with its config, within $DATASPOC_PIPE_CHECK_TIMEOUT
+					   seconds (default 30); on stdout the flag that hands
+					   it a catalog, then the streams it offers, one a
+					   line; a failure's reason is its stderr's first line
+					   that says error (else its last) */
 };
 
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,

@@ -226,6 +226,32 @@ Cron schedule (e.g. 0 */2 * * *; empty for none):"
 	assert_line --index 0 "Running: shop"
 }
 
+@test "add: a tap not installed is said; the streams of a tap that takes --properties are asked, listing what discovery offers" {
+	run -0 --separate-stderr dataspoc-pipe add --tap tap-github --bucket "$(bucket_url)" --yes gh
+	assert_equal "$stderr" "dataspoc-pipe: add: warning: tap 'tap-github' is not installed (not found on PATH): install it before the first run (pipx install tap-github), or give its full path"
+	echo '{"host": "db"}' >pg.json
+	# --yes: says what to write
+	run -0 --separate-stderr dataspoc-pipe add --tap seltap-py --config pg.json --bucket "$(bucket_url)" --yes p1
+	assert_equal "$stderr" "dataspoc-pipe: add: seltap-py extracts only the streams it is told: name them in source.streams of $HOMEDIR/pipelines/p1.yaml (its discovery offers: a, b)"
+	# the wizard asks, and writes source.streams
+	printf '%s\n' "b" >answers
+	run -0 --separate-stderr dataspoc-pipe add --tap seltap-py --config pg.json --bucket "$(bucket_url)" \
+		--path raw --compression zstd --no-incremental --cron '' p2 <answers
+	assert_equal "$output" "Created $HOMEDIR/pipelines/p2.yaml
+Streams: 'b'
+Next: dataspoc-pipe validate p2 && dataspoc-pipe run p2"
+	assert_equal "$stderr" "Streams to extract (comma-separated; discovery offers: a, b):"
+	run -0 sed -n 2,5p "$HOMEDIR/pipelines/p2.yaml"
+	assert_output "source:
+  tap: 'seltap-py'
+  streams: ['b']
+  config: '$PWD/pg.json'"
+	run -0 stat -c %a "$HOMEDIR/pipelines/p2.yaml"
+	assert_output 644
+	run -0 --separate-stderr dataspoc-pipe run p2
+	assert_line "  b: 1"
+}
+
 @test "add keeps an existing sources/NAME.json, takes --config paths and makes a relative bucket absolute" {
 	mkdir -p "$HOMEDIR/sources" conf
 	echo '{"api_url": "x"}' >"$HOMEDIR/sources/keep.json"
@@ -283,7 +309,7 @@ Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
 
 @test "add removes what it wrote when the result is not valid" {
 	# a bad --cron: said before anything is written
-	run -2 --separate-stderr dataspoc-pipe add --tap tap-mysql --bucket "$(bucket_url)" --cron "61 * * * *" --yes db
+	run -2 --separate-stderr dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --cron "61 * * * *" --yes db
 	assert_equal "$output" ""
 	assert_equal "$stderr" "dataspoc-pipe: add: schedule.cron '61 * * * *': minute 61 is out of range 0-59"
 	run -0 ls -A "$HOMEDIR/pipelines" "$HOMEDIR/sources"
@@ -611,11 +637,13 @@ usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME"
 	assert_equal "$stderr" ""
 	assert_equal "$output" "alpha: config: ok
 alpha: tap: ok
+alpha: source: ok
 alpha: bucket: ok (conditional create: honoured)
 alpha: secrets: ok
 alpha: placeholders: ok
 beta: config: ok
 beta: tap: ok
+beta: source: ok
 beta: bucket: ok (conditional create: honoured)
 beta: secrets: ok
 beta: placeholders: ok"
@@ -623,6 +651,7 @@ beta: placeholders: ok"
 	run -0 jq -c '.[]' <<<"$output"
 	assert_equal "$output" '{"pipeline":"beta","check":"config","status":"ok","message":null}
 {"pipeline":"beta","check":"tap","status":"ok","message":null}
+{"pipeline":"beta","check":"source","status":"ok","message":null}
 {"pipeline":"beta","check":"bucket","status":"ok","message":"conditional create: honoured"}
 {"pipeline":"beta","check":"secrets","status":"ok","message":null}
 {"pipeline":"beta","check":"placeholders","status":"ok","message":null}'
@@ -647,8 +676,10 @@ beta: placeholders: ok"
 	assert_line --index 5 "ghost: placeholders: ok"
 	assert_line --index 6 "shaped: config: ok"
 	assert_line --index 7 "shaped: tap: ok"
-	assert_line --index 8 --regexp "^shaped: transform: FAIL: .*shaped\.jq"
-	assert_equal "${#lines[@]}" 12
+	# (the source only through a tap that can start: ghost has none)
+	assert_line --index 8 "shaped: source: ok"
+	assert_line --index 9 --regexp "^shaped: transform: FAIL: .*shaped\.jq"
+	assert_equal "${#lines[@]}" 13
 	run -1 --separate-stderr dataspoc-pipe validate --output json ghost
 	run -0 jq -c '[.[] | select(.status != "ok")]' <<<"$output"
 	assert_output '[{"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"}]'
@@ -685,36 +716,39 @@ beta: placeholders: ok"
 	run -0 --separate-stderr dataspoc-pipe validate sec
 	assert_equal "$output" "sec: config: ok
 sec: tap: ok
+sec: source: ok
 sec: bucket: ok (conditional create: honoured)
 sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$f'
 sec: placeholders: ok"
 	run -0 dataspoc-pipe validate --output json sec
-	run -0 jq -r '.[3].status' <<<"$output"
+	run -0 jq -r '.[4].status' <<<"$output"
 	assert_output warn
 	chmod 600 "$HOMEDIR/sources/sec.json"
 	run -0 dataspoc-pipe validate sec
-	assert_line --index 3 "sec: secrets: ok"
+	assert_line --index 4 "sec: secrets: ok"
 	# group-readable counts too; keys that only look alike (keys, replication_key) do not
 	chmod 640 "$HOMEDIR/sources/sec.json"
 	run -0 dataspoc-pipe validate sec
-	assert_line --index 3 --partial "sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0640)"
+	assert_line --index 4 --partial "sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0640)"
 	printf '{"host": "db", "keys": ["id"], "replication_key": "u", "password": ""}\n' >"$HOMEDIR/sources/sec.json"
 	run -0 dataspoc-pipe validate sec
-	assert_line --index 3 "sec: secrets: ok"
+	assert_line --index 4 "sec: secrets: ok"
 }
 
 @test "validate: add's unfilled template is a warning naming the members; a missing tap config fails" {
 	run -0 dataspoc-pipe add --tap dataspoc-tap-csv --bucket "$(bucket_url)" --yes t5
-	run -0 --separate-stderr dataspoc-pipe validate t5
+	# the template's placeholder path fails the source check: discovery opens the file
+	run -1 --separate-stderr dataspoc-pipe validate t5
 	assert_line --index 0 "t5: config: ok"
-	assert_line --index 4 "t5: placeholders: WARN: the tap's config file '$HOMEDIR/sources/t5.json' still holds placeholders of add's template (.files[0].path): fill them in"
+	assert_line --index 2 "t5: source: FAIL: dataspoc-tap-csv --discover failed: dataspoc-tap-csv: cannot open '/path/to/my_table.csv': No such file or directory"
+	assert_line --index 5 "t5: placeholders: WARN: the tap's config file '$HOMEDIR/sources/t5.json' still holds placeholders of add's template (.files[0].path): fill them in"
 	run -0 dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --yes pg
 	run -0 dataspoc-pipe validate --output json pg
 	run -0 jq -r '.[] | select(.check == "placeholders") | .status + ": " + .message' <<<"$output"
 	assert_output "warn: the tap's config file '$HOMEDIR/sources/pg.json' still holds placeholders of add's template (.password): fill them in"
 	sed -i 's/CHANGE_ME/s3cret/' "$HOMEDIR/sources/pg.json"
 	run -0 dataspoc-pipe validate pg
-	assert_line --index 4 "pg: placeholders: ok"
+	assert_line --index 5 "pg: placeholders: ok"
 	# the tap's config file gone: a config failure at source.config's place
 	rm "$HOMEDIR/sources/t5.json"
 	run -1 --separate-stderr dataspoc-pipe validate t5
@@ -735,8 +769,8 @@ sec: placeholders: ok"
 	mkdir elsewhere
 	cd elsewhere
 	run -0 --separate-stderr dataspoc-pipe validate rel home
-	assert_line --index 2 "rel: bucket: ok (conditional create: honoured)"
-	assert_line --index 7 "home: bucket: ok (conditional create: honoured)"
+	assert_line --index 3 "rel: bucket: ok (conditional create: honoured)"
+	assert_line --index 9 "home: bucket: ok (conditional create: honoured)"
 	[ -d "$HOMEDIR/lake" ]
 	[ -d "$HOME/lake" ]
 	run -0 ls -A
@@ -752,11 +786,39 @@ sec: placeholders: ok"
 	write_pipeline alpha cmdtap-ok
 	sed -i "s|^  bucket: .*|  bucket: $BATS_TEST_TMPDIR/afile/lake|" "$HOMEDIR/pipelines/alpha.yaml"
 	run -1 --separate-stderr dataspoc-pipe validate alpha
-	assert_line --index 2 --regexp "^alpha: bucket: FAIL: .*$BATS_TEST_TMPDIR/afile/lake.*Not a directory$"
+	assert_line --index 3 --regexp "^alpha: bucket: FAIL: .*$BATS_TEST_TMPDIR/afile/lake.*Not a directory$"
 	run -2 --separate-stderr dataspoc-pipe validate --output xml
 	assert_equal "$stderr" "dataspoc-pipe: validate: unknown output format 'xml' (use text json)"
 	run -2 --separate-stderr dataspoc-pipe validate 'no/such'
 	assert_equal "$stderr" "dataspoc-pipe: validate: invalid pipeline name 'no/such'"
+}
+
+@test "validate: the source check runs the tap's discovery: its error, a time limit, and a warning when nothing is selected" {
+	sel() {	# NAME [STREAMS-LINE]
+		{
+			printf 'source:\n  tap: seltap-py\n  config: {host: db, password: hunter2}\n'
+			[ -z "${2:-}" ] || printf '  %s\n' "$2"
+			printf 'destination:\n'
+			bucket_yaml
+		} >"$HOMEDIR/pipelines/$1.yaml"
+		chmod 600 "$HOMEDIR/pipelines/$1.yaml"
+	}
+	sel none
+	sel some 'streams: [a]'
+	run -0 --separate-stderr dataspoc-pipe validate none some
+	assert_equal "$stderr" ""
+	assert_line --index 2 "none: source: WARN: no stream is selected, and a tap that takes --properties (tap-postgres) extracts none then: name them in source.streams (its discovery offers: a, b)"
+	assert_line --index 8 "some: source: ok (2 stream(s) offered)"
+	# a source that refuses: its first line of error, the password masked
+	mkdir -p "$FAKE_DIR/seltap-py"
+	echo 1 >"$FAKE_DIR/seltap-py/discover-exit"
+	run -1 --separate-stderr dataspoc-pipe validate some
+	assert_line --index 2 "some: source: FAIL: seltap-py --discover failed: CRITICAL cannot connect to the database"
+	# a source that does not answer
+	rm "$FAKE_DIR/seltap-py/discover-exit"
+	: >"$FAKE_DIR/seltap-py/discover-block"
+	DATASPOC_PIPE_CHECK_TIMEOUT=1 run -1 --separate-stderr dataspoc-pipe validate some
+	assert_line --index 2 "some: source: FAIL: seltap-py --discover did not answer within 1 s"
 }
 
 @test "validate and status with no pipelines" {

@@ -191,7 +191,7 @@ Done! 3 records in 1 stream(s)
 	run -0 jq -c '.structuredContent.tables | to_entries | map([.key, .value.pipeline, .value.stats.total_rows])' <<<"$(step 4)"
 	assert_output '[["orders/orders","orders",3]]'
 	run -0 jq -c '.structuredContent | [.pipeline, .ok, .bucket_ok, .tap_ok, .errors, (.checks | map(.check))]' <<<"$(step 5)"
-	assert_output '["orders",true,true,true,[],["config","tap","bucket","secrets","placeholders"]]'
+	assert_output '["orders",true,true,true,[],["config","tap","source","bucket","secrets","placeholders"]]'
 }
 
 @test "run_pipeline: incremental from the saved state, full ignores it" {

@@ -440,7 +440,7 @@ conditional create: honoured"
 
 # What validate prints for pipeline $1 when every check passes (local bucket).
 all_ok() {
-	printf '%s: %s\n' "$1" "config: ok" "$1" "tap: ok" "$1" "bucket: ok (conditional create: honoured)" \
+	printf '%s: %s\n' "$1" "config: ok" "$1" "tap: ok" "$1" "source: ok" "$1" "bucket: ok (conditional create: honoured)" \
 		"$1" "secrets: ok" "$1" "placeholders: ok"
 }
 
@@ -453,7 +453,7 @@ all_ok() {
 	# a failed check is 1, and the others still run
 	run -1 --separate-stderr pipe-state validate
 	assert_equal "$stderr" ""
-	assert_output "$(all_ok ghost | sed 's/^ghost: tap: ok$/ghost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap/')
+	assert_output "$(all_ok ghost | sed 's/^ghost: tap: ok$/ghost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap/; /^ghost: source: /d')
 $(all_ok shop)"
 	# -o json, byte for byte; text and table are the lines
 	run -1 sh -c 'pipe-state validate -o json ghost shop >got.json'
@@ -466,6 +466,7 @@ $(all_ok shop)"
 	  {"pipeline":"ghost","check":"placeholders","status":"ok","message":null},
 	  {"pipeline":"shop","check":"config","status":"ok","message":null},
 	  {"pipeline":"shop","check":"tap","status":"ok","message":null},
+	  {"pipeline":"shop","check":"source","status":"ok","message":null},
 	  {"pipeline":"shop","check":"bucket","status":"ok","message":"conditional create: honoured"},
 	  {"pipeline":"shop","check":"secrets","status":"ok","message":null},
 	  {"pipeline":"shop","check":"placeholders","status":"ok","message":null}
@@ -504,10 +505,10 @@ $(all_ok shop)"
 	chmod 644 "$HOMEDIR/pipelines/inl.yaml"
 	run -0 --separate-stderr pipe-state validate inl
 	assert_equal "$stderr" ""
-	assert_line --index 3 "inl: secrets: WARN: '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'"
-	assert_line --index 4 "inl: placeholders: WARN: the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
+	assert_line --index 4 "inl: secrets: WARN: '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'"
+	assert_line --index 5 "inl: placeholders: WARN: the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
 	run -0 pipe-state validate -o json inl
-	run -0 jq -r '.[3:][] | .status + " " + .message' <<<"$output"
+	run -0 jq -r '.[4:][] | .status + " " + .message' <<<"$output"
 	assert_output "warn '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'
 warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
 }
@@ -518,7 +519,7 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	assert_equal "$stderr" ""
 	assert_line --index 0 "nope: config: FAIL: no pipeline 'nope' (looked for $HOMEDIR/pipelines/nope.yaml)"
 	assert_line --index 1 "shop: config: ok"
-	assert_equal "${#lines[@]}" 6
+	assert_equal "${#lines[@]}" 7
 	rm -rf "$BUCKET_DIR"
 	run -2 --separate-stderr pipe-state validate shop 'no/such'
 	assert_output ""

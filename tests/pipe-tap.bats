@@ -19,7 +19,7 @@ teardown() {
 }
 
 END_OK='{"type":"DATASPOC_TAP_END","status":"success","exit_status":0}'
-USAGE='usage: pipe-tap [-hnv] [-D PID] [-l FILE] NAME | -c FILE.yaml'
+USAGE='usage: pipe-tap [-hnsv] [-D PID] [-l FILE] NAME | -c FILE.yaml'
 
 # pipe-tap's output: the tap's, then the end line given.
 expect_dump() {	# dump-file end-line
@@ -29,7 +29,7 @@ expect_dump() {	# dump-file end-line
 
 @test "-h prints the help on stdout" {
 	run -0 --separate-stderr pipe-tap -h
-	assert_line --index 0 "usage: pipe-tap [-hnv] [-D PID] [-l FILE] NAME"
+	assert_line --index 0 "usage: pipe-tap [-hnsv] [-D PID] [-l FILE] NAME"
 	assert_line "  {\"type\":\"DATASPOC_TAP_END\",\"status\":\"success\",\"exit_status\":0}"
 	assert_stderr ""
 	local help=$output

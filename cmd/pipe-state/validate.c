@@ -4,6 +4,10 @@
  *	config		the pipeline loads and its tap's config is a readable
  *			JSON object (in this process)
  *	tap		`pipe-tap -n NAME`: the tap found, its catalog discovered
+ *	source		`pipe-tap -s NAME`: the tap's discovery reaches the source
+ *			(a wrong password fails here); WARN when no stream is
+ *			selected of a tap that takes --properties (tap-postgres
+ *			extracts nothing then), naming the streams it offers
  *	transform	`pipe-sink -n NAME`, when transforms/NAME.jq or .py exists
  *	bucket		the probe of lib/check.c
  *	secrets		WARN: check_config()'s secrets warning
@@ -32,6 +36,7 @@
 #include "config.h"
 #include "err.h"
 #include "json.h"
+#include "mask.h"
 #include "sb.h"
 #include "util.h"
 
@@ -141,7 +146,7 @@ static void said_end(struct validate *v, struct sb *reason)
 
 /* prog beside this program (built and installed trees keep them together), else on PATH. */
 /* Check `prog -n name`: ok when it exits 0, else its first words. */
-static void check_program(struct validate *v, const char *name, const char *check, const char *prog)
+static int check_program(struct validate *v, const char *name, const char *check, const char *prog)
 {
 	struct child_process c = CHILD_PROCESS_INIT;
 	struct sb out = SB_INIT, reason = SB_INIT;
@@ -168,6 +173,67 @@ static void check_program(struct validate *v, const char *name, const char *chec
 		result_sb(v, name, check, RESULT_FAIL, &reason);
 	sb_free(&out);
 	sb_free(&reason);
+	free(exe);
+	return status;
+}
+
+/* The source: `pipe-tap -s NAME`, its flag and streams on stdout. */
+static void check_source(struct validate *v, const struct pipe_config *cfg, const char *name)
+{
+	struct child_process c = CHILD_PROCESS_INIT;
+	struct sb out = SB_INIT, reason = SB_INIT, msg = SB_INIT;
+	char *exe = child_sibling("pipe-tap"), *nl, *p;
+	int status = -1;
+	size_t n = 0;
+
+	said_begin(v);
+	if (exe == NULL) {
+		err_msg("cannot find pipe-tap beside %s or on PATH", err_prog);
+	} else {
+		child_push(&c, "pipe-tap");
+		child_push(&c, "-s");
+		child_push(&c, name);
+		c.exe = exe;
+		child_guard_begin();
+		status = child_capture(&c, &out);
+		child_guard_end();
+	}
+	said_end(v, &reason);
+	if (status != 0) {
+		/* the tap's words: a password it echoes stays out of the terminal */
+		mask_text(cfg, &reason);
+		result_sb(v, name, "source", RESULT_FAIL, &reason);
+		goto out;
+	}
+	nl = out.buf ? strchr(out.buf, '\n') : NULL;
+	for (p = nl ? nl + 1 : NULL; p && *p; p = nl + 1) {
+		if ((nl = strchr(p, '\n')) == NULL)
+			break;
+		*nl = '\0';
+		sb_addf(&msg, "%s%s", n++ ? ", " : "", p);
+	}
+	if (n && !cfg->streams && !cfg->metadata_json && !cfg->catalog_file &&
+	    strncmp(out.buf, "--properties\n", 13) == 0) {
+		struct sb w = SB_INIT;
+
+		sb_addf(&w, "no stream is selected, and a tap that takes --properties (tap-postgres) "
+			    "extracts none then: name them in source.streams (its discovery offers: %s)",
+			msg.buf);
+		result_sb(v, name, "source", RESULT_WARN, &w);
+		sb_free(&w);
+	} else if (n) {
+		struct sb m = SB_INIT;
+
+		sb_addf(&m, "%zu stream(s) offered", n);
+		result_sb(v, name, "source", RESULT_OK, &m);
+		sb_free(&m);
+	} else {
+		result(v, name, "source", RESULT_OK, NULL, 0);
+	}
+out:
+	sb_free(&out);
+	sb_free(&reason);
+	sb_free(&msg);
 	free(exe);
 }
 
@@ -206,7 +272,9 @@ static void validate_one(struct validate *v, const char *name)
 	}
 	result(v, name, "config", RESULT_OK, NULL, 0);
 
-	check_program(v, name, "tap", "pipe-tap");
+	/* (the source only through a tap that can start) */
+	if (check_program(v, name, "tap", "pipe-tap") == 0)
+		check_source(v, &cfg, name);
 	if (has_transform(name))
 		check_program(v, name, "transform", "pipe-sink");
 

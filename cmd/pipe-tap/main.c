@@ -21,11 +21,11 @@
 #include "tap.h"
 #include "util.h"
 
-static const char usage_line[] = "pipe-tap [-hnv] [-D PID] [-l FILE] NAME | -c FILE.yaml";
+static const char usage_line[] = "pipe-tap [-hnsv] [-D PID] [-l FILE] NAME | -c FILE.yaml";
 
 static const char help_text[] =
-	"usage: pipe-tap [-hnv] [-D PID] [-l FILE] NAME\n"
-	"       pipe-tap [-hnv] [-D PID] [-l FILE] -c FILE.yaml\n"
+	"usage: pipe-tap [-hnsv] [-D PID] [-l FILE] NAME\n"
+	"       pipe-tap [-hnsv] [-D PID] [-l FILE] -c FILE.yaml\n"
 	"\n"
 	"Run the pipeline's Singer tap.  The saved state is read from stdin (one\n"
 	"JSON line; empty or {} means none).  The tap runs without a shell, with\n"
@@ -62,6 +62,10 @@ static const char help_text[] =
 	"              128 KiB it is cut to its last 64 KiB\n"
 	"  -n          check that a run could start: the config, the tap found, the\n"
 	"              streams selected (running discovery when needed); run nothing\n"
+	"  -s          check the source: run the tap's discovery with its config\n"
+	"              (within $DATASPOC_PIPE_CHECK_TIMEOUT seconds, default 30), print\n"
+	"              the flag that hands it a catalog, then the streams it offers,\n"
+	"              one a line; on failure say its first line of error, exit 1\n"
 	"  -v          without -l, show the stderr of discovery and --about as they\n"
 	"              run (else discovery's is shown only when it fails); with -l,\n"
 	"              also show the tap's stderr, whole lines, as it comes\n"
@@ -100,7 +104,7 @@ int main(int argc, char **argv)
 	};
 	struct pipe_config cfg;
 	struct sb state = SB_INIT;
-	struct tap_options topt = { NULL, 0, 0, 0 };
+	struct tap_options topt = { NULL, 0, 0, 0, 0 };
 	const char *file = NULL, *log = NULL;
 	long driver = 0;
 	int c, ret, said = -1;
@@ -111,7 +115,7 @@ int main(int argc, char **argv)
 	/* (linked statically: no getpwuid(3), cmd/pipe-tap/build.mk) */
 	config_home_by_getent();
 	memset(&cfg, 0, sizeof(cfg));
-	while ((c = getopt_long(argc, argv, "c:D:hl:nv", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:D:hl:nsv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			file = optarg;
@@ -131,6 +135,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			topt.check = 1;
+			break;
+		case 's':
+			topt.source = 1;
 			break;
 		case 'R':
 			topt.refresh_catalog = 1;
@@ -162,7 +169,7 @@ int main(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	/* A terminal on stdin means "no state", not "wait for one". */
-	if (!topt.check && !isatty(STDIN_FILENO) && util_read_fd(STDIN_FILENO, &state) != 0) {
+	if (!topt.check && !topt.source && !isatty(STDIN_FILENO) && util_read_fd(STDIN_FILENO, &state) != 0) {
 		err_msg("cannot read the state from stdin:");
 		config_free(&cfg);
 		return CLI_FAILED;
