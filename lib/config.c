@@ -198,22 +198,38 @@ const char *config_compression_ext(enum compression c)
 
 char *config_source_name(const struct pipe_config *cfg)
 {
-	const char *s, *slash;
+	const char *s, *slash, *dot;
+	struct sb out = SB_INIT;
+	size_t n, i;
 
 	if (cfg == NULL || cfg->tap_argv == NULL || cfg->tap_argv[0] == NULL)
 		return xstrdup("tap");
-	s = cfg->tap_argv[0];
+	for (n = 0; !cfg->tap_listed && cfg->tap_argv[n + 1] != NULL; n++)
+		;
+	s = cfg->tap_argv[n];
 	slash = strrchr(s, '/');
 	if (slash)
 		s = slash + 1;
-	if (strncmp(s, "dataspoc-", 9) == 0)
+	/* the stem, as Python's pathlib has it: a leading dot is no suffix */
+	dot = strrchr(s, '.');
+	n = dot && dot != s && dot[1] != '\0' ? (size_t)(dot - s) : strlen(s);
+	if (n >= 9 && strncmp(s, "dataspoc-", 9) == 0) {
 		s += 9;
-	if (strncmp(s, "tap-", 4) == 0)
-		s += 4;
+		n -= 9;
+	}
+	for (i = 0; i < n;) {
+		if (n - i >= 4 && strncmp(s + i, "tap-", 4) == 0) {
+			i += 4;
+			continue;
+		}
+		sb_addc(&out, s[i++]);
+	}
 	/* It becomes a folder of the bucket layout. */
-	if (*s == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		s = "tap";
-	return xstrdup(s);
+	if (out.len == 0 || strcmp(out.buf, ".") == 0 || strcmp(out.buf, "..") == 0) {
+		sb_free(&out);
+		return xstrdup("tap");
+	}
+	return sb_detach(&out);
 }
 
 void config_free(struct pipe_config *cfg)

@@ -139,6 +139,7 @@ struct pipe_config {
 
 	/* source: */
 	char **tap_argv;	/* NULL-terminated argv, never run through a shell */
+	int tap_listed;		/* source.tap was a YAML list (ours), not a string (Python's) */
 	char *tap_config_file;	/* source.config as a path, or NULL */
 	char *tap_config_json;	/* source.config as an inline mapping, as JSON text, or NULL */
 	size_t tap_config_line, tap_config_col;	/* where source.config is in file (1-based) */
@@ -281,10 +282,14 @@ int config_check_source(const struct pipe_config *cfg, struct sb *placeholders);
 void config_free(struct pipe_config *cfg);
 
 /*
- * The source name used in the bucket layout: the basename of tap_argv[0]
- * with a leading "dataspoc-" and then "tap-" removed ("tap-postgres" ->
- * "postgres", "dataspoc-tap-csv" -> "csv").  "tap" when that leaves nothing,
- * ".", ".." or there is no tap.  Newly allocated.
+ * The source name used in the bucket layout, by the Python DataSpoc Pipe's
+ * rule so that its tables stay where they are: of source.tap's last word
+ * (the first, for a YAML list: a list is ours), the path's stem (no
+ * folder, no last ".suffix") with a leading "dataspoc-" and every "tap-"
+ * removed ("tap-postgres" -> "postgres", "python mock_tap.py" ->
+ * "mock_tap", "/opt/taps/tap-x" -> "x", "dataspoc-tap-csv" -> "csv").
+ * "tap" when that leaves nothing, "." or "..", or there is no tap.  Newly
+ * allocated.
  */
 char *config_source_name(const struct pipe_config *cfg);
 

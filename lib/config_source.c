@@ -91,6 +91,7 @@ static int parse_tap(struct yctx *c, yaml_node_t *v, struct pipe_config *cfg)
 	}
 	resolve_builtin(argv);
 	cfg->tap_argv = argv;
+	cfg->tap_listed = v->type == YAML_SEQUENCE_NODE;
 	return 0;
 }
 

@@ -947,7 +947,19 @@ static void test_helpers(void)
 		{ "tap-postgres", "postgres" }, { "dataspoc-tap-csv", "csv" },
 		{ "/opt/bin/tap-mysql", "mysql" }, { "tap-", "tap" }, { "python3", "python3" },
 		{ "./taps/dataspoc-x", "x" }, { "..", "tap" }, { "dir/", "tap" },
+		{ "/opt/taps/tap-x", "x" }, { "tap-x.sh", "x" }, { ".tap", ".tap" },
+		{ "tap-a-tap-b", "a-b" },
 	};
+	/* Python's rule: a string's last word; a YAML list's first */
+	static const struct {
+		const char *w0, *w1;
+		int listed;
+		const char *source;
+	} words[] = {
+		{ "python", "mock_tap.py", 0, "mock_tap" }, { "python3", "/x/tap-y.py", 0, "y" },
+		{ "tap-x", "--config=a.json", 0, "--config=a" }, { "tap-x", "--debug", 1, "x" },
+	};
+	char *argv3[3] = { NULL, NULL, NULL };
 	static const struct {
 		const char *name;
 		int valid;
@@ -981,6 +993,19 @@ static void test_helpers(void)
 		is_str(s, names[i].source, "source name of '%s'", names[i].tap);
 		free(s);
 	}
+	c.tap_argv = argv3;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		char *s;
+
+		argv3[0] = (char *)(uintptr_t)words[i].w0;
+		argv3[1] = (char *)(uintptr_t)words[i].w1;
+		c.tap_listed = words[i].listed;
+		s = config_source_name(&c);
+		is_str(s, words[i].source, "source name of '%s %s'%s", words[i].w0, words[i].w1,
+		       words[i].listed ? " (a list)" : "");
+		free(s);
+	}
+	c.tap_listed = 0;
 	{
 		char *s = config_source_name(NULL);
 
