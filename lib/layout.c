@@ -80,10 +80,32 @@ char *layout_state_dir(const char *pipeline)
 	return xasprintf(".dataspoc/state/%s/", pipeline);
 }
 
-char *layout_data_key(const char *dir, const char *date, const char *safe, const char *run_id,
-		      unsigned index, const char *suffix, const char *ext)
+unsigned layout_date_unders(int (*has)(const char *column, void *arg), void *arg)
 {
-	return xasprintf("%s/dt=%s/%s_%s_%04u%s%s", dir, date, safe, run_id, index, suffix, ext);
+	static const char key[] = "________dt";
+	unsigned n;
+
+	for (n = 0; n < LAYOUT_DATE_UNDERS_MAX; n++) {
+		if (!has(key + sizeof(key) - 3 - n, arg))
+			break;
+	}
+	return n;
+}
+
+size_t layout_date_folder(const char *seg)
+{
+	size_t n = 0;
+
+	while (seg[n] == '_' && n < LAYOUT_DATE_UNDERS_MAX)
+		n++;
+	return strncmp(seg + n, "dt=", 3) == 0 ? n + 3 : 0;
+}
+
+char *layout_data_key(const char *dir, unsigned unders, const char *date, const char *safe,
+		      const char *run_id, unsigned index, const char *suffix, const char *ext)
+{
+	return xasprintf("%s/%.*sdt=%s/%s_%s_%04u%s%s", dir, (int)unders, "________", date, safe,
+			 run_id, index, suffix, ext);
 }
 
 int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
@@ -102,10 +124,10 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 
 	if (base == NULL || base == key || strncmp(key, LAYOUT_META, sizeof(LAYOUT_META) - 1) == 0)
 		return -1;
-	/* the parent is dt=D, and a folder is above it */
+	/* the parent is dt=D (or _dt=D, ...), and a folder is above it */
 	for (p = base - 1; p > key && *p != '/'; p--)
 		;
-	if (p == key || strncmp(p + 1, "dt=", 3) != 0)
+	if (p == key || layout_date_folder(p + 1) == 0)
 		return -1;
 	base++;
 	n = strlen(base);

@@ -9,7 +9,8 @@
  *   .dataspoc/staging/P/R/                       a run's staged files
  *   .dataspoc/logs/P/R.json                      a run's log
  *   .dataspoc/probe/...                          validate's probes
- *   DIR/dt=D/SAFE_R_NNNN.EXT                     a data file
+ *   DIR/dt=D/SAFE_R_NNNN.EXT                     a data file (_dt=, __dt=...
+ *                                                when the stream has a dt column)
  *   DIR/dt=D/SAFE_R_hNNNN.parquet                a file of an upsert table: node NNNN
  *
  * P is a pipeline's name, R a run id.  Each builder returns a new string.
@@ -53,12 +54,30 @@ size_t layout_state_pipeline(const char *key);
 char *layout_stream_folder(const char *name, size_t len, struct sb *why);
 
 /*
+ * The date folder's Hive key of a stream whose columns are named by has():
+ * "dt", or, when that is a column of the stream, the first of "_dt",
+ * "__dt", ... that is none.  A reader that takes the folder as a column
+ * (DuckDB's hive_partitioning gives the folder precedence over the file's
+ * column) then reads every value the tap sent unchanged.  The number of
+ * leading '_' (at most LAYOUT_DATE_UNDERS_MAX).
+ */
+#define LAYOUT_DATE_UNDERS_MAX 8
+unsigned layout_date_unders(int (*has)(const char *column, void *arg), void *arg);
+
+/*
+ * The length of the date folder's "dt=" ("_dt=", ...) at seg's start
+ * (a folder of the layout's), or 0 when seg starts with none.
+ */
+size_t layout_date_folder(const char *seg);
+
+/*
  * A data file's key, DIR/dt=DATE/SAFE_RUN_NNNN<suffix><ext> (NNNN: index,
  * %04u; suffix: the writer's, ".parquet" or ".jsonl"; ext: the
- * compression's, "" or ".zst" or ".gz").
+ * compression's, "" or ".zst" or ".gz"); unders '_' before "dt="
+ * (layout_date_unders()).
  */
-char *layout_data_key(const char *dir, const char *date, const char *safe, const char *run_id,
-		      unsigned index, const char *suffix, const char *ext);
+char *layout_data_key(const char *dir, unsigned unders, const char *date, const char *safe,
+		      const char *run_id, unsigned index, const char *suffix, const char *ext);
 
 /*
  * A data file's key split (what layout_data_key() built): its table folder

@@ -47,6 +47,9 @@ struct stream {
 	char *final;		/* its final key */
 	unsigned long long file_records;
 	unsigned file_index;
+	/* its date folder's '_' before "dt=" (layout_date_unders()), chosen at its first file */
+	unsigned date_unders;
+	int date_chosen;
 	unsigned long long records;
 	unsigned long long shown;	/* count last shown as progress */
 	uint64_t last_used;

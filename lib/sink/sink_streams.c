@@ -202,6 +202,20 @@ int sink_close_file(struct sink *s, struct stream *st)
 	return 0;
 }
 
+/* Whether the stream's schema (its SCHEMA's, or one inferred) has a property named column. */
+static int schema_has(const char *column, void *arg)
+{
+	const char *schema = arg;
+	struct json_span v, props, col;
+	size_t errpos;
+	const char *errmsg;
+
+	if (schema == NULL || json_validate(schema, strlen(schema), &v, &errpos, &errmsg) != 0)
+		return 0;
+	return json_object_get(&v, "properties", &props) == 1 &&
+	       json_object_get(&props, column, &col) == 1;
+}
+
 int sink_open_file(struct sink *s, struct stream *st)
 {
 	struct bucket_writer *w;
@@ -222,8 +236,17 @@ int sink_open_file(struct sink *s, struct stream *st)
 			return -1;
 	}
 	staging = layout_staging_prefix(s->cfg->name, s->opt->run_id);
-	st->final = layout_data_key(st->dir, s->date, st->safe, s->opt->run_id, st->file_index++,
-				    s->rw->suffix, s->ext);
+	/*
+	 * One date folder key for the stream's whole run (a table whose files
+	 * name two keys is one DuckDB refuses), from the columns it has when
+	 * its first file opens.
+	 */
+	if (!st->date_chosen) {
+		st->date_unders = layout_date_unders(schema_has, st->schema);
+		st->date_chosen = 1;
+	}
+	st->final = layout_data_key(st->dir, st->date_unders, s->date, st->safe, s->opt->run_id,
+				    st->file_index++, s->rw->suffix, s->ext);
 	/*
 	 * Staged under its final name's last part alone (unique in a run: the
 	 * stream's safe name, unique even where case is ignored, and its file

@@ -10,6 +10,7 @@
 #include "bucket.h"
 #include "bucket_impl.h"
 #include "err.h"
+#include "layout.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -343,7 +344,7 @@ static size_t prune_floor(const char *key)
 	/* the parent, a dt= folder; p: the slash before it */
 	for (p = slash; p > key && p[-1] != '/'; p--)
 		;
-	if (p == key || strncmp(p, "dt=", 3) != 0)
+	if (p == key || layout_date_folder(p) == 0)
 		return 0;
 	/* the table folder above it; the folder above that stays */
 	for (p--; p > key && p[-1] != '/'; p--)

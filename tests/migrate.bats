@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# A user of the Python DataSpoc Pipe 0.2.0 switches (issue #28): its bucket,
+# laid out as its engine.py, catalog.py and state.py leave it, its home
+# folder and its crontab are taken over with no edit, and DataSpoc Lens
+# (read_parquet(..., hive_partitioning=true, union_by_name=true) over each
+# manifest table's location) reads every table right before and after.
+
+load helpers/common
+use_local_lake
+
+# py_parquet KEY: the JSON lines on stdin as the Parquet object KEY of the
+# bucket, as the Python tool writes a batch.
+py_parquet() {
+	mkdir -p "$BUCKET_DIR/$(dirname "$1")"
+	node "$PQ/py-parquet.mjs" "$BUCKET_DIR/$1"
+}
+
+# py_run_log PIPELINE STAMP STREAM COUNT: the run log the Python tool writes
+# for a successful run (catalog.py, save_execution_log()), STAMP as its
+# started_at.strftime("%Y-%m-%dT%H-%M-%S").
+py_run_log() {
+	local d=$BUCKET_DIR/.dataspoc/logs/$1
+	mkdir -p "$d"
+	cat >"$d/$2.json" <<-JSON
+	{
+	  "pipeline": "$1",
+	  "started_at": "2024-01-01T10:00:00.000000+00:00",
+	  "finished_at": "2024-01-01T10:00:02.500000+00:00",
+	  "duration_seconds": 2.5,
+	  "status": "success",
+	  "streams": {
+	    "$3": {
+	      "records": $4
+	    }
+	  },
+	  "total_records": $4
+	}
+	JSON
+}
+
+# py_manifest SOURCE TABLE ROWS: the manifest the Python tool writes
+# (catalog.py, update_manifest()): no location, no pipeline.
+py_manifest() {
+	mkdir -p "$BUCKET_DIR/.dataspoc"
+	cat >"$BUCKET_DIR/.dataspoc/manifest.json" <<-JSON
+	{
+	  "version": "1.0",
+	  "updated_at": "2024-01-01T10:00:02.500000+00:00",
+	  "tables": {
+	    "$1/$2": {
+	      "source": "$1",
+	      "table": "$2",
+	      "stats": {
+	        "total_rows": $3,
+	        "extractions": 1,
+	        "last_extraction": "2024-01-01T10:00:02.500000+00:00",
+	        "last_extraction_rows": $3
+	      },
+	      "columns": [
+	        {"name": "id", "type": "int64", "nullable": true},
+	        {"name": "name", "type": "string", "nullable": true}
+	      ]
+	    }
+	  }
+	}
+	JSON
+}
+
+@test "migrate: a record's own dt reads back in Lens as the tap sent it, not as the date folder's" {
+	use_tap tap-d
+	lake_pipeline d tap-d true
+	{
+		echo '{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{"id":{"type":"integer"},"dt":{"type":"string","format":"date"}}}}'
+		singer_records t <<-'EOF'
+		{"id":1,"dt":"2020-01-01"}
+		{"id":2,"dt":"2020-01-02"}
+		EOF
+	} >"$FAKE_DIR/tap-d/out"
+	run -0 --separate-stderr dataspoc-pipe run d
+	run -0 bucket_files
+	assert_output --regexp '^raw/d/t/_dt=[0-9-]{10}/t_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_0000\.parquet$'
+	lens d/t >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","dt":18262,"_extra":null}
+	{"id":"2","dt":18263,"_extra":null}
+	EOF
+	# a record before any SCHEMA: its columns are inferred, dt among them
+	singer_records u <<<'{"id":1,"dt":"2020-01-01"}' >"$FAKE_DIR/tap-d/out"
+	run -0 --separate-stderr dataspoc-pipe run d
+	run -0 bucket_files
+	assert_line --regexp '^raw/d/u/_dt=[0-9-]{10}/u_'
+	lens d/u >rows
+	expect_file rows <<<'{"id":"1","dt":"2020-01-01","_extra":null}'
+	# a stream with no dt keeps the dt= folder (the Python tool's)
+	singer_records v <<<'{"id":1}' >"$FAKE_DIR/tap-d/out"
+	run -0 --separate-stderr dataspoc-pipe run d
+	run -0 bucket_files
+	assert_line --regexp '^raw/d/v/dt=[0-9-]{10}/v_'
+}
