@@ -286,6 +286,64 @@ static int owned(struct bucket *b, const struct plan *p, struct owner_cache *c, 
 }
 
 /*
+ * Whether key is a file the Python DataSpoc Pipe landed for stream name in
+ * the table folder dir: <dir>/<name>_NNNN.parquet (its snapshot runs, each
+ * overwriting the last) or <dir>/dt=D/<name>_NNNN.parquet (its incremental
+ * ones): engine.py's _flush_buffer().
+ */
+static int python_file(const char *key, const char *dir, const char *name)
+{
+	size_t d = strlen(dir), n = strlen(name), i;
+	const char *base;
+
+	if (strncmp(key, dir, d) != 0 || key[d] != '/')
+		return 0;
+	base = key + d + 1;
+	if (layout_date_folder(base) == 3 && (base = strchr(base, '/')) != NULL)
+		base++;
+	if (base == NULL || strchr(base, '/') != NULL || strncmp(base, name, n) != 0 || base[n] != '_')
+		return 0;
+	for (i = n + 1; base[i] >= '0' && base[i] <= '9'; i++)
+		;
+	return i >= n + 5 && strcmp(base + i, ".parquet") == 0;
+}
+
+/*
+ * Whether the Python DataSpoc Pipe ran pipeline p with stream name: one of
+ * its run logs (.dataspoc/logs/<pipeline>/<YYYY-MM-DDTHH-MM-SS>.json, no
+ * run id of ours) names the stream.  1, 0, or -1 when the bucket failed.
+ */
+static int python_ran(struct bucket *b, const struct plan *p, const char *name)
+{
+	char *prefix = layout_log_key(p->pipeline, NULL), **keys = NULL;
+	size_t n = 0, i;
+	int ret;
+
+	ret = bucket_list(b, prefix, &keys, &n);
+	for (i = 0; i < n && ret == 0; i++) {
+		struct sb text = SB_INIT;
+		struct json_span log, streams, st;
+		size_t errpos, len = strlen(keys[i]);
+		const char *errmsg;
+		char *run = layout_log_run(keys[i]);
+
+		free(run);
+		if (run != NULL || len < 5 || strcmp(keys[i] + len - 5, ".json") != 0)
+			continue;
+		if (bucket_get(b, keys[i], &text) < 0)
+			ret = -1;
+		else if (json_validate(text.buf, text.len, &log, &errpos, &errmsg) == 0 &&
+			 json_object_get(&log, "streams", &streams) == 1 &&
+			 json_object_get(&streams, name, &st) == 1)
+			ret = 1;
+		sb_free(&text);
+	}
+	util_strv_free(keys);
+	free(prefix);
+	return ret;
+}
+
+/*
  * Whether the run replaces stream i's earlier files: always in a snapshot
  * pipeline; in an incremental one when the run activated a table version
  * other than the one the manifest records for the folder (taps re-activate
@@ -314,7 +372,10 @@ static int replaces(const struct plan *p, size_t i, char *const *versions)
  * A snapshot pipeline's run replaces what each stream had before, and a
  * newly activated table version replaces its stream's earlier ones: the
  * files of earlier runs of this pipeline go.  Files another pipeline
- * landed, or that no run of ours did, stay (a warning counts them).
+ * landed, or that no run of ours did, stay (a warning counts them); but a
+ * snapshot replaces the files the Python DataSpoc Pipe left for the same
+ * pipeline and stream too, in the same step: a table of two layouts is
+ * one DuckDB's hive_partitioning refuses.
  */
 static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 {
@@ -339,7 +400,7 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 		char *prefix;
 		char **keys = NULL;
 		size_t n = 0, foreign = 0, kept = 0;
-		int how = replaces(p, i, versions);
+		int how = replaces(p, i, versions), py = -2;
 
 		if (how == 0)
 			continue;
@@ -352,6 +413,11 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 			if (in_plan(p, keys[j]) || checkpointed(marker, keys[j], s->activated))
 				continue;
 			r = owned(b, p, &c, keys[j]);
+			if (r == 0 && p->replace && python_file(keys[j], s->dir, s->name)) {
+				if (py == -2)
+					py = python_ran(b, p, s->name);
+				r = py;
+			}
 			if (r < 0)
 				ret = -1;
 			else if (r == 0)

@@ -97,3 +97,47 @@ py_manifest() {
 	run -0 bucket_files
 	assert_line --regexp '^raw/d/v/dt=[0-9-]{10}/v_'
 }
+
+@test "migrate: a snapshot run takes over the Python tool's table: its source folder, its files replaced at once" {
+	# the Python tool ran "python mock_tap.py" (tests/mock_tap.py of its own suite)
+	py_parquet raw/mock_tap/users/users_0000.parquet <<-'EOF'
+	{"id":1,"name":"old-ana"}
+	{"id":2,"name":"old-bo"}
+	EOF
+	py_run_log mock 2024-01-01T10-00-00 users 2
+	py_manifest mock_tap users 2
+	# another pipeline's Python-era file in the folder stays
+	py_parquet raw/mock_tap/users/users_0000.parquet.bak </dev/null
+	lens mock_tap/users >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"old-ana"}
+	{"id":"2","name":"old-bo"}
+	EOF
+	use_tap python
+	lake_pipeline mock 'python mock_tap.py' false
+	{
+		echo '{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":["null","string"]}}},"key_properties":["id"]}'
+		singer_records users <<<'{"id":1,"name":"ana"}'
+	} >"$FAKE_DIR/python/out"
+	run -0 --separate-stderr dataspoc-pipe run mock
+	run -0 bucket_files
+	assert_output --regexp '^raw/mock_tap/users/dt=[0-9-]{10}/users_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_0000\.parquet
+raw/mock_tap/users/users_0000.parquet.bak$'
+	lens mock_tap/users >rows
+	expect_file rows <<<'{"id":"1","name":"ana","_extra":null}'
+	manifest_table mock_tap/users | jq -c '[.source, .table, .pipeline, .stats.total_rows, .stats.extractions]' >m
+	expect_file m <<<'["mock_tap","users","mock",1,2]'
+	# the Python run log is kept, and read as it is
+	run -0 bucket_exists .dataspoc/logs/mock/2024-01-01T10-00-00.json
+}
+
+@test "migrate: files of the Python tool's shape that no Python run of the pipeline names stay, with a warning" {
+	py_parquet raw/mock_tap/users/users_0000.parquet <<<'{"id":9,"name":"theirs"}'
+	py_run_log other 2024-01-01T10-00-00 users 1
+	use_tap python
+	lake_pipeline mock 'python mock_tap.py' false
+	singer_records users <<<'{"id":1,"name":"ana"}' >"$FAKE_DIR/python/out"
+	run -0 --separate-stderr dataspoc-pipe run mock
+	[[ $stderr == *"kept 1 file(s) in 'raw/mock_tap/users' that pipeline 'mock' did not land"* ]]
+	run -0 bucket_exists raw/mock_tap/users/users_0000.parquet
+}
