@@ -650,7 +650,7 @@ run_all() {
 	shift
 	names=$(pipelines)
 	if [ -z "$names" ]; then
-		err "run --all: no pipelines in $home/pipelines"
+		err "run --all: no pipelines in $home/pipelines (dataspoc-pipe add NAME makes one)"
 		say "Summary: 0 success, 0 failure(s)"
 		exit 0
 	fi
@@ -803,7 +803,7 @@ cmd_validate() {
 	[ -z "$fmt_set" ] || output_flag validate "$fmt"
 	[ -n "$names" ] || names=$(pipelines)
 	if [ -z "$names" ]; then
-		err "validate: no pipelines in $home/pipelines"
+		err "validate: no pipelines in $home/pipelines (dataspoc-pipe add NAME makes one)"
 		[ "$fmt" != json ] || say '[]'
 		exit 0
 	fi

@@ -479,7 +479,7 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 @test "run --all: no pipelines, and usage errors" {
 	run -0 --separate-stderr dataspoc-pipe run --all
 	assert_output "Summary: 0 success, 0 failure(s)"
-	assert_equal "$stderr" "dataspoc-pipe: run --all: no pipelines in $HOMEDIR/pipelines"
+	assert_equal "$stderr" "dataspoc-pipe: run --all: no pipelines in $HOMEDIR/pipelines (dataspoc-pipe add NAME makes one)"
 	write_pipeline one cmdtap-ok
 	run -2 dataspoc-pipe run --all -j 0
 	assert_line --index 0 "dataspoc-pipe: run: -j wants a number of pipelines at a time (1 or more), not '0'"
@@ -824,9 +824,11 @@ sec: placeholders: ok"
 @test "validate and status with no pipelines" {
 	run -0 --separate-stderr dataspoc-pipe validate
 	assert_output ""
-	assert_equal "$stderr" "dataspoc-pipe: validate: no pipelines in $HOMEDIR/pipelines"
+	assert_equal "$stderr" "dataspoc-pipe: validate: no pipelines in $HOMEDIR/pipelines (dataspoc-pipe add NAME makes one)"
+	# not a table's header alone: what is missing, and how to make one
 	run -0 --separate-stderr dataspoc-pipe status
-	assert_output "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS"
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: no pipelines in $HOMEDIR/pipelines (dataspoc-pipe add NAME makes one)"
 	run -0 dataspoc-pipe status --output json
 	assert_output "[]"
 }

@@ -532,7 +532,7 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	rm "$HOMEDIR/pipelines/shop.yaml"
 	run -0 --separate-stderr pipe-state validate
 	assert_output ""
-	assert_equal "$stderr" "pipe-state: no pipelines in $HOMEDIR/pipelines"
+	assert_equal "$stderr" "pipe-state: no pipelines in $HOMEDIR/pipelines (dataspoc-pipe add NAME makes one)"
 	run -0 --separate-stderr pipe-state validate -o json
 	assert_output "[]"
 }

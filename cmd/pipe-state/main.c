@@ -323,6 +323,13 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		if (config_pipelines(&all, &n) != 0)
 			return CLI_FAILED;
 		names = all;
+		if (n == 0 && fmt != FMT_JSON) {
+			/* (a table's header alone said nothing) */
+			err_msg("no pipelines in %s/pipelines (dataspoc-pipe add NAME makes one)",
+				config_home());
+			util_strv_free(all);
+			return CLI_OK;
+		}
 	}
 	rows = xcalloc(n ? n : 1, sizeof(*rows));
 	logs = xcalloc(n ? n : 1, sizeof(*logs));

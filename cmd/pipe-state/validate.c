@@ -323,7 +323,7 @@ int validate_pipelines(char **names, size_t n, int json)
 		names = all;
 	}
 	if (n == 0) {
-		err_msg("no pipelines in %s/pipelines", config_home());
+		err_msg("no pipelines in %s/pipelines (dataspoc-pipe add NAME makes one)", config_home());
 		if (json)
 			fputs("[]\n", stdout);
 		ret = CLI_OK;
