@@ -710,6 +710,10 @@ collect_one() {
 	IFS=' ' read -r done_rc done_name <&3 || return 0
 	: >"$tmp/$done_name.done"
 	running=$((running - 1))
+	# (a run that failed its checks ended before its header: every
+	# pipeline's lines start with one)
+	IFS= read -r _first <"$tmp/$done_name.out" 2>/dev/null || _first=
+	[ "$_first" = "Running: $done_name" ] || say "Running: $done_name"
 	cat "$tmp/$done_name.out"
 	cat "$tmp/$done_name.err" >&2
 	if [ "$done_rc" -eq 0 ]; then

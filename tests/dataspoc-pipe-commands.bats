@@ -412,6 +412,19 @@ Done! 3 records in 1 stream(s)
 Summary: 2 success, 1 failure(s)"
 	assert_equal "$(head -n 1 run.err)" "  items: 3 records..."
 	assert_equal "$(tail -n 1 run.err)" "dataspoc-pipe: run --all: failed: three"
+	# one that fails its checks, before its tap starts, has its header too
+	write_pipeline three no-such-tap-here
+	run -1 --separate-stderr dataspoc-pipe run --all
+	assert_equal "$output" "Running: one
+  Incremental mode (using previous checkpoint)
+Done! 3 records in 1 stream(s)
+  items: 3
+Running: three
+Running: two
+  Incremental mode (using previous checkpoint)
+Done! 3 records in 1 stream(s)
+  items: 3
+Summary: 2 success, 1 failure(s)"
 	rm "$HOMEDIR/pipelines/three.yaml"
 	run -0 --separate-stderr dataspoc-pipe run --all --full -j 3
 	assert_line --index 0 --regexp '^Running: (one|two)$'
