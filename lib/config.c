@@ -44,6 +44,14 @@ static const struct keys sched_keys = { "schedule", sched_names, 1, 1 };
 
 static int by_getent;
 
+/*
+ * A weak reference: a program linked statically (pipe-tap, pipe-stages)
+ * that nothing else makes hold getpwuid has it NULL, and asks getent
+ * instead, as config_home_by_getent() does; glibc's link-time warning
+ * about getpwuid in a static program is not printed for each of them.
+ */
+extern struct passwd *getpwuid(uid_t uid) __attribute__((weak));
+
 void config_home_by_getent(void)
 {
 	by_getent = 1;
@@ -134,7 +142,7 @@ const char *config_home(void)
 		struct passwd *pw;
 
 		if (h == NULL || *h == '\0') {
-			if (by_getent)
+			if (by_getent || getpwuid == NULL)
 				h = found = home_by_getent(getuid());
 			else if ((pw = getpwuid(getuid())) != NULL)
 				h = pw->pw_dir;

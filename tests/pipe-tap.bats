@@ -132,6 +132,19 @@ $USAGE"
 	fi
 }
 
+@test "pipe-tap and pipe-stages, linked statically, hold no getpwuid(3): the build prints no glibc warning for them, and pipe-stages finds the home as pipe-tap" {
+	# (the warning, twice in every build, is about this symbol)
+	run -0 nm "$PIPE_BIN/pipe-tap" "$PIPE_BIN/pipe-stages"
+	refute_output --partial getpwuid
+	# the dynamic programs ask getpwuid(3) still: its weak reference is bound
+	run -0 nm -D "$PIPE_BIN/pipe-state"
+	assert_output --partial getpwuid
+	local home
+	home=$(getent passwd "$(id -u)" | cut -d: -f6)
+	run -2 --separate-stderr env -u HOME -u DATASPOC_PIPE_HOME pipe-state show nosuch </dev/null
+	assert_stderr "pipe-state: no pipeline 'nosuch' (looked for ${home%/}/.dataspoc-pipe/pipelines/nosuch.yaml)"
+}
+
 @test "-n -D PID makes the driver's private folder: its path on stdout, then a run id, what pipe-sink -n has to check and whether pipe-merge has work once the checks passed, stderr into its check.err, -D only with -n" {
 	local dir
 	run -0 --separate-stderr pipe-tap -n -D $$ one </dev/null
