@@ -88,6 +88,23 @@ usage: dataspoc-pipe validate [--output text|json] [NAME...]"
 	assert_output "pipelines"
 }
 
+@test "man pages: dataspoc-pipe(1) names every page in SEE ALSO, every page names it; the bucket forms name az://" {
+	local man=$BATS_TEST_DIRNAME/../man page name
+	for page in "$man"/*.1; do
+		name=${page##*/}
+		name=${name%.1}
+		[ "$name" = dataspoc-pipe ] && continue
+		grep -qx "\.Xr $name 1[ ,]*" "$man/dataspoc-pipe.1" || fail "dataspoc-pipe(1)'s SEE ALSO lacks $name(1)"
+		sed -n '/^\.Sh SEE ALSO/,$p' "$page" | grep -q '^\.Xr dataspoc-pipe 1' ||
+			fail "$name(1)'s SEE ALSO lacks dataspoc-pipe(1)"
+	done
+	# every list of the forms a bucket takes has Azure's (-b BUCKET's too)
+	run -0 grep -l 's3://bucket\[/prefix\]' "$man"/*.1
+	for page in "${lines[@]}"; do
+		grep -q 'az://container' "$page" || fail "${page##*/}: s3://bucket[/prefix] without az://container"
+	done
+}
+
 @test "--version prints the version" {
 	run -0 --separate-stderr dataspoc-pipe --version
 	assert_output --regexp '^dataspoc-pipe [0-9]+\.[0-9]+\.[0-9]+$'
