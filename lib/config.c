@@ -260,6 +260,7 @@ void config_free(struct pipe_config *cfg)
 	free(cfg->account_name);
 	free(cfg->format);
 	free(cfg->cron);
+	free(cfg->partition_by);
 	config_loads_free(cfg->loads, cfg->nloads);
 	memset(cfg, 0, sizeof(*cfg));
 }

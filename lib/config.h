@@ -71,8 +71,15 @@
  *     streams:        {stream-pattern: {load_method, hard_delete,
  *                     key_properties}}: per-stream overrides, fnmatch(3)
  *                     patterns, the first that matches a stream wins
- *     partition_by:   accepted only as "_extraction_date", the value the
- *                     Python DataSpoc Pipe writes into every pipeline
+ *     partition_by:   _extraction_date (default: the dt= folder of the run's
+ *                     UTC date, what the Python DataSpoc Pipe writes into
+ *                     every pipeline), a record field (FIELD), or a mapping
+ *                     {field: FIELD, granularity: day|hour|month|year|value}:
+ *                     each record lands in the Hive folder of its own value,
+ *                     <table>/FIELD_GRANULARITY=VALUE/ (docs/LAKE.md,
+ *                     Partitions); without a granularity, day when the
+ *                     stream's SCHEMA says format date-time or date, else
+ *                     value.  Not with load_method upsert (yet).
  *   incremental:
  *     enabled:        true/false/yes/no/on/off, any case; default false
  *     checkpoint_every: a duration (30s, 15m, 1h) or a size of records
@@ -133,6 +140,15 @@ struct config_load {
 	size_t line;		/* where its load_method is (1-based), or 0 */
 };
 
+/* destination.partition_by's granularity (AUTO: by the field's SCHEMA). */
+enum config_granularity {
+	CONFIG_GRAN_AUTO, CONFIG_GRAN_DAY, CONFIG_GRAN_HOUR, CONFIG_GRAN_MONTH, CONFIG_GRAN_YEAR,
+	CONFIG_GRAN_VALUE
+};
+
+/* Its name, as written in the config and in folder names ("day"; AUTO: "auto"). */
+const char *config_granularity_name(enum config_granularity g);
+
 struct pipe_config {
 	char *name;		/* pipeline name */
 	char *file;		/* the YAML file it came from */
@@ -165,6 +181,9 @@ struct pipe_config {
 				 * NULL-terminated, or NULL: the columns written as strings */
 	struct config_load *loads;	/* [0] the pipeline's, then destination.streams; NULL: none */
 	size_t nloads;
+	char *partition_by;	/* destination.partition_by: a record field, or NULL: the dt= of
+				 * the run's date (_extraction_date) */
+	enum config_granularity partition_granularity;
 
 	/* incremental: */
 	int incremental;	/* incremental.enabled, default 0 */

@@ -39,6 +39,7 @@ void config_dest_free(struct dest *d)
 	free(d->endpoint_url);
 	free(d->account_name);
 	util_strv_free(d->strcols);
+	free(d->part_field);
 	config_loads_free(d->loads, d->nloads);
 	memset(d, 0, sizeof(*d));
 }
@@ -196,6 +197,86 @@ fail:
 	return -1;
 }
 
+static const char *const gran_names[] = { "auto", "day", "hour", "month", "year", "value" };
+
+const char *config_granularity_name(enum config_granularity g)
+{
+	return (size_t)g < sizeof(gran_names) / sizeof(gran_names[0]) ? gran_names[g] : "auto";
+}
+
+/*
+ * destination.partition_by: _extraction_date (the Python tool's default,
+ * which it wrote into every pipeline and ignored), FIELD, or {field: FIELD,
+ * granularity: G}.  FIELD names the Hive folder (FIELD_G=...): no '/',
+ * '\\', '=', '%', control bytes or leading '.'.
+ */
+static int parse_partition(struct yctx *c, yaml_node_t *v, struct dest *d)
+{
+	static const char *const names[] = { "field", "granularity" };
+	static const struct keys pkeys = { "destination.partition_by", names, 2, 2 };
+	yaml_node_t *seen[2] = { NULL, NULL }, *fv = NULL, *gv = NULL;
+	const char *s, *g = NULL;
+	size_t i, n;
+
+	if (v->type == YAML_MAPPING_NODE) {
+		yaml_node_pair_t *pair;
+
+		FOR_PAIRS(v, pair) {
+			int k = config_key_index(c, &pkeys, pair, seen);
+
+			if (k < 0)
+				return -1;
+			if (k == 0)
+				fv = node(c, pair->value);
+			else
+				gv = node(c, pair->value);
+		}
+		if (fv == NULL || is_null(fv))
+			return config_yerr(c, v->start_mark, "destination.partition_by needs a field: "
+					   "{field: FIELD, granularity: day|hour|month|year|value}");
+		if (config_get_str(c, fv, "destination.partition_by.field", "a string", &s) < 0)
+			return -1;
+		if (gv && !is_null(gv) &&
+		    config_get_str(c, gv, "destination.partition_by.granularity", "a string", &g) < 0)
+			return -1;
+	} else if (config_get_str(c, v, "destination.partition_by", "a field name or a mapping", &s) < 0) {
+		return -1;
+	}
+	free(d->part_field);
+	d->part_field = NULL;
+	d->part_gran = CONFIG_GRAN_AUTO;
+	if (g) {
+		for (i = 1; i < sizeof(gran_names) / sizeof(gran_names[0]); i++) {
+			if (strcmp(g, gran_names[i]) == 0)
+				break;
+		}
+		if (i == sizeof(gran_names) / sizeof(gran_names[0]))
+			return config_yerr(c, gv->start_mark, "destination.partition_by.granularity must be "
+					   "day, hour, month, year or value, not '%s'", g);
+		d->part_gran = (enum config_granularity)i;
+	}
+	if (strcmp(s, "_extraction_date") == 0) {
+		if (d->part_gran != CONFIG_GRAN_AUTO && d->part_gran != CONFIG_GRAN_DAY)
+			return config_yerr(c, gv->start_mark, "destination.partition_by _extraction_date is the "
+					   "run's date (dt=YYYY-MM-DD): its granularity is day, not '%s'", g);
+		d->part_gran = CONFIG_GRAN_AUTO;
+		return 0;
+	}
+	n = strlen(s);
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '\\' || ch == '=' || ch == '%')
+			break;
+	}
+	if (n == 0 || n > 128 || i < n || s[0] == '.')
+		return config_yerr(c, (fv ? fv : v)->start_mark, "destination.partition_by must be "
+				   "_extraction_date or a record field whose name can name a folder (1 to 128 "
+				   "bytes, no '/', '\\', '=', '%%', control characters or leading '.'), not '%s'", s);
+	d->part_field = xstrdup(s);
+	return 0;
+}
+
 static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *d)
 {
 	const char *s;
@@ -323,13 +404,7 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 	}
 	if (k == D_LOAD || k == D_HARDDEL || k == D_KEYPROPS || k == D_STREAMS)
 		return config_parse_load(c, k, v, d);
-	/* D_PARTITION: the Python tool wrote it into every pipeline. */
-	if (config_get_str(c, v, "destination.partition_by", "a string", &s) < 0)
-		return -1;
-	if (strcmp(s, "_extraction_date") != 0)
-		return config_yerr(c, v->start_mark, "destination.partition_by must be _extraction_date "
-				   "(files are partitioned by extraction date), not '%s'", s);
-	return 0;
+	return parse_partition(c, v, d);
 }
 
 int config_parse_dest(struct yctx *c, yaml_node_t *map, struct dest *d)
@@ -471,6 +546,13 @@ int config_dest_merge(struct yctx *c, struct dest *d, const struct dest *def,
 			      def->set[D_RG_ROWS] ? def->rg_rows : DEFAULT_ROW_GROUP_ROWS;
 	cfg->row_group_size = d->set[D_RG_SIZE] ? d->rg_size :
 			      def->set[D_RG_SIZE] ? def->rg_size : DEFAULT_ROW_GROUP_SIZE;
+	if (d->set[D_PARTITION]) {
+		cfg->partition_by = take(&d->part_field);
+		cfg->partition_granularity = d->part_gran;
+	} else if (def->set[D_PARTITION] && def->part_field) {
+		cfg->partition_by = xstrdup(def->part_field);
+		cfg->partition_granularity = def->part_gran;
+	}
 	return config_load_merge(c, d, def, cfg);
 }
 

@@ -72,6 +72,8 @@ struct dest {
 	/* load_method, hard_delete, key_properties ([0], pattern NULL) and streams: */
 	struct config_load *loads;
 	size_t nloads;
+	char *part_field;	/* partition_by: a field, or NULL (_extraction_date) */
+	enum config_granularity part_gran;
 };
 
 #define FOR_PAIRS(map, pair) \

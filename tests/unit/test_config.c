@@ -576,9 +576,16 @@ static void test_destination(void)
 		"(JSON lines take zstd, gzip or none)", "snappy with jsonl");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compression: snappy\n  compression_level: 2\n",
 		":6:22: destination.compression_level does not apply to compression snappy", "snappy level");
-	refused(MINI_SOURCE "destination:\n  bucket: /l\n  partition_by: day\n",
-		":5:17: destination.partition_by must be _extraction_date (files are partitioned "
-		"by extraction date), not 'day'", "partition_by other than _extraction_date");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  partition_by: a=b\n",
+		":5:17: destination.partition_by must be _extraction_date or a record field whose name "
+		"can name a folder (1 to 128 bytes, no '/', '\\', '=', '%', control characters or "
+		"leading '.'), not 'a=b'", "partition_by a field that cannot name a folder");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  partition_by: {field: t, granularity: week}\n",
+		":5:41: destination.partition_by.granularity must be day, hour, month, year or value, "
+		"not 'week'", "partition_by granularity");
+	refused(MINI_SOURCE "destination:\n  bucket: /l\n  partition_by: {granularity: day}\n",
+		":5:17: destination.partition_by needs a field: {field: FIELD, granularity: "
+		"day|hour|month|year|value}", "partition_by without a field");
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  path: a\n  path: b\n",
 		":6:3: duplicate key 'path' in destination (also at line 5)", "duplicate key");
 }
