@@ -108,6 +108,19 @@ char *layout_data_key(const char *dir, unsigned unders, const char *date, const 
 			 run_id, index, suffix, ext);
 }
 
+char *layout_part_key(const char *dir, const char *folder, const char *safe, const char *run_id,
+		      unsigned index, const char *suffix, const char *ext)
+{
+	return xasprintf("%s/%s/%s_%s_%04u%s%s", dir, folder, safe, run_id, index, suffix, ext);
+}
+
+int layout_hive_folder(const char *p, size_t n)
+{
+	const char *eq = memchr(p, '=', n);
+
+	return n > 0 && eq != NULL && eq > p && p[0] != '.';
+}
+
 int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 			  const char **format, const char **compression)
 {
@@ -124,10 +137,10 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 
 	if (base == NULL || base == key || strncmp(key, LAYOUT_META, sizeof(LAYOUT_META) - 1) == 0)
 		return -1;
-	/* the parent is dt=D (or _dt=D, ...), and a folder is above it */
+	/* the parent is dt=D (or partition_by's K=V), and a folder is above it */
 	for (p = base - 1; p > key && *p != '/'; p--)
 		;
-	if (p == key || layout_date_folder(p + 1) == 0)
+	if (p == key || !layout_hive_folder(p + 1, (size_t)(base - p - 1)))
 		return -1;
 	base++;
 	n = strlen(base);

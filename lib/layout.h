@@ -11,6 +11,7 @@
  *   .dataspoc/probe/...                          validate's probes
  *   DIR/dt=D/SAFE_R_NNNN.EXT                     a data file (_dt=, __dt=...
  *                                                when the stream has a dt column)
+ *   DIR/K=V/SAFE_R_NNNN.EXT                      ... of a table with partition_by
  *   DIR/dt=D/SAFE_R_hNNNN.parquet                a file of an upsert table: node NNNN
  *
  * P is a pipeline's name, R a run id.  Each builder returns a new string.
@@ -78,6 +79,16 @@ size_t layout_date_folder(const char *seg);
  */
 char *layout_data_key(const char *dir, unsigned unders, const char *date, const char *safe,
 		      const char *run_id, unsigned index, const char *suffix, const char *ext);
+
+/*
+ * A data file of a table with partition_by: DIR/FOLDER/SAFE_RUN_NNNN<suffix><ext>,
+ * FOLDER its Hive folder "KEY=VALUE" (lib/sink/sink_part.c).
+ */
+char *layout_part_key(const char *dir, const char *folder, const char *safe, const char *run_id,
+		      unsigned index, const char *suffix, const char *ext);
+
+/* 1 when the n bytes at p name a Hive folder of data files: "K=V", K not empty, no leading '.'. */
+int layout_hive_folder(const char *p, size_t n);
 
 /*
  * A data file's key split (what layout_data_key() built): its table folder

@@ -151,6 +151,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			s.activated = get_version(&obj, "activated");
 			s.widened = get_raw(&obj, "widened", JSON_ARRAY);
 			s.load_method = get_str(&obj, "load_method");
+			s.partition = get_raw(&obj, "partition", JSON_OBJECT);
 			s.table_rows = get_count(&obj, "table_rows");
 			s.has_table_rows = get_raw_count(&obj, "table_rows") >= 0;
 			s.unit = p->nunits + 1;
@@ -250,6 +251,7 @@ void plan_free(struct plan *p)
 		free(p->streams[i].activated);
 		free(p->streams[i].widened);
 		free(p->streams[i].load_method);
+		free(p->streams[i].partition);
 	}
 	for (i = 0; i < p->nreplaced; i++) {
 		free(p->replaced[i].stream);
@@ -325,6 +327,8 @@ void plan_format_part(const struct plan *p, int run_line, struct sb *out)
 			sb_addf(out, ",\"widened\":%s", s->widened);
 		if (s->load_method)
 			add_str(out, "load_method", s->load_method);
+		if (s->partition)
+			sb_addf(out, ",\"partition\":%s", s->partition);
 		if (s->has_table_rows)
 			sb_addf(out, ",\"table_rows\":%llu", s->table_rows);
 		sb_adds(out, "}\n");
@@ -435,6 +439,10 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 		if (s->load_method) {
 			free(t->load_method);
 			t->load_method = xstrdup(s->load_method);
+		}
+		if (s->partition) {
+			free(t->partition);
+			t->partition = xstrdup(s->partition);
 		}
 		if (s->has_table_rows) {
 			t->has_table_rows = 1;

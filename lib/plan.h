@@ -62,6 +62,8 @@ struct plan_stream {
 	char *widened;		/* raw JSON array of the columns widened this run, or NULL */
 	unsigned unit;		/* the commit unit it belongs to, from 1 */
 	char *load_method;	/* "append-only", "upsert", "overwrite", or NULL: the default */
+	char *partition;	/* destination.partition_by: raw JSON {"by","granularity","column"},
+				 * or NULL: dt= of the run's date */
 	int has_table_rows;	/* table_rows is set */
 	unsigned long long table_rows;	/* upsert: the table's rows once committed */
 };

@@ -157,6 +157,11 @@ static int on_activate(struct sink *s, const struct singer_msg *m)
 	}
 	if (new_version(st, &m->version) && switch_version(s, st, &m->version) != 0)
 		return -1;
+	for (i = st->parts; i; i = s->streams[i - 1].next_part) {
+		if (new_version(&s->streams[i - 1], &m->version) &&
+		    switch_version(s, &s->streams[i - 1], &m->version) != 0)
+			return -1;
+	}
 	for (i = 0; i < s->plan->nfiles; i++) {
 		struct plan_file *f = &s->plan->files[i];
 
@@ -180,6 +185,36 @@ static int on_activate(struct sink *s, const struct singer_msg *m)
 	s->plan->nfiles = kept;
 	free(st->activated);
 	st->activated = xstrdup(st->version);
+	return 0;
+}
+
+/*
+ * partition_by: each record (count of them, one a line, after a
+ * transform) into the part of its folder (sink_part.c), whose version is
+ * the record's.
+ */
+static int route_parts(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		       unsigned long long count, const struct singer_msg *from, const struct singer_msg *m)
+{
+	size_t pi = (size_t)(st - s->streams);
+
+	while (count-- > 0) {
+		const char *nl = count ? memchr(bytes, '\n', len) : NULL;
+		size_t n = nl ? (size_t)(nl - bytes) : len;
+		struct stream *part = sink_part(s, &s->streams[pi], bytes, n, from);
+
+		if (part == NULL)
+			return -1;
+		part->last_used = s->tick;
+		if (new_version(part, &m->version) && switch_version(s, part, &m->version) != 0)
+			return -1;
+		if (sink_route(s, part, bytes, n, 1, from) != 0)
+			return -1;
+		if (nl == NULL)
+			break;
+		len -= n + 1;
+		bytes = nl + 1;
+	}
 	return 0;
 }
 
@@ -221,6 +256,8 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 		from = NULL;
 	}
 	s->unit_bytes += len + 1;
+	if (s->cfg->partition_by)
+		return route_parts(s, st, bytes, len, count, from, m);
 	return sink_route(s, st, bytes, len, count, from);
 }
 
@@ -242,7 +279,7 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 	if (st->dropped)
 		return 0;
 	schema = compact(&m->schema);
-	if (s->rw->schema(s, st, schema) != 0) {
+	if (s->rw->schema(s, st, schema) != 0 || (s->cfg->partition_by && sink_part_schema(s, st, schema) != 0)) {
 		free(schema);
 		return -1;
 	}
@@ -277,6 +314,62 @@ static int close_all(struct sink *s)
 	return r;
 }
 
+/*
+ * The format's words on stream st (recwriter's describe()); a parent's
+ * from its parts: the types of the part written last, the widenings of
+ * all, inferred when one was.
+ */
+static int describe(const struct sink *s, const struct stream *st, struct plan_stream *ps)
+{
+	struct sb widened = SB_INIT;
+	const struct stream *last = NULL;
+	size_t k;
+	int any = 0;
+
+	if (st->parts == 0)
+		return s->rw->describe(st, ps);
+	for (k = st->parts; k; k = s->streams[k - 1].next_part) {
+		const struct stream *p = &s->streams[k - 1];
+		struct plan_stream one;
+
+		if (last == NULL || p->last_used > last->last_used)
+			last = p;
+		if (ps == NULL) {
+			any |= s->rw->describe(p, NULL);
+			continue;
+		}
+		memset(&one, 0, sizeof(one));
+		any |= s->rw->describe(p, &one);
+		if (one.widened) {
+			/* "[...]" each: their members joined */
+			sb_adds(&widened, widened.len ? "," : "[");
+			sb_add(&widened, one.widened + 1, strlen(one.widened) - 2);
+		}
+		ps->inferred |= one.inferred;
+		free(one.widened);
+		free(one.parquet_types);
+	}
+	if (ps == NULL)
+		return any;
+	{
+		struct plan_stream one;
+		int inferred = ps->inferred;
+
+		memset(&one, 0, sizeof(one));
+		s->rw->describe(last, &one);
+		ps->parquet_types = one.parquet_types;
+		free(one.widened);
+		ps->inferred = inferred;
+	}
+	if (widened.len) {
+		sb_addc(&widened, ']');
+		ps->widened = sb_detach(&widened);
+	}
+	if (ps->schema == NULL && last->schema)
+		ps->schema = xstrdup(last->schema);	/* inferred from a part's first record */
+	return any;
+}
+
 static void fill_run(struct sink *s, struct plan *p)
 {
 	time_t t = util_run_id_time(s->opt->run_id);
@@ -308,15 +401,16 @@ static void fill_streams(struct sink *s, struct plan *p, int final)
 	for (i = 0; i < s->n; i++) {
 		struct stream *st = &s->streams[i];
 		struct plan_stream *ps;
+		unsigned long long records = st->records, base = st->unit_base;
 
-		if (st->dropped)
+		if (st->dropped || st->parent)
 			continue;
+		sink_part_sum(s, st, &records, &base);
 		/* a checkpoint names the streams it landed records of; the end, all */
-		if (!final && st->records == st->unit_base &&
-		    !(s->rw->describe && s->rw->describe(st, NULL)))
+		if (!final && records == base && !(s->rw->describe && describe(s, st, NULL)))
 			continue;
 		ps = &p->streams[p->nstreams++];
-		ps->records = st->records - st->unit_base;
+		ps->records = records - base;
 		if (final) {
 			ps->name = st->name;
 			ps->dir = st->dir;
@@ -331,7 +425,18 @@ static void fill_streams(struct sink *s, struct plan *p, int final)
 			ps->key_properties = st->key_properties ? xstrdup(st->key_properties) : NULL;
 		}
 		if (s->rw->describe)
-			s->rw->describe(st, ps);
+			describe(s, st, ps);
+		if (st->part_key) {
+			struct sb part = SB_INIT;
+
+			sb_adds(&part, "{\"by\":");
+			json_quote(&part, s->cfg->partition_by, strlen(s->cfg->partition_by));
+			sb_addf(&part, ",\"granularity\":\"%s\",\"column\":",
+				config_granularity_name((enum config_granularity)st->part_gran));
+			json_quote(&part, st->part_key, strlen(st->part_key));
+			sb_addc(&part, '}');
+			ps->partition = sb_detach(&part);
+		}
 		p->records += ps->records;
 	}
 }
@@ -486,6 +591,7 @@ static void fill_plan(struct sink *s)
 	s->plan->records = 0;
 	for (size_t i = 0; i < s->n; i++)
 		s->plan->records += s->streams[i].dropped ? 0 : s->streams[i].records;
+	/* (a parent's records and its parts' add up: an activation's drops are the parent's) */
 }
 
 int sink_run(struct bucket *b, const struct pipe_config *cfg,

@@ -8,6 +8,8 @@
  *			the one idle the longest rolled to make room)
  *	sink_spill.c	the records of streams that wait for a file, in memory
  *			and a spill file
+ *	sink_part.c	destination.partition_by: a stream's records in the
+ *			Hive folders of their own values, a part stream each
  *	sink_progress.c	progress on stderr: a live line on a terminal, else a
  *			line per stream every 10 seconds
  *	recwriter_jsonl.c, recwriter_parquet.c  the two formats of
@@ -69,6 +71,23 @@ struct stream {
 	size_t nchunks, chunks_cap;
 	uint64_t waiting;	/* bytes waiting: chunks and tail */
 	unsigned long long unit_base;	/* records in the commit units already written */
+
+	/*
+	 * destination.partition_by (sink_part.c).  A stream the tap names is
+	 * a parent: its records land in its parts, streams of the table
+	 * outside the name lookup, one per Hive folder (part), which share
+	 * the parent's name, folder and file numbers.  A parent's records
+	 * and unit_base count only what an activation dropped; its parts',
+	 * added, are the stream's.
+	 */
+	size_t parent;		/* a part: its parent's index + 1; 0: not a part */
+	char *part;		/* a part: its folder, "KEY=VALUE" */
+	size_t parts;		/* a parent: its first part's index + 1 (0: none) */
+	size_t next_part;	/* a part: the next part of its parent, index + 1 */
+	size_t cur_part;	/* a parent: the part of its last record, index + 1 */
+	size_t nparts;
+	char *part_key;		/* a parent: the folders' KEY, once its first record set it */
+	int part_gran;		/* ... and the granularity (enum config_granularity) */
 };
 
 struct spill_chunk {
@@ -95,6 +114,9 @@ struct sink {
 	uint64_t tick;
 
 	struct sb name;		/* scratch for decoded names */
+	uint64_t *pslots;	/* the parts (sink_part.c): index + 1 and a hash tag, 0 empty */
+	size_t npslots, nparts;
+	struct sb folder;	/* scratch: a record's part folder */
 	unsigned long long lineno;
 	double next_progress;
 	int tty;
@@ -165,6 +187,22 @@ static inline int sink_route(struct sink *s, struct stream *st, const char *byte
 
 /* A cold stream lands every record waiting, and is cold no more.  0 or -1. */
 int sink_drain(struct sink *s, struct stream *st);
+
+/* ---- sink_part.c ---- */
+
+/*
+ * The part of parent st that the record bytes[0..len) (from: its message
+ * as parsed, or NULL) goes into, made the first time; NULL on error.  The
+ * parent's records and unit_base with its parts' (sink_part_sum()).
+ */
+struct stream *sink_part(struct sink *s, struct stream *st, const char *bytes, size_t len,
+			 const struct singer_msg *from);
+/* A parent's SCHEMA: its parts take it too.  0 or -1. */
+int sink_part_schema(struct sink *s, struct stream *st, const char *schema);
+/* Every part of parent st: their records and unit_base added to *records and *base. */
+void sink_part_sum(const struct sink *s, const struct stream *st, unsigned long long *records,
+		   unsigned long long *base);
+void sink_parts_free(struct sink *s);
 
 /* ---- sink_progress.c ---- */
 

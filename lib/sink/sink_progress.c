@@ -5,6 +5,15 @@
 
 #include "util.h"
 
+/* A stream's records, its parts' (partition_by) added. */
+static unsigned long long records_of(const struct sink *s, const struct stream *st)
+{
+	unsigned long long records = st->records, base = 0;
+
+	sink_part_sum(s, st, &records, &base);
+	return records;
+}
+
 void sink_progress(struct sink *s, int final)
 {
 	struct sb out = SB_INIT;
@@ -17,9 +26,11 @@ void sink_progress(struct sink *s, int final)
 
 		if (st == NULL)
 			return;
+		unsigned long long n = records_of(s, st);
+
 		sb_addf(&out, "\r\033[K  %s: ", st->name);
-		sb_add_thousands(&out, st->records);
-		sb_adds(&out, st->records == 1 ? " record..." : " records...");
+		sb_add_thousands(&out, n);
+		sb_adds(&out, n == 1 ? " record..." : " records...");
 		s->live = 1;
 	} else {
 		if (s->live)
@@ -27,13 +38,17 @@ void sink_progress(struct sink *s, int final)
 		s->live = 0;
 		for (i = 0; i < s->n; i++) {
 			struct stream *st = &s->streams[i];
+			unsigned long long n;
 
-			if (st->dropped || (!final && st->records == st->shown))
+			if (st->dropped || st->parent)
 				continue;
-			st->shown = st->records;
+			n = records_of(s, st);
+			if (!final && n == st->shown)
+				continue;
+			st->shown = n;
 			sb_addf(&out, "  %s: ", st->name);
-			sb_add_thousands(&out, st->records);
-			sb_adds(&out, st->records == 1 ? " record...\n" : " records...\n");
+			sb_add_thousands(&out, n);
+			sb_adds(&out, n == 1 ? " record...\n" : " records...\n");
 		}
 	}
 	if (out.len && write(STDERR_FILENO, out.buf, out.len) < 0) {

@@ -36,8 +36,11 @@ static void grow_slots(struct sink *s)
 	size_t i, nslots = s->nslots ? s->nslots * 2 : 64;
 	uint64_t *slots = xcalloc(nslots, sizeof(*slots));
 
-	for (i = 0; i < s->n; i++)
-		slot_put(slots, nslots, util_hash_bytes(s->streams[i].name, s->streams[i].name_len), i);
+	for (i = 0; i < s->n; i++) {
+		/* a stream's parts (sink_part.c) are not found by name */
+		if (s->streams[i].parent == 0)
+			slot_put(slots, nslots, util_hash_bytes(s->streams[i].name, s->streams[i].name_len), i);
+	}
 	free(s->slots);
 	s->slots = slots;
 	s->nslots = nslots;
@@ -141,7 +144,7 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 		st->dir = xasprintf("%s/%s/%s", s->cfg->path, s->source, safe);
 	else
 		st->dir = xasprintf("%s/%s", s->source, safe);
-	if (s->n * 2 > s->nslots)
+	if ((s->n - s->nparts) * 2 > s->nslots)
 		grow_slots(s);
 	else
 		slot_put(s->slots, s->nslots, util_hash_bytes(name, len), s->n - 1);
@@ -241,12 +244,19 @@ int sink_open_file(struct sink *s, struct stream *st)
 	 * name two keys is one DuckDB refuses), from the columns it has when
 	 * its first file opens.
 	 */
-	if (!st->date_chosen) {
-		st->date_unders = layout_date_unders(schema_has, st->schema);
-		st->date_chosen = 1;
+	if (st->part) {
+		/* a part of partition_by: its folder; files numbered with its parent's, so
+		 * that their staged names stay unique */
+		st->final = layout_part_key(st->dir, st->part, st->safe, s->opt->run_id,
+					    s->streams[st->parent - 1].file_index++, s->rw->suffix, s->ext);
+	} else {
+		if (!st->date_chosen) {
+			st->date_unders = layout_date_unders(schema_has, st->schema);
+			st->date_chosen = 1;
+		}
+		st->final = layout_data_key(st->dir, st->date_unders, s->date, st->safe, s->opt->run_id,
+					    st->file_index++, s->rw->suffix, s->ext);
 	}
-	st->final = layout_data_key(st->dir, st->date_unders, s->date, st->safe, s->opt->run_id,
-				    st->file_index++, s->rw->suffix, s->ext);
 	/*
 	 * Staged under its final name's last part alone (unique in a run: the
 	 * stream's safe name, unique even where case is ignored, and its file
@@ -302,6 +312,7 @@ void sink_streams_free(struct sink *s)
 		if (s->rw->stream_free)
 			s->rw->stream_free(st->rwstate);
 	}
+	sink_parts_free(s);
 	free(s->streams);
 	free(s->slots);
 }

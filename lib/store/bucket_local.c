@@ -341,10 +341,10 @@ static size_t prune_floor(const char *key)
 	}
 	if (slash == NULL)
 		return 0;
-	/* the parent, a dt= folder; p: the slash before it */
+	/* the parent, a dt= folder (or partition_by's K=V); p: the slash before it */
 	for (p = slash; p > key && p[-1] != '/'; p--)
 		;
-	if (p == key || layout_date_folder(p) == 0)
+	if (p == key || !layout_hive_folder(p, (size_t)(slash - p)))
 		return 0;
 	/* the table folder above it; the folder above that stays */
 	for (p--; p > key && p[-1] != '/'; p--)

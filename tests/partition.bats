@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# destination.partition_by on a local bucket (tests/helpers/partition_scenarios.bash),
+# and what only a local run shows: config errors, checkpoints.
+
+load helpers/common
+use_local_lake
+load helpers/partition_scenarios
+
+@test "partition: by a date-time's day (its SCHEMA says date-time): folders of the records' own UTC days, a null folder, the fields read back unchanged" {
+	scenario_part_day
+}
+
+@test "partition: by value, JSON lines: percent-encoded folders, null and objects in the null folder" {
+	scenario_part_value_jsonl
+}
+
+@test "partition: a snapshot by month replaces the whole table, every folder" {
+	scenario_part_snapshot
+}
+
+@test "partition: a field named as the folders fails the run, nothing lands" {
+	scenario_part_collision
+}
+
+@test "partition: checkpoints publish each unit's folders" {
+	use_tap tap-pk
+	lake_pipeline pk tap-pk true 'partition_by: {field: created_at, granularity: year}'
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pk.yaml"
+	{
+		part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z"}'
+		part_orders <<<'{"id":2,"created_at":"2024-05-01T00:00:00Z"}' | tail -n +2
+		part_orders <<<'{"id":3,"created_at":"2023-06-01T00:00:00Z"}' | tail -n +2
+	} >"$FAKE_DIR/tap-pk/out"
+	run -0 --separate-stderr dataspoc-pipe run pk
+	bucket_files | sed -E 's/_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_[0-9]{4}\.parquet$//' | sort | uniq -c | awk '{print $1, $2}' >folders
+	expect_file folders <<-'EOF'
+	2 raw/pk/orders/created_at_year=2023/orders
+	1 raw/pk/orders/created_at_year=2024/orders
+	EOF
+	lens pk/orders | jq -c '[.id, .created_at_year]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","2023"]
+	["2","2024"]
+	["3","2023"]
+	EOF
+	manifest_table pk/orders | jq -c '.stats.total_rows' >n
+	expect_file n <<<3
+}
+
+@test "partition: config: upsert with partition_by is refused naming file:line; a bad granularity, a folder-breaking field" {
+	use_tap tap-pu
+	lake_pipeline pu tap-pu true 'partition_by: created_at' 'load_method: upsert'
+	run -2 --separate-stderr dataspoc-pipe run pu
+	[[ $stderr == *"$DATASPOC_PIPE_HOME/pipelines/pu.yaml:6: load_method upsert cannot be used with destination.partition_by 'created_at' yet"* ]]
+	lake_pipeline pu tap-pu true 'partition_by: {field: created_at, granularity: week}'
+	run -2 --separate-stderr dataspoc-pipe run pu
+	[[ $stderr == *"destination.partition_by.granularity must be day, hour, month, year or value, not 'week'"* ]]
+	lake_pipeline pu tap-pu true 'partition_by: a/b'
+	run -2 --separate-stderr dataspoc-pipe run pu
+	[[ $stderr == *"destination.partition_by must be _extraction_date or a record field whose name can name a folder"* ]]
+	# the Python tool's own line, and config.yaml's defaults: as before, dt=
+	lake_pipeline pu tap-pu true 'partition_by: _extraction_date'
+	printf 'defaults:\n  compression: zstd\n  partition_by: _extraction_date\n' >"$DATASPOC_PIPE_HOME/config.yaml"
+	singer_records t <<<'{"id":1}' >"$FAKE_DIR/tap-pu/out"
+	run -0 --separate-stderr dataspoc-pipe run pu
+	run -0 bucket_files
+	assert_output --regexp '^raw/pu/t/dt=[0-9-]{10}/t_[^/]*_0000\.parquet$'
+	manifest_table pu/t | jq -c '.partition' >m
+	expect_file m <<<'{"by":"_extraction_date","granularity":"day","column":"dt"}'
+}
