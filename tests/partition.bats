@@ -37,7 +37,7 @@ load helpers/partition_scenarios
 	2 raw/pk/orders/created_at_year=2023/orders
 	1 raw/pk/orders/created_at_year=2024/orders
 	EOF
-	lens pk/orders | jq -c '[.id, .created_at_year]' | sort >rows
+	LENS_HIVE=1 lens pk/orders | jq -c '[.id, .created_at_year]' | sort >rows
 	expect_file rows <<-'EOF'
 	["1","2023"]
 	["2","2024"]
