@@ -2,6 +2,7 @@
 #include "catalog.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -559,6 +560,146 @@ out:
 	return ret;
 }
 
+/* The schema.properties of the stream id in a catalog: 1 found, 0 no such stream (or no properties), -1 not a catalog. */
+static int stream_props(const struct sb *text, const struct sb *id, struct json_span *props)
+{
+	struct json_span cat, list, st, schema;
+	size_t errpos, pos = 0;
+	const char *errmsg;
+
+	if (json_validate(text->buf ? text->buf : "", text->len, &cat, &errpos, &errmsg) != 0 ||
+	    cat.type != JSON_OBJECT || json_object_get(&cat, "streams", &list) != 1 ||
+	    list.type != JSON_ARRAY)
+		return -1;
+	while (json_array_next(&list, &pos, &st)) {
+		struct sb sid = SB_INIT, sname = SB_INIT;
+		int same;
+
+		if (st.type != JSON_OBJECT || stream_names(&st, &sid, &sname) != 0) {
+			sb_free(&sid);
+			sb_free(&sname);
+			continue;
+		}
+		same = strcmp(sid.buf, id->buf) == 0;
+		sb_free(&sid);
+		sb_free(&sname);
+		if (!same)
+			continue;
+		props->type = JSON_NONE;
+		if (json_object_get(&st, "schema", &schema) == 1 && schema.type == JSON_OBJECT &&
+		    json_object_get(&schema, "properties", props) == 1 && props->type == JSON_OBJECT)
+			return 1;
+		return 0;
+	}
+	return 0;
+}
+
+/* The columns of one stream that came, went or changed type, from old to new, into out. */
+static void column_changes(const struct json_span *old, const struct json_span *new, struct sb *out)
+{
+	struct json_span k, v, ov;
+	size_t pos = 0;
+
+	while (json_object_next(new, &pos, &k, &v)) {
+		struct sb name = SB_INIT, a = SB_INIT, b = SB_INIT;
+
+		json_string_decode(&k, &name);
+		if (old->type != JSON_OBJECT || json_object_get(old, name.buf, &ov) != 1) {
+			sb_addf(out, "%scolumn '%s' added", out->len ? ", " : "", name.buf);
+		} else {
+			struct json_span ot, nt;
+
+			if (json_object_get(&ov, "type", &ot) == 1)
+				json_compact(&ot, &a);
+			if (json_object_get(&v, "type", &nt) == 1)
+				json_compact(&nt, &b);
+			if (a.len != b.len || (a.len && memcmp(a.buf, b.buf, a.len) != 0))
+				sb_addf(out, "%scolumn '%s' type %s -> %s", out->len ? ", " : "", name.buf,
+					a.len ? a.buf : "none", b.len ? b.buf : "none");
+		}
+		sb_free(&name);
+		sb_free(&a);
+		sb_free(&b);
+	}
+	pos = 0;
+	while (old->type == JSON_OBJECT && json_object_next(old, &pos, &k, &v)) {
+		struct sb name = SB_INIT;
+
+		json_string_decode(&k, &name);
+		if (new->type != JSON_OBJECT || json_object_get(new, name.buf, &ov) != 1)
+			sb_addf(out, "%scolumn '%s' gone", out->len ? ", " : "", name.buf);
+		sb_free(&name);
+	}
+}
+
+/*
+ * Say on stderr what changed from the cached catalog old to the one just
+ * discovered, for the streams in streams (every stream of new when NULL):
+ * a stream added or gone, a column added or gone, a type changed.
+ */
+static void say_changes(const char *tap, const struct sb *old, const struct sb *new,
+			char *const *streams)
+{
+	struct json_span cat, list, st;
+	size_t errpos, pos = 0;
+	const char *errmsg;
+
+	if (json_validate(new->buf ? new->buf : "", new->len, &cat, &errpos, &errmsg) != 0 ||
+	    cat.type != JSON_OBJECT || json_object_get(&cat, "streams", &list) != 1 ||
+	    list.type != JSON_ARRAY)
+		return;
+	while (json_array_next(&list, &pos, &st)) {
+		struct sb id = SB_INIT, name = SB_INIT, what = SB_INIT;
+		struct json_span np = { NULL, 0, JSON_NONE }, op = { NULL, 0, JSON_NONE };
+		int wanted = streams == NULL, had, i;
+
+		if (st.type != JSON_OBJECT || stream_names(&st, &id, &name) != 0)
+			goto next;
+		for (i = 0; streams && streams[i]; i++)
+			wanted |= strcmp(streams[i], id.buf) == 0 || strcmp(streams[i], name.buf) == 0;
+		if (!wanted)
+			goto next;
+		stream_props(new, &id, &np);
+		had = stream_props(old, &id, &op);
+		if (had < 0)
+			goto next;
+		column_changes(&op, &np, &what);
+		if (what.len)
+			err_msg("warning: the catalog of %s changed since the last discovery: stream '%s': %s",
+				tap, id.buf, what.buf);
+next:
+		sb_free(&id);
+		sb_free(&name);
+		sb_free(&what);
+	}
+}
+
+/*
+ * Whether this run has discovered already: a run's first pipe-tap (-n, the
+ * checks) rediscovers and marks the run's private folder, so that the
+ * extraction's pipe-tap uses what it found rather than asking the source
+ * again.  Outside a run, never.
+ */
+static int fresh_in_run(int mark)
+{
+	const char *dir = getenv("DATASPOC_PIPE_RUN_DIR");
+	char *path;
+	int r = 0, fd;
+
+	if (dir == NULL || *dir != '/')
+		return 0;
+	path = xasprintf("%s/catalog-fresh", dir);
+	if (mark) {
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	} else {
+		r = access(path, F_OK) == 0;
+	}
+	free(path);
+	return r;
+}
+
 int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		    struct catalog_cache *cache, const char *out_path,
 		    const struct catalog_log *log, struct sb *selected)
@@ -579,8 +720,26 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		origin = xasprintf("the catalog of %s", cfg->tap_argv[0]);
 		if (cache->valid)
 			r = util_read_file(cache->catalog_path, &text, NULL);
-		if (r != 0 && rediscover(cfg, config_args, cache, log, origin, &text) != 0)
+		/*
+		 * A cached catalog is discovered again once a run (issue #29: a
+		 * column added to the table was never extracted), and what
+		 * changed is said; the run's second pipe-tap takes the first's.
+		 */
+		if (r == 0 && !fresh_in_run(0)) {
+			struct sb old = text;
+
+			text = (struct sb)SB_INIT;
+			if (rediscover(cfg, config_args, cache, log, origin, &text) != 0) {
+				sb_free(&old);
+				goto out;
+			}
+			say_changes(cfg->tap_argv[0], &old, &text, cfg->streams);
+			sb_free(&old);
+		} else if (r != 0 && rediscover(cfg, config_args, cache, log, origin, &text) != 0) {
 			goto out;
+		}
+		if (cache->discovered)
+			fresh_in_run(1);
 		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
 				   cfg->metadata_json, &edited, selected, cache->discovered);
 		/* a cached catalog may predate the stream: ask the tap once more */

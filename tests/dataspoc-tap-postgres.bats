@@ -679,3 +679,31 @@ pg_pipeline() {	# name [incremental]
 	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after
 	grep -v ' \.dataspoc/logs/' before | diff -u - after
 }
+
+@test "a column added to the table: the next run's discovery says so, and the column lands in the lake and the manifest" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS evolving; CREATE TABLE evolving(id int primary key, name text);
+		INSERT INTO evolving VALUES (1, 'one')"
+	cat >"$DATASPOC_PIPE_HOME/pipelines/ev.yaml" <<-EOF
+	source:
+	  tap: dataspoc-tap-postgres
+	  config: $BATS_TEST_TMPDIR/tap.json
+	  streams: [appdb-public-evolving]
+	  metadata:
+	    appdb-public-evolving: {replication-method: FULL_TABLE}
+	destination:
+	$(bucket_yaml)
+	  path: raw
+	  format: jsonl
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run ev
+	assert_output --partial "Done! 1 record in 1 stream(s)"
+	pg_sql -d appdb "ALTER TABLE evolving ADD COLUMN email text; INSERT INTO evolving VALUES (2, 'two', 'two@example.com')"
+	run -0 sh -c 'dataspoc-pipe run ev 2>err'
+	assert_output --partial "Done! 2 records in 1 stream(s)"
+	run -0 grep warning err
+	assert_output "pipe-tap: warning: the catalog of dataspoc-tap-postgres changed since the last discovery: stream 'appdb-public-evolving': column 'email' added"
+	run -0 dataspoc-pipe manifest --output json "$(bucket_url)"
+	run -0 jq -c '.tables[] | [.columns[].name]' <<<"$output"
+	assert_output '["id","name","email"]'
+	pg_sql -d appdb "DROP TABLE evolving"
+}

@@ -60,7 +60,7 @@ Done! 0 records in 0 stream(s)"
 	[ -z "$(bucket_files)" ]
 }
 
-@test "the catalog is discovered once, cached beside the pipeline, refreshed on request" {
+@test "the catalog is discovered once a run, cached beside the pipeline for the run's stages" {
 	pg_pipeline pg customers \
 		'metadata:' '  appdb-public-customers: {replication-method: INCREMENTAL}'
 	run -0 --separate-stderr dataspoc-pipe run pg
@@ -69,10 +69,10 @@ Done! 0 records in 0 stream(s)"
 	run -0 --separate-stderr dataspoc-pipe run pg
 	assert_line --index 1 "  Incremental mode (using previous checkpoint)"
 	run -0 wc -l <"$FAKE_DIR/seltap-pg/discoveries"
-	assert_output 1
+	assert_output 2
 	run -0 --separate-stderr dataspoc-pipe run --refresh-catalog pg
 	run -0 wc -l <"$FAKE_DIR/seltap-pg/discoveries"
-	assert_output 2
+	assert_output 3
 }
 
 @test "a stream the tap does not offer stops the run before anything is written" {
@@ -160,7 +160,7 @@ py_calls() {
 	sed -E 's#/[^ ]+#F#g' "$FAKE_DIR/seltap-py/calls"
 }
 
-@test "a singer-python tap: probed once, quiet on the terminal, run once per cached run" {
+@test "a singer-python tap: probed once, quiet on the terminal, discovered and run once per cached run" {
 	py_pipeline py a
 	run -0 sh -c 'dataspoc-pipe run py 2>err'
 	assert_output "Running: py
@@ -173,12 +173,13 @@ Done! 1 record in 1 stream(s)
 --about
 --config F --properties F"
 	expect_file "$DATASPOC_PIPE_HOME/pipelines/py.tap.json" <<<'{"tap":["seltap-py"],"catalog_flag":"--properties"}'
-	# cached: the tap runs once, to extract
+	# cached: discovered again (a column may have come), not probed
 	rm "$FAKE_DIR/seltap-py/calls"
 	run -0 sh -c 'dataspoc-pipe run py 2>err'
 	run -1 grep -e INFO -e usage -e 'error:' err
 	run -0 py_calls
-	assert_output "--config F --properties F"
+	assert_output "--config F --discover
+--config F --properties F"
 	# --refresh-catalog: discovered and probed again
 	rm "$FAKE_DIR/seltap-py/calls"
 	run -0 --separate-stderr dataspoc-pipe run --refresh-catalog py
@@ -226,7 +227,8 @@ Done! 1 record in 1 stream(s)
 	PY_TAP='seltap-py -x' py_pipeline py a
 	run -0 --separate-stderr dataspoc-pipe run py
 	run -0 py_calls
-	assert_output "-x --config F --properties F"
+	assert_output "-x --config F --discover
+-x --config F --properties F"
 }
 
 @test "a tap with --about: its answer is cached too" {
@@ -356,4 +358,27 @@ Done! 1 record in 1 stream(s)
 	run -0 --separate-stderr dataspoc-pipe run none
 	assert_output "Running: none
 Done! 0 records in 0 stream(s)"
+}
+
+@test "a cached catalog is discovered again each run, and what changed in a selected stream is said" {
+	mkdir -p "$FAKE_DIR/seltap-py"
+	cat >"$FAKE_DIR/seltap-py/catalog.json" <<-'EOF'
+	{"streams": [{"tap_stream_id": "a", "stream": "a", "schema": {"type": "object", "properties": {"id": {"type": "integer"}, "n": {"type": "integer"}, "old": {"type": "string"}}}, "metadata": []},
+	 {"tap_stream_id": "b", "stream": "b", "schema": {"type": "object", "properties": {"x": {"type": "string"}}}, "metadata": []}]}
+	EOF
+	py_pipeline py a
+	run -0 sh -c 'dataspoc-pipe run py 2>err'
+	run -1 grep warning err
+	# a column added, one gone, a type changed in a; b (not selected) changed too: not said
+	cat >"$FAKE_DIR/seltap-py/catalog.json" <<-'EOF'
+	{"streams": [{"tap_stream_id": "a", "stream": "a", "schema": {"type": "object", "properties": {"id": {"type": "integer"}, "n": {"type": ["null", "number"]}, "email": {"type": "string"}}}, "metadata": []},
+	 {"tap_stream_id": "b", "stream": "b", "schema": {"type": "object", "properties": {"y": {"type": "string"}}}, "metadata": []}]}
+	EOF
+	run -0 sh -c 'dataspoc-pipe run py 2>err'
+	run -0 grep warning err
+	assert_output "pipe-tap: warning: the catalog of seltap-py changed since the last discovery: stream 'a': column 'n' type \"integer\" -> [\"null\",\"number\"], column 'email' added, column 'old' gone"
+	# the cache is the new catalog: said once
+	cmp "$FAKE_DIR/seltap-py/catalog.json" "$DATASPOC_PIPE_HOME/pipelines/py.catalog.json"
+	run -0 sh -c 'dataspoc-pipe run py 2>err'
+	run -1 grep warning err
 }
