@@ -68,3 +68,12 @@ load helpers/partition_scenarios
 	manifest_table pu/t | jq -c '.partition' >m
 	expect_file m <<<'{"by":"_extraction_date","granularity":"day","column":"dt"}'
 }
+
+@test "partition: the manifest names the date folder's key: _dt for a stream with a field dt" {
+	use_tap tap-pm
+	lake_pipeline pm tap-pm true
+	singer_records t <<<'{"id":1,"dt":"2020-01-01"}' >"$FAKE_DIR/tap-pm/out"
+	run -0 --separate-stderr dataspoc-pipe run pm
+	manifest_table pm/t | jq -c '.partition' >m
+	expect_file m <<<'{"by":"_extraction_date","granularity":"day","column":"_dt"}'
+}

@@ -436,6 +436,10 @@ static void fill_streams(struct sink *s, struct plan *p, int final)
 			json_quote(&part, st->part_key, strlen(st->part_key));
 			sb_addc(&part, '}');
 			ps->partition = sb_detach(&part);
+		} else if (st->date_unders > 0) {
+			/* the date folder of a stream with a dt column: _dt= (layout_date_unders()) */
+			ps->partition = xasprintf("{\"by\":\"_extraction_date\",\"granularity\":\"day\","
+						  "\"column\":\"%.*sdt\"}", (int)st->date_unders, "________");
 		}
 		p->records += ps->records;
 	}
