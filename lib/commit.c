@@ -710,7 +710,7 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 {
 	char *staging = layout_staging_prefix(p->pipeline, p->run_id);
 	jv marker = jv_invalid();
-	int ret = -1, r;
+	int ret = -1, r, manifest_behind = 0;
 
 	if (runlock_check(f, "publishing the files") != 0)
 		goto out;
@@ -728,8 +728,21 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 	}
 	if (save_state(b, p, f) != 0)
 		goto out;
-	if (runlock_check(f, "updating the manifest") != 0 || manifest_update(b, p) != 0)
+	if (runlock_check(f, "updating the manifest") != 0)
 		goto out;
+	if (manifest_update(b, p) != 0) {
+		if (p->checkpoint)
+			goto out;
+		/*
+		 * The data and the state are published: the run succeeded,
+		 * whatever the manifest (a catalog of the bucket) says.  Its
+		 * pending plan stays, so that the next commit of the pipeline
+		 * brings the manifest up to date (recover_one()).
+		 */
+		err_warn("run %s is committed (its data and state are published), but the manifest was not updated; the next run of '%s' brings it up to date",
+			 p->run_id, p->pipeline);
+		manifest_behind = 1;
+	}
 	if (p->checkpoint) {
 		if (runlock_check(f, "recording the checkpoint") != 0 || marker_add(b, p) != 0)
 			goto out;
@@ -737,7 +750,8 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 		   log_run(b, p->pipeline, p->run_id, p, NULL, NULL, jv_copy(marker)) != 0) {
 		goto out;
 	}
-	if (runlock_check(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0)
+	if (!manifest_behind &&
+	    (runlock_check(f, "removing the pending commit") != 0 || bucket_delete(b, pending) != 0))
 		goto out;
 	/* A checkpoint's run goes on writing into its staging. */
 	if (p->checkpoint)
@@ -867,7 +881,7 @@ static int recover_one(struct bucket *b, const char *pipeline, const char *run_i
 	struct sb text = SB_INIT;
 	struct plan p;
 	struct runlock f;
-	char *origin;
+	char *origin, *logkey;
 	int r;
 
 	r = bucket_get(b, key, &text);
@@ -887,7 +901,12 @@ static int recover_one(struct bucket *b, const char *pipeline, const char *run_i
 		plan_free(&p);
 		return -1;
 	}
-	err_warn("finishing the commit of run %s, which was interrupted", p.run_id);
+	logkey = layout_log_key(pipeline, p.run_id);
+	if (log_success(b, logkey) == 1)
+		err_warn("bringing the manifest up to date with run %s, whose commit could not update it", p.run_id);
+	else
+		err_warn("finishing the commit of run %s, which was interrupted", p.run_id);
+	free(logkey);
 	runlock_init(&f, b, pipeline, run_id);
 	r = finish(b, &p, key, &f);
 	if (r == 2)

@@ -24,6 +24,13 @@
 #define LOCK_UNREADABLE_GRACE 2.0
 /* The longest renewal interval believed when confirming an expiry. */
 #define LOCK_RENEW_MAX 600
+/*
+ * How far ahead another machine's clock may be believed: a lock claiming to
+ * last longer than the longest lease granted (the run lock's TTL, or the
+ * lease being asked for) plus this is not believed (a clock years ahead,
+ * a lock written by hand): it is judged as an expired one.
+ */
+#define LOCK_SKEW_MAX 3600
 
 struct holder {
 	char run_id[64];
@@ -211,11 +218,15 @@ static time_t renewed_until(const struct sb *text)
 
 /*
  * An expired lock of another machine: its last renewal, read now and again
- * after two of its renewal intervals on this machine's steady clock.  0
- * expired for sure, 1 renewed meanwhile (a clock is off), -1 error.
+ * after two of its renewal intervals on this machine's steady clock (with
+ * untrusted, a lease not believed: its renewal's expiry is not either, only
+ * a renewal seen meanwhile is).  The lock itself is read again meanwhile,
+ * so that one released (or taken by another run) is seen at once.  0
+ * expired for sure, 1 renewed meanwhile (a clock is off), 2 no longer the
+ * holder's lock, -1 error.
  */
 static int confirm_expired(struct bucket *b, const char *key, const struct holder *h,
-			   time_t *until)
+			   int untrusted, time_t *until)
 {
 	char *rkey = renewal_key(key, h->run_id);
 	struct sb first = SB_INIT, later = SB_INIT;
@@ -227,14 +238,26 @@ static int confirm_expired(struct bucket *b, const char *key, const struct holde
 		ret = -1;
 		goto out;
 	}
-	*until = r == 0 ? renewed_until(&first) : -1;
+	*until = r == 0 && !untrusted ? renewed_until(&first) : -1;
 	if (*until != -1 && *until >= time(NULL))
 		goto out;	/* renewed: the caller sees it is not expired */
 	if (h->renew_every == 0)
 		goto out;
 	deadline = steady_now() + 2.0 * (double)h->renew_every + 1.0;
 	while (steady_now() < deadline) {
+		struct holder now;
+
 		util_sleep_ms(h->renew_every >= 4 ? 1000 : 250);
+		sb_reset(&later);
+		r = bucket_get(b, key, &later);
+		if (r < 0) {
+			ret = -1;
+			goto out;
+		}
+		if (r == 1 || parse_holder(&later, &now) != 0 || strcmp(now.run_id, h->run_id) != 0) {
+			ret = 2;	/* released, or another's now: the caller looks again */
+			break;
+		}
 		sb_reset(&later);
 		r = bucket_get(b, rkey, &later);
 		if (r < 0) {
@@ -325,6 +348,7 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 	double stages_since = 0, stages_grace = 2.0 + 2.0 * (double)util_env_long(
 		"DATASPOC_PIPE_KILL_GRACE", 0, 3600, 5);
 	int ret = -1, r, tries;
+	long lease_max = (ttl > lock_default_ttl() ? ttl : lock_default_ttl()) + LOCK_SKEW_MAX;
 
 	lock_document(&content, run_id, pid, run_dir, ttl, renew_every);
 	for (tries = 0; tries < 100000; tries++) {
@@ -398,10 +422,31 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 			goto out;
 		}
 		expires = h.expires_at;
-		if (live == NOT_LOCAL && time(NULL) > expires) {
-			r = confirm_expired(b, key, &h, &renewed);
+		if (live == NOT_LOCAL && expires - time(NULL) > lease_max) {
+			/* a lease longer than any granted: a clock years ahead, a hand's edit */
+			r = confirm_expired(b, key, &h, 1, &renewed);
 			if (r < 0)
 				goto out;
+			if (r == 2)
+				continue;
+			if (r == 1) {
+				err_msg("%s is locked by run %s (pid %ld on %s), which claims it until %s and renewed it just now: check the clocks of both machines",
+					what, h.run_id, h.pid, h.host, h.expires);
+				ret = 1;
+				goto out;
+			}
+			err_warn("%s: taking over the lock of run %s (pid %ld on %s), which claims it until %s, longer than any lease granted (%ld s): a clock far ahead, or a lock written by hand",
+				 what, h.run_id, h.pid, h.host, h.expires, lease_max);
+			if (delete_if_same(b, key, &seen, h.run_id) != 0)
+				goto out;
+			continue;
+		}
+		if (live == NOT_LOCAL && time(NULL) > expires) {
+			r = confirm_expired(b, key, &h, 0, &renewed);
+			if (r < 0)
+				goto out;
+			if (r == 2)
+				continue;	/* released meanwhile: take it, nothing to take over */
 			if (renewed > expires)
 				expires = renewed;
 			if (r == 1) {

@@ -842,12 +842,16 @@ int manifest_update(struct bucket *b, const struct plan *p)
 	jv m = jv_invalid(), tables, dumped;
 	char now[32];
 	size_t i;
+	char *unlock;
 	int ret = -1, r, changed = 0;
 
 	if (p->nstreams == 0)
 		return 0;
-	r = lock_take(b, LAYOUT_MANIFEST_LOCK_KEY, "the manifest", NULL, p->run_id,
-		      (long)getpid(), 120, 120000);
+	/* DATASPOC_PIPE_MANIFEST_WAIT: how long a commit waits for the manifest's lock (s) */
+	unlock = xasprintf("pipe-state unlock -b %s", bucket_url(b));
+	r = lock_take(b, LAYOUT_MANIFEST_LOCK_KEY, "the manifest", unlock, p->run_id, (long)getpid(), 120,
+		      1000 * util_env_long("DATASPOC_PIPE_MANIFEST_WAIT", 0, 3600, 120));
+	free(unlock);
 	if (r != 0)
 		return -1;
 	r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);

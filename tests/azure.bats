@@ -258,12 +258,12 @@ conditional create: honoured"
 	# a live lock put there by another client: the service itself refuses
 	# the create (nothing looks first), and nothing is written over it
 	shop_pipeline
-	lock_json 20260101T000000Z-0ther0 elsewhere.example 1 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z >lock.json
+	lock_json 20260101T000000Z-0ther0 elsewhere.example 1 2026-01-01T00:00:00Z "$LIVE_UNTIL" >lock.json
 	bucket_put .dataspoc/state/shop/lock <lock.json
 	az_proxy
 	export AZURE_STORAGE_CONNECTION_STRING="AccountName=$AZ_ACCOUNT;AccountKey=$AZ_KEY;BlobEndpoint=$PROXY_ENDPOINT/$AZ_ACCOUNT"
 	run -75 --separate-stderr dataspoc-pipe run shop
-	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock shop'"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until ${LIVE_UNTIL}); if that run is gone, use 'pipe-state unlock shop'"
 	run -0 grep -c "^forwarded 409 PUT /$AZ_ACCOUNT/$AZ_CONTAINER/.dataspoc/state/shop/lock\$" "$PROXY_LOG"
 	assert_output 1
 	run -1 grep "^forwarded [0-9]* HEAD /$AZ_ACCOUNT/$AZ_CONTAINER/.dataspoc/state/shop/lock\$" "$PROXY_LOG"

@@ -304,3 +304,74 @@ scenario_broken() {
 	[ "$(lens shop/orders | wc -l)" -eq 4 ]
 	[ "$(lens shop/users | wc -l)" -eq 2 ]
 }
+
+# --- a manifest lock from the future; a manifest that cannot be written (issue #30)
+
+@test "a manifest lock from another machine that claims years: taken over with a warning naming its holder, the run commits" {
+	use_tap tap-shop
+	lake_pipeline shop tap-shop true
+	printf '{"run_id": "20260101T000000Z-f0f0f0", "host": "skewed.example", "pid": 77, "started_at": "2031-01-01T00:00:00Z", "expires_at": "2031-01-01T00:02:00Z"}\n' |
+		bucket_put .dataspoc/manifest.lock
+	shop_out 1
+	SECONDS=0
+	run -0 --separate-stderr dataspoc-pipe run shop
+	[ "$SECONDS" -lt 60 ]
+	grep -qF "pipe-commit: warning: the manifest: taking over the lock of run 20260101T000000Z-f0f0f0 (pid 77 on skewed.example), which claims it until 2031-01-01T00:02:00Z, longer than any lease granted (" <<<"$stderr"
+	run -1 bucket_exists .dataspoc/manifest.lock
+	bucket_cat .dataspoc/manifest.json | jq -c '[.tables[].stats.total_rows]' >m
+	expect_file m <<<'[2,1]'
+	no_pending shop
+}
+
+@test "a live manifest lock's advice names the command that clears it, and that command does" {
+	use_tap tap-shop
+	lake_pipeline shop tap-shop true
+	run -0 --separate-stderr pipe-state unlock -b "$(bucket_url)"
+	assert_stderr "the manifest of $(bucket_url) is not locked"
+	printf '{"run_id": "20260101T000000Z-f0f0f0", "host": "elsewhere.example", "pid": 77, "started_at": "2026-01-01T00:00:00Z", "expires_at": "%s"}\n' "$LIVE_UNTIL" |
+		bucket_put .dataspoc/manifest.lock
+	# a commit waits for it, then names the command; its run is committed all the same
+	shop_out 1
+	DATASPOC_PIPE_MANIFEST_WAIT=1 run -0 --separate-stderr dataspoc-pipe run shop
+	grep -qxF "pipe-commit: the manifest is locked by run 20260101T000000Z-f0f0f0 (pid 77 on elsewhere.example, since 2026-01-01T00:00:00Z, until $LIVE_UNTIL); if that run is gone, use 'pipe-state unlock -b $(bucket_url)'" <<<"$stderr"
+	grep -qF "but the manifest was not updated; the next run of 'shop' brings it up to date" <<<"$stderr"
+	last_log shop | jq -r .status >st
+	expect_file st <<<success
+	run -0 --separate-stderr pipe-state unlock -b "$(bucket_url)"
+	grep -qF "removed the manifest lock of $(bucket_url): {\"run_id\": \"20260101T000000Z-f0f0f0\"" <<<"$stderr"
+	run -1 bucket_exists .dataspoc/manifest.lock
+	shop_run 2
+	bucket_cat .dataspoc/manifest.json | jq -c '[.tables[].stats.total_rows]' >m
+	expect_file m <<<'[4,2]'
+	no_pending shop
+}
+
+@test "a manifest that cannot be updated: the run is committed and logged, said as a warning; the next run brings the manifest up to date" {
+	use_tap tap-shop
+	lake_pipeline shop tap-shop true
+	shop_run 1
+	local r1 r2
+	r1=$(run_ids shop)
+	# a folder where the manifest should be: it cannot be read or written
+	bucket_rm .dataspoc/manifest.json
+	mkdir "$BUCKET_DIR/.dataspoc/manifest.json"
+	shop_out 2
+	run -0 --separate-stderr dataspoc-pipe run shop
+	assert_line "Done! 3 records in 2 stream(s)"
+	r2=$(run_ids shop | sed -n 2p)
+	grep -qxF "pipe-commit: warning: run $r2 is committed (its data and state are published), but the manifest was not updated; the next run of 'shop' brings it up to date" <<<"$stderr"
+	last_log shop | jq -c '[.run_id, .status]' >log
+	expect_file log <<<"[\"$r2\",\"success\"]"
+	bucket_cat .dataspoc/state/shop/state.json | jq -c . >state
+	expect_file state <<<'{"n":2}'
+	run -0 dataspoc-pipe status shop
+	assert_output --partial success
+	# the next run, with the manifest writable again
+	rmdir "$BUCKET_DIR/.dataspoc/manifest.json"
+	shop_run 3
+	grep -qxF "pipe-state: warning: bringing the manifest up to date with run $r2, whose commit could not update it" shop-3.err
+	bucket_cat .dataspoc/manifest.json | jq -c '[.tables[].stats.total_rows]' >m
+	expect_file m <<<'[4,2]'
+	no_pending shop
+	[ "$(run_ids shop | wc -l)" -eq 3 ]
+}

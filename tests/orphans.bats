@@ -141,7 +141,7 @@ forge_lock() {
 	local dir=
 	[ -z "$3" ] || dir=", \"run_dir\": \"$3\""
 	printf '{"run_id": "%s", "host": "%s", "host_id": "%s", "pid": %s%s, "renew_every": %s, "started_at": "2026-01-01T00:00:00Z", "expires_at": "%s"}\n' \
-		"$1" "$(hostname)" "${4:-$(this_host_id)}" "$2" "$dir" "${RENEW:-60}" "${EXPIRES:-2999-01-01T00:00:00Z}" |
+		"$1" "$(hostname)" "${4:-$(this_host_id)}" "$2" "$dir" "${RENEW:-60}" "${EXPIRES:-${LIVE_UNTIL}}" |
 		bucket_put .dataspoc/state/orph/lock
 }
 
@@ -158,7 +158,7 @@ hold_folder() {
 hold_manifest_lock() {
 	sleep 1000 &
 	BG_PIDS="$BG_PIDS $!"
-	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "host_id": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' \
 		"$(hostname)" "$(this_host_id)" "$!" | bucket_put .dataspoc/manifest.lock
 }
 
@@ -226,7 +226,7 @@ gone_pid() {
 	bucket_snapshot >before.snap
 	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	run -75 --separate-stderr dataspoc-pipe run orph
-	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock orph'"
+	assert_stderr "dataspoc-pipe: run 'orph' failed: pipeline 'orph' is locked by run 20260101T000000Z-0b0b0b (pid $dead on $(hostname), since 2026-01-01T00:00:00Z, until ${LIVE_UNTIL}); if that run is gone, use 'pipe-state unlock orph'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 
@@ -257,7 +257,7 @@ gone_pid() {
 @test "a lock of an older version (no host id) of a dead pid on this host name is taken over only once expired" {
 	local dead
 	dead=$(gone_pid)
-	printf '{"run_id": "20260101T000000Z-0c0c0c", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+	printf '{"run_id": "20260101T000000Z-0c0c0c", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' \
 		"$(hostname)" "$dead" | bucket_put .dataspoc/state/orph/lock
 	run -75 --separate-stderr dataspoc-pipe run orph
 	grep -qF "is locked by run 20260101T000000Z-0c0c0c (pid $dead on $(hostname)" <<<"$stderr"
@@ -400,7 +400,7 @@ crash_left_lock() {	# printf format of the lock's bytes
 	wait_until pid_of pipe-commit >/dev/null
 	rid=$(bucket_cat .dataspoc/state/orph/lock | jq -r .run_id)
 	# another run (on another machine) takes the lock meanwhile
-	printf '{"run_id": "20991231T000000Z-cccccc", "host": "elsewhere", "pid": 1, "started_at": "2099-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' |
+	printf '{"run_id": "20991231T000000Z-cccccc", "host": "elsewhere", "pid": 1, "started_at": "2099-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' |
 		bucket_put .dataspoc/state/orph/lock
 	bucket_rm .dataspoc/manifest.lock
 	wait "$driver" || st=$?
@@ -493,4 +493,35 @@ dataspoc-pipe.other"
 	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	run -0 dataspoc-pipe run orph
 	run -1 bucket_exists "$litter"
+}
+
+# --- a lock from the future, a lock released while waited for (issue #30) -----
+
+@test "a run lock from another machine that claims years: taken over with a warning naming its holder" {
+	EXPIRES=2031-06-01T00:00:00Z RENEW=1 forge_lock 20260101T000000Z-f00f00 4242 "" "0123-other-boot:4026531836"
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	run -0 --separate-stderr dataspoc-pipe run orph
+	assert_line --index 0 "Running: orph"
+	grep -qF "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-f00f00 (pid 4242 on $(hostname)), which claims it until 2031-06-01T00:00:00Z, longer than any lease granted (" <<<"$stderr"
+	run -1 bucket_exists .dataspoc/state/orph/lock
+}
+
+@test "an expired lock released while a run waits for its renewals: taken at once, nothing taken over" {
+	local rkey=.dataspoc/state/orph/lock.20260101T000000Z-0b0b0b.renewed
+	# expired; its renewal interval long, so the run watches for 2 x 20 s
+	EXPIRES=2026-01-01T06:00:00Z RENEW=20 forge_lock 20260101T000000Z-0b0b0b 4242 "" "0123-other-boot:4026531836"
+	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
+	dataspoc-pipe run orph >run.out 2>run.err &
+	local driver=$! st=0 t0=$SECONDS
+	BG_PIDS="$BG_PIDS $driver"
+	sleep 2
+	# its holder ends and releases it
+	bucket_rm .dataspoc/state/orph/lock
+	wait "$driver" || st=$?
+	assert_equal "$st" 0
+	[ $((SECONDS - t0)) -lt 15 ] || { echo "waited $((SECONDS - t0)) s" >&2; return 1; }
+	run grep -c "taking over" run.err
+	assert_output 0
+	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
+	echo '{"n":1}' | expect_file state.got
 }

@@ -187,12 +187,12 @@ shop/users"
 	sleep 1000 &
 	local holder=$!
 	BG_PIDS="$BG_PIDS $holder"
-	printf '{"run_id": "20260101T000000Z-0000aa", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+	printf '{"run_id": "20260101T000000Z-0000aa", "host": "%s", "pid": %d, "started_at": "2026-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' \
 		"$(hostname)" "$holder" | bucket_put .dataspoc/state/shop/lock
 	bucket_snapshot >before.snap
 	run -1 --separate-stderr pipe-commit shop <plan.jsonl
 	assert_equal "$output" ""
-	assert_stderr "pipe-commit: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock shop'"
+	assert_stderr "pipe-commit: pipeline 'shop' is locked by run 20260101T000000Z-0000aa (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until ${LIVE_UNTIL}); if that run is gone, use 'pipe-state unlock shop'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 }

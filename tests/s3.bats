@@ -110,7 +110,7 @@ use_s3_bucket
 	bucket_snapshot >before.snap
 	shop_more
 	run -1 --separate-stderr dataspoc-pipe run shop
-	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop': the lock '.dataspoc/state/shop/lock' in $BUCKET_URL is unreadable; if no run is going on, remove it with 'pipe-state unlock'"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop': the lock '.dataspoc/state/shop/lock' in $BUCKET_URL is unreadable; if no run is going on, remove it with 'pipe-state unlock shop'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 }
@@ -394,13 +394,13 @@ Done! 5 records in 2 stream(s)
 	shop_pipeline
 	export AWS_ENDPOINT_URL=$MOTO_ENDPOINT AWS_ACCESS_KEY_ID=$MOTO_KEY_ID AWS_SECRET_ACCESS_KEY=$MOTO_SECRET
 	local r1=20260101T000000Z-a1b2c3
-	lock_json "$r1" "$(hostname)" $$ 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z >lock.json
+	lock_json "$r1" "$(hostname)" $$ 2026-01-01T00:00:00Z "$LIVE_UNTIL" >lock.json
 	moto_aws s3 cp --quiet lock.json s3://locks/.dataspoc/state/shop/lock
 	# a rival that does not see the lock (the proxy answers its HEAD with
 	# 404) is stopped by the store itself
 	UPSTREAM_PORT=$MOTO_PORT s3_proxy head404=/.dataspoc/state/shop/lock
 	AWS_ENDPOINT_URL=$PROXY_ENDPOINT run -75 --separate-stderr pipe-state get -r "$(new_run_id)" shop
-	assert_equal "$stderr" "pipe-state: pipeline 'shop' is locked by run $r1 (pid $$ on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	assert_equal "$stderr" "pipe-state: pipeline 'shop' is locked by run $r1 (pid $$ on $(hostname), since 2026-01-01T00:00:00Z, until ${LIVE_UNTIL}); if that run is gone, use 'pipe-state unlock shop'"
 	run -0 grep -c '^404 HEAD /locks/.dataspoc/state/shop/lock$' "$PROXY_LOG"
 	run -0 grep -c '^forwarded 412 PUT /locks/.dataspoc/state/shop/lock$' "$PROXY_LOG"
 	moto_aws s3 cp --quiet s3://locks/.dataspoc/state/shop/lock - >holder
@@ -412,7 +412,7 @@ Done! 5 records in 2 stream(s)
 	# takes the lock; DESIGN.md's weaker protection, documented in docs/S3.md
 	shop_pipeline
 	local r1=20260101T000000Z-a1b2c3 r2
-	lock_json "$r1" "$(hostname)" $$ 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z | bucket_put .dataspoc/state/shop/lock
+	lock_json "$r1" "$(hostname)" $$ 2026-01-01T00:00:00Z "$LIVE_UNTIL" | bucket_put .dataspoc/state/shop/lock
 	r2=$(new_run_id)
 	run -75 --separate-stderr pipe-state get -r "$r2" shop
 	assert_regex "$stderr" "is locked by run $r1"

@@ -50,7 +50,7 @@ lake_rows() {	# STREAM
 }
 
 @test "slurm: a job whose pipeline another run holds exits 75 and lands nothing" {
-	printf '{"run_id": "20260101T000000Z-0ther0", "host": "elsewhere.example", "pid": 1, "started_at": "2026-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' |
+	printf '{"run_id": "20260101T000000Z-0ther0", "host": "elsewhere.example", "pid": 1, "started_at": "2026-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' |
 		bucket_put .dataspoc/state/orders/lock
 	run -0 dataspoc-pipe export slurm -o jobs orders
 	run -0 sbatch --parsable --chdir="$PWD/jobs-out" jobs/orders.sbatch

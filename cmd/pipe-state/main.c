@@ -30,7 +30,7 @@
 
 static const char usage_line[] =
 	"pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |\n"
-	"       list NAME|-b BUCKET | unlock NAME | logs [-n K] [-o jsonl|json|text] NAME |\n"
+	"       list NAME|-b BUCKET | unlock NAME|-b BUCKET | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
 	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
 	"       new-run-id | pipelines | check-name NAME | file NAME | check-cron EXPR |\n"
@@ -40,7 +40,7 @@ static const char usage_line[] =
 static const char help_text[] =
 	"usage: pipe-state COMMAND [options] NAME\n"
 	"       pipe-state COMMAND [options] -c FILE.yaml\n"
-	"       pipe-state list|manifest|probe [options] -b BUCKET\n"
+	"       pipe-state list|unlock|manifest|probe [options] -b BUCKET\n"
 	"       pipe-state status [-o table|json] [NAME...]\n"
 	"       pipe-state validate [-o text|json] [NAME...]\n"
 	"\n"
@@ -55,7 +55,8 @@ static const char help_text[] =
 	"  set       replace the state with a Singer STATE value read from stdin\n"
 	"  clear     delete the state (needs --force)\n"
 	"  list      list the pipelines with a saved state in the bucket\n"
-	"  unlock    remove the pipeline's run lock, whoever holds it\n"
+	"  unlock    remove the pipeline's run lock, whoever holds it; with -b, the\n"
+	"            bucket's manifest lock (.dataspoc/manifest.lock)\n"
 	"  logs      print the pipeline's last run logs, newest first\n"
 	"  status    print the last run of each pipeline (default: every pipeline\n"
 	"            in $DATASPOC_PIPE_HOME/pipelines)\n"
@@ -250,6 +251,28 @@ static int cmd_list(struct bucket *b)
 	}
 	util_strv_free(keys);
 	return CLI_OK;
+}
+
+/* unlock -b BUCKET: the bucket's manifest lock, whoever holds it. */
+static int cmd_unlock_manifest(struct bucket *b)
+{
+	struct sb text = SB_INIT;
+	int r, ret = CLI_FAILED;
+
+	r = bucket_get(b, LAYOUT_MANIFEST_LOCK_KEY, &text);
+	if (r < 0)
+		goto out;
+	if (r == 1) {
+		fprintf(stderr, "the manifest of %s is not locked\n", bucket_url(b));
+	} else {
+		if (bucket_delete(b, LAYOUT_MANIFEST_LOCK_KEY) != 0)
+			goto out;
+		fprintf(stderr, "removed the manifest lock of %s: %s", bucket_url(b), text.buf ? text.buf : "\n");
+	}
+	ret = CLI_OK;
+out:
+	sb_free(&text);
+	return ret;
 }
 
 static int cmd_unlock(struct bucket *b, const struct pipe_config *cfg)
@@ -546,7 +569,10 @@ static int run_show(struct ctx *c) { return cmd_show(c->b, &c->cfg); }
 static int run_set(struct ctx *c) { return cmd_set(c->b, &c->cfg); }
 static int run_clear(struct ctx *c) { return locked_change(c->b, &c->cfg, NULL); }
 static int run_list(struct ctx *c) { return cmd_list(c->b); }
-static int run_unlock(struct ctx *c) { return cmd_unlock(c->b, &c->cfg); }
+static int run_unlock(struct ctx *c)
+{
+	return c->bucket ? cmd_unlock_manifest(c->b) : cmd_unlock(c->b, &c->cfg);
+}
 static int run_manifest(struct ctx *c) { return cmd_manifest(c->b, c->fmt); }
 static int run_probe(struct ctx *c) { return cmd_probe(c->b); }
 
@@ -704,7 +730,7 @@ static const struct command {
 	{ "set", 0, run_set },
 	{ "clear", NEEDS_FORCE, run_clear },
 	{ "list", TAKES_BUCKET, run_list },
-	{ "unlock", 0, run_unlock },
+	{ "unlock", TAKES_BUCKET, run_unlock },
 	{ "logs", TAKES_COUNT, run_logs },
 	{ "status", TAKES_NAMES | NO_BUCKET, run_status },
 	{ "manifest", TAKES_BUCKET, run_manifest },

@@ -30,6 +30,9 @@ TAPS=$BATS_TEST_DIRNAME/taps
 PG_FIXTURES=${PG_FIXTURES:-$BATS_TEST_DIRNAME/fixtures/tap-postgres}
 # A bound on every wait for a background process, so a bug hangs no one.
 WAIT_LIMIT=${WAIT_LIMIT:-120}
+# The expiry of a lock whose holder lives elsewhere: within the longest lease
+# granted (a lock that claims more is not believed, and is taken over).
+LIVE_UNTIL=$(date -u -d '+30 min' +%Y-%m-%dT%H:%M:%SZ)
 
 pipe_setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1

@@ -708,7 +708,7 @@ scenario_kill_pipe_commit() {
 	sleep 1000 &
 	holder=$!
 	BG_PIDS="$BG_PIDS $holder"
-	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "2999-01-01T00:00:00Z"}\n' \
+	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' \
 		"$(hostname)" "$holder" | bucket_put .dataspoc/manifest.lock
 	dataspoc-pipe run shop >run.out 2>run.err &
 	DRIVER=$!
@@ -817,7 +817,7 @@ scenario_lock_dead_holder() {
 	sh -c 'exit 0' &
 	dead=$!
 	wait "$dead"
-	lock_json 20260101T000000Z-dead00 "$(hostname)" "$dead" 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z "$(this_host_id)" |
+	lock_json 20260101T000000Z-dead00 "$(hostname)" "$dead" 2026-01-01T00:00:00Z "$LIVE_UNTIL" "$(this_host_id)" |
 		bucket_put .dataspoc/state/shop/lock
 	shop_run
 	assert_equal "$output" "Running: shop
@@ -839,13 +839,13 @@ scenario_lock_live_holder() {
 	sleep 1000 &
 	holder=$!
 	BG_PIDS="$BG_PIDS $holder"
-	lock_json 20260101T000000Z-a1b2c3 "$(hostname)" "$holder" 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z |
+	lock_json 20260101T000000Z-a1b2c3 "$(hostname)" "$holder" 2026-01-01T00:00:00Z "$LIVE_UNTIL" |
 		bucket_put .dataspoc/state/shop/lock
 	bucket_snapshot >before.snap
 	shop_more
 	run -75 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop"
-	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-a1b2c3 (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-a1b2c3 (pid $holder on $(hostname), since 2026-01-01T00:00:00Z, until ${LIVE_UNTIL}); if that run is gone, use 'pipe-state unlock shop'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 	run -0 cat "$FAKE_DIR/tap-shop/runs"
@@ -855,11 +855,11 @@ scenario_lock_live_holder() {
 # A lock from another host is taken over only once it has expired.
 scenario_lock_other_host() {
 	shop_pipeline
-	lock_json 20260101T000000Z-0ther0 elsewhere.example 1 2026-01-01T00:00:00Z 2999-01-01T00:00:00Z |
+	lock_json 20260101T000000Z-0ther0 elsewhere.example 1 2026-01-01T00:00:00Z "$LIVE_UNTIL" |
 		bucket_put .dataspoc/state/shop/lock
 	bucket_snapshot >before.snap
 	run -75 --separate-stderr dataspoc-pipe run shop
-	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until 2999-01-01T00:00:00Z); if that run is gone, use 'pipe-state unlock'"
+	assert_stderr "dataspoc-pipe: run 'shop' failed: pipeline 'shop' is locked by run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example, since 2026-01-01T00:00:00Z, until ${LIVE_UNTIL}); if that run is gone, use 'pipe-state unlock shop'"
 	bucket_snapshot >after.snap
 	diff -u before.snap after.snap
 
