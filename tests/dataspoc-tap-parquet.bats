@@ -342,6 +342,20 @@ tap_config() {
 	assert_equal "$stderr" "dataspoc-tap-parquet: cannot read 'nothere.parquet': no such file"
 }
 
+@test "a FIFO (or any file that is not a regular one) as the path is refused, naming it; in a folder it is not listed; the tap never hangs" {
+	mkdir d
+	node "$DUCK" write d/a.parquet "SELECT 1 AS id" "COMPRESSION zstd"
+	mkfifo d/b.parquet
+	# in a folder: not listed (a folder's files are its regular ones)
+	tap_config d
+	run -0 --separate-stderr timeout 20 "$TAP" -c tap.json
+	assert_equal "$(grep -c '"type":"RECORD"' <<<"$output")" 1
+	mkfifo f.parquet
+	tap_config f.parquet
+	run -1 --separate-stderr timeout 20 "$TAP" -c tap.json
+	assert_equal "$stderr" "dataspoc-tap-parquet: cannot read 'f.parquet': not a regular file (a FIFO)"
+}
+
 @test "an empty folder gives only a STATE; an empty Parquet file gives its SCHEMA" {
 	mkdir empty
 	tap_config empty '"stream_name": "e"'

@@ -186,16 +186,23 @@ struct content {
 	struct sb buf;
 };
 
-static int fetch(struct source *s, const char *key, struct content *c)
+/* key's bytes into c; name: how messages call it. */
+static int fetch(struct source *s, const char *key, const char *name, struct content *c)
 {
 	memset(c, 0, sizeof(*c));
 	if (s->dir != NULL) {
 		char *p = xasprintf("%s/%s", s->dir, key);
 		struct stat st;
-		int fd = open(p, O_RDONLY | O_CLOEXEC), rc = -1;
+		/* O_NONBLOCK: a FIFO that matches the glob must not hang the run */
+		int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc = -1;
 
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			err_msg("cannot read '%s':", p);
+		} else if (!S_ISREG(st.st_mode)) {
+			err_msg("cannot read '%s': not a regular file (%s)", name,
+				S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" :
+				S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device" :
+				S_ISDIR(st.st_mode) ? "a directory" : "not a file");
 		} else if (st.st_size == 0) {
 			rc = 0;
 		} else {
@@ -472,7 +479,7 @@ static int sync_file(struct tap *t, struct source *s, const char *key)
 	int rc = EXIT_FAIL, r;
 
 	memset(&l, 0, sizeof(l));
-	if (fetch(s, key, &c) < 0)
+	if (fetch(s, key, name, &c) < 0)
 		goto out;
 	f = pq_read_open(content_bytes(&c), c.len, name);
 	if (f == NULL)
@@ -601,7 +608,7 @@ int discover(struct tap *t)
 		goto out;
 	}
 	name = file_name(t, &s, s.keys[0]);
-	if (fetch(&s, s.keys[0], &c) < 0 || (f = pq_read_open(content_bytes(&c), c.len, name)) == NULL)
+	if (fetch(&s, s.keys[0], name, &c) < 0 || (f = pq_read_open(content_bytes(&c), c.len, name)) == NULL)
 		goto out;
 	/* An unsupported column is listed in the metadata, not in the schema. */
 	for (i = 0; i < pq_read_ncolumns(f); i++)
