@@ -144,6 +144,12 @@ int csv_next(struct csv *c)
 	c->nfields = 0;
 	c->row_line = c->line;
 	for (;;) {
+		/* a file that never ends a row (/dev/zero) must not take all the memory */
+		if (c->row.len + c->nfields * sizeof(*c->end) > CSV_ROW_MAX) {
+			c->err = "a row over " CSV_ROW_MAX_TEXT " (the most a row may hold)";
+			c->err_line = c->row_line;
+			return -1;
+		}
 		ch = csv_getc(c);
 		if (ch == CSV_ERR) {
 			c->err = NULL;

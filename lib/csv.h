@@ -10,6 +10,14 @@
 
 #include "sb.h"
 
+/*
+ * The most a row may hold, its fields' bytes and their ends together: a
+ * longer one (a file that never ends a row: /dev/zero, no newline) is an
+ * error naming the file and the line it started on.
+ */
+#define CSV_ROW_MAX ((size_t)256 << 20)
+#define CSV_ROW_MAX_TEXT "256 MiB"
+
 /* A CSV file being read; a row's fields through csv_field(). */
 struct csv {
 	const char *path;	/* for messages */

@@ -267,6 +267,37 @@ void util_strv_free(char **v)
 	free(v);
 }
 
+static char *const *dup_base;
+
+/* By string, then by index: equal strings in the order they came. */
+static int dup_cmp(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int r = strcmp(dup_base[i], dup_base[j]);
+
+	return r ? r : i < j ? -1 : i > j;
+}
+
+size_t util_strv_first_dup(char *const *v, size_t n)
+{
+	size_t *ix, i, first = n;
+
+	if (n < 2)
+		return n;
+	ix = xmalloc(n * sizeof(*ix));
+	for (i = 0; i < n; i++)
+		ix[i] = i;
+	dup_base = v;
+	qsort(ix, n, sizeof(*ix), dup_cmp);
+	dup_base = NULL;
+	/* the second of each run of equal strings appears after the first */
+	for (i = 1; i < n; i++)
+		if (strcmp(v[ix[i]], v[ix[i - 1]]) == 0 && ix[i] < first)
+			first = ix[i];
+	free(ix);
+	return first;
+}
+
 long util_parse_long(const char *s, long min, long max, long def)
 {
 	char *end;

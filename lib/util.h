@@ -63,6 +63,12 @@ int util_write_all(int fd, const void *data, size_t len);
 void util_strv_free(char **v);
 
 /*
+ * The first of v[0..n) equal to one before it (the smallest such index), or
+ * n when they all differ; O(n log n), for headers of many columns.
+ */
+size_t util_strv_first_dup(char *const *v, size_t n);
+
+/*
  * A fast hash of bytes, 8 at a time, for the tables of streams and of
  * dictionary values: only its spread matters, never its value.
  */

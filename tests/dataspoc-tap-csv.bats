@@ -418,3 +418,29 @@ usage: dataspoc-tap-csv [-d] -c config [-s state] [-p properties | --catalog cat
 	run -0 jq -c 'select(.type == "STATE") | .value.bookmarks | map_values(.replication_key_value)' got.jsonl
 	assert_line --index 1 '{"customers":"2024-01-22T19:15:00Z","orders":"2024-02-22T10:50:00Z"}'
 }
+
+@test "a row that never ends (/dev/zero, no newline) stops at the documented maximum, naming the file and line; memory stays near it" {
+	one_file_config zero /dev/zero
+	run -1 --separate-stderr /usr/bin/time -f 'maxrss %M' timeout 60 "$TAP" --config one.json
+	assert_equal "$(sed -n 1p <<<"$stderr")" "dataspoc-tap-csv: /dev/zero:1: a row over 256 MiB (the most a row may hold)"
+	# (KiB) well under what an unbounded row reaches before the limit of a machine
+	[ "$(sed -n 's/^maxrss //p' <<<"$stderr")" -lt $((700 * 1024)) ]
+	{ printf 'a,b\n1,2\n3,'; head -c $((257 * 1024 * 1024)) /dev/zero | tr '\0' x; } >long.csv
+	one_file_config long long.csv
+	run -1 --separate-stderr timeout 60 "$TAP" --config one.json
+	assert_equal "$stderr" "dataspoc-tap-csv: long.csv:3: a row over 256 MiB (the most a row may hold)"
+}
+
+@test "a header of 200,000 columns is read in linear time; a column twice is still named" {
+	awk 'BEGIN { n = 200000; for (i = 1; i <= n; i++) printf "c%d%s", i, (i < n ? "," : "\n");
+		for (i = 1; i <= n; i++) printf "%d%s", i, (i < n ? "," : "\n") }' >wide.csv
+	one_file_config wide wide.csv
+	local t0=$SECONDS
+	run -0 --separate-stderr timeout 20 "$TAP" --config one.json
+	[ $((SECONDS - t0)) -le 5 ]
+	assert_equal "$(jq -c '.record.c200000 // empty' <<<"$output")" '"200000"'
+	{ printf 'a,b,c,b,a\n1,2,3,4,5\n'; } >twice.csv
+	one_file_config twice twice.csv
+	run -1 --separate-stderr "$TAP" --config one.json
+	assert_equal "$stderr" "dataspoc-tap-csv: twice.csv:1: column 'b' appears twice"
+}

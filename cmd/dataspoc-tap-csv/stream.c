@@ -93,13 +93,12 @@ static int open_stream(const struct tap *t, struct entity *e,
 			return EXIT_FAIL;
 		}
 		h->cols[i] = xstrndup(f, len);
-		for (j = 0; j < i; j++)
-			if (strcmp(h->cols[i], h->cols[j]) == 0) {
-				fflush(stdout);
-				err_msg("%s:%lu: column '%s' appears twice",
-					e->path, c->row_line, h->cols[i]);
-				return EXIT_FAIL;
-			}
+	}
+	j = util_strv_first_dup(h->cols, h->ncols);
+	if (j < h->ncols) {
+		fflush(stdout);
+		err_msg("%s:%lu: column '%s' appears twice", e->path, c->row_line, h->cols[j]);
+		return EXIT_FAIL;
 	}
 	for (i = 0; i < e->nkeys; i++)
 		if (!in_list(h->cols, h->ncols, e->keys[i], strlen(e->keys[i]))) {

@@ -436,14 +436,13 @@ static int read_header(struct sheet *s)
 		}
 		/* A blank header cell gets a name, as its column letter would. */
 		s->cols[i] = len ? xstrndup(f, len) : xasprintf("column_%zu", i + 1);
-		for (j = 0; j < i; j++)
-			if (strcmp(s->cols[i], s->cols[j]) == 0) {
-				err_msg("%s:%lu: column '%s' appears twice", s->url, c->row_line,
-					s->cols[i]);
-				goto out;
-			}
 		s->on[i] = !singer_tap_in_list(s->drop, s->ndrop, s->cols[i]) ||
 			   singer_tap_in_list(s->keys, s->nkeys, s->cols[i]);
+	}
+	j = util_strv_first_dup(s->cols, s->ncols);
+	if (j < s->ncols) {
+		err_msg("%s:%lu: column '%s' appears twice", s->url, c->row_line, s->cols[j]);
+		goto out;
 	}
 	for (i = 0; i < s->nkeys; i++)
 		if (!singer_tap_in_list(s->cols, s->ncols, s->keys[i])) {
