@@ -107,6 +107,28 @@ config() {
 	assert_regex "$stderr" "^dataspoc-tap-google-sheets-public: cannot fetch 'http://127.0.0.1:9/spreadsheets/d/broken/export\?format=csv': .*(refused|connect)"
 }
 
+@test "a server that drips bytes for ever: the fetch ends at timeout_seconds, saying so; a bad timeout is a config error" {
+	config '{"spreadsheet_id": "drip", "timeout_seconds": 3}'
+	SECONDS=0
+	run -1 --separate-stderr timeout 60 "$TAP" -c tap.json
+	[ "$SECONDS" -lt 20 ]
+	assert_regex "$stderr" "^dataspoc-tap-google-sheets-public: cannot fetch '.*/spreadsheets/d/drip/export\?format=csv': Operation timed out after [0-9]+ milliseconds"
+	config '{"spreadsheet_id": "drip", "timeout_seconds": 0}'
+	run -2 --separate-stderr "$TAP" -c tap.json
+	assert_regex "$stderr" "\"timeout_seconds\" must be 1 to 86400, not '0'"
+}
+
+@test "a header of 100,000 columns is read in linear time" {
+	mkdir -p "$SHEETS_DIR/wide"
+	awk 'BEGIN { n = 100000; for (i = 1; i <= n; i++) printf "c%d%s", i, (i < n ? "," : "\n");
+		for (i = 1; i <= n; i++) printf "%d%s", i, (i < n ? "," : "\n") }' >"$SHEETS_DIR/wide/0.csv"
+	config '{"spreadsheet_id": "wide"}'
+	SECONDS=0
+	run -0 --separate-stderr timeout 60 "$TAP" -c tap.json
+	[ "$SECONDS" -le 5 ]
+	assert_equal "$(jq -c '.record.c100000 // empty' <<<"$output")" '100000'
+}
+
 @test "a catalog leaves columns or the stream out; discovery lists the columns" {
 	printf 'id,secret,v\n1,s,2.5\n' | sheet C 0
 	config '{"spreadsheet_id": "C", "stream_name": "t", "key_properties": ["id"]}'

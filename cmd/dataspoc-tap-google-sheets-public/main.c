@@ -35,6 +35,8 @@
 
 /* A sheet bigger than this is refused (the export is read into memory). */
 #define MAX_BYTES ((size_t)1 << 30)
+/* The whole fetch's deadline by default, seconds (timeout_seconds). */
+#define DEFAULT_TIMEOUT 600L
 
 static const char usage_line[] =
 	"usage: dataspoc-tap-google-sheets-public [-d] -c config [-s state] "
@@ -86,6 +88,7 @@ struct sheet {
 	char **drop;
 	size_t ndrop;
 	char *url;		/* the export's */
+	long timeout;		/* the whole fetch's deadline, seconds (timeout_seconds) */
 	struct sb body;
 	/* the columns */
 	char **cols;
@@ -154,11 +157,11 @@ static int load_config(struct sheet *s)
 {
 	static const char *const known[] = {
 		"url", "spreadsheet_id", "sheet_gid", "sheet_name", "stream_name",
-		"key_properties"
+		"key_properties", "timeout_seconds"
 	};
 	const char *file = s->config_file;
 	jv conf = jv_invalid(), v;
-	char *url = NULL, *gid = NULL;
+	char *url = NULL, *gid = NULL, *timeout = NULL;
 	int rc;
 
 	rc = singer_tap_load_json("config", file, &conf);
@@ -206,6 +209,22 @@ static int load_config(struct sheet *s)
 		rc = singer_tap_bad("config", file, "give \"sheet_gid\" or \"sheet_name\", not both");
 		goto out;
 	}
+	if (singer_tap_config_string(conf, "timeout_seconds", 1, &timeout) < 0) {
+		rc = singer_tap_bad("config", file, "\"timeout_seconds\" must be a number of seconds");
+		goto out;
+	}
+	s->timeout = DEFAULT_TIMEOUT;
+	if (timeout != NULL) {
+		char *end;
+
+		errno = 0;
+		s->timeout = strtol(timeout, &end, 10);
+		if (!digits_ok(timeout) || *end != '\0' || errno != 0 || s->timeout < 1 || s->timeout > 86400) {
+			rc = singer_tap_bad("config", file, "\"timeout_seconds\" must be 1 to 86400, not '%s'",
+					    timeout);
+			goto out;
+		}
+	}
 	if (s->stream == NULL)
 		s->stream = xstrdup(s->name ? s->name : "sheet");
 	v = jvx_get(conf, "key_properties");
@@ -218,6 +237,7 @@ static int load_config(struct sheet *s)
 out:
 	free(url);
 	free(gid);
+	free(timeout);
 	jv_free(conf);
 	return rc;
 }
@@ -299,6 +319,8 @@ static int fetch(struct sheet *s)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 120L);
+	/* a server that drips bytes slower than any sheet needs must still end */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, s->timeout);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "dataspoc-pipe/" PIPE_VERSION);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);

@@ -12,6 +12,7 @@
 import http.server
 import os
 import sys
+import time
 import urllib.parse
 
 root, log = sys.argv[1], sys.argv[2]
@@ -53,6 +54,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sid = parts[3]
         if sid == 'private':
             return self.send(302, 'text/html', b'', [('Location', '/ServiceLogin?continue=x')])
+        if sid == 'drip':
+            # a server that never ends: a byte every 0.4 s, for ever
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/csv')
+            self.send_header('Content-Length', '100000')
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b'a')
+                    self.wfile.flush()
+                    time.sleep(0.4)
+            except OSError:
+                return
         if sid == 'broken':
             return self.send(500, 'text/html', b'<html>Error</html>')
         if parts[4:] == ['export']:
@@ -65,6 +79,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.send(404, 'text/html', b'<html>Not Found</html>')
 
 
-srv = http.server.HTTPServer(('127.0.0.1', 0), Handler)
+srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
 print('listening on %d' % srv.server_address[1], flush=True)
 srv.serve_forever()
