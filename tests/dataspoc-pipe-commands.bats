@@ -1043,6 +1043,18 @@ usage: dataspoc-pipe schedule install|remove|list [NAME...]"
 	assert_equal "$stderr" "dataspoc-pipe: schedule: invalid pipeline name 'a b'"
 }
 
+@test "schedule install warns when an S3 bucket's credentials come from the shell, which cron does not pass on" {
+	write_pipeline alpha "$TAPS/cmdtap-ok"
+	sed -i 's|^  bucket: .*|  bucket: s3://lake/raw|' "$HOMEDIR/pipelines/alpha.yaml"
+	add_cron alpha "@daily"
+	AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s run -0 --separate-stderr dataspoc-pipe schedule install
+	assert_equal "$stderr" "dataspoc-pipe: schedule: warning: pipeline 'alpha': its bucket's credentials come from your shell (AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY), which cron does not pass on: put them in the crontab (NAME=value lines), in a credentials file (~/.aws/credentials), or in the pipeline's config"
+	# in the crontab: no warning
+	printf 'AWS_ACCESS_KEY_ID=k\nAWS_SECRET_ACCESS_KEY=s\n' >"$FAKE_CRONTAB"
+	AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s run -0 --separate-stderr dataspoc-pipe schedule install
+	assert_equal "$stderr" ""
+}
+
 @test "schedule: a relative DATASPOC_PIPE_HOME is made absolute in the entry (cron starts in \$HOME)" {
 	mkdir -p home2/pipelines
 	export DATASPOC_PIPE_HOME=home2
