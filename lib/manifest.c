@@ -904,6 +904,16 @@ int manifest_update(struct bucket *b, const struct plan *p)
 
 		if (jv_get_kind(t) != JV_KIND_OBJECT) {
 			jv_free(t);
+			/*
+			 * A table enters the catalog with its first file: a stream
+			 * that sent its SCHEMA and no record has none, and a reader
+			 * of the manifest (Lens's read_parquet of the location) would
+			 * find no file to read.
+			 */
+			if (s->records == 0) {
+				free(name);
+				continue;
+			}
 			t = jv_object();
 		}
 		last = jv_object_get(jv_copy(t), jv_string("last_run_id"));

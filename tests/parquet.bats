@@ -232,7 +232,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	EOF
 }
 
-@test "a stream with a SCHEMA and no records lands no file; the manifest still lists it" {
+@test "a stream with a SCHEMA and no records lands no file and is not in the manifest until its first file" {
 	pq_pipeline empty
 	{
 		echo '{"type":"SCHEMA","stream":"none","schema":{"properties":{"id":{"type":"integer"}}}}'
@@ -244,12 +244,29 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	assert_output --regexp '^raw/empty/one/dt=[0-9-]{10}/one_[^/]*_0000\.parquet$'
 	bucket_cat .dataspoc/manifest.json | jq -c '.tables | to_entries[] | [.key, .value.format, .value.stats.total_rows, [.value.columns[].parquet_type]]' >m
 	expect_file m <<-'EOF'
-	["empty/none","parquet",0,["INT64","JSON"]]
 	["empty/one","parquet",1,["INT64","JSON"]]
 	EOF
 	# And a tap that prints nothing at all.
 	: >"$FAKE_DIR/tap-empty/out"
 	run -0 --separate-stderr dataspoc-pipe run empty
+	# its first record: the table, its file and its columns
+	{
+		echo '{"type":"SCHEMA","stream":"none","schema":{"properties":{"id":{"type":"integer"}}}}'
+		echo '{"type":"RECORD","stream":"none","record":{"id":7}}'
+	} >"$FAKE_DIR/tap-empty/out"
+	run -0 --separate-stderr dataspoc-pipe run empty
+	bucket_cat .dataspoc/manifest.json | jq -c '.tables | to_entries[] | [.key, .value.format, .value.stats.total_rows, [.value.columns[].parquet_type]]' | LC_ALL=C sort >m
+	expect_file m <<-'EOF'
+	["empty/none","parquet",1,["INT64","JSON"]]
+	["empty/one","parquet",1,["INT64","JSON"]]
+	EOF
+	# a table the manifest has keeps its entry through a run of no record
+	echo '{"type":"SCHEMA","stream":"none","schema":{"properties":{"id":{"type":"integer"}}}}' >"$FAKE_DIR/tap-empty/out"
+	run -0 --separate-stderr dataspoc-pipe run empty
+	bucket_cat .dataspoc/manifest.json | jq -c '.tables | keys' >m
+	expect_file m <<-'EOF'
+	["empty/none","empty/one"]
+	EOF
 }
 
 @test "a new SCHEMA mid-run closes the file and starts one with the new columns" {
