@@ -80,6 +80,10 @@ add_cron() {	# NAME CRON
 		run -0 --separate-stderr dataspoc-pipe "$c" --help
 		assert_equal "$output" "$want"
 	done
+	# what --full does to the tables, not only to the state
+	run -0 dataspoc-pipe help run
+	assert_output --partial "so the table holds a second copy of every row it had, unless the tap"
+	assert_output --partial "one, remove its folder first. Upsert (load_method: upsert): the table is"
 	run -0 dataspoc-pipe help help
 	assert_line --index 0 "usage: dataspoc-pipe help [COMMAND]"
 	# every COMMAND help help names is one: help COMMAND and COMMAND -h answer
