@@ -123,10 +123,11 @@ config() {
 	awk 'BEGIN { n = 100000; for (i = 1; i <= n; i++) printf "c%d%s", i, (i < n ? "," : "\n");
 		for (i = 1; i <= n; i++) printf "%d%s", i, (i < n ? "," : "\n") }' >"$SHEETS_DIR/wide/0.csv"
 	config '{"spreadsheet_id": "wide"}'
+	# (timed alone: bats' run is slow with a 5 MB line; quadratic took 16.5 s)
 	SECONDS=0
-	run -0 --separate-stderr timeout 60 "$TAP" -c tap.json
-	[ "$SECONDS" -le 5 ]
-	assert_equal "$(jq -c '.record.c100000 // empty' <<<"$output")" '100000'
+	timeout 60 "$TAP" -c tap.json >wide.out
+	[ "$SECONDS" -le 8 ]
+	assert_equal "$(jq -c '.record.c100000 // empty' wide.out)" '100000'
 }
 
 @test "a catalog leaves columns or the stream out; discovery lists the columns" {
