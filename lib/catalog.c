@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,6 +155,44 @@ static int stream_names(const struct json_span *st, struct sb *id, struct sb *na
 	if (name->len == 0 && id->len)
 		sb_adds(name, id->buf);
 	return id->len ? 0 : -1;
+}
+
+/* The shard whose streams this process selects (catalog_shard()); n 0: none. */
+static unsigned long shard_index, shard_count;
+
+unsigned long catalog_stream_shard(const char *id, size_t len, unsigned long n)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a, 32 bits */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)id[i];
+		h *= 16777619u;
+	}
+	return n ? (unsigned long)(h % n) : 0;
+}
+
+void catalog_shard(unsigned long index, unsigned long n)
+{
+	shard_index = index;
+	shard_count = n;
+}
+
+int catalog_parse_shard(const char *text, unsigned long *index, unsigned long *n)
+{
+	char *end;
+
+	if (text == NULL || *text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	*index = strtoul(text, &end, 10);
+	if (errno || *end != '/' || end[1] < '0' || end[1] > '9')
+		return -1;
+	text = end + 1;
+	*n = strtoul(text, &end, 10);
+	if (errno || *end != '\0' || *n == 0 || *n > CATALOG_SHARDS_MAX || *index >= *n)
+		return -1;
+	return 0;
 }
 
 static int matches(const char *pattern, const struct sb *id, const struct sb *name)
@@ -312,10 +351,16 @@ static int select_streams(const char *text, size_t len, const char *origin,
 				if (strcmp(o.v[i].key, "selected") == 0)
 					sel = o.v[i].val.type == JSON_TRUE;
 			}
+			/* a sharded run: another shard's stream is not selected here */
+			if (sel && shard_count &&
+			    catalog_stream_shard(id.buf, id.len, shard_count) != shard_index) {
+				sel = 0;
+				ov_set(&o, NULL, "selected", &json_false);
+			}
 			if (!streams && o.n == 0) {
 				json_compact(&st, out);
 			} else {
-				edit_stream(&st, sel, streams != NULL, &o, out);
+				edit_stream(&st, sel, streams != NULL || shard_count, &o, out);
 			}
 			if (selected && (sel || !streams)) {
 				sb_adds(selected, nsel++ ? "," : "");

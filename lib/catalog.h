@@ -27,6 +27,20 @@ int catalog_select(const char *text, size_t len, const char *origin,
 		   struct sb *out, struct sb *selected);
 
 /*
+ * Sharded runs (docs/SCALE.md): shard I of N selects, of the streams the
+ * pipeline selects, those whose tap_stream_id hashes to I:
+ * catalog_stream_shard() is FNV-1a (32 bits) of the id's bytes, modulo N,
+ * stable across machines and versions.  catalog_shard() makes every later
+ * catalog_select() of this process keep only shard index's streams (n 0:
+ * all of them).  catalog_parse_shard() reads "I/N" (0 <= I < N <=
+ * CATALOG_SHARDS_MAX): 0, or -1 when text is of another shape.
+ */
+#define CATALOG_SHARDS_MAX 1000
+unsigned long catalog_stream_shard(const char *id, size_t len, unsigned long n);
+void catalog_shard(unsigned long index, unsigned long n);
+int catalog_parse_shard(const char *text, unsigned long *index, unsigned long *n);
+
+/*
  * What the tap answered before, cached beside the pipeline's YAML file:
  * NAME.catalog.json, its discovered catalog byte for byte, and NAME.tap.json,
  *

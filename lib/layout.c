@@ -68,6 +68,19 @@ char *layout_staging_prefix(const char *pipeline, const char *run_id)
 	return xasprintf(".dataspoc/staging/%s/%s/", pipeline, run_id);
 }
 
+char *layout_shard_key(const char *pipeline, const char *run_id, long shard)
+{
+	if (shard < 0)
+		return xasprintf(".dataspoc/staging/%s/%s/shards/plan.json", pipeline, run_id);
+	return xasprintf(".dataspoc/staging/%s/%s/shards/%ld.json", pipeline, run_id, shard);
+}
+
+char *layout_shard_staging(const char *pipeline, const char *run_id, unsigned long shard,
+			   const char *attempt)
+{
+	return xasprintf(".dataspoc/staging/%s/%s/shards/%lu-%s/", pipeline, run_id, shard, attempt);
+}
+
 char *layout_log_key(const char *pipeline, const char *run_id)
 {
 	if (run_id == NULL)

@@ -7,6 +7,9 @@
  *   .dataspoc/state/P/pending/R.json             a commit's plan (pending.json: older versions)
  *   .dataspoc/state/P/checkpoints/R.json         a run's checkpoints
  *   .dataspoc/staging/P/R/                       a run's staged files
+ *   .dataspoc/staging/P/R/shards/plan.json       a sharded run's plan (pipe-shard plan)
+ *   .dataspoc/staging/P/R/shards/I.json          shard I's commit plan (pipe-shard put)
+ *   .dataspoc/staging/P/R/shards/I-A/            the files staged by attempt A of shard I
  *   .dataspoc/logs/P/R.json                      a run's log
  *   .dataspoc/probe/...                          validate's probes
  *   DIR/dt=D/SAFE_R_NNNN.EXT                     a data file (_dt=, __dt=...
@@ -37,6 +40,14 @@ char *layout_checkpoint_key(const char *pipeline, const char *run_id);	/* .datas
 char *layout_pending_legacy_key(const char *pipeline);	/* .dataspoc/state/P/pending.json, of older versions */
 char *layout_staging_prefix(const char *pipeline, const char *run_id);	/* .dataspoc/staging/P/R/ ; R NULL: .dataspoc/staging/P/ */
 char *layout_log_key(const char *pipeline, const char *run_id);	/* .dataspoc/logs/P/R.json ; R NULL: .dataspoc/logs/P/ */
+/* A sharded run's objects, under its staging (gone with it): shard -1: the
+ * run's plan, .dataspoc/staging/P/R/shards/plan.json; else shard's commit
+ * plan, .dataspoc/staging/P/R/shards/I.json. */
+char *layout_shard_key(const char *pipeline, const char *run_id, long shard);
+/* Where attempt A (the attempt's own run id) of shard I stages its files:
+ * .dataspoc/staging/P/R/shards/I-A/ */
+char *layout_shard_staging(const char *pipeline, const char *run_id, unsigned long shard,
+			   const char *attempt);
 char *layout_state_dir(const char *pipeline);	/* .dataspoc/state/P/ */
 
 /*

@@ -282,16 +282,20 @@ static void lock_document(struct sb *out, const char *run_id, long pid, const ch
 {
 	char started[32], expires[32];
 	time_t now = time(NULL);
-	long long start = util_pid_start(pid);
+	long long start = pid > 0 ? util_pid_start(pid) : -1;
 
 	util_iso_time(now, started, sizeof(started));
 	util_iso_time(now + ttl, expires, sizeof(expires));
 	sb_addf(out, "{\"run_id\": \"%s\", \"host\": ", run_id);
 	json_quote(out, util_hostname(), strlen(util_hostname()));
-	sb_adds(out, ", \"host_id\": ");
-	json_quote(out, util_host_id(), strlen(util_host_id()));
+	/* pid 0: no process holds it (a sharded run's): no host_id, judged by
+	 * its expiry alone wherever it is read */
+	if (pid > 0) {
+		sb_adds(out, ", \"host_id\": ");
+		json_quote(out, util_host_id(), strlen(util_host_id()));
+	}
 	sb_addf(out, ", \"pid\": %ld", pid);
-	if (start >= 0)
+	if (pid > 0 && start >= 0)
 		sb_addf(out, ", \"pid_start\": %lld", start);
 	if (run_dir && *run_dir) {
 		sb_adds(out, ", \"run_dir\": ");
@@ -626,6 +630,12 @@ int runlock_take(const struct runlock *l)
 {
 	return lock_take_run(l->b, l->key, l->what, l->unlock, l->run_id, owner_pid(),
 			     owner_dir(), lock_default_ttl(), 0);
+}
+
+int runlock_take_detached(const struct runlock *l)
+{
+	return lock_take_run(l->b, l->key, l->what, l->unlock, l->run_id, 0, NULL,
+			     lock_default_ttl(), 0);
 }
 
 int runlock_take_here(const struct runlock *l, long ttl)

@@ -136,6 +136,13 @@ void runlock_free(struct runlock *l);
  * folder $DATASPOC_PIPE_RUN_DIR, for lock_default_ttl(); no wait.
  */
 int runlock_take(const struct runlock *l);
+/*
+ * Take it for a sharded run (pipe-shard plan), which no process holds
+ * while its shards run anywhere: the lock names no host_id and pid 0, so
+ * it is taken over only once expired (lock_default_ttl() from its last
+ * renewal: each shard's pipe-sink renews it while its tap runs).
+ */
+int runlock_take_detached(const struct runlock *l);
 /* Take it for a moment, for this process alone (pipe-state set, clear). */
 int runlock_take_here(const struct runlock *l, long ttl);
 int runlock_held(const struct runlock *l);

@@ -20,6 +20,8 @@ struct sink_options {
 	uint64_t spill_max;	/* bytes that may wait before a stream takes a file's slot */
 	struct transform *transform;	/* applied to every record, or NULL */
 	int plan_fd;		/* checkpoints: where each commit unit is written as it closes */
+	const char *staging;	/* the prefix files are staged under (a shard's attempt,
+				 * layout_shard_staging()); NULL: the run's staging */
 };
 
 /*

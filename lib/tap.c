@@ -545,6 +545,21 @@ static int catalog_arguments(struct run *r, char *conf)
 		r->clog.path = r->held_log;
 		r->clog.held = 1;
 	}
+	if (getenv("DATASPOC_PIPE_SHARD")) {
+		/* a shard of a sharded run (pipe-shard): its part of source.streams */
+		unsigned long index, n;
+
+		if (catalog_parse_shard(getenv("DATASPOC_PIPE_SHARD"), &index, &n) != 0 ||
+		    cfg->streams == NULL) {
+			r->error = xstrdup(cfg->streams == NULL ?
+					   "a sharded run splits source.streams: the pipeline selects none" :
+					   "DATASPOC_PIPE_SHARD is not I/N");
+			err_msg("%s", r->error);
+			r->status = 2;
+			return -1;
+		}
+		catalog_shard(index, n);
+	}
 	if (cfg->streams || cfg->metadata_json || cfg->catalog_file)
 		catalog_cache_open(&r->cache, cfg, r->opt->refresh_catalog);
 	if (cfg->streams || cfg->metadata_json) {

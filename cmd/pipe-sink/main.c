@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "bucket.h"
+#include "catalog.h"
 #include "cli.h"
 #include "config.h"
 #include "err.h"
+#include "layout.h"
 #include "lock.h"
 #include "plan.h"
 #include "sink.h"
@@ -101,7 +103,7 @@ int main(int argc, char **argv)
 	struct sb out = SB_INIT;
 	struct bucket *b = NULL;
 	const char *file = NULL, *run_arg = NULL;
-	char *new_id = NULL, *end, *jq = NULL;
+	char *new_id = NULL, *end, *jq = NULL, *staging = NULL;
 	int c, bad, check = 0, ret = CLI_FAILED;
 
 	err_init(argv[0]);
@@ -162,6 +164,20 @@ int main(int argc, char **argv)
 		free(new_id);
 		return CLI_USAGE;
 	}
+	if (getenv("DATASPOC_PIPE_SHARD") && getenv("DATASPOC_PIPE_SHARD_ATTEMPT")) {
+		/* a shard of a sharded run stages under its attempt's folder */
+		unsigned long index, n;
+
+		if (catalog_parse_shard(getenv("DATASPOC_PIPE_SHARD"), &index, &n) != 0 ||
+		    !util_run_id_ok(getenv("DATASPOC_PIPE_SHARD_ATTEMPT"))) {
+			err_msg("DATASPOC_PIPE_SHARD is not I/N, or DATASPOC_PIPE_SHARD_ATTEMPT not a run id");
+			free(new_id);
+			config_free(&cfg);
+			return CLI_USAGE;
+		}
+		opt.staging = staging = layout_shard_staging(cfg.name, opt.run_id, index,
+							     getenv("DATASPOC_PIPE_SHARD_ATTEMPT"));
+	}
 	jq = xasprintf("%s/transforms/%s.jq", config_home(), cfg.name);
 	if (transform_load(jq, &opt.transform) < 0) {
 		ret = CLI_USAGE;
@@ -212,6 +228,7 @@ out:
 	bucket_free(b);
 	config_free(&cfg);
 	free(new_id);
+	free(staging);
 	if (cli_close_stdout() != 0)
 		ret = CLI_FAILED;
 	return ret;

@@ -238,7 +238,8 @@ int sink_open_file(struct sink *s, struct stream *st)
 		if (idle && sink_close_file(s, idle) != 0)
 			return -1;
 	}
-	staging = layout_staging_prefix(s->cfg->name, s->opt->run_id);
+	staging = s->opt->staging ? xstrdup(s->opt->staging) :
+		  layout_staging_prefix(s->cfg->name, s->opt->run_id);
 	/*
 	 * One date folder key for the stream's whole run (a table whose files
 	 * name two keys is one DuckDB refuses), from the columns it has when
