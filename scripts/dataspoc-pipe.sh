@@ -58,7 +58,11 @@ usage_of() {
 	case $1 in
 	run) say "usage: dataspoc-pipe run [--full] [-v] NAME
        dataspoc-pipe run [--full] [-v] -c FILE.yaml
-       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)" ;;
+       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)
+       dataspoc-pipe run [--full] [-v] NAME --shards N
+       dataspoc-pipe run [--full] NAME --plan --shards N
+       dataspoc-pipe run [-v] NAME --shard I/N --run-id ID" ;;
+	commit) say "usage: dataspoc-pipe commit NAME --run-id ID" ;;
 	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
 	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME" ;;
 	validate) say "usage: dataspoc-pipe validate [--output text|json] [NAME...]" ;;
@@ -351,6 +355,13 @@ run_pipeline() {
 	[0-9]*Z-?*) ;;
 	*) run_id=$(new_run_id) ;;
 	esac
+	# A shard runs under its run's id; its own id names its attempt, the
+	# folder its files are staged in (a second attempt's replace the first's).
+	if [ -n "$shard" ]; then
+		DATASPOC_PIPE_SHARD=$shard DATASPOC_PIPE_SHARD_ATTEMPT=$run_id
+		export DATASPOC_PIPE_SHARD DATASPOC_PIPE_SHARD_ATTEMPT
+		run_id=$shard_run label="$label (shard $shard of run $shard_run)"
+	fi
 	DATASPOC_PIPE_PID=$$
 	# pipe-sink leaves the report of a failure to this driver (one line).
 	DATASPOC_PIPE_DRIVER=1
@@ -366,7 +377,10 @@ run_pipeline() {
 	say "Running: $label"
 	# (its stderr goes to check.err, whose words have been said: a file
 	# made already, not one more to make and remove, issue #14)
-	if [ "$full" = 1 ]; then
+	if [ -n "$shard" ]; then
+		# the state the run's plan holds, while the run holds the lock
+		pipe-shard get -s "$shard" -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
+	elif [ "$full" = 1 ]; then
 		pipe-state get -f -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
 	else
 		pipe-state get -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
@@ -377,7 +391,7 @@ run_pipeline() {
 		# log (a run refused by another's lock leaves the bucket as it was).
 		reason=$(first_error "$tmp/check.err")
 		tmp_full && reason=$(no_space)
-		grep -v -x -F -e "pipe-state: $reason" "$tmp/check.err" >&2
+		grep -v -x -F -e "pipe-state: $reason" -e "pipe-shard: $reason" "$tmp/check.err" >&2
 		err "run '$label' failed: ${reason:-reading the saved state failed (status $rc)}"
 		# 75 (EX_TEMPFAIL): another run holds the lock; a scheduler may
 		# try again later
@@ -460,6 +474,18 @@ run_pipeline() {
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
 	fi
+	if [ -z "$failed" ] && [ -n "$shard" ]; then
+		# A shard stages its plan for the run's commit (pipe-merge runs
+		# there, on the run's one plan), once every process of the stages
+		# has ended; nothing is published.
+		[ -z "$job" ] || { stages_wait; job=; }
+		[ -z "$signal" ] || failed="interrupted by SIG$signal"
+		if [ -z "$failed" ] && pipe-shard put -s "$shard" -r "$run_id" "$@" <"$tmp/plan"; then
+			say "Staged: shard $shard of run $run_id ($(sed -n 's/^{"type":"end".*"records":\([0-9]*\).*/\1/p' "$tmp/plan") records)"
+			exit 0
+		fi
+		[ -n "$failed" ] || failed="the shard's plan was not staged"
+	fi
 	if [ -z "$failed" ] && [ "$merge" != none ]; then
 		# pipe-merge (issue #27), when pipe-tap -n -D's fourth line says the
 		# pipeline sets a load_method (with -v, always: it passes other
@@ -490,7 +516,9 @@ run_pipeline() {
 		err "the tap's last words:"
 		tail -n 20 "$tmp/tap.log" | sed 's/^/  | /' >&2
 	fi
-	pipe-commit -a -t "$tmp/tap.log" -e "$failed" "$@" <"$tmp/plan"
+	# (a shard's failure ends no run: its run's commit refuses, naming it,
+	# unless the engine runs it again)
+	[ -n "$shard" ] || pipe-commit -a -t "$tmp/tap.log" -e "$failed" "$@" <"$tmp/plan"
 	err "run '$label' failed: $(user_terms "$failed")"
 	case $signal in
 	INT) exit 130 ;;
@@ -500,10 +528,36 @@ run_pipeline() {
 	exit 1
 }
 
+# run_shards FULL VERBOSE N NAME: a sharded run on this machine, N shards
+# as N processes, then its commit.
+run_shards() {
+	_plan=
+	[ "$1" = 1 ] && _plan=-f
+	_sv=
+	[ "$2" = 1 ] && _sv=-v
+	_run=$(pipe-shard plan $_plan -n "$3" "$4") || exit $?
+	say "Sharded run $_run of $4: $3 shards"
+	_pids= _i=0
+	while [ "$_i" -lt "$3" ]; do
+		"$self" run $_sv "$4" --shard "$_i/$3" --run-id "$_run" &
+		_pids="$_pids $!"
+		_i=$((_i + 1))
+	done
+	trap 'kill -s TERM $_pids 2>/dev/null' INT TERM HUP
+	for _p in $_pids; do
+		wait "$_p"
+	done
+	exec "$self" commit "$4" --run-id "$_run"
+}
+
 cmd_run() {
-	full=0 verbose=0 file= name= all=0 jobs=
+	full=0 verbose=0 file= name= all=0 jobs= shard= shard_run= shards= plan=0
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--shards) [ $# -ge 2 ] || usage run "option '--shards' needs a number"; shards=$2; shift ;;
+		--shard) [ $# -ge 2 ] || usage run "option '--shard' needs I/N"; shard=$2; shift ;;
+		--run-id) [ $# -ge 2 ] || usage run "option '--run-id' needs an ID"; shard_run=$2; shift ;;
+		--plan) plan=1 ;;
 		--full | -f) full=1 ;;
 		-v | --verbose) verbose=1 ;;
 		--refresh-catalog) refresh_catalog=1 ;;
@@ -533,6 +587,29 @@ cmd_run() {
 		run_all "${jobs:-1}" "$@"
 	fi
 	[ -z "$jobs" ] || usage run "-j goes with --all"
+	if [ -n "$shards$shard$shard_run" ] || [ "$plan" = 1 ]; then
+		[ -n "$name" ] && [ -z "$file" ] || usage run "a sharded run takes a pipeline NAME"
+		if [ -n "$shard" ]; then
+			[ -n "$shard_run" ] && [ -z "$shards" ] && [ "$plan" = 0 ] && [ "$full" = 0 ] ||
+				usage run "--shard I/N goes with --run-id ID alone (--full is the plan's)"
+			case $shard in
+			*[!0-9/]* | */*/*) usage run "--shard wants I/N, not '$shard'" ;;
+			[0-9]*/[0-9]*) ;;
+			*) usage run "--shard wants I/N, not '$shard'" ;;
+			esac
+			run_pipeline 0 "$verbose" "$name"
+		fi
+		[ -n "$shards" ] && [ -z "$shard_run" ] || usage run "--shards N, or --shard I/N --run-id ID"
+		case $shards in
+		'' | *[!0-9]* | 0 | 0*) usage run "--shards wants a number of shards (1 or more), not '$shards'" ;;
+		esac
+		if [ "$plan" = 1 ]; then
+			_plan=
+			[ "$full" = 0 ] || _plan=-f
+			exec pipe-shard plan $_plan -n "$shards" "$name"
+		fi
+		run_shards "$full" "$verbose" "$shards" "$name"
+	fi
 	if [ -n "$file" ]; then
 		[ -z "$name" ] || usage run "give NAME or -c FILE.yaml, not both"
 		run_pipeline "$full" "$verbose" -c "$file"
@@ -818,6 +895,40 @@ cmd_validate() {
 
 # ---- mcp -----------------------------------------------------------------------
 
+# commit NAME --run-id ID: publish a sharded run once every shard staged
+# its part (pipe-shard join), else end it, naming the missing shards.
+cmd_commit() {
+	name= run=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--run-id) [ $# -ge 2 ] || usage commit "option '--run-id' needs an ID"; run=$2; shift ;;
+		-h | --help) show_help commit; exit 0 ;;
+		-*) usage commit "unknown option '$1'" ;;
+		*) [ -z "$name" ] || usage commit "unexpected argument '$1'"; name=$1 ;;
+		esac
+		shift
+	done
+	[ -n "$name" ] && [ -n "$run" ] || usage commit "a pipeline NAME and --run-id ID are required"
+	open_private_dir || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	DATASPOC_RUN_ID=$run
+	export DATASPOC_RUN_ID
+	pipe-shard join -r "$run" "$name" >"$tmp/plan" || {
+		err "commit of run $run of '$name' refused"
+		exit 1
+	}
+	# pipe-merge passes a plan without upsert streams through
+	if ! pipe-merge -o "$tmp/plan" "$name" <"$tmp/plan"; then
+		pipe-commit -a -e "pipe-merge failed" "$name" <"$tmp/plan"
+		err "commit of run $run of '$name' failed: pipe-merge failed"
+		exit 1
+	fi
+	pipe-commit "$name" <"$tmp/plan" && exit 0
+	pipe-commit -a -e "the commit did not finish" "$name" <"$tmp/plan"
+	err "commit of run $run of '$name' failed"
+	exit 1
+}
+
 cmd_mcp() {
 	ro=
 	while [ $# -gt 0 ]; do
@@ -841,6 +952,7 @@ init | add | schedule | export)
 	export DATASPOC_PIPE_SELF
 	exec "$libexec/dataspoc-pipe-$cmd" "$@" ;;
 run) cmd_run "$@" ;;
+commit) cmd_commit "$@" ;;
 status) cmd_status "$@" ;;
 logs) cmd_logs "$@" ;;
 validate) cmd_validate "$@" ;;
