@@ -647,6 +647,8 @@ usage: $prog init
            [--compression C] [--incremental|--no-incremental] [--cron EXPR] [--yes] NAME
        $prog run [--full] [-v] NAME | -c FILE.yaml
        $prog run --all [-j N] [--full] [-v]
+       $prog run [--full] NAME --shards N | --plan --shards N | --shard I/N --run-id ID
+       $prog commit NAME --run-id ID
        $prog status [--output text|json] [NAME...]
        $prog logs [-n K] [--output text|json|jsonl] NAME
        $prog validate [--output text|json] [NAME...]
@@ -662,7 +664,7 @@ USAGE
 # nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
 # a swap of neighbours counting as one), if any.
 nearest() {
-	printf '%s\n' "$1" | awk -v cmds='init add run status logs validate manifest schedule export mcp help version' '
+	printf '%s\n' "$1" | awk -v cmds='init add run commit status logs validate manifest schedule export mcp help version' '
 	function dist(a, b,   i, j, la, lb, d, c, x) {
 		la = length(a); lb = length(b)
 		for (i = 0; i <= la; i++) d[i, 0] = i
@@ -703,6 +705,7 @@ Commands:
   add NAME          create a pipeline: a wizard, or flags for scripts
   run NAME          run pipelines/NAME.yaml (or -c FILE.yaml)
   run --all         run every pipeline, N at a time (-j N)
+  commit NAME       publish a sharded run (run NAME --shards N, --plan, --shard I/N)
   status            the last run of each pipeline
   logs NAME         the last run log(s) of a pipeline
   validate [NAME]   check configs, taps and buckets
@@ -966,7 +969,7 @@ help)
 		DATASPOC_PIPE_SELF=$self
 		export DATASPOC_PIPE_SELF
 		exec "$libexec/dataspoc-pipe-$1" --help ;;
-	run | status | logs | validate | manifest | mcp | help | version) show_help "$1" ;;
+	run | commit | status | logs | validate | manifest | mcp | help | version) show_help "$1" ;;
 	--version) show_help version ;;
 	*) err "help: no command '$1'"; exit 2 ;;
 	esac ;;
