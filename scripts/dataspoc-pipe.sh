@@ -511,6 +511,10 @@ run_pipeline() {
 		[ -z "$signal" ] || failed="interrupted by SIG$signal"
 	fi
 	[ -n "$failed" ] || { pipe-commit -d "$tmp" "$@" <"$tmp/plan"; committed $? "$@"; }
+	# pipe-sink's live progress line on a terminal (not with -v) is left
+	# as it was when the run failed, a signal's ^C after it: cleared, so
+	# that the failure's words start a line
+	[ "$verbose" = 1 ] || [ ! -t 2 ] || printf '\r\033[K' >&2
 	# The tap's last words explain most failures; not an interruption's.
 	if [ "$verbose" != 1 ] && [ -z "$signal" ] && [ -s "$tmp/tap.log" ]; then
 		err "the tap's last words:"

@@ -395,6 +395,40 @@ Done! 5 records in 2 stream(s)
 	run -1 grep -c $'\033\[K' tty-v.out
 }
 
+@test "progress: a live line is ended before a failure's words (a tap that fails, SIGINT)" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	cat >"$BATS_TEST_TMPDIR/bin/tap-dies" <<-'EOF'
+	#!/bin/sh
+	for n in 1 2 3; do
+		echo "{\"type\":\"RECORD\",\"stream\":\"s\",\"record\":{\"n\":$n}}"
+		sleep 0.4
+	done
+	echo "tap-dies: the source went away" >&2
+	exit 1
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-dies"
+	write_pipeline dies tap-dies
+	script -qec "dataspoc-pipe run dies" /dev/null >tty.out || :
+	grep -q $'\r\033\[K  s: [0-9] record' tty.out
+	# no word of the failure on the live line: each starts a line of its own
+	run -1 grep -a $'records*\\.\\.\\.[^\r]*dataspoc-pipe:' tty.out
+	grep -a -q -E $'(^|\r\033\[K)dataspoc-pipe: run .dies. failed: tap-dies exited with status 1\r*$' tty.out
+	# SIGINT: the terminal's ^C, then the failure on a line of its own
+	cat >"$BATS_TEST_TMPDIR/bin/tap-dies" <<-'EOF'
+	#!/bin/sh
+	n=0
+	while :; do
+		n=$((n + 1))
+		echo "{\"type\":\"RECORD\",\"stream\":\"s\",\"record\":{\"n\":$n}}"
+		sleep 0.2
+	done
+	EOF
+	script -qec '(sleep 1.5; kill -INT $$) & exec dataspoc-pipe run dies' /dev/null >tty.out || :
+	grep -q $'\r\033\[K  s: [0-9] record' tty.out
+	run -1 grep -a $'records*\\.\\.\\.[^\r]*dataspoc-pipe:' tty.out
+	grep -a -q -E $'(^|\r\033\[K)dataspoc-pipe: run .dies. failed: interrupted by SIGINT\r*$' tty.out
+}
+
 # --- whole runs (helpers/pipeline_scenarios.bash) -----------------------------------------------
 
 @test "full run: the summary, the layout, every record byte for byte" {
