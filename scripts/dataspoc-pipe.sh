@@ -449,7 +449,7 @@ run_pipeline() {
 	fi
 
 	read_stage_rcs
-	tap_said=
+	tap_said= last_words=1
 	[ ! -s "$tmp/check.err" ] ||
 		tap_said=$(grep '^pipe-tap: ' "$tmp/check.err" | grep -v '^pipe-tap: warning: ' |
 			sed -n '1{s/^pipe-tap: //;p;}')
@@ -463,6 +463,8 @@ run_pipeline() {
 		# (pipe-sink, then the tap, died of its broken pipe)
 		failed="a checkpoint did not finish (pipe-commit -k $(status_words "$ck_rc"))"
 	elif [ "$sink_rc" -ne 0 ] && { [ "$tap_rc" -eq 0 ] || [ "$tap_rc" -eq 141 ]; }; then
+		# (the sink's own failure, a transform's too: not the tap's words)
+		last_words=
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
 	elif [ "$tap_rc" -ne 0 ]; then
@@ -516,7 +518,7 @@ run_pipeline() {
 	# that the failure's words start a line
 	[ "$verbose" = 1 ] || [ ! -t 2 ] || printf '\r\033[K' >&2
 	# The tap's last words explain most failures; not an interruption's.
-	if [ "$verbose" != 1 ] && [ -z "$signal" ] && [ -s "$tmp/tap.log" ]; then
+	if [ "$verbose" != 1 ] && [ -z "$signal" ] && [ -n "$last_words" ] && [ -s "$tmp/tap.log" ]; then
 		err "the tap's last words:"
 		tail -n 20 "$tmp/tap.log" | sed 's/^/  | /' >&2
 	fi

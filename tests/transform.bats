@@ -83,8 +83,11 @@ Done! 4 records in 2 stream(s)
 	printf '%s\n' '{"type":"RECORD","stream":"orders","record":{"id":4,"card":"x"}}' \
 		'{"type":"RECORD","stream":"orders","record":{"id":"five","card":"y"}}' >"$FAKE_DIR/tap.jsonl"
 	echo '{id: (.id + 1)}' >"$DATASPOC_PIPE_HOME/transforms/t.jq"
+	# a tap that says something: not the failure's cause, not shown under it
+	sed -i "s|^  tap: .*|  tap: [sh, -c, 'echo tap: starting >\&2; cat $FAKE_DIR/tap.jsonl']|" \
+		"$DATASPOC_PIPE_HOME/pipelines/t.yaml"
 	run -1 --separate-stderr dataspoc-pipe run t
-	[[ $stderr == *"dataspoc-pipe: run 't' failed: the tap's output, line 2: the transform failed on record 2 of stream 'orders': string (\"five\") and number (1) cannot be added"* ]]
+	assert_equal "$stderr" "dataspoc-pipe: run 't' failed: the tap's output, line 2: the transform failed on record 2 of stream 'orders': string (\"five\") and number (1) cannot be added"
 	bucket_snapshot >after
 	# Only the failure's run log is new.
 	diff before after | grep '^>' >added || true
