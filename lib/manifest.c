@@ -636,7 +636,7 @@ static jv rb_table_json(struct bucket *b, struct rebuild *rb, struct rb_table *t
 	for (seg = table - 1; seg > t->dir && seg[-1] != '/'; seg--)
 		;
 	source = table > t->dir ? xstrndup(seg, (size_t)(table - 1 - seg)) : xstrdup(table);
-	location = bucket_location(b, t->dir);
+	location = xstrdup(t->dir);
 	stats = jv_object();
 	stats = jv_object_set(stats, jv_string("total_rows"), jv_number(total));
 	stats = jv_object_set(stats, jv_string("extractions"), jv_number(extractions));
@@ -926,7 +926,7 @@ int manifest_update(struct bucket *b, const struct plan *p)
 			continue;
 		}
 		check_owner(t, p, s->dir);
-		location = bucket_location(b, s->dir);
+		location = xstrdup(s->dir);
 		tables = jv_object_set(tables, jv_string(name),
 				       table_update(t, p, s, table, location, now, same_run));
 		free(location);

@@ -150,8 +150,8 @@ teardown() {
 	# the manifest names the tables where readers find them
 	bucket_cat .dataspoc/manifest.json | jq -r '.tables[].location' | sort >locations
 	expect_file locations <<-EOF
-	az://$AZ_CONTAINER/raw/shop/orders
-	az://$AZ_CONTAINER/raw/shop/users
+	raw/shop/orders
+	raw/shop/users
 	EOF
 }
 

@@ -141,3 +141,29 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	[[ $stderr == *"kept 1 file(s) in 'raw/mock_tap/users' that pipeline 'mock' did not land"* ]]
 	run -0 bucket_exists raw/mock_tap/users/users_0000.parquet
 }
+
+@test "migrate: a bucket copied elsewhere reads: locations are the bucket's, for Lens, scripts/lake, manifest and the Parquet tap" {
+	use_tap tap-cp
+	lake_pipeline cp tap-cp false
+	{
+		echo '{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{"id":{"type":"integer"}}}}'
+		singer_records t <<<'{"id":7}'
+	} >"$FAKE_DIR/tap-cp/out"
+	run -0 --separate-stderr dataspoc-pipe run cp
+	manifest_table cp/t | jq -r .location >loc
+	expect_file loc <<<'raw/cp/t'
+	# synced down, or mounted elsewhere: the first folder is gone
+	cp -a "$BUCKET_DIR" moved
+	rm -rf "$BUCKET_DIR"
+	node "$PQ/lens-rows.mjs" moved/.dataspoc/manifest.json cp/t >rows
+	expect_file rows <<<'{"id":"7","_extra":null}'
+	run -0 --separate-stderr "$BATS_TEST_DIRNAME/../scripts/lake" moved cp/t --json
+	jq -c '{id, _extra}' <<<"$output" >rows
+	expect_file rows <<<'{"id":"7","_extra":null}'
+	run -0 --separate-stderr dataspoc-pipe manifest --output json moved
+	jq -r '.tables["cp/t"].location' <<<"$output" >loc
+	expect_file loc <<<'raw/cp/t'
+	printf '{"path": "%s", "stream_name": "t"}\n' "$PWD/moved/raw/cp/t" >tap.json
+	run -0 --separate-stderr dataspoc-tap-parquet -c tap.json
+	assert_line '{"type":"RECORD","stream":"t","record":{"id":7}}'
+}

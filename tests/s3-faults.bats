@@ -134,8 +134,6 @@ store_norm() {
 	ed='s/dt=[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]/dt=DAY/g'
 	ed="$ed;"'s/"[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z"/"TIME"/g'
 	ed="$ed;"'s/"duration_seconds": [0-9]*/"duration_seconds": N/'
-	# the manifest's locations name the bucket
-	ed="$ed;"'s|"location": "s3://[^/]*/|"location": "s3://BUCKET/|'
 	for id in $(store_keys "$b" | sed -n 's|^\.dataspoc/logs/ev/\(.*\)\.json$|\1|p'); do
 		i=$((i + 1))
 		ed="$ed;s/$id/RUN$i/g"

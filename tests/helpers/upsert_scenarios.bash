@@ -26,7 +26,9 @@ distinct_ok() {
 	local root loc
 	root=$(lens_root)
 	loc=$(jq -r --arg k "$1" '.tables[$k].location' "$root/.dataspoc/manifest.json")
+	# relative to the bucket (as pipe-commit writes it), or a full URI of the bucket's
 	loc=${loc#"$(bucket_url)"}
+	loc=/${loc#/}
 	node -e '
 		const { duckdb } = await import(process.argv[1]);
 		const i = await duckdb().DuckDBInstance.create(":memory:", { threads: "1" });
