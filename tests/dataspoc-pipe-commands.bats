@@ -292,7 +292,7 @@ Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
 	run -0 --separate-stderr dataspoc-pipe validate bare
 	assert_line --index 0 "bare: config: ok"
 	run -0 --separate-stderr dataspoc-pipe run bare
-	run -0 ls "$HOMEDIR/lake/raw/cmdtap-ok/items"
+	run -0 ls "$HOMEDIR/lake/raw/cmdok/items"
 }
 
 @test "add refuses to overwrite an existing pipeline" {
@@ -861,9 +861,9 @@ sec: placeholders: ok"
 	assert_equal "$stderr" ""
 	out_file got
 	{
-		printf '%-15s  %4s  %11s  %-20s  %7s\n' TABLE ROWS EXTRACTIONS "LAST EXTRACTION" COLUMNS
-		printf '%-15s  %4s  %11s  %-20s  %7s\n' cmdtap-ok/items 6 2 \
-			"$(jq -r '.tables["cmdtap-ok/items"].stats.last_extraction' manifest.json)" 2
+		printf '%-11s  %4s  %11s  %-20s  %7s\n' TABLE ROWS EXTRACTIONS "LAST EXTRACTION" COLUMNS
+		printf '%-11s  %4s  %11s  %-20s  %7s\n' cmdok/items 6 2 \
+			"$(jq -r '.tables["cmdok/items"].stats.last_extraction' manifest.json)" 2
 	} >want
 	diff -u want got
 	run -0 --separate-stderr dataspoc-pipe manifest --output json "$(bucket_url)"

@@ -52,9 +52,9 @@ out_file() {
 	assert_equal "$stderr" ""
 	out_file got
 	{
-		printf '%-15s  %4s  %11s  %-20s  %7s\n' TABLE ROWS EXTRACTIONS "LAST EXTRACTION" COLUMNS
-		printf '%-15s  %4s  %11s  %-20s  %7s\n' cmdtap-ok/items 6 2 \
-			"$(jq -r '.tables["cmdtap-ok/items"].stats.last_extraction' manifest.json)" 2
+		printf '%-11s  %4s  %11s  %-20s  %7s\n' TABLE ROWS EXTRACTIONS "LAST EXTRACTION" COLUMNS
+		printf '%-11s  %4s  %11s  %-20s  %7s\n' cmdok/items 6 2 \
+			"$(jq -r '.tables["cmdok/items"].stats.last_extraction' manifest.json)" 2
 	} >want
 	diff -u want got
 	run -0 dataspoc-pipe manifest --output json "$(bucket_url)"

@@ -112,8 +112,8 @@ Done! 2 records in 1 stream(s)
 	# The schema's numbers reach the tap byte for byte.
 	grep -q '"maximum":9223372036854775807' "$FAKE_DIR/seltap-sdk/catalog.json"
 	run -0 bucket_files
-	assert_output --regexp '^raw/seltap-sdk/a/dt=[0-9-]+/a_[0-9TZ]+-[0-9a-f]+_0000\.jsonl$'
-	run -0 table_data raw/seltap-sdk/a
+	assert_output --regexp '^raw/selsdk/a/dt=[0-9-]+/a_[0-9TZ]+-[0-9a-f]+_0000\.jsonl$'
+	run -0 table_data raw/selsdk/a
 	assert_output '{"id":1}
 {"id":2}'
 }

@@ -29,8 +29,8 @@ teardown() {
 # The lake's rows of a stream, read by DuckDB: one JSON object a line.
 lake_rows() {	# STREAM
 	local files
-	files=$(find "$BUCKET_DIR/raw/cmdtap-ok/$1" -name '*.parquet' | sort)
-	[ -n "$files" ] || { echo "no Parquet files under raw/cmdtap-ok/$1" >&2; return 1; }
+	files=$(find "$BUCKET_DIR/raw/cmdok/$1" -name '*.parquet' | sort)
+	[ -n "$files" ] || { echo "no Parquet files under raw/cmdok/$1" >&2; return 1; }
 	# shellcheck disable=SC2086
 	node "$BATS_TEST_DIRNAME/clients/parquet/duckdb-rows.mjs" $files
 }
