@@ -342,6 +342,8 @@ static int parse_incremental(struct yctx *c, yaml_node_t *map, struct pipe_confi
 		const char *s;
 		int k = config_key_index(c, &incr_keys, pair, seen);
 
+		if (k == CONFIG_KEY_IGNORED)
+			continue;
 		if (k < 0)
 			return -1;
 		if (is_null(v))
@@ -378,9 +380,11 @@ static int parse_schedule(struct yctx *c, yaml_node_t *map, struct pipe_config *
 		yaml_node_t *v = node(c, pair->value);
 		struct sb why = SB_INIT;
 		const char *s;
-		int r;
+		int r, k = config_key_index(c, &sched_keys, pair, seen);
 
-		if (config_key_index(c, &sched_keys, pair, seen) < 0)
+		if (k == CONFIG_KEY_IGNORED)
+			continue;
+		if (k < 0)
 			return -1;
 		if (is_null(v))
 			continue;
@@ -420,6 +424,8 @@ static int parse_pipeline(struct yctx *c, struct dest *def, struct pipe_config *
 		yaml_node_t *v = node(c, pair->value);
 		int k = config_key_index(c, &top_keys, pair, seen), r = 0;
 
+		if (k == CONFIG_KEY_IGNORED)
+			continue;
 		if (k < 0)
 			goto out;
 		if (k == T_SOURCE) {

@@ -297,6 +297,14 @@ int config_default_bucket(char **out);
 struct sb;
 int config_check_source(const struct pipe_config *cfg, struct sb *placeholders);
 
+/*
+ * Whether a key no config knows, and no typo of one, is said (a warning;
+ * the Python DataSpoc Pipe ignores such keys, its users' files carry them):
+ * set by the programs of `run` and `validate` that read the config first,
+ * so that a run says it once.  0 by default.
+ */
+extern int config_unknown_warn;
+
 /* Free every field and zero cfg; fine on a zeroed struct and on NULL. */
 void config_free(struct pipe_config *cfg);
 

@@ -418,6 +418,8 @@ int config_parse_dest(struct yctx *c, yaml_node_t *map, struct dest *d)
 		int k = config_key_index(c, &dest_keys, pair, seen);
 		yaml_node_t *v = node(c, pair->value);
 
+		if (k == CONFIG_KEY_IGNORED)
+			continue;
 		if (k < 0)
 			return -1;
 		if (is_null(v) && k == D_BUCKET)
@@ -595,6 +597,8 @@ int config_load_home(struct dest *d)
 			yaml_node_t *v = node(&c, pair->value);
 			int k = config_key_index(&c, &home_keys, pair, seen);
 
+			if (k == CONFIG_KEY_IGNORED)
+				continue;
 			if (k < 0)
 				goto out;
 			if (k == r && !is_null(v) && config_parse_dest(&c, v, d) < 0)

@@ -174,8 +174,12 @@ int config_get_str(struct yctx *c, const yaml_node_t *n, const char *what,
 /*
  * The index in ks of the key of pair, a pair of a mapping; seen[] (ks->n
  * entries, NULL at first) remembers the keys met so far, so that a
- * duplicate is refused.  -1 after reporting an unknown or duplicate key.
+ * duplicate is refused.  -1 after reporting a duplicate key or a typo of a
+ * known one (within a small edit distance: "did you mean"); any other
+ * unknown key is CONFIG_KEY_IGNORED, as the Python tool ignores it, with a
+ * warning when config_unknown_warn (config.h) is set.
  */
+#define CONFIG_KEY_IGNORED (-2)
 int config_key_index(struct yctx *c, const struct keys *ks,
 		     const yaml_node_pair_t *pair, yaml_node_t **seen);
 /*

@@ -149,6 +149,8 @@ static int parse_streams(struct yctx *c, yaml_node_t *v, struct dest *d)
 			int k = config_key_index(c, &ks, q, seen);
 			yaml_node_t *val = node(c, q->value);
 
+			if (k == CONFIG_KEY_IGNORED)
+				continue;
 			if (k < 0)
 				return -1;
 			if (is_null(val))

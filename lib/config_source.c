@@ -196,6 +196,8 @@ int config_parse_source(struct yctx *c, yaml_node_t *map, struct pipe_config *cf
 		yaml_node_t *v = node(c, pair->value);
 		int rc = 0;
 
+		if (k == CONFIG_KEY_IGNORED)
+			continue;
 		if (k < 0)
 			return -1;
 		if (k == S_TAP && is_null(v)) {

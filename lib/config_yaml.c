@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <yaml.h>
 
+#include "config.h"
 #include "err.h"
 #include "sb.h"
 
@@ -297,11 +299,62 @@ int config_get_str(struct yctx *c, const yaml_node_t *n, const char *what,
 	return 0;
 }
 
+int config_unknown_warn;
+
+/* The edit distance of a and b (insert, delete, replace, swap two); 99 past 32 bytes. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, d[33][33];
+
+	if (la > 32 || lb > 32)
+		return 99;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+/*
+ * The known key name is a typo of, or NULL: within one edit of a key of up
+ * to 5 letters, two of a longer one (compresion, bucekt, incremental's
+ * enabeld), case aside.
+ */
+static const char *typo_of(const char *name, const struct keys *ks)
+{
+	const char *best = NULL;
+	size_t i, bestd = 10;
+
+	for (i = 0; i < ks->n; i++) {
+		size_t d = strcasecmp(name, ks->names[i]) == 0 ? 1 : distance(name, ks->names[i]);
+
+		if (d <= (strlen(ks->names[i]) <= 5 ? 1u : 2u) && d < bestd) {
+			best = ks->names[i];
+			bestd = d;
+		}
+	}
+	return best;
+}
+
 int config_key_index(struct yctx *c, const struct keys *ks,
 		     const yaml_node_pair_t *pair, yaml_node_t **seen)
 {
 	yaml_node_t *k = node(c, pair->key);
-	const char *name;
+	const char *name, *near;
 	struct sb hint = SB_INIT;
 	size_t i;
 
@@ -325,14 +378,25 @@ int config_key_index(struct yctx *c, const struct keys *ks,
 	}
 	for (i = 0; i < ks->shown; i++)
 		sb_addf(&hint, "%s%s", i ? ", " : "", ks->names[i]);
-	if (ks->section)
-		config_yerr(c, k->start_mark, "unknown key '%s' in %s (expected one of: %s)",
-			    name, ks->section, hint.buf);
-	else
-		config_yerr(c, k->start_mark, "unknown top-level key '%s' (expected one of: %s)",
-			    name, hint.buf);
+	near = typo_of(name, ks);
+	if (near != NULL) {
+		if (ks->section)
+			config_yerr(c, k->start_mark, "unknown key '%s' in %s: did you mean '%s'? (expected one of: %s)",
+				    name, ks->section, near, hint.buf);
+		else
+			config_yerr(c, k->start_mark, "unknown top-level key '%s': did you mean '%s'? (expected one of: %s)",
+				    name, near, hint.buf);
+		sb_free(&hint);
+		return -1;
+	}
+	/* The Python tool (pydantic) ignores such keys: its users' files carry them. */
+	if (config_unknown_warn) {
+		config_say("warning: %s:%zu:%zu: unknown key '%s'%s%s ignored (known: %s)", c->file,
+			   k->start_mark.line + 1, k->start_mark.column + 1, name,
+			   ks->section ? " in " : "", ks->section ? ks->section : "", hint.buf);
+	}
 	sb_free(&hint);
-	return -1;
+	return CONFIG_KEY_IGNORED;
 }
 
 /* ---- paths ---- */

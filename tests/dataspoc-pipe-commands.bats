@@ -555,12 +555,12 @@ alpha"
 
 @test "status: a pipeline that cannot be read is an error row and exit 1; bad usage exits 2" {
 	write_pipeline alpha cmdtap-ok
-	printf 'source:\n  tap: cmdtap-ok\n  bogus: 1\n' >"$HOMEDIR/pipelines/broken.yaml"
+	printf 'source:\n  tap: cmdtap-ok\n  tapp: 1\n' >"$HOMEDIR/pipelines/broken.yaml"
 	run -1 --separate-stderr dataspoc-pipe status
 	assert_equal "$output" "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS
 alpha     never     -              -        -
 broken    -         error          -        -"
-	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'bogus' in source (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"
+	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'tapp' in source: did you mean 'tap'? (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"
 	run -1 --separate-stderr dataspoc-pipe status --output=json
 	run -0 jq -c '.[1]' <<<"$output"
 	assert_output '{"name":"broken","last_run":null,"status":"error","duration":null,"records":null}'

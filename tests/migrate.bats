@@ -167,3 +167,37 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	run -0 --separate-stderr dataspoc-tap-parquet -c tap.json
 	assert_line '{"type":"RECORD","stream":"t","record":{"id":7}}'
 }
+
+@test "migrate: keys the Python tool ignores are a warning from run and validate, said once; a typo of a known key is an error" {
+	use_tap tap-x
+	# as a Python user's file: notes and a region pydantic never read
+	cat >"$DATASPOC_PIPE_HOME/pipelines/ex.yaml" <<-EOF
+	# synced from the wiki
+	source:
+	  tap: tap-x
+	  config: {}
+	  owner: data-team
+	destination:
+	$(bucket_yaml)
+	  path: raw
+	  partition_by: _extraction_date
+	  compression: zstd
+	  region: us-east-1
+	incremental:
+	  enabled: false
+	EOF
+	singer_records t <<<'{"id":1}' >"$FAKE_DIR/tap-x/out"
+	run -0 --separate-stderr dataspoc-pipe run ex
+	assert_output --partial "Done! 1 record in 1 stream(s)"
+	printf '%s\n' "$stderr" | grep -F 'unknown key' | cut -c1-120 >w
+	expect_file w <<-EOF
+	$(printf '%.120s' "pipe-state: warning: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:5:3: unknown key 'owner' in source ignored (known: tap, config, streams, catalog, metadata, catalog_flag)")
+	$(printf '%.120s' "pipe-state: warning: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:11:3: unknown key 'region' in destination ignored (known: bucket, path, compression")
+	EOF
+	run -0 --separate-stderr dataspoc-pipe validate ex
+	assert_line --partial "ex: config: WARN: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:5:3: unknown key 'owner' in source ignored"
+	# a typo of a known key stops it before anything runs
+	sed -i 's/^  compression: zstd/  compresion: zstd/' "$DATASPOC_PIPE_HOME/pipelines/ex.yaml"
+	run -2 --separate-stderr dataspoc-pipe run ex
+	[[ $stderr == *"ex.yaml:10:3: unknown key 'compresion' in destination: did you mean 'compression'?"* ]]
+}

@@ -270,7 +270,11 @@ static void validate_one(struct validate *v, const char *name)
 		result_sb(v, name, "config", RESULT_FAIL, &reason);
 		goto out;
 	}
-	result(v, name, "config", RESULT_OK, NULL, 0);
+	/* keys passed over (config_unknown_warn): the first said */
+	if (reason.len > 9 && strncmp(reason.buf, "warning: ", 9) == 0)
+		result(v, name, "config", RESULT_WARN, reason.buf + 9, reason.len - 9);
+	else
+		result(v, name, "config", RESULT_OK, NULL, 0);
 
 	/* (the source only through a tap that can start) */
 	if (check_program(v, name, "tap", "pipe-tap") == 0)

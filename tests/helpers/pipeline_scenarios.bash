@@ -953,8 +953,8 @@ scenario_missing_tap() {
 
 scenario_unknown_key() {
 	use_tap tap-shop
-	write_pipeline shop tap-shop true "colour: blue"
-	expect_config_error shop "pipe-tap: $DATASPOC_PIPE_HOME/pipelines/shop.yaml:6:3: unknown key 'colour' in destination (expected one of: bucket, path, compression, *)"
+	write_pipeline shop tap-shop true "compresion: gzip"
+	expect_config_error shop "pipe-tap: $DATASPOC_PIPE_HOME/pipelines/shop.yaml:6:3: unknown key 'compresion' in destination: did you mean 'compression'? (expected one of: bucket, path, compression, *)"
 }
 
 scenario_wrong_type() {

@@ -284,7 +284,7 @@ static void test_source_keys(void)
 	refused("source:\n  tap: x\n  config: ''\n" MINI_DEST,
 		":3:11: source.config is empty", "empty config path");
 	refused("source:\n  tap: x\n  taps: y\n" MINI_DEST,
-		":3:3: unknown key 'taps' in source (expected one of: tap, config, streams, catalog, metadata, catalog_flag)",
+		":3:3: unknown key 'taps' in source: did you mean 'tap'? (expected one of: tap, config, streams, catalog, metadata, catalog_flag)",
 		"unknown key in source");
 	refused("source: tap-x\n" MINI_DEST, ":1:9: source must be a mapping", "source as a string");
 }
@@ -458,7 +458,7 @@ static void test_destination(void)
 	is_int(cfg.compression_level, 1, "gzip level");
 
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  compresion: zstd\n",
-		":5:3: unknown key 'compresion' in destination (expected one of: bucket, path, "
+		":5:3: unknown key 'compresion' in destination: did you mean 'compression'? (expected one of: bucket, path, "
 		"compression, compression_level, max_file_size, endpoint_url, format, row_group_rows, "
 		"row_group_size, string_columns, schema_mismatch, account_name, load_method, hard_delete, key_properties, streams)",
 		"misspelt destination key");
@@ -620,8 +620,8 @@ static void test_load_methods(void)
 	refused(MINI_SOURCE MINI_DEST "  key_properties: []\n",
 		":5:19: destination.key_properties must be a non-empty list of property names",
 		"an empty key");
-	refused(MINI_SOURCE MINI_DEST "  streams:\n    a: {load: upsert}\n",
-		":6:9: unknown key 'load' in destination.streams.STREAM (expected one of: load_method, "
+	refused(MINI_SOURCE MINI_DEST "  streams:\n    a: {load_methd: upsert}\n",
+		":6:9: unknown key 'load_methd' in destination.streams.STREAM: did you mean 'load_method'? (expected one of: load_method, "
 		"hard_delete, key_properties)", "an unknown key of a stream");
 	refused(MINI_SOURCE MINI_DEST "  format: jsonl\n  load_method: upsert\n",
 		":6: load_method upsert needs format: parquet (a JSON-lines table cannot be merged by key: "
@@ -654,7 +654,7 @@ static void test_incremental_schedule(void)
 	refused(MINI_SOURCE MINI_DEST "incremental: true\n",
 		":5:14: incremental must be a mapping", "incremental as a scalar");
 	refused(MINI_SOURCE MINI_DEST "incremental:\n  enable: true\n",
-		":6:3: unknown key 'enable' in incremental (expected one of: enabled, checkpoint_every)",
+		":6:3: unknown key 'enable' in incremental: did you mean 'enabled'? (expected one of: enabled, checkpoint_every)",
 		"unknown key in incremental");
 	refused(MINI_SOURCE MINI_DEST "schedule:\n  cron: every hour\n",
 		":6:9: schedule.cron must be five crontab fields (as in \"0 */2 * * *\") or "
@@ -670,9 +670,24 @@ static void test_file_level(void)
 	char *want, *data;
 	size_t i;
 
-	refused(MINI_SOURCE MINI_DEST "sink: x\n",
-		":5:1: unknown top-level key 'sink' (expected one of: source, destination, "
-		"incremental, schedule)", "unknown top-level key");
+	refused(MINI_SOURCE MINI_DEST "sourc: x\n",
+		":5:1: unknown top-level key 'sourc': did you mean 'source'? (expected one of: source, "
+		"destination, incremental, schedule)", "a top-level key's typo");
+	/* the Python tool's files carry keys it ignores: so do we, said by run and validate */
+#define EXTRAS MINI_SOURCE "  note: from the wiki\n" MINI_DEST "  region: us-east-1\n" \
+	"notes: x\nincremental:\n  enabled: true\n  strategy: y\n"
+	is_int(pipeline(EXTRAS), 0, "keys that are no typo of a known one are passed over, silently");
+	ok(cfg.incremental == 1, "... the known ones read");
+	config_unknown_warn = 1;
+	is_int(load("t", NULL), 0, "... and said when config_unknown_warn is set");
+	ok(strstr(errtext, "test: warning: ") == errtext &&
+	   strstr(errtext, "t.yaml:3:3: unknown key 'note' in source ignored (known: tap, ") &&
+	   strstr(errtext, "t.yaml:6:3: unknown key 'region' in destination ignored") &&
+	   strstr(errtext, "t.yaml:7:1: unknown key 'notes' ignored (known: source, ") &&
+	   strstr(errtext, "t.yaml:10:3: unknown key 'strategy' in incremental ignored"),
+	   "... each with its place");
+	config_unknown_warn = 0;
+#undef EXTRAS
 	refused(MINI_SOURCE MINI_DEST "source:\n  tap: y\n",
 		":5:1: duplicate key 'source' (also at line 1)", "duplicate top-level key");
 	refused(MINI_DEST, ":1:1: missing required key 'source'", "no source");
@@ -917,14 +932,17 @@ static void test_home_config(void)
 
 	write_file(conf, "destination:\n  bucket: /l\n  compresion: gzip\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with an unknown key");
-	refused_in(conf, ":3:3: unknown key 'compresion' in destination (expected one of: bucket, "
+	refused_in(conf, ":3:3: unknown key 'compresion' in destination: did you mean 'compression'? (expected one of: bucket, "
 		   "path, compression, compression_level, max_file_size, endpoint_url, format, "
 		   "row_group_rows, row_group_size, string_columns, schema_mismatch, account_name, load_method, hard_delete, key_properties, streams)",
 		   "config.yaml unknown key message");
-	write_file(conf, "bucket: /l\n");
-	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a top-level bucket");
-	refused_in(conf, ":1:1: unknown top-level key 'bucket' (expected one of: destination)",
+	write_file(conf, "defualts:\n  compression: zstd\n");
+	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a misspelt key");
+	refused_in(conf, ":1:1: unknown top-level key 'defualts': did you mean 'defaults'? (expected one of: destination)",
 		   "config.yaml top-level key message");
+	/* the Python tool's init writes defaults: {compression, partition_by} */
+	write_file(conf, "# DataSpoc Pipe\ndefaults:\n  compression: zstd\n  partition_by: _extraction_date\n");
+	is_int(pipeline(MINI_SOURCE MINI_DEST), 0, "the Python tool's config.yaml");
 	write_file(conf, "destination:\n  compression: gzip\n  compression_level: 12\n");
 	is_int(pipeline(MINI_SOURCE MINI_DEST), -1, "config.yaml with a bad level");
 	refused_in(conf, ":3:22: destination.compression_level must be from 1 to 9 for gzip, not 12",
