@@ -201,3 +201,34 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	run -2 --separate-stderr dataspoc-pipe run ex
 	[[ $stderr == *"ex.yaml:10:3: unknown key 'compresion' in destination: did you mean 'compression'?"* ]]
 }
+
+@test "migrate: schedule install and remove know the Python tool's crontab lines (python-crontab's '# dataspoc-pipe:NAME')" {
+	export FAKE_CRONTAB=$BATS_TEST_TMPDIR/crontab
+	cat >"$BATS_TEST_TMPDIR/bin/crontab" <<-'EOF'
+	#!/bin/sh
+	case $* in
+	-l) [ -e "$FAKE_CRONTAB" ] || { echo "no crontab for tester" >&2; exit 1; }; cat "$FAKE_CRONTAB" ;;
+	-) cat >"$FAKE_CRONTAB" ;;
+	*) exit 2 ;;
+	esac
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/crontab"
+	use_tap tap-x
+	lake_pipeline alpha "$BATS_TEST_TMPDIR/bin/tap-x" false
+	printf 'schedule:\n  cron: "0 * * * *"\n' >>"$DATASPOC_PIPE_HOME/pipelines/alpha.yaml"
+	# as cli.py's schedule install leaves it (CronTab.new(command, comment).setall(cron))
+	cat >"$FAKE_CRONTAB" <<-'EOF'
+	0 0 * * * someone else
+	0 * * * * flock -n /tmp/dataspoc-pipe-alpha.lock /usr/local/bin/dataspoc-pipe run alpha # dataspoc-pipe:alpha
+	30 1 * * * flock -n /tmp/dataspoc-pipe-old.lock /usr/local/bin/dataspoc-pipe run old # dataspoc-pipe:old
+	EOF
+	run -0 --separate-stderr dataspoc-pipe schedule list
+	[ "${#lines[@]}" -eq 2 ]
+	run -0 --separate-stderr dataspoc-pipe schedule install alpha
+	grep -c 'dataspoc-pipe:alpha$' "$FAKE_CRONTAB" >n
+	expect_file n <<<1
+	run -0 grep -F 'run alpha' "$FAKE_CRONTAB"
+	refute_output --partial /usr/local/bin/dataspoc-pipe
+	run -0 --separate-stderr dataspoc-pipe schedule remove
+	expect_file "$FAKE_CRONTAB" <<<'0 0 * * * someone else'
+}
