@@ -102,8 +102,10 @@ static int python_beside(const char *path, int alone)
 	fclose(f);
 	if (alone)
 		err_msg("%s: transforms here are jq programs, not Python: write %.*s.jq instead "
-			"(df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); "
-			"nothing ran", py, (int)(n - 3), path);
+			"(drop columns: df.drop(columns=['email', 'ssn']) is del(.email, .ssn); "
+			"rename: df.rename(columns={'nm': 'name'}) is .name = .nm | del(.nm); "
+			"filter rows: df[df['status'] == 'active'] is select(.status == \"active\"); "
+			"see docs/MIGRATING.md); nothing ran", py, (int)(n - 3), path);
 	else
 		err_warn("%s is ignored: the transform is %s (a jq program)", py, path);
 	free(py);

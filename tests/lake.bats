@@ -42,7 +42,7 @@ use_local_lake
 	printf 'def transform(df):\n    return df.drop(columns=["email"])\n' >"$DATASPOC_PIPE_HOME/transforms/py.py"
 	run -2 --separate-stderr dataspoc-pipe run py
 	assert_output ""
-	assert_stderr "dataspoc-pipe: run 'py' failed: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); nothing ran"
+	assert_stderr "dataspoc-pipe: run 'py' failed: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (drop columns: df.drop(columns=['email', 'ssn']) is del(.email, .ssn); rename: df.rename(columns={'nm': 'name'}) is .name = .nm | del(.nm); filter rows: df[df['status'] == 'active'] is select(.status == \"active\"); see docs/MIGRATING.md); nothing ran"
 	[ ! -e "$FAKE_DIR/tap-py/runs" ]
 	# nothing lands; the failure is logged in the bucket, with its cause
 	run -0 bucket_files
@@ -50,7 +50,7 @@ use_local_lake
 	last_log py | jq -r '.status, .error' >log
 	expect_file log <<-EOF
 	failure
-	$DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (df.drop(columns=['email', 'ssn']) is the jq program del(.email, .ssn)); nothing ran
+	$DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs, not Python: write $DATASPOC_PIPE_HOME/transforms/py.jq instead (drop columns: df.drop(columns=['email', 'ssn']) is del(.email, .ssn); rename: df.rename(columns={'nm': 'name'}) is .name = .nm | del(.nm); filter rows: df[df['status'] == 'active'] is select(.status == "active"); see docs/MIGRATING.md); nothing ran
 	EOF
 	run -1 --separate-stderr dataspoc-pipe validate py
 	assert_line --partial "py: transform: FAIL: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs"
