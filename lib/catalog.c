@@ -770,7 +770,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		 * column added to the table was never extracted), and what
 		 * changed is said; the run's second pipe-tap takes the first's.
 		 */
-		if (r == 0 && !fresh_in_run(0)) {
+		if (r == 0 && cache->recheck && !fresh_in_run(0)) {
 			struct sb old = text;
 
 			text = (struct sb)SB_INIT;

@@ -55,6 +55,8 @@ struct catalog_cache {
 	char *tap_path;		/* NAME.tap.json */
 	int valid;		/* NAME.tap.json is this tap command's, no refresh */
 	int discovered;		/* the catalog was discovered by this process */
+	int recheck;		/* a cached catalog is discovered again (and what
+				   changed said), unless this run did already */
 	const char *flag;	/* the cached flag (static), or NULL */
 };
 

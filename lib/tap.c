@@ -562,6 +562,12 @@ static int catalog_arguments(struct run *r, char *conf)
 	}
 	if (cfg->streams || cfg->metadata_json || cfg->catalog_file)
 		catalog_cache_open(&r->cache, cfg, r->opt->refresh_catalog);
+	/*
+	 * A cached catalog is discovered again by an extraction and by a run's
+	 * checks; not by a check outside a run (validate's tap check), whose
+	 * source check (-s) asks the source itself.
+	 */
+	r->cache.recheck = !r->opt->check || getenv("DATASPOC_PIPE_RUN_DIR") != NULL;
 	if (cfg->streams || cfg->metadata_json) {
 		r->catalog_path = xasprintf("%s/catalog.json", r->dir);
 		if (catalog_prepare(cfg, config_args, &r->cache, r->catalog_path, &r->clog,

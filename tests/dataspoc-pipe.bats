@@ -57,7 +57,10 @@ $usage"
 	# a command's error: the reason, then that command's usage only
 	local run_usage="usage: dataspoc-pipe run [--full] [-v] NAME
        dataspoc-pipe run [--full] [-v] -c FILE.yaml
-       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)"
+       dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)
+       dataspoc-pipe run [--full] [-v] NAME --shards N
+       dataspoc-pipe run [--full] NAME --plan --shards N
+       dataspoc-pipe run [-v] NAME --shard I/N --run-id ID"
 	run -2 --separate-stderr dataspoc-pipe run --bogus shop
 	assert_stderr "dataspoc-pipe: run: unknown option '--bogus'
 $run_usage"
