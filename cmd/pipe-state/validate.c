@@ -144,12 +144,15 @@ static void said_end(struct validate *v, struct sb *reason)
 	}
 }
 
-/* prog beside this program (built and installed trees keep them together), else on PATH. */
-/* Check `prog -n name`: ok when it exits 0, else its first words. */
-static int check_program(struct validate *v, const char *name, const char *check, const char *prog)
+/*
+ * Run `prog flag name`, prog beside this program (built and installed trees
+ * keep them together), else on PATH: its exit status (-1: not started), its
+ * stdout in out, what it said on stderr in reason.
+ */
+static int run_sibling(struct validate *v, const char *prog, const char *flag, const char *name,
+		       struct sb *out, struct sb *reason)
 {
 	struct child_process c = CHILD_PROCESS_INIT;
-	struct sb out = SB_INIT, reason = SB_INIT;
 	char *exe = child_sibling(prog);
 	int status = -1;
 
@@ -158,47 +161,42 @@ static int check_program(struct validate *v, const char *name, const char *check
 		err_msg("cannot find %s beside %s or on PATH", prog, err_prog);
 	} else {
 		child_push(&c, prog);
-		child_push(&c, "-n");
+		child_push(&c, flag);
 		child_push(&c, name);
 		c.exe = exe;
 		child_guard_begin();
-		status = child_capture(&c, &out);
+		status = child_capture(&c, out);
 		/* (a signal that stopped it ends this process here) */
 		child_guard_end();
 	}
-	said_end(v, &reason);
+	said_end(v, reason);
+	free(exe);
+	return status;
+}
+
+/* Check `prog -n name`: ok when it exits 0, else its first words. */
+static int check_program(struct validate *v, const char *name, const char *check, const char *prog)
+{
+	struct sb out = SB_INIT, reason = SB_INIT;
+	int status = run_sibling(v, prog, "-n", name, &out, &reason);
+
 	if (status == 0)
 		result(v, name, check, RESULT_OK, NULL, 0);
 	else
 		result_sb(v, name, check, RESULT_FAIL, &reason);
 	sb_free(&out);
 	sb_free(&reason);
-	free(exe);
 	return status;
 }
 
 /* The source: `pipe-tap -s NAME`, its flag and streams on stdout. */
 static void check_source(struct validate *v, const struct pipe_config *cfg, const char *name)
 {
-	struct child_process c = CHILD_PROCESS_INIT;
 	struct sb out = SB_INIT, reason = SB_INIT, msg = SB_INIT;
-	char *exe = child_sibling("pipe-tap"), *nl, *p;
-	int status = -1;
+	int status = run_sibling(v, "pipe-tap", "-s", name, &out, &reason);
+	char *nl, *p;
 	size_t n = 0;
 
-	said_begin(v);
-	if (exe == NULL) {
-		err_msg("cannot find pipe-tap beside %s or on PATH", err_prog);
-	} else {
-		child_push(&c, "pipe-tap");
-		child_push(&c, "-s");
-		child_push(&c, name);
-		c.exe = exe;
-		child_guard_begin();
-		status = child_capture(&c, &out);
-		child_guard_end();
-	}
-	said_end(v, &reason);
 	if (status != 0) {
 		/* the tap's words: a password it echoes stays out of the terminal */
 		mask_text(cfg, &reason);
@@ -234,7 +232,6 @@ out:
 	sb_free(&out);
 	sb_free(&reason);
 	sb_free(&msg);
-	free(exe);
 }
 
 /* transforms/NAME.jq or NAME.py is a file (pipe-sink refuses a .py alone). */
