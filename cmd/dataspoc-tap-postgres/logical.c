@@ -1905,16 +1905,11 @@ static int sync_db(struct tap *t, const char *dbname, struct stream **ss, size_t
 	d.pos = d.start;
 	{
 		char ext[64];
-		struct timespec ts;
-		struct tm tm;
-		char day[32];
+		long long us;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		gmtime_r(&ts.tv_sec, &tm);
-		strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-		snprintf(ext, sizeof(ext), "%s.%06ldZ", day, ts.tv_nsec / 1000);
+		now_iso(ext, sizeof(ext), &us);
 		sb_addf(&d.suffix_tail, ", \"time_extracted\": \"%s\"}\n", ext);
-		iso_utc(&d.deleted_run, (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+		iso_utc(&d.deleted_run, us);
 	}
 	for (size_t i = 0; i < d.nls; i++)
 		schema_message(&d, &d.ls[i]);

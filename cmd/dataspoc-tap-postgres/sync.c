@@ -87,7 +87,7 @@ static void text_of(const struct sb *v, struct sb *out)
 		sb_add(out, v->buf, v->len);
 }
 
-static void now_iso(char *buf, size_t size, long long *ms)
+void now_iso(char *buf, size_t size, long long *us)
 {
 	struct timespec ts;
 	struct tm tm;
@@ -97,8 +97,8 @@ static void now_iso(char *buf, size_t size, long long *ms)
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, size, "%s.%06ldZ", day, ts.tv_nsec / 1000);
-	if (ms)
-		*ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (us)
+		*us = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static int emit_state(struct run *r)
@@ -719,6 +719,7 @@ int sync_stream(struct tap *t, struct stream *s)
 	if ((r.conn = pg_connect(&t->conf, s->dbname, 0, NULL)) == NULL)
 		return EXIT_FAIL;
 	now_iso(extracted, sizeof(extracted), &now_ms);
+	now_ms /= 1000;
 	state_currently(&t->state, s->id);
 	if (strcmp(s->method, "FULL_TABLE") == 0 || strcmp(s->method, "LOG_BASED") == 0) {
 		/* (LOG_BASED: its first copy, logical.c set the lsn bookmark) */

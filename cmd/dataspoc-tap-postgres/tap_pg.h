@@ -215,6 +215,8 @@ int discover(struct tap *t);
 /* ---- sync.c ---- */
 
 int sync_stream(struct tap *t, struct stream *s);
+/* Now as the taps print time_extracted (ISO 8601, UTC, microseconds), and in us. */
+void now_iso(char *buf, size_t size, long long *us);
 
 /* ---- value.c ---- */
 
