@@ -68,6 +68,7 @@ out_file() {
 	assert_equal "$stderr" ""
 	assert_equal "$output" "alpha: config: ok
 alpha: tap: ok
+alpha: source: ok
 alpha: bucket: ok (conditional create: not honoured)
 alpha: secrets: ok
 alpha: placeholders: ok"
@@ -83,7 +84,7 @@ conditional create: not honoured"
 	write_pipeline alpha cmdtap-ok
 	sed -i "s|^  bucket: .*|  bucket: s3://no-such-bucket-$BATS_TEST_NUMBER|" "$HOMEDIR/pipelines/alpha.yaml"
 	run -1 --separate-stderr dataspoc-pipe validate alpha
-	assert_line --index 2 --regexp "^alpha: bucket: FAIL: .*no-such-bucket-$BATS_TEST_NUMBER"
+	assert_line --index 3 --regexp "^alpha: bucket: FAIL: .*no-such-bucket-$BATS_TEST_NUMBER"
 	run -1 --separate-stderr dataspoc-pipe status
 	assert_output "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS
 alpha     -         error          -        -"
