@@ -68,7 +68,7 @@ config() {
 	assert_output "/spreadsheets/d/abcDEF_123-x/export?format=csv&gid=456"
 }
 
-@test "spreadsheet_id with sheet_gid (a number too) or sheet_name; the export's redirect is followed" {
+@test "spreadsheet_id with sheet_gid (a number too) or tab_name; the export's redirect is followed" {
 	printf 'n\n1\n' | sheet S1 7
 	printf 'n\nx\n' | sheet S1 'sheet-Q1 2024'
 	printf 'a,b\n1,2\n' | sheet moved 3
@@ -76,18 +76,58 @@ config() {
 	run -0 --separate-stderr "$TAP" -c tap.json
 	assert_line --index 0 '{"type":"SCHEMA","stream":"sheet","schema":{"type":"object","properties":{"n":{"type":["null","integer"]}}},"key_properties":[]}'
 	assert_line --index 1 '{"type":"RECORD","stream":"sheet","record":{"n":1}}'
-	config '{"spreadsheet_id": "S1", "sheet_name": "Q1 2024"}'
+	# a tab by its name: the stream is named after it, unless sheet_name says
+	config '{"spreadsheet_id": "S1", "tab_name": "Q1 2024"}'
 	run -0 --separate-stderr "$TAP" -c tap.json
 	assert_line --index 0 '{"type":"SCHEMA","stream":"Q1 2024","schema":{"type":"object","properties":{"n":{"type":["null","string"]}}},"key_properties":[]}'
 	assert_line --index 1 '{"type":"RECORD","stream":"Q1 2024","record":{"n":"x"}}'
+	# (over the address's gid)
+	config '{"url": "https://docs.google.com/spreadsheets/d/S1/edit#gid=7", "tab_name": "Q1 2024", "sheet_name": "q1"}'
+	run -0 --separate-stderr "$TAP" -c tap.json
+	assert_line --index 1 '{"type":"RECORD","stream":"q1","record":{"n":"x"}}'
 	config '{"url": "https://docs.google.com/spreadsheets/d/moved/edit#gid=3"}'
 	run -0 --separate-stderr "$TAP" -c tap.json
 	assert_line --index 1 '{"type":"RECORD","stream":"sheet","record":{"a":1,"b":2}}'
 	run -0 cat "$SHEETS_LOG"
 	assert_output "/spreadsheets/d/S1/export?format=csv&gid=7
 /spreadsheets/d/S1/gviz/tq?tqx=out:csv&sheet=Q1%202024
+/spreadsheets/d/S1/gviz/tq?tqx=out:csv&sheet=Q1%202024
 /spreadsheets/d/moved/export?format=csv&gid=3
 /cdn/moved/3.csv"
+}
+
+@test "the Python tool's config: url or spreadsheet_id an id or an address, the gid from sheet_gid, gid or the address, sheet_name or stream_name the stream" {
+	printf 'n\n0\n' | sheet P 0
+	printf 'n\n5\n' | sheet P 5
+	printf 'n\n9\n' | sheet P 9
+	# its howto and template: the address as pasted, sheet_name the table's name
+	config '{"url": "https://docs.google.com/spreadsheets/d/P/edit?gid=5#gid=5", "sheet_name": "orders"}'
+	run -0 --separate-stderr "$TAP" -c tap.json
+	assert_equal "$stderr" ""
+	assert_line --index 0 '{"type":"SCHEMA","stream":"orders","schema":{"type":"object","properties":{"n":{"type":["null","integer"]}}},"key_properties":[]}'
+	assert_line --index 1 '{"type":"RECORD","stream":"orders","record":{"n":5}}'
+	# the address in spreadsheet_id, the id in url
+	config '{"spreadsheet_id": "https://docs.google.com/spreadsheets/d/P/edit#gid=5"}'
+	run -0 --separate-stderr "$TAP" -c tap.json
+	assert_line --index 1 '{"type":"RECORD","stream":"sheet","record":{"n":5}}'
+	config '{"url": "P", "gid": 9, "stream_name": "s"}'
+	run -0 --separate-stderr "$TAP" -c tap.json
+	assert_line --index 1 '{"type":"RECORD","stream":"s","record":{"n":9}}'
+	# sheet_gid before gid before the address; sheet_name before stream_name;
+	# url before spreadsheet_id
+	config '{"url": "https://docs.google.com/spreadsheets/d/P/edit#gid=5", "spreadsheet_id": "other", "sheet_gid": "9", "gid": 0, "sheet_name": "a", "stream_name": "b"}'
+	run -0 --separate-stderr "$TAP" -c tap.json
+	assert_equal "$stderr" ""
+	assert_line --index 1 '{"type":"RECORD","stream":"a","record":{"n":9}}'
+	config '{"url": "https://docs.google.com/spreadsheets/d/P/edit#gid=5", "gid": "0"}'
+	run -0 --separate-stderr "$TAP" -c tap.json
+	assert_line --index 1 '{"type":"RECORD","stream":"sheet","record":{"n":0}}'
+	run -0 cat "$SHEETS_LOG"
+	assert_output "/spreadsheets/d/P/export?format=csv&gid=5
+/spreadsheets/d/P/export?format=csv&gid=5
+/spreadsheets/d/P/export?format=csv&gid=9
+/spreadsheets/d/P/export?format=csv&gid=9
+/spreadsheets/d/P/export?format=csv&gid=0"
 }
 
 @test "a sheet that is not public, one not found, a server error and no server are clear errors" {
@@ -169,16 +209,19 @@ config() {
 @test "config errors exit 2 and say what is wrong" {
 	config '{}'
 	run -2 --separate-stderr "$TAP" -c tap.json
-	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': give \"url\" (the sheet's address) or \"spreadsheet_id\", one of them"
+	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': give \"url\" (the sheet's address) or \"spreadsheet_id\""
 	config '{"url": "https://example.com/x"}'
 	run -2 --separate-stderr "$TAP" -c tap.json
-	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': \"url\" is not a Google Sheets address (https://docs.google.com/spreadsheets/d/ID/edit#gid=N)"
+	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': \"url\" 'https://example.com/x' is neither a spreadsheet id nor a Google Sheets address (https://docs.google.com/spreadsheets/d/ID/edit#gid=N)"
 	config '{"spreadsheet_id": "a/b"}'
 	run -2 --separate-stderr "$TAP" -c tap.json
-	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': \"spreadsheet_id\" 'a/b' is not a spreadsheet id"
-	config '{"spreadsheet_id": "a", "sheet_gid": 1, "sheet_name": "x"}'
+	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': \"spreadsheet_id\" 'a/b' is neither a spreadsheet id nor a Google Sheets address (https://docs.google.com/spreadsheets/d/ID/edit#gid=N)"
+	config '{"spreadsheet_id": "a", "sheet_gid": 1, "tab_name": "x"}'
 	run -2 --separate-stderr "$TAP" -c tap.json
-	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': give \"sheet_gid\" or \"sheet_name\", not both"
+	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': give \"sheet_gid\" or \"tab_name\", not both"
+	config '{"spreadsheet_id": "a", "gid": "x1"}'
+	run -2 --separate-stderr "$TAP" -c tap.json
+	assert_equal "$stderr" "dataspoc-tap-google-sheets-public: config 'tap.json': \"gid\" must be digits, not 'x1'"
 	printf 'id\n1\n' | sheet K 0
 	config '{"spreadsheet_id": "K", "key_properties": ["nope"]}'
 	run -2 --separate-stderr "$TAP" -c tap.json

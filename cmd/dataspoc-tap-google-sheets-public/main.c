@@ -45,9 +45,10 @@ static const char usage_line[] =
 static const char help_text[] =
 	"Fetch a public Google Sheet's CSV export and print it as a Singer stream.\n"
 	"\n"
-	"  -c, --config FILE      the tap's config (required): {\"url\"} (as pasted from a\n"
-	"                         browser) or {\"spreadsheet_id\", \"sheet_gid\" or\n"
-	"                         \"sheet_name\"}; \"stream_name\", \"key_properties\"\n"
+	"  -c, --config FILE      the tap's config (required): {\"url\"} (the address as\n"
+	"                         pasted from a browser, or the id); \"sheet_gid\" or\n"
+	"                         \"tab_name\"; \"sheet_name\" names the stream;\n"
+	"                         \"key_properties\"\n"
 	"  -s, --state FILE       accepted and ignored: every run reads the whole sheet\n"
 	"  -p, --properties FILE  a catalog: the stream or columns with\n"
 	"      --catalog FILE     \"selected\": false are left out\n"
@@ -70,6 +71,8 @@ static const char about_json[] =
 	"\"url\":{\"type\":\"string\"},"
 	"\"spreadsheet_id\":{\"type\":\"string\"},"
 	"\"sheet_gid\":{\"type\":[\"string\",\"integer\"]},"
+	"\"gid\":{\"type\":[\"string\",\"integer\"]},"
+	"\"tab_name\":{\"type\":\"string\"},"
 	"\"sheet_name\":{\"type\":\"string\"},"
 	"\"stream_name\":{\"type\":\"string\"},"
 	"\"key_properties\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}}";
@@ -80,7 +83,7 @@ struct sheet {
 	const char *config_file;
 	const char *catalog_file;
 	const char *catalog_what;
-	char *id, *gid, *name;	/* the spreadsheet, and gid or sheet name */
+	char *id, *gid, *name;	/* the spreadsheet, and the tab's gid or name */
 	char *stream;
 	char **keys;
 	size_t nkeys;
@@ -153,15 +156,39 @@ static int parse_url(struct sheet *s, const char *url)
 	return 0;
 }
 
+/*
+ * The spreadsheet of "url" or "spreadsheet_id" (the Python DataSpoc Pipe's
+ * rule: either takes the id alone or the whole address, "url" first), and
+ * the address's gid.  0, or an exit status (said).
+ */
+static int parse_sheet(struct sheet *s, const char *key, const char *ref)
+{
+	if (strstr(ref, "/spreadsheets/d/") != NULL ? parse_url(s, ref) == 0 : id_ok(ref)) {
+		if (s->id == NULL)
+			s->id = xstrdup(ref);
+		return 0;
+	}
+	return singer_tap_bad("config", s->config_file, "\"%s\" '%s' is neither a spreadsheet id nor "
+			      "a Google Sheets address (https://docs.google.com/spreadsheets/d/ID/"
+			      "edit#gid=N)", key, ref);
+}
+
+/*
+ * The Python DataSpoc Pipe's config: "url" or "spreadsheet_id"; the gid from
+ * "sheet_gid", else "gid", else the address; the stream named by
+ * "sheet_name", else "stream_name".  "tab_name" (ours) chooses a tab by its
+ * name instead of its gid.
+ */
 static int load_config(struct sheet *s)
 {
 	static const char *const known[] = {
-		"url", "spreadsheet_id", "sheet_gid", "sheet_name", "stream_name",
-		"key_properties", "timeout_seconds"
+		"url", "spreadsheet_id", "sheet_gid", "gid", "tab_name", "sheet_name",
+		"stream_name", "key_properties", "timeout_seconds"
 	};
 	const char *file = s->config_file;
 	jv conf = jv_invalid(), v;
-	char *url = NULL, *gid = NULL, *timeout = NULL;
+	char *url = NULL, *sid = NULL, *sheet_gid = NULL, *gid = NULL, *sheet_name = NULL;
+	char *timeout = NULL;
 	int rc;
 
 	rc = singer_tap_load_json("config", file, &conf);
@@ -172,42 +199,44 @@ static int load_config(struct sheet *s)
 		goto out;
 	}
 	if (singer_tap_config_string(conf, "url", 0, &url) < 0 ||
-	    singer_tap_config_string(conf, "spreadsheet_id", 0, &s->id) < 0 ||
-	    singer_tap_config_string(conf, "sheet_gid", 1, &gid) < 0 ||
-	    singer_tap_config_string(conf, "sheet_name", 0, &s->name) < 0 ||
+	    singer_tap_config_string(conf, "spreadsheet_id", 0, &sid) < 0 ||
+	    singer_tap_config_string(conf, "sheet_gid", 1, &sheet_gid) < 0 ||
+	    singer_tap_config_string(conf, "gid", 1, &gid) < 0 ||
+	    singer_tap_config_string(conf, "tab_name", 0, &s->name) < 0 ||
+	    singer_tap_config_string(conf, "sheet_name", 0, &sheet_name) < 0 ||
 	    singer_tap_config_string(conf, "stream_name", 0, &s->stream) < 0) {
-		rc = singer_tap_bad("config", file, "\"url\", \"spreadsheet_id\", \"sheet_name\" and "
-			 "\"stream_name\" must be non-empty strings, \"sheet_gid\" a string "
-			 "or a number of digits");
+		rc = singer_tap_bad("config", file, "\"url\", \"spreadsheet_id\", \"tab_name\", "
+			 "\"sheet_name\" and \"stream_name\" must be non-empty strings, "
+			 "\"sheet_gid\" and \"gid\" a string or a number of digits");
 		goto out;
 	}
-	if ((url != NULL) == (s->id != NULL)) {
+	if (url == NULL && sid == NULL) {
 		rc = singer_tap_bad("config", file, "give \"url\" (the sheet's address) or "
-			 "\"spreadsheet_id\", one of them");
+			 "\"spreadsheet_id\"");
 		goto out;
 	}
-	if (url != NULL && parse_url(s, url) < 0) {
-		rc = singer_tap_bad("config", file, "\"url\" is not a Google Sheets address "
-			 "(https://docs.google.com/spreadsheets/d/ID/edit#gid=N)");
+	/* "url" first, as in the Python tool */
+	if ((rc = parse_sheet(s, url ? "url" : "spreadsheet_id", url ? url : sid)) != 0)
 		goto out;
-	}
-	if (!id_ok(s->id)) {
-		rc = singer_tap_bad("config", file, "\"spreadsheet_id\" '%s' is not a spreadsheet id",
-			 s->id);
-		goto out;
-	}
-	if (gid != NULL) {
-		if (!digits_ok(gid)) {
-			rc = singer_tap_bad("config", file, "\"sheet_gid\" must be digits, not '%s'", gid);
+	if (sheet_gid != NULL || gid != NULL) {
+		const char *key = sheet_gid ? "sheet_gid" : "gid";
+		char *g = sheet_gid ? sheet_gid : gid;
+
+		if (!digits_ok(g)) {
+			rc = singer_tap_bad("config", file, "\"%s\" must be digits, not '%s'", key, g);
+			goto out;
+		}
+		if (s->name != NULL) {
+			rc = singer_tap_bad("config", file, "give \"%s\" or \"tab_name\", not both", key);
 			goto out;
 		}
 		free(s->gid);
-		s->gid = gid;
-		gid = NULL;
+		s->gid = xstrdup(g);
 	}
-	if (s->gid != NULL && s->name != NULL) {
-		rc = singer_tap_bad("config", file, "give \"sheet_gid\" or \"sheet_name\", not both");
-		goto out;
+	if (s->name != NULL) {
+		/* a tab named chooses over the address's gid */
+		free(s->gid);
+		s->gid = NULL;
 	}
 	if (singer_tap_config_string(conf, "timeout_seconds", 1, &timeout) < 0) {
 		rc = singer_tap_bad("config", file, "\"timeout_seconds\" must be a number of seconds");
@@ -225,6 +254,11 @@ static int load_config(struct sheet *s)
 			goto out;
 		}
 	}
+	if (sheet_name != NULL) {
+		free(s->stream);
+		s->stream = sheet_name;
+		sheet_name = NULL;
+	}
 	if (s->stream == NULL)
 		s->stream = xstrdup(s->name ? s->name : "sheet");
 	v = jvx_get(conf, "key_properties");
@@ -236,7 +270,10 @@ static int load_config(struct sheet *s)
 	singer_tap_warn_unknown(conf, known, sizeof(known) / sizeof(known[0]), file, NULL);
 out:
 	free(url);
+	free(sid);
+	free(sheet_gid);
 	free(gid);
+	free(sheet_name);
 	free(timeout);
 	jv_free(conf);
 	return rc;
