@@ -66,6 +66,16 @@ py_manifest() {
 	JSON
 }
 
+# py_state PIPELINE JSON: the state file the Python tool writes (state.py,
+# save_state(): json.dumps(state, indent=2), its default ensure_ascii, no
+# newline at the end), by the same call.
+py_state() {
+	mkdir -p "$BUCKET_DIR/.dataspoc/state/$1"
+	/usr/bin/python3 -c 'import json, sys
+open(sys.argv[1], "w").write(json.dumps(json.loads(sys.argv[2]), indent=2))' \
+		"$BUCKET_DIR/.dataspoc/state/$1/state.json" "$2"
+}
+
 @test "migrate: a record's own dt reads back in Lens as the tap sent it, not as the date folder's" {
 	use_tap tap-d
 	lake_pipeline d tap-d true
@@ -231,4 +241,33 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	refute_output --partial /usr/local/bin/dataspoc-pipe
 	run -0 --separate-stderr dataspoc-pipe schedule remove
 	expect_file "$FAKE_CRONTAB" <<<'0 0 * * * someone else'
+}
+
+@test "migrate: the Python tool's state.json is read as it is: the tap is given it, a run that sends no STATE keeps it, the next STATE replaces it" {
+	use_tap tap-inc
+	lake_pipeline inc tap-inc true
+	# a tap-postgres bookmark, a number, a stream's name out of ASCII (\u00e9)
+	py_state inc '{"currently_syncing": null, "bookmarks": {"public-caf\u00e9": {"replication_key": "updated_at", "replication_key_value": "2024-01-31T10:00:00+00:00", "version": 1706695200000, "ratio": 0.5}}}'
+	run -0 bucket_cat .dataspoc/state/inc/state.json
+	assert_line --index 3 '    "public-caf\u00e9": {'
+	want='{"bookmarks":{"public-café":{"ratio":0.5,"replication_key":"updated_at","replication_key_value":"2024-01-31T10:00:00+00:00","version":1706695200000}},"currently_syncing":null}'
+	run -0 --separate-stderr pipe-state get inc
+	jq -S -c . <<<"$output" >got
+	expect_file got <<<"$want"
+	run -0 --separate-stderr pipe-state unlock inc
+	singer_records 'public-café' <<<'{"id":1}' >"$FAKE_DIR/tap-inc/out"
+	run -0 --separate-stderr dataspoc-pipe run inc
+	jq -S -c . "$FAKE_DIR/tap-inc/state-in" >got
+	expect_file got <<<"$want"
+	bucket_cat .dataspoc/state/inc/state.json | jq -S -c . >got
+	expect_file got <<<"$want"
+	{
+		singer_records 'public-café' <<<'{"id":2}'
+		echo '{"type":"STATE","value":{"currently_syncing":null,"bookmarks":{"public-café":{"replication_key":"updated_at","replication_key_value":"2024-02-01T00:00:00+00:00","version":1706695200000}}}}'
+	} >"$FAKE_DIR/tap-inc/out"
+	run -0 --separate-stderr dataspoc-pipe run inc
+	jq -S -c . "$FAKE_DIR/tap-inc/state-in" >got
+	expect_file got <<<"$want"
+	bucket_cat .dataspoc/state/inc/state.json | jq -c '.bookmarks["public-café"].replication_key_value' >got
+	expect_file got <<<'"2024-02-01T00:00:00+00:00"'
 }
