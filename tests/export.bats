@@ -137,6 +137,12 @@ OnCalendar=*-*-01,15 03:00:00"
 	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: export: option '-o' is not one of export kubernetes's"
 	run -2 --separate-stderr dataspoc-pipe export slurm 'no/such'
 	assert_equal "$stderr" "dataspoc-pipe: export: invalid pipeline name 'no/such'"
+	run -2 --separate-stderr dataspoc-pipe export slurm --shards 0 orders
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: export: --shards wants a number of shards (1 to 1000), not '0'"
+	# a sharded run's scrontab line runs its written script
+	run -2 --separate-stderr dataspoc-pipe export slurm --shards 2 orders
+	assert_equal "$stderr" "dataspoc-pipe: export: the scrontab line of a sharded run runs its batch script: give -o DIR"
+	run -0 --separate-stderr dataspoc-pipe export slurm --shards 2 adhoc
 	run -0 --separate-stderr dataspoc-pipe help export
 	assert_line --index 0 --partial "usage: dataspoc-pipe export slurm"
 	# @reboot has no time for another scheduler
