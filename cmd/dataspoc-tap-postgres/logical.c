@@ -156,6 +156,12 @@ struct lrel {
 	struct sb sig;		/* wal2json: the names and types as they came */
 };
 
+/* A column whose schema is not the catalog's: added to the table since, or retyped. */
+struct lover {
+	char *name;
+	char *prop;		/* its schema, as new_prop_schema() prints it */
+};
+
 struct lstream {
 	struct stream *s;
 	uint64_t lsn0;		/* the bookmark at the start: changes before it are in */
@@ -163,9 +169,11 @@ struct lstream {
 	struct sb version;
 	char **props;		/* the catalog's properties, sorted */
 	size_t nprops;
-	struct sb schema;	/* the SCHEMA's schema, with what LOG_BASED adds */
-	char **added;		/* columns the catalog lacks, sent all the same, sorted */
-	size_t nadded;
+	struct sb schema;	/* the last SCHEMA's schema, with what LOG_BASED adds */
+	struct lover *over;	/* columns the catalog lacks or types otherwise, in order met */
+	size_t nover;
+	char **gone;		/* the catalog's columns dropped from the table since, sorted */
+	size_t ngone;
 	char **keys;		/* key_properties, sorted; none: the replica identity's */
 	size_t nkeys;
 	struct sb rec_prefix;	/* {"type": "RECORD", "stream": S, "record": { */
@@ -390,27 +398,78 @@ static void new_prop_schema(struct sb *o, const char *type)
 	sb_addc(o, '}');
 }
 
-/* Add property name (its schema text) at the end of the schema's "properties". */
-static void schema_add_prop(struct sb *schema, const char *name, const char *prop)
+static struct lover *over_of(const struct lstream *ls, const char *name)
 {
-	struct json_span v, props;
-	size_t errpos, at;
-	const char *errmsg;
-	struct sb out = SB_INIT;
+	for (size_t i = 0; i < ls->nover; i++)
+		if (strcmp(ls->over[i].name, name) == 0)
+			return &ls->over[i];
+	return NULL;
+}
 
-	if (json_validate(schema->buf, schema->len, &v, &errpos, &errmsg) < 0 ||
-	    json_object_get(&v, "properties", &props) != 1 || props.type != JSON_OBJECT)
+static int is_gone(const struct lstream *ls, const char *name)
+{
+	return ls->ngone && bsearch(&name, ls->gone, ls->ngone, sizeof(*ls->gone), cmp_str) != NULL;
+}
+
+/*
+ * The stream's schema now: the catalog's, less the columns gone, with the
+ * overridden columns' schemas (a retyped one in its place, an added one after
+ * the catalog's), then what LOG_BASED adds.  Into out (reset).
+ */
+static void build_schema(struct ldb *d, const struct lstream *ls, struct sb *out)
+{
+	const struct sb *cat = &ls->s->schema;
+	struct json_span v, props, k, e;
+	size_t errpos, pos = 0, at;
+	const char *errmsg;
+	int n = 0;
+	unsigned char *used = xcalloc(ls->nover + 1, 1);
+
+	sb_reset(out);
+	if (json_validate(cat->buf, cat->len, &v, &errpos, &errmsg) < 0 ||
+	    json_object_get(&v, "properties", &props) != 1 || props.type != JSON_OBJECT) {
+		sb_add(out, cat->buf, cat->len);
+		free(used);
 		return;
-	at = (size_t)(props.p + props.len - 1 - schema->buf);	/* its '}' */
-	sb_add(&out, schema->buf, at);
-	if (props.len > 2)
-		sb_adds(&out, ", ");
-	py_quotes(&out, name);
-	sb_adds(&out, ": ");
-	sb_adds(&out, prop);
-	sb_add(&out, schema->buf + at, schema->len - at);
-	sb_free(schema);
-	*schema = out;
+	}
+	at = (size_t)(props.p - cat->buf);	/* its '{' */
+	sb_add(out, cat->buf, at + 1);
+	while (json_object_next(&props, &pos, &k, &e)) {
+		struct sb nm = SB_INIT;
+		const struct lover *o;
+
+		json_string_decode(&k, &nm);
+		if (nm.buf && !is_gone(ls, nm.buf)) {
+			if (n++)
+				sb_adds(out, ", ");
+			if ((o = over_of(ls, nm.buf)) != NULL) {
+				used[o - ls->over] = 1;
+				sb_add(out, k.p, k.len);
+				sb_adds(out, ": ");
+				sb_adds(out, o->prop);
+			} else {
+				sb_add(out, k.p, (size_t)(e.p + e.len - k.p));
+			}
+		}
+		sb_free(&nm);
+	}
+	for (size_t i = 0; i < ls->nover; i++) {
+		if (used[i])
+			continue;
+		if (n++)
+			sb_adds(out, ", ");
+		py_quotes(out, ls->over[i].name);
+		sb_adds(out, ": ");
+		sb_adds(out, ls->over[i].prop);
+	}
+	free(used);
+	if (n++)
+		sb_adds(out, ", ");
+	sb_adds(out, "\"_sdc_deleted_at\": {\"type\": [\"null\", \"string\"], \"format\": \"date-time\"}");
+	if (d->t->conf.debug_lsn)
+		sb_adds(out, ", \"_sdc_lsn\": {\"type\": [\"null\", \"string\"]}");
+	at = (size_t)(props.p + props.len - 1 - cat->buf);	/* its '}' */
+	sb_add(out, cat->buf + at, cat->len - at);
 }
 
 static void schema_message(struct ldb *d, struct lstream *ls)
@@ -432,9 +491,9 @@ static void lstream_init(struct ldb *d, struct lstream *ls)
 	struct json_span v, props, k, e;
 	size_t errpos, pos = 0;
 	const char *errmsg;
+	const struct sb *cat = &ls->s->schema;
 
-	sb_add(&ls->schema, ls->s->schema.buf, ls->s->schema.len);
-	if (json_validate(ls->schema.buf, ls->schema.len, &v, &errpos, &errmsg) == 0 &&
+	if (json_validate(cat->buf, cat->len, &v, &errpos, &errmsg) == 0 &&
 	    json_object_get(&v, "properties", &props) == 1 && props.type == JSON_OBJECT) {
 		while (json_object_next(&props, &pos, &k, &e)) {
 			struct sb n = SB_INIT;
@@ -459,9 +518,7 @@ static void lstream_init(struct ldb *d, struct lstream *ls)
 		}
 	if (ls->nkeys)
 		qsort(ls->keys, ls->nkeys, sizeof(*ls->keys), cmp_str);
-	schema_add_prop(&ls->schema, "_sdc_deleted_at", "{\"type\": [\"null\", \"string\"], \"format\": \"date-time\"}");
-	if (d->t->conf.debug_lsn)
-		schema_add_prop(&ls->schema, "_sdc_lsn", "{\"type\": [\"null\", \"string\"]}");
+	build_schema(d, ls, &ls->schema);
 	sb_adds(&ls->rec_prefix, "{\"type\": \"RECORD\", \"stream\": ");
 	py_quotes(&ls->rec_prefix, ls->s->dest);
 	sb_adds(&ls->rec_prefix, ", \"record\": {");
@@ -473,9 +530,14 @@ static void lstream_free(struct lstream *ls)
 	for (size_t i = 0; i < ls->nprops; i++)
 		free(ls->props[i]);
 	free(ls->props);
-	for (size_t i = 0; i < ls->nadded; i++)
-		free(ls->added[i]);
-	free(ls->added);
+	for (size_t i = 0; i < ls->nover; i++) {
+		free(ls->over[i].name);
+		free(ls->over[i].prop);
+	}
+	free(ls->over);
+	for (size_t i = 0; i < ls->ngone; i++)
+		free(ls->gone[i]);
+	free(ls->gone);
 	for (size_t i = 0; i < ls->nkeys; i++)
 		free(ls->keys[i]);
 	free(ls->keys);
@@ -494,17 +556,71 @@ static void lrel_clear(struct lrel *r)
 	r->ncols = 0;
 }
 
+/* Column name's schema is prop (NULL: the catalog's again). */
+static void set_over(struct lstream *ls, const char *name, const char *prop)
+{
+	struct lover *o = over_of(ls, name);
+
+	if (prop == NULL) {
+		if (o) {
+			free(o->name);
+			free(o->prop);
+			memmove(o, o + 1, (size_t)(ls->over + ls->nover - o - 1) * sizeof(*o));
+			ls->nover--;
+		}
+		return;
+	}
+	if (o == NULL) {
+		ls->over = xrealloc(ls->over, (ls->nover + 1) * sizeof(*ls->over));
+		o = &ls->over[ls->nover++];
+		o->name = xstrdup(name);
+		o->prop = NULL;
+	}
+	free(o->prop);
+	o->prop = xstrdup(prop);
+}
+
+static void set_gone(struct lstream *ls, const char *name, int gone)
+{
+	char **g = ls->ngone ? bsearch(&name, ls->gone, ls->ngone, sizeof(*ls->gone), cmp_str) : NULL;
+
+	if (gone && g == NULL) {
+		ls->gone = xrealloc(ls->gone, (ls->ngone + 1) * sizeof(*ls->gone));
+		ls->gone[ls->ngone++] = xstrdup(name);
+		qsort(ls->gone, ls->ngone, sizeof(*ls->gone), cmp_str);
+	} else if (!gone && g) {
+		free(*g);
+		memmove(g, g + 1, (size_t)(ls->gone + ls->ngone - g - 1) * sizeof(*g));
+		ls->ngone--;
+	}
+}
+
+static int rel_has(const struct lrel *r, const char *name)
+{
+	for (size_t i = 0; i < r->ncols; i++)
+		if (strcmp(r->cols[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 /*
- * Where each column of r goes, its type checked against the catalog's: a
- * column the catalog lacks is added to the schema (a new SCHEMA).  0, or
- * EXIT_FAIL after reporting a column whose values changed kind.
+ * Where each column of r goes, its type checked against the catalog's.  A
+ * column the catalog lacks is added to the schema, a column whose values
+ * changed kind gets its new type's schema, and, when r has every column of
+ * the table (complete: pgoutput's Relation, wal2json's insert), a column
+ * of the schema that r lacks was dropped: any of these sends a new SCHEMA
+ * before the next record, so the lake has the table's columns as they are.
  */
-static int lrel_map(struct ldb *d, struct lrel *r)
+static void lrel_map(struct ldb *d, struct lrel *r, int complete)
 {
 	struct lstream *ls = r->ls;
-	int added = 0;
+	struct sb now = SB_INIT;
+	char at[32];
 
-	for (size_t i = 0; i < r->ncols && ls; i++) {
+	if (ls == NULL)
+		return;
+	lsn_text(d->commit_lsn, at, sizeof(at));
+	for (size_t i = 0; i < r->ncols; i++) {
 		struct lcol *c = &r->cols[i];
 		const struct column *sc = sel_col(ls, c->name);
 		int arr;
@@ -513,52 +629,60 @@ static int lrel_map(struct ldb *d, struct lrel *r)
 
 		if (ls->nkeys)
 			c->key = bsearch(&nm, ls->keys, ls->nkeys, sizeof(*ls->keys), cmp_str) != NULL;
-
+		set_gone(ls, c->name, 0);
 		if (sc) {
 			int carr;
 			enum kind ck = norm_kind(sc->sqltype, &carr);
 
-			if (ck != k || carr != arr) {
-				struct sb what = SB_INIT;
-				char at[32];
-				int rc;
-
-				lsn_text(d->commit_lsn, at, sizeof(at));
-				sb_addf(&what, "cannot replicate: column '%s' changed type from %s to %s at LSN %s",
-					c->name, sc->sqltype, c->type, at);
-				rc = lfail(d, ls, NULL, NULL, what.buf,
-					   "discover the catalog again and run the pipeline with --full to copy the table anew");
-				sb_free(&what);
-				return rc;
+			c->sel = 1;
+			if (ck == k && carr == arr) {
+				set_over(ls, c->name, NULL);
+				c->kind = sc->kind;
+				c->array = sc->array;
+				continue;
 			}
-			c->sel = 1;
-			c->kind = sc->kind;
-			c->array = sc->array;
-		} else if (ls->nadded && bsearch(&nm, ls->added, ls->nadded, sizeof(*ls->added), cmp_str)) {
-			c->sel = 1;
-			c->kind = k;
-			c->array = arr;
 		} else if (is_prop(ls, c->name)) {
-			c->sel = 0;
-		} else {
-			struct sb prop = SB_INIT;
-
-			/* a column added since discovery: its values are kept, never dropped */
-			new_prop_schema(&prop, c->type);
-			schema_add_prop(&ls->schema, c->name, prop.buf);
-			sb_free(&prop);
-			ls->added = xrealloc(ls->added, (ls->nadded + 1) * sizeof(*ls->added));
-			ls->added[ls->nadded++] = xstrdup(c->name);
-			qsort(ls->added, ls->nadded, sizeof(*ls->added), cmp_str);
-			c->sel = 1;
-			c->kind = k;
-			c->array = arr;
-			added = 1;
+			c->sel = 0;	/* not selected */
+			continue;
 		}
+		/* a column added since discovery, or retyped: its values are kept, never dropped */
+		{
+			struct sb prop = SB_INIT;
+			const struct lover *o = over_of(ls, c->name);
+
+			new_prop_schema(&prop, c->type);
+			if (sc && (o == NULL || strcmp(o->prop, prop.buf) != 0))
+				err_warn("stream '%s': column '%s' changed type from %s to %s at LSN %s: its records"
+					 " follow a new SCHEMA", ls->s->id, c->name, sc->sqltype, c->type, at);
+			set_over(ls, c->name, prop.buf);
+			sb_free(&prop);
+		}
+		c->sel = 1;
+		c->kind = k;
+		c->array = arr;
 	}
-	if (added)
+	if (complete) {
+		for (size_t i = 0; i < ls->nprops; i++)
+			if (!rel_has(r, ls->props[i]) && !is_gone(ls, ls->props[i])) {
+				set_gone(ls, ls->props[i], 1);
+				if (sel_col(ls, ls->props[i]))
+					err_warn("stream '%s': column '%s' was dropped from the table at LSN %s: the"
+						 " records follow a new SCHEMA without it", ls->s->id, ls->props[i], at);
+			}
+		for (size_t i = 0; i < ls->nover;)
+			if (!rel_has(r, ls->over[i].name))
+				set_over(ls, ls->over[i].name, NULL);
+			else
+				i++;
+	}
+	build_schema(d, ls, &now);
+	if (now.len != ls->schema.len || memcmp(now.buf, ls->schema.buf, now.len) != 0) {
+		sb_free(&ls->schema);
+		ls->schema = now;
 		schema_message(d, ls);
-	return 0;
+	} else {
+		sb_free(&now);
+	}
 }
 
 /* ---- records ---- */
@@ -862,7 +986,7 @@ static int pg_relation(struct ldb *d, struct rd *r)
 	}
 	for (unsigned i = 0; i < n; i++)
 		rel->cols[i].type = xstrdup(PQgetvalue(res, (int)i, 0));
-	rc = lrel_map(d, rel);
+	lrel_map(d, rel, 1);
 out:
 	for (unsigned i = 0; i < n; i++)
 		if (rel->cols[i].type == NULL)
@@ -1023,11 +1147,10 @@ static void w2j_fix(struct ldb *d, struct cval *v, size_t n)
  * The columns of a wal2json change (an array of {"name", "type", "value"})
  * against rel's: rel remapped when they differ from the last change's.
  */
-static int w2j_layout(struct ldb *d, struct lrel *rel, const struct json_span *cols)
+static int w2j_layout(struct ldb *d, struct lrel *rel, const struct json_span *cols, int complete)
 {
 	struct json_span el, nm, ty;
 	size_t pos = 0, start = d->scratch.len;
-	int rc;
 
 	while (json_array_next(cols, &pos, &el)) {
 		if (json_object_get(&el, "name", &nm) != 1 || json_object_get(&el, "type", &ty) != 1)
@@ -1058,8 +1181,7 @@ static int w2j_layout(struct ldb *d, struct lrel *rel, const struct json_span *c
 		rel->cols[rel->ncols].type = b.buf ? sb_detach(&b) : xstrdup("");
 		rel->ncols++;
 	}
-	if ((rc = lrel_map(d, rel)) != 0)
-		return rc;
+	lrel_map(d, rel, complete);
 	return 0;
 }
 
@@ -1156,13 +1278,14 @@ static int wal2json_msg(struct ldb *d, const char *p, size_t n, uint64_t wal_lsn
 	if (a != 'D') {
 		if (v[6].type != JSON_ARRAY)
 			return -1;
-		if ((rc = w2j_layout(d, rel, &v[6])) != 0)
+		/* an insert has every column; an update lacks the large values it left as they were */
+		if ((rc = w2j_layout(d, rel, &v[6], a == 'I')) != 0)
 			return rc;
 	} else if (rel->ncols == 0) {
 		/* a delete before any insert or update: the layout from the identity */
 		if (v[7].type != JSON_ARRAY)
 			return -1;
-		if ((rc = w2j_layout(d, rel, &v[7])) != 0)
+		if ((rc = w2j_layout(d, rel, &v[7], 0)) != 0)
 			return rc;
 		sb_reset(&rel->sig);	/* not the whole row's */
 	}
