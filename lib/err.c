@@ -2,6 +2,7 @@
 #include "err.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,17 +22,56 @@ void err_init(const char *argv0)
 	err_prog = slash ? slash + 1 : argv0;
 }
 
+/* The last err_msg() line without "prog: ", for err_last_cause(). */
+static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_said[1024];
+static int said_any;
+
+static void remember(const char *line, size_t n)
+{
+	if (n >= sizeof(last_said))
+		n = sizeof(last_said) - 1;
+	pthread_mutex_lock(&last_lock);
+	memcpy(last_said, line, n);
+	last_said[n] = '\0';
+	said_any = 1;
+	pthread_mutex_unlock(&last_lock);
+}
+
+int err_last_cause(char *buf, size_t size)
+{
+	const char *cause, *q;
+	int ret = -1;
+
+	if (size == 0)
+		return -1;
+	buf[0] = '\0';
+	pthread_mutex_lock(&last_lock);
+	if (said_any) {
+		cause = last_said;
+		/* "cannot VERB 'SUBJECT': CAUSE" */
+		q = strncmp(last_said, "cannot ", 7) == 0 ? strchr(last_said, '\'') : NULL;
+		if (q && (q = strstr(q + 1, "': ")) != NULL && q[3] != '\0')
+			cause = q + 3;
+		snprintf(buf, size, "%s", cause);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&last_lock);
+	return ret;
+}
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	char buf[4096];
 	int saved = errno;
-	size_t n, flen = strlen(fmt);
+	size_t n, flen = strlen(fmt), prog_len;
 	int r;
 
 	r = snprintf(buf, sizeof(buf), "%s: %s%s%s", err_prog, err_context ? err_context : "",
 		     err_context ? ": " : "", prefix);
 	n = r < 0 ? 0 : (size_t)r;
+	prog_len = n < sizeof(buf) ? n : 0;
 	if (n < sizeof(buf)) {
 		r = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
 		n += r < 0 ? 0 : (size_t)r;
@@ -42,6 +82,8 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	}
 	if (n >= sizeof(buf) - 1)
 		n = sizeof(buf) - 2;
+	if (*prefix == '\0' && n > prog_len)
+		remember(buf + prog_len, n - prog_len);
 	buf[n++] = '\n';
 	if (write(STDERR_FILENO, buf, n) < 0) {
 		/* nothing left to tell anyone */

@@ -16,6 +16,10 @@
  *
  * What a Parquet value needs (struct pq_fail: a column to widen) is not an
  * error but a result, and is not a reason.
+ *
+ * A reason said the first way reaches stderr only.  A caller that records the
+ * failure where stderr does not go (the sink's plan, hence the run log, issue
+ * #29) takes the cause of the line just said with err_last_cause().
  */
 #ifndef PIPE_ERR_H
 #define PIPE_ERR_H
@@ -45,6 +49,16 @@ void err_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Same as err_msg() with "warning: " after the program name. */
 void err_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The cause of the last err_msg() line of this process (any thread): what
+ * follows its quoted subject ("cannot write 'x': No space left on device"
+ * gives "No space left on device"; lib/store's lines all read "cannot VERB
+ * 'SUBJECT': CAUSE"), else the whole line, without the program's name.
+ * Copied into buf (size bytes, cut short if need be); 0, or -1 (buf empty)
+ * when no line was said.  Warnings do not count.
+ */
+int err_last_cause(char *buf, size_t size);
 
 /* Allocation: on failure print "prog: out of memory" and exit 1. */
 void *xmalloc(size_t n);

@@ -490,7 +490,7 @@ raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.gz"
 	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <dump.jsonl
 	assert_stderr "pipe-sink: cannot create directory '$BUCKET_DIR/.dataspoc/staging/shop': Not a directory"
 	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' <<<"$output"
-	assert_output "failure: cannot create '${STAGE}orders_${RID}_0000.jsonl.zst' in $BUCKET_URL"
+	assert_output "failure: cannot create '${STAGE}orders_${RID}_0000.jsonl.zst' in $BUCKET_URL: Not a directory"
 }
 
 @test "stdout on a full device: exit 1, write error" {

@@ -315,7 +315,8 @@ every_request() {
 	# (pipe-tap stopping the tap when pipe-sink is gone is a consequence:
 	# the driver does not repeat it)
 	assert_equal "${#stderr_lines[@]}" 2
-	assert_equal "${stderr_lines[-1]}" "dataspoc-pipe: run 'ev' failed: cannot write '$staged' in s3://$S3_BUCKET"
+	local cause="UploadPart: HTTP 500 InternalError: We encountered an internal error. Please try again. (gave up after 3 attempts)"
+	assert_equal "${stderr_lines[-1]}" "dataspoc-pipe: run 'ev' failed: cannot write '$staged' in s3://$S3_BUCKET: $cause"
 	# part 1 went up; part 2 three times, refused; then the upload aborted
 	run -0 grep -c '^forwarded 200 PUT .*?partNumber=1&' "$PROXY_LOG"
 	assert_output 1
@@ -334,7 +335,7 @@ every_request() {
 	store_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
 	diff -u before.snap after.snap
 	jq -r '.status + " " + .error' "$S3_DIR/$S3_BUCKET/.dataspoc/logs/ev/$rid.json._S3rver_object" >log.got
-	expect_file log.got <<<"failure cannot write '$staged' in s3://$S3_BUCKET"
+	expect_file log.got <<<"failure cannot write '$staged' in s3://$S3_BUCKET: $cause"
 }
 
 # --- one answer lost after the work was done --------------------------------------

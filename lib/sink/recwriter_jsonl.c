@@ -20,8 +20,7 @@ static int jsonl_land(struct sink *s, struct stream *st, const char *bytes, size
 	/* The record's bytes and its newline, as the tap printed them. */
 	if (zwriter_write(st->file, bytes, len) != 0 ||
 	    zwriter_write(st->file, "\n", 1) != 0) {
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		return -1;
 	}
 	st->records += count;
@@ -76,8 +75,7 @@ static int jsonl_flush(struct sink *s)
 		struct stream *st = &s->streams[i];
 
 		if (st->file && zwriter_flush(st->file) != 0) {
-			sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-			s->reported = 1;
+			sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 			return -1;
 		}
 	}

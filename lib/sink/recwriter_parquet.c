@@ -159,8 +159,7 @@ static int parquet_add(struct sink *s, struct stream *st, const struct json_span
 		return -1;
 	}
 	if (r != 0) {
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		return -1;
 	}
 	st->records++;
@@ -295,8 +294,7 @@ static int handle_stop(struct sink *s, struct stream *st, const struct pq_batch 
 
 	/* A finish batch has no record: its error is the file's, like a record's write error. */
 	if (rec == NULL) {
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		return -1;
 	}
 	switch (b->stop) {
@@ -318,8 +316,7 @@ static int handle_stop(struct sink *s, struct stream *st, const struct pq_batch 
 		return 0;
 	default:
 		st->records = rec->seq;
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		return -1;
 	}
 }
@@ -456,8 +453,7 @@ static int hand_over(struct sink *s, struct stream *st, int finish)
 		pq_feed_submit(run->feed, b);
 	}
 	if (st->file && pq_feed_write_ready(run->feed, st->file) != 0) {
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		return -1;
 	}
 	return 0;
@@ -653,8 +649,7 @@ static int shed_row_group(struct sink *s)
 	if (run->feed)
 		return hand_over(s, most, 1);
 	if (pq_writer_end_row_group(most->file) != 0) {
-		sink_fail(s, "cannot write '%s' in %s", most->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", most->staged, bucket_url(s->b));
 		return -1;
 	}
 	return 0;

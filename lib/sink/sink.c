@@ -19,18 +19,41 @@
 #include "transform.h"
 #include "util.h"
 
-void sink_fail(struct sink *s, const char *fmt, ...)
+static void fail_with(struct sink *s, const char *fmt, va_list ap, int said)
+	__attribute__((format(printf, 2, 0)));
+static void fail_with(struct sink *s, const char *fmt, va_list ap, int said)
 {
-	va_list ap;
-	char buf[2048];
+	char buf[2048], cause[1024];
+	size_t n;
 
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	if (said && err_last_cause(cause, sizeof(cause)) == 0) {
+		n = strlen(buf);
+		snprintf(buf + n, sizeof(buf) - n, ": %s", cause);
+	}
 	if (s->plan->error == NULL) {
 		s->plan->error = xstrdup(buf);
 		s->error_line = s->lineno;
 	}
+}
+
+void sink_fail(struct sink *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fail_with(s, fmt, ap, 0);
+	va_end(ap);
+}
+
+void sink_fail_said(struct sink *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fail_with(s, fmt, ap, 1);
+	va_end(ap);
+	s->reported = 1;
 }
 
 static int env_is(const char *name, const char *value)
@@ -169,8 +192,7 @@ static int on_activate(struct sink *s, const struct singer_msg *m)
 		if (strcmp(f->stream, st->name) == 0 && f->version != NULL &&
 		    strcmp(f->version, st->version) != 0) {
 			if (bucket_delete(s->b, f->staged) != 0) {
-				s->reported = 1;
-				sink_fail(s, "cannot delete '%s' in %s", f->staged, bucket_url(s->b));
+				sink_fail_said(s, "cannot delete '%s' in %s", f->staged, bucket_url(s->b));
 				return -1;
 			}
 			st->records -= f->records;
@@ -307,8 +329,7 @@ static int close_all(struct sink *s)
 	for (i = 0; i < s->n && r == 0; i++)
 		r = sink_close_file(s, &s->streams[i]);
 	if (bucket_closes_end(s->b) != 0 && r == 0) {
-		sink_fail(s, "cannot write the staged files in %s", bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write the staged files in %s", bucket_url(s->b));
 		r = -1;
 	}
 	return r;

@@ -17,7 +17,8 @@
  *
  * One struct sink lives for one sink_run(), one struct stream for each
  * stream the input names.  Functions that fail say why with sink_fail()
- * (or the bucket on stderr, and s->reported is set) and return -1.
+ * (or the bucket on stderr, and sink_fail_said() sets s->reported) and
+ * return -1.
  */
 #ifndef PIPE_SINK_IMPL_H
 #define PIPE_SINK_IMPL_H
@@ -142,6 +143,12 @@ int sink_checkpoints(const struct sink *s);
 
 /* The run's error, for the plan: the first one set stays.  printf-like. */
 void sink_fail(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * sink_fail() for a failure the bucket has said on stderr (s->reported is
+ * set): the cause it said (err_last_cause()) ends the plan's error, so that
+ * the run log keeps it ("...: No space left on device", issue #29).
+ */
+void sink_fail_said(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- sink_streams.c ---- */
 

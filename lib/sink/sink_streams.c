@@ -187,8 +187,7 @@ int sink_close_file(struct sink *s, struct stream *st)
 		return 0;
 	if (s->rw->close(st->file, &bytes) != 0) {
 		st->file = NULL;
-		sink_fail(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot write '%s' in %s", st->staged, bucket_url(s->b));
 		return -1;
 	}
 	st->file = NULL;
@@ -281,8 +280,7 @@ int sink_open_file(struct sink *s, struct stream *st)
 	if (w != NULL)
 		st->file = s->rw->open(s, st, w);
 	if (st->file == NULL) {
-		sink_fail(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
-		s->reported = 1;
+		sink_fail_said(s, "cannot create '%s' in %s", st->staged, bucket_url(s->b));
 		free(st->staged);
 		free(st->final);
 		st->staged = st->final = NULL;

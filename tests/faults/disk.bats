@@ -68,11 +68,13 @@ expect_next_run_works() {
 	printf '%s\n' "$stderr" >err
 	grep -q "^pipe-sink: cannot write '$BUCKET_DIR/\.dataspoc/staging/disk/.*': No space left on device\$" err
 	tail -n 1 err >last
-	grep -q "^dataspoc-pipe: run 'disk' failed: cannot write '\.dataspoc/staging/disk/.*' in " last
+	grep -q "^dataspoc-pipe: run 'disk' failed: cannot write '\.dataspoc/staging/disk/.*' in .*: No space left on device\$" last
 	expect_as_before
-	# the failure is logged, now that the staged files are gone
-	run -0 sh -c "cat '$BUCKET_DIR'/.dataspoc/logs/disk/*.json | jq -r 'select(.status == \"failure\") | .status'"
-	assert_output failure
+	# the failure is logged, now that the staged files are gone, with its cause
+	run -0 sh -c "cat '$BUCKET_DIR'/.dataspoc/logs/disk/*.json | jq -r 'select(.status == \"failure\") | .error'"
+	assert_output --regexp "^cannot write '\.dataspoc/staging/disk/.*' in .*: No space left on device\$"
+	run -0 dataspoc-pipe logs -n 1 disk
+	assert_output --regexp "error +cannot write .*: No space left on device"
 	expect_next_run_works
 }
 
