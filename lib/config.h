@@ -271,11 +271,13 @@ int config_load_file(const char *file, struct pipe_config *cfg);
 /*
  * Check a destination.bucket value as a pipeline's is checked, and resolve
  * it as one written in a file in directory dir (absolute): a URL is kept as
- * written, a path resolved as the header says.  Returns the value, newly
- * allocated, or NULL with the reason in why ("destination.bucket 's3:/b' is
- * not a valid URL (...)"); nothing printed.
+ * written, a path resolved as the header says.  The one rule of every
+ * bucket a command takes (pipe-state -b, manifest BUCKET).  Returns the
+ * value, newly allocated, or NULL with the reason in why, what (NULL:
+ * "destination.bucket") naming the value ("bucket 's3:/b' is not a valid
+ * URL (...)"); nothing printed.
  */
-char *config_bucket_resolve(const char *bucket, const char *dir, struct sb *why);
+char *config_bucket_resolve(const char *bucket, const char *dir, const char *what, struct sb *why);
 
 /*
  * The destination.bucket default of <home>/config.yaml, resolved, in *out

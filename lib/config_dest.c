@@ -45,17 +45,37 @@ void config_dest_free(struct dest *d)
 }
 
 /*
- * Check destination.bucket value b; *url is set when it is a URL (kept as
- * written), not a path.  0, or -1 with the reason in why.
+ * The forms a bucket takes, in every message that refuses one (the wizard's
+ * prompt, help add and dataspoc-pipe(1) say the same).
  */
-static int bucket_problem(const char *b, int *url, struct sb *why)
+#define BUCKET_FORMS "expected a directory, file:///abs/dir, s3://bucket[/prefix], " \
+	"gs://bucket[/prefix] or az://container[/prefix]"
+
+/* "s3", "gs", "az" or "file" in any case, i letters long */
+static const char *known_scheme(const char *b, size_t i)
 {
-	const char *hint = "expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path";
+	static const char *const names[] = { "file", "s3", "gs", "az" };
+	size_t k;
+
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (strlen(names[k]) == i && strncasecmp(b, names[k], i) == 0)
+			return names[k];
+	return NULL;
+}
+
+/*
+ * Check bucket value b (what names it: "destination.bucket", "bucket");
+ * *url is set when it is a URL (kept as written), not a path.  0, or -1
+ * with the reason in why.
+ */
+static int bucket_problem(const char *b, const char *what, int *url, struct sb *why)
+{
+	const char *known;
 	size_t i = 0;
 
 	*url = 0;
 	if (*b == '\0') {
-		sb_addf(why, "destination.bucket is empty");
+		sb_addf(why, "%s is empty", what);
 		return -1;
 	}
 	if (isalpha((unsigned char)b[0])) {
@@ -64,46 +84,51 @@ static int bucket_problem(const char *b, int *url, struct sb *why)
 	}
 	if (i == 0 || b[i] != ':')
 		return 0;
+	known = known_scheme(b, i);
 	if (strncmp(b + i, "://", 3) != 0) {
-		if ((i == 4 && strncasecmp(b, "file", 4) == 0) ||
-		    (i == 2 && (strncasecmp(b, "s3", 2) == 0 || strncasecmp(b, "gs", 2) == 0 ||
-				strncasecmp(b, "az", 2) == 0))) {
-			sb_addf(why, "destination.bucket '%s' is not a valid URL (%s)", b, hint);
+		if (known) {
+			sb_addf(why, "%s '%s' is not a valid URL (%s)", what, b, BUCKET_FORMS);
 			return -1;
 		}
 		return 0;	/* a relative directory such as "lake:2024" */
 	}
 	*url = 1;
+	if (known && strncmp(b, known, i) != 0) {
+		sb_addf(why, "%s '%s': the scheme is written in lower case, as in %s://%s", what, b,
+			known, b + i + 3);
+		return -1;
+	}
 	if (i == 4 && strncmp(b, "file", 4) == 0) {
 		if (b[7] != '/') {
-			sb_addf(why, "destination.bucket '%s': a file:// URL needs an "
-				 "absolute path, as in file:///data/lake", b);
+			sb_addf(why, "%s '%s': a file:// URL needs an "
+				 "absolute path, as in file:///data/lake", what, b);
 			return -1;
 		}
 		return 0;
 	}
-	if (i == 2 && (strncmp(b, "s3", 2) == 0 || strncmp(b, "gs", 2) == 0 ||
-		       strncmp(b, "az", 2) == 0)) {
+	if (known) {
 		if (b[5] == '\0' || b[5] == '/') {
-			sb_addf(why, "destination.bucket '%s' names no %s", b,
+			sb_addf(why, "%s '%s' names no %s", what, b,
 				b[0] == 'a' ? "container" : "bucket");
 			return -1;
 		}
 		return 0;
 	}
-	sb_addf(why, "destination.bucket: unsupported scheme '%.*s://' (%s)", (int)i, b, hint);
+	sb_addf(why, "%s: unsupported scheme '%.*s://' (%s)", what, (int)i, b, BUCKET_FORMS);
 	return -1;
 }
 
-char *config_bucket_resolve(const char *bucket, const char *dir, struct sb *why)
+char *config_bucket_resolve(const char *bucket, const char *dir, const char *what, struct sb *why)
 {
 	int url;
 
-	if (bucket_problem(bucket, &url, why) < 0)
+	if (what == NULL)
+		what = "destination.bucket";
+	if (bucket_problem(bucket, what, &url, why) < 0)
 		return NULL;
 	if (url)
 		return xstrdup(bucket);
-	return config_resolve_path(bucket, dir, "destination.bucket", why);
+	return config_resolve_path(bucket, dir, what, why);
 }
 
 static int check_path(struct yctx *c, yaml_node_t *v, const char *p)
@@ -287,7 +312,7 @@ static int parse_dest_value(struct yctx *c, int k, yaml_node_t *v, struct dest *
 
 		if (config_get_str(c, v, "destination.bucket", "a string", &s) < 0)
 			return -1;
-		if ((d->bucket = config_bucket_resolve(s, c->dir, &why)) == NULL) {
+		if ((d->bucket = config_bucket_resolve(s, c->dir, NULL, &why)) == NULL) {
 			r = config_yerr(c, v->start_mark, "%s", why.buf);
 			sb_free(&why);
 			return r;

@@ -66,7 +66,7 @@ usage_of() {
 	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
 	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME" ;;
 	validate) say "usage: dataspoc-pipe validate [--output text|json] [NAME...]" ;;
-	manifest) say "usage: dataspoc-pipe manifest [--output text|json] BUCKET" ;;
+	manifest) say "usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml" ;;
 	mcp) say "usage: dataspoc-pipe mcp [--read-only]" ;;
 	help) say "usage: dataspoc-pipe help [COMMAND]" ;;
 	version) say "usage: dataspoc-pipe version | --version | -v | -V" ;;
@@ -658,7 +658,7 @@ usage: $prog init
        $prog status [--output text|json] [NAME...]
        $prog logs [-n K] [--output text|json|jsonl] NAME
        $prog validate [--output text|json] [NAME...]
-       $prog manifest [--output text|json] BUCKET
+       $prog manifest [--output text|json] BUCKET | -c FILE.yaml
        $prog schedule install|remove|list [NAME...]
        $prog export slurm|kubernetes|systemd [options] [NAME...]
        $prog mcp [--read-only]
@@ -858,20 +858,27 @@ cmd_logs() {
 	exec pipe-state logs -n "$n" -o "$fmt" "$name"
 }
 
+# manifest BUCKET: the bucket as a pipeline's destination.bucket is taken
+# (pipe-state -b); -c FILE.yaml: the pipeline's, with its endpoint_url.
 cmd_manifest() {
-	fmt=text fmt_set= bucket=
+	fmt=text fmt_set= bucket= file=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--output | -o) [ $# -ge 2 ] || usage manifest "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
 		--output=*) fmt=${1#*=} fmt_set=1 ;;
+		-c) [ $# -ge 2 ] || usage manifest "option '-c' needs a file"
+			[ -z "$file" ] || usage manifest "-c is given once"
+			file=$2; shift ;;
 		-h | --help) show_help manifest; exit 0 ;;
 		-*) usage manifest "unknown option '$1'" ;;
 		*) [ -z "$bucket" ] || usage manifest "unexpected argument '$1'"; bucket=$1 ;;
 		esac
 		shift
 	done
-	[ -n "$bucket" ] || usage manifest "a BUCKET is required"
+	[ -z "$bucket" ] || [ -z "$file" ] || usage manifest "give a BUCKET or -c FILE.yaml, not both"
+	[ -n "$bucket$file" ] || usage manifest "a BUCKET (or -c FILE.yaml) is required"
 	[ -z "$fmt_set" ] || output_flag manifest "$fmt"
+	[ -z "$file" ] || exec pipe-state manifest -o "$fmt" -c "$file"
 	exec pipe-state manifest -o "$fmt" -b "$bucket"
 }
 

@@ -203,7 +203,7 @@ Created $HOMEDIR/sources/shop.json: an empty config, fill in what cmdtap-ok need
 Next: dataspoc-pipe validate shop && dataspoc-pipe run shop"
 	assert_equal "$stderr" "Tap (a Singer tap command, e.g. tap-postgres): dataspoc-pipe: cmdtap-ok --about says:
   | {\"name\": \"cmdtap-ok\", \"capabilities\": [\"state\"], \"settings\": [{\"name\": \"api_url\"}]}
-Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path)
+Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])
 Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): Base path in the bucket [raw]: Compression (zstd, snappy, gzip, none) [zstd]: dataspoc-pipe: add: compression must be zstd, snappy, gzip or none, not 'bogus'
 Compression (zstd, snappy, gzip, none) [zstd]: Incremental extraction (y/n) [n]: dataspoc-pipe: add: answer y or n
 Incremental extraction (y/n) [n]: Cron schedule (e.g. 0 */2 * * *; empty for none): dataspoc-pipe: add: schedule.cron '61 * * * *': minute 61 is out of range 0-59
@@ -339,7 +339,7 @@ options: [--tap TAP] [--config FILE] [--bucket URL] [--path PATH] [--compression
 	assert_equal "$stderr" "dataspoc-pipe: add: --bucket is required ($HOMEDIR/config.yaml gives no destination.bucket)"
 	# s3: with one slash is refused as it is in a pipeline file, not made a folder
 	run -2 --separate-stderr dataspoc-pipe add --tap dataspoc-tap-csv --bucket s3:/mybucket --yes t5
-	assert_equal "$stderr" "dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path)"
+	assert_equal "$stderr" "dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])"
 	[ ! -e s3: ]
 	run -2 --separate-stderr dataspoc-pipe add --yes "bad name"
 	assert_equal "$stderr" "dataspoc-pipe: add: invalid pipeline name 'bad name' (letters, digits, '.', '_', '-'; at most 64; starting with a letter or digit)"
@@ -876,13 +876,64 @@ sec: placeholders: ok"
 	assert_output ""
 	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
 	run -2 --separate-stderr dataspoc-pipe manifest
-	assert_stderr "dataspoc-pipe: manifest: a BUCKET is required
-usage: dataspoc-pipe manifest [--output text|json] BUCKET"
+	assert_stderr "dataspoc-pipe: manifest: a BUCKET (or -c FILE.yaml) is required
+usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"
 	run -2 --separate-stderr dataspoc-pipe manifest a b
 	assert_stderr "dataspoc-pipe: manifest: unexpected argument 'b'
-usage: dataspoc-pipe manifest [--output text|json] BUCKET"
+usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"
+	run -2 --separate-stderr dataspoc-pipe manifest a -c b.yaml
+	assert_stderr "dataspoc-pipe: manifest: give a BUCKET or -c FILE.yaml, not both
+usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"
 	run -2 --separate-stderr dataspoc-pipe manifest --output csv "$(bucket_url)"
 	assert_equal "$stderr" "dataspoc-pipe: manifest: unknown output format 'csv' (use text json)"
+}
+
+@test "manifest BUCKET: the bucket is taken as a pipeline's destination.bucket: ~/ expanded, a malformed URL refused" {
+	write_pipeline alpha cmdtap-ok
+	run -0 dataspoc-pipe run alpha
+	cp -R "$BUCKET_DIR" "$HOME/lake"
+	dataspoc-pipe manifest "$(bucket_url)" >want
+	# (the shell did not expand it: an MCP client's or a script's argument)
+	run -0 --separate-stderr dataspoc-pipe manifest '~/lake'
+	out_file got
+	diff -u want got
+	# the pipeline's own bucket, by its file
+	run -0 --separate-stderr dataspoc-pipe manifest -c "$HOMEDIR/pipelines/alpha.yaml"
+	out_file got
+	diff -u want got
+	forms="(expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])"
+	mkdir -p s3: file:lake
+	for b in s3:/lake file:lake; do
+		run -2 --separate-stderr dataspoc-pipe manifest "$b"
+		assert_output ""
+		assert_equal "$stderr" "pipe-state: bucket '$b' is not a valid URL $forms"
+	done
+	run -2 --separate-stderr dataspoc-pipe manifest S3://lake
+	assert_equal "$stderr" "pipe-state: bucket 'S3://lake': the scheme is written in lower case, as in s3://lake"
+	run -2 --separate-stderr dataspoc-pipe manifest ftp://lake
+	assert_equal "$stderr" "pipe-state: bucket: unsupported scheme 'ftp://' $forms"
+	# every command of a bucket: the same rule
+	run -2 --separate-stderr pipe-state list -b s3:/lake
+	assert_output ""
+	assert_equal "$stderr" "pipe-state: bucket 's3:/lake' is not a valid URL $forms"
+	run -2 --separate-stderr pipe-state unlock -b file:lake
+	assert_equal "$stderr" "pipe-state: bucket 'file:lake' is not a valid URL $forms"
+}
+
+@test "manifest s3://BUCKET that fails says a pipeline's endpoint_url is not used, and how to give one" {
+	export AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=s AWS_REGION=us-east-1 DATASPOC_PIPE_S3_RETRIES=0
+	unset AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE
+	# (the profile's endpoint, a closed port: nothing leaves this machine)
+	mkdir -p "$HOME/.aws"
+	printf '[default]\nendpoint_url = http://127.0.0.1:9\n' >"$HOME/.aws/config"
+	run -1 --separate-stderr dataspoc-pipe manifest s3://lake
+	assert_output ""
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	assert_regex "${stderr_lines[0]}" "^pipe-state: cannot read 's3://lake/.dataspoc/manifest.json'"
+	assert_equal "${stderr_lines[1]}" "pipe-state: hint: 's3://lake' was asked at the AWS profile's endpoint_url, else AWS's own, not at a pipeline's destination.endpoint_url: set AWS_ENDPOINT_URL, or give -c FILE.yaml"
+	# an endpoint given: no hint
+	AWS_ENDPOINT_URL=http://127.0.0.1:9 run -1 --separate-stderr dataspoc-pipe manifest s3://lake
+	[ "${#stderr_lines[@]}" -eq 1 ]
 }
 
 # --- schedule ---------------------------------------------------------------------

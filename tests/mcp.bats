@@ -194,6 +194,20 @@ Done! 3 records in 1 stream(s)
 	assert_output '["orders",true,true,true,[],["config","tap","source","bucket","secrets","placeholders"]]'
 }
 
+@test "show_manifest takes a bucket as a pipeline's destination.bucket: ~/lake is the home's, s3:/lake is refused" {
+	run -0 mcp '{"call":"run_pipeline","args":{"name":"orders"}}'
+	cp -R "$BUCKET_DIR" "$HOME/lake"
+	steps '{"call":"show_manifest","args":{"bucket":"~/lake"}}' \
+		'{"call":"show_manifest","args":{"bucket":"s3:/lake"}}' \
+		'{"call":"show_manifest","args":{"bucket":"file:lake"}}'
+	run -0 jq -c '[.isError, (.structuredContent.tables | keys)]' <<<"$(step 1)"
+	assert_output '[false,["orders/orders"]]'
+	run -0 jq -c '[.isError, (.content[0].text | test("bucket .s3:/lake. is not a valid URL .*az://container"))]' <<<"$(step 2)"
+	assert_output '[true,true]'
+	run -0 jq -c '[.isError, (.content[0].text | test("bucket .file:lake. is not a valid URL"))]' <<<"$(step 3)"
+	assert_output '[true,true]'
+}
+
 @test "run_pipeline: incremental from the saved state, full ignores it" {
 	run -0 mcp '{"call":"run_pipeline","args":{"name":"orders"}}' \
 		'{"call":"run_pipeline","args":{"name":"orders"}}'

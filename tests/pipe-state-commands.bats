@@ -351,7 +351,7 @@ shop/users          12            1  2026-01-01T10:02:05Z        1"
 	run -0 pipe-state check -b s3://b/p
 	assert_output "s3://b/p"
 	run -2 --separate-stderr pipe-state check -b s3:/mybucket
-	assert_equal "$stderr" "pipe-state: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, s3://bucket[/prefix], gs://bucket[/prefix] or a path)"
+	assert_equal "$stderr" "pipe-state: destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])"
 	run -2 --separate-stderr pipe-state check -b ''
 	assert_equal "$stderr" "pipe-state: no bucket: $HOMEDIR/config.yaml gives no destination.bucket"
 	printf 'destination:\n  bucket: dflt\n' >"$HOMEDIR/config.yaml"

@@ -509,7 +509,8 @@ static const struct tool tools[] = {
 	  "Return the manifest (catalog) of a bucket as JSON: its tables, their columns, locations "
 	  "and statistics.",
 	  "{\"type\":\"object\",\"properties\":{\"bucket\":{\"type\":\"string\",\"minLength\":1,"
-	  "\"description\":\"the bucket: s3://bucket[/prefix], gs://..., file:///abs/dir or a directory\"}},"
+	  "\"description\":\"the bucket, as a pipeline's destination.bucket: s3://bucket[/prefix], "
+	  "gs://..., az://container[/prefix], file:///abs/dir or a directory\"}},"
 	  "\"required\":[\"bucket\"],\"additionalProperties\":false}",
 	  READ_BUCKET,
 	  0, 0, cmd_manifest, answer_object },

@@ -497,7 +497,7 @@ static int cmd_check_bucket(const char *bucket)
 	} else if ((cwd = getcwd(NULL, 0)) == NULL) {
 		err_msg("cannot find the current directory:");
 		return CLI_FAILED;
-	} else if ((out = config_bucket_resolve(bucket, cwd, &why)) == NULL) {
+	} else if ((out = config_bucket_resolve(bucket, cwd, NULL, &why)) == NULL) {
 		err_msg("%s", why.buf);
 		goto out;
 	}
@@ -746,6 +746,25 @@ static const struct command {
 	{ "file", TAKES_NAMES | NO_BUCKET, run_file },
 };
 
+/*
+ * After a failure with -b s3://... or gs://...: no pipeline's
+ * destination.endpoint_url applies, so without AWS_ENDPOINT_URL the store
+ * asked was the profile's endpoint or the provider's own; say how to name
+ * another (a manifest "s3://lake" of s3rver's went to AWS, issue #29).
+ */
+static void endpoint_hint(const char *bucket)
+{
+	const char *e1 = getenv("AWS_ENDPOINT_URL_S3"), *e2 = getenv("AWS_ENDPOINT_URL");
+
+	if (strncmp(bucket, "s3://", 5) != 0 && strncmp(bucket, "gs://", 5) != 0)
+		return;
+	if ((e1 && *e1) || (e2 && *e2))
+		return;
+	err_msg("hint: '%s' was asked at the AWS profile's endpoint_url, else %s's own, not at "
+		"a pipeline's destination.endpoint_url: set AWS_ENDPOINT_URL, or give -c FILE.yaml",
+		bucket, bucket[0] == 's' ? "AWS" : "Google");
+}
+
 static const struct command *find_command(const char *name)
 {
 	size_t i;
@@ -769,7 +788,7 @@ int main(int argc, char **argv)
 	const struct command *cmd;
 	struct ctx c;
 	const char *file = NULL, *run_arg = NULL, *id_file = NULL;
-	char *end, *new_id = NULL;
+	char *end, *new_id = NULL, *bucket_arg = NULL;
 	unsigned flags;
 	int opt, force = 0, have_n = 0, bad, ret = CLI_USAGE, nargs;
 
@@ -888,6 +907,24 @@ int main(int argc, char **argv)
 		   cli_load_config(file, nargs > 0 ? argv[optind] : NULL, &c.cfg) != 0) {
 		return CLI_USAGE;
 	}
+	if (c.bucket && !(flags & NO_BUCKET)) {
+		/* the rule of a pipeline's destination.bucket, as if written here */
+		struct sb why = SB_INIT;
+		char *cwd = getcwd(NULL, 0);
+
+		if (cwd == NULL) {
+			err_msg("cannot find the current directory:");
+			ret = CLI_FAILED;
+			goto out;
+		}
+		c.bucket = bucket_arg = config_bucket_resolve(c.bucket, cwd, "bucket", &why);
+		free(cwd);
+		if (bucket_arg == NULL) {
+			err_msg("%s", why.buf);
+			sb_free(&why);
+			goto out;
+		}
+	}
 	if (!(flags & NO_BUCKET)) {
 		c.b = bucket_open_account(c.bucket ? c.bucket : c.cfg.bucket, c.bucket ? NULL : c.cfg.endpoint_url,
 					  c.bucket ? NULL : c.cfg.account_name);
@@ -897,7 +934,10 @@ int main(int argc, char **argv)
 		}
 	}
 	ret = cmd->run(&c);
+	if (ret == CLI_FAILED && bucket_arg)
+		endpoint_hint(bucket_arg);
 out:
+	free(bucket_arg);
 	bucket_free(c.b);
 	config_free(&c.cfg);
 	free(new_id);

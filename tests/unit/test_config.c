@@ -492,8 +492,8 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: /l\n  path: [raw]\n",
 		":5:9: destination.path must be a string", "path as a list");
 	refused(MINI_SOURCE "destination:\n  bucket: ftp://host/x\n",
-		":4:11: destination.bucket: unsupported scheme 'ftp://' (expected file:///dir, "
-		"s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "unsupported scheme");
+		":4:11: destination.bucket: unsupported scheme 'ftp://' (expected a directory, "
+		"file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])", "unsupported scheme");
 	refused(MINI_SOURCE "destination:\n  bucket: file://lake\n",
 		":4:11: destination.bucket 'file://lake': a file:// URL needs an absolute path, "
 		"as in file:///data/lake", "file:// without an absolute path");
@@ -502,8 +502,8 @@ static void test_destination(void)
 	refused(MINI_SOURCE "destination:\n  bucket: az:///x\n",
 		":4:11: destination.bucket 'az:///x' names no container", "az URL without a container");
 	refused(MINI_SOURCE "destination:\n  bucket: az:lake\n",
-		":4:11: destination.bucket 'az:lake' is not a valid URL (expected file:///dir, "
-		"s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "az: without //");
+		":4:11: destination.bucket 'az:lake' is not a valid URL (expected a directory, "
+		"file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])", "az: without //");
 	loads(MINI_SOURCE "destination:\n  bucket: az://lake/zone\n  endpoint_url: http://127.0.0.1:10000/devstoreaccount1\n",
 	      "an az:// bucket and its endpoint");
 	is_str(cfg.bucket, "az://lake/zone", "az bucket kept as written");
@@ -774,8 +774,8 @@ static void test_bucket_paths(void)
 		free(want);
 	}
 	refused(MINI_SOURCE "destination:\n  bucket: s3:/mybucket\n",
-		":4:11: destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, "
-		"s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "s3: with one slash");
+		":4:11: destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, "
+		"file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])", "s3: with one slash");
 	refused(MINI_SOURCE "destination:\n  bucket: ~bob/lake\n",
 		":4:11: destination.bucket '~bob/lake': only a leading ~/ is expanded (write the "
 		"home directory in full)", "~user in a bucket");
@@ -785,23 +785,32 @@ static void test_bucket_paths(void)
 
 	/* The function the wizard's answer goes through: the same rule. */
 	sb_reset(&why);
-	got = config_bucket_resolve("s3:/mybucket", "/w", &why);
+	got = config_bucket_resolve("s3:/mybucket", "/w", NULL, &why);
 	ok(got == NULL, "config_bucket_resolve refuses s3:/mybucket");
-	is_str(why.buf, "destination.bucket 's3:/mybucket' is not a valid URL (expected file:///dir, "
-	       "s3://bucket[/prefix], gs://bucket[/prefix] or a path)", "with the loader's reason");
+	is_str(why.buf, "destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, "
+	       "file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])", "with the loader's reason");
 	sb_reset(&why);
-	got = config_bucket_resolve("FILE:/x", "/w", &why);
+	got = config_bucket_resolve("FILE:/x", "/w", NULL, &why);
 	ok(got == NULL, "config_bucket_resolve refuses FILE:/x");
 	sb_reset(&why);
-	got = config_bucket_resolve("lake", "/w", &why);
+	got = config_bucket_resolve("S3://lake", "/w", "bucket", &why);
+	ok(got == NULL, "config_bucket_resolve refuses S3://lake");
+	is_str(why.buf, "bucket 'S3://lake': the scheme is written in lower case, as in s3://lake",
+	       "an upper-case scheme, named as what was given");
+	sb_reset(&why);
+	got = config_bucket_resolve("file:lake", "/w", "bucket", &why);
+	is_str(why.buf, "bucket 'file:lake' is not a valid URL (expected a directory, file:///abs/dir, "
+	       "s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])", "file:lake");
+	sb_reset(&why);
+	got = config_bucket_resolve("lake", "/w", NULL, &why);
 	is_str(got, "/w/lake", "config_bucket_resolve: relative to the directory given");
 	free(got);
 	sb_reset(&why);
-	got = config_bucket_resolve("s3://b/p", "/w", &why);
+	got = config_bucket_resolve("s3://b/p", "/w", NULL, &why);
 	is_str(got, "s3://b/p", "config_bucket_resolve: a URL as written");
 	free(got);
 	sb_reset(&why);
-	got = config_bucket_resolve("", "/w", &why);
+	got = config_bucket_resolve("", "/w", NULL, &why);
 	ok(got == NULL, "config_bucket_resolve refuses an empty bucket");
 	is_str(why.buf, "destination.bucket is empty", "empty bucket reason");
 	sb_free(&why);
