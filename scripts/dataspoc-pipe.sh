@@ -62,7 +62,7 @@ usage_of() {
        dataspoc-pipe run [--full] [-v] NAME --shards N
        dataspoc-pipe run [--full] NAME --plan --shards N
        dataspoc-pipe run [-v] NAME --shard I/N --run-id ID" ;;
-	commit) say "usage: dataspoc-pipe commit NAME --run-id ID" ;;
+	commit) say "usage: dataspoc-pipe commit NAME --run-id ID [--wait SECONDS]" ;;
 	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
 	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME" ;;
 	validate) say "usage: dataspoc-pipe validate [--output text|json] [NAME...]" ;;
@@ -654,7 +654,7 @@ usage: $prog init
        $prog run [--full] [-v] NAME | -c FILE.yaml
        $prog run --all [-j N] [--full] [-v]
        $prog run [--full] NAME --shards N | --plan --shards N | --shard I/N --run-id ID
-       $prog commit NAME --run-id ID
+       $prog commit NAME --run-id ID [--wait SECONDS]
        $prog status [--output text|json] [NAME...]
        $prog logs [-n K] [--output text|json|jsonl] NAME
        $prog validate [--output text|json] [NAME...]
@@ -912,12 +912,14 @@ cmd_validate() {
 # ---- mcp -----------------------------------------------------------------------
 
 # commit NAME --run-id ID: publish a sharded run once every shard staged
-# its part (pipe-shard join), else end it, naming the missing shards.
+# its part (pipe-shard join; --wait: waiting up to SECONDS for them), else
+# end it, naming the missing shards.
 cmd_commit() {
-	name= run=
+	name= run= wait=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--run-id) [ $# -ge 2 ] || usage commit "option '--run-id' needs an ID"; run=$2; shift ;;
+		--wait) [ $# -ge 2 ] || usage commit "option '--wait' needs SECONDS"; wait=$2; shift ;;
 		-h | --help) show_help commit; exit 0 ;;
 		-*) usage commit "unknown option '$1'" ;;
 		*) [ -z "$name" ] || usage commit "unexpected argument '$1'"; name=$1 ;;
@@ -925,11 +927,14 @@ cmd_commit() {
 		shift
 	done
 	[ -n "$name" ] && [ -n "$run" ] || usage commit "a pipeline NAME and --run-id ID are required"
+	case $wait in
+	*[!0-9]*) usage commit "--wait wants a number of seconds, not '$wait'" ;;
+	esac
 	open_private_dir || exit 1
 	trap 'rm -rf "$tmp"' EXIT
 	DATASPOC_RUN_ID=$run
 	export DATASPOC_RUN_ID
-	pipe-shard join -r "$run" "$name" >"$tmp/plan" || {
+	pipe-shard join ${wait:+-w "$wait"} -r "$run" "$name" >"$tmp/plan" || {
 		err "commit of run $run of '$name' refused"
 		exit 1
 	}

@@ -150,3 +150,64 @@ OnCalendar=*-*-01,15 03:00:00"
 	run -2 --separate-stderr dataspoc-pipe export kubernetes adhoc
 	assert_equal "$stderr" "pipe-state: schedule.cron '@reboot' names no time: only cron itself runs a job at boot"
 }
+
+@test "export kubernetes --shards N --run-id ID: an Indexed Job and a commit Job the schemas accept; their commands land the run once" {
+	[ -d "$BATS_TEST_DIRNAME/../.deps/node_modules/kubernetes-models" ] ||
+		fail "kubernetes-models is not installed: run scripts/deps"
+	{
+		printf 'source:\n  tap: tap-many\n  config: {x: 1}\n'
+		printf '  streams: [s01, s02, s03, s04, s05, s06, s07, s08, s09, s10, s11, s12]\n'
+		printf 'destination:\n'
+		bucket_yaml
+		printf '  format: parquet\n'
+	} >"$DATASPOC_PIPE_HOME/pipelines/wide.yaml"
+	run -2 --separate-stderr dataspoc-pipe export kubernetes --shards 3 wide
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: export: export kubernetes --shards N writes one run's Jobs: give --run-id ID (dataspoc-pipe run NAME --plan --shards N prints it)"
+	run -0 --separate-stderr dataspoc-pipe run wide --plan --shards 3
+	local id=$output
+	run -0 --separate-stderr dataspoc-pipe export kubernetes --shards 3 --run-id "$id" --wait 60 wide
+	printf '%s\n' "$output" >k8s.yaml
+	run -0 node "$BATS_TEST_DIRNAME/clients/k8s/validate.mjs" k8s.yaml
+	local lid=${id,,}
+	assert_output "Job dataspoc-pipe-wide-$lid ok
+Job dataspoc-pipe-wide-$lid-commit ok"
+	run -0 grep -E '^  (completionMode|completions|parallelism|backoffLimitPerIndex|activeDeadlineSeconds):' k8s.yaml
+	assert_output "  completionMode: Indexed
+  completions: 3
+  parallelism: 3
+  backoffLimitPerIndex: 2
+  activeDeadlineSeconds: 660"
+	# the pods' commands, as the cluster runs them: the commit's first (it
+	# waits for the shards in the bucket), then each index's
+	node -e '
+		const Y = require(process.argv[1] + "/yaml");
+		for (const d of Y.parseAllDocuments(require("fs").readFileSync("k8s.yaml", "utf8")))
+			console.log(JSON.stringify(d.toJS().spec.template.spec.containers[0].command));
+	' "$BATS_TEST_DIRNAME/../.deps/node_modules" | jq -r '@sh' >commands
+	[ "$(wc -l <commands)" -eq 2 ]
+	eval "set -- $(sed -n 2p commands)"
+	"$@" >commit.out 2>&1 &
+	local commit=$!
+	for i in 0 1 2; do
+		eval "set -- $(sed -n 1p commands)"
+		JOB_COMPLETION_INDEX=$i "$@" >"shard-$i.out" 2>&1 &
+	done
+	wait "$commit" || { cat commit.out shard-*.out; false; }
+	wait
+	run -0 cat commit.out
+	assert_line "Done! 60 records in 12 stream(s)"
+	[ "$(bucket_files | wc -l)" -eq 12 ]
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+	run -1 bucket_exists .dataspoc/state/wide/lock
+	# a commit that waits for a shard that never comes refuses, naming it
+	run -0 --separate-stderr dataspoc-pipe run wide --plan --shards 2
+	id=$output
+	run -0 dataspoc-pipe run wide --shard 1/2 --run-id "$id"
+	SECONDS=0
+	run -1 dataspoc-pipe commit wide --run-id "$id" --wait 2
+	[ "$SECONDS" -ge 2 ]
+	assert_output --partial "shard 0 of 2 did not stage its part: nothing published"
+	[ "$(bucket_files | wc -l)" -eq 12 ]
+	run -1 bucket_exists .dataspoc/state/wide/lock
+}

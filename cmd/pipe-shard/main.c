@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bucket.h"
@@ -32,13 +33,13 @@
 #include "util.h"
 
 static const char usage_line[] =
-	"pipe-shard plan|get|put|join [-fh] [-n N] [-s I/N] [-r RUN_ID] NAME | -c FILE.yaml";
+	"pipe-shard plan|get|put|join [-fh] [-n N] [-s I/N] [-r RUN_ID] [-w SECONDS] NAME | -c FILE.yaml";
 
 static const char help_text[] =
 	"usage: pipe-shard plan [-f] -n N [-r RUN_ID] NAME\n"
 	"       pipe-shard get -s I/N -r RUN_ID NAME\n"
 	"       pipe-shard put -s I/N -r RUN_ID NAME < plan\n"
-	"       pipe-shard join -r RUN_ID NAME > plan\n"
+	"       pipe-shard join [-w SECONDS] -r RUN_ID NAME > plan\n"
 	"       (-c FILE.yaml for NAME)\n"
 	"\n"
 	"A run split into N shards that land in one commit.  Shard I of N\n"
@@ -56,6 +57,7 @@ static const char help_text[] =
 	"  join   print the run's one plan: every shard's files and streams, the\n"
 	"         state merged (each stream's bookmark from the shard that owns it,\n"
 	"         other members from the last shard that has them), for pipe-commit.\n"
+	"         -w: first wait up to SECONDS for every shard to stage its part.\n"
 	"         When a shard is missing it names them, ends the run (a failure\n"
 	"         log, its staging removed, the lock released) and prints nothing.\n"
 	"\n"
@@ -68,6 +70,7 @@ struct ctx {
 	struct runlock lock;
 	const char *run_id;
 	unsigned long shard, nshards;	/* -s I/N; plan: -n N */
+	long wait;			/* join -w SECONDS */
 	int full;
 };
 
@@ -370,6 +373,36 @@ static void end_run(struct ctx *c, const char *why)
 	runlock_release(&c->lock);
 }
 
+/*
+ * join -w: until every one of the n shards has staged its plan, or c->wait
+ * seconds have passed, looking every few seconds (and the run still holds
+ * the lock).  0 to go on (the join says what is missing), -1 error said.
+ */
+static int wait_for_shards(struct ctx *c, unsigned long n)
+{
+	time_t end = time(NULL) + c->wait;
+	unsigned long i = 0;
+
+	while (c->wait > 0) {
+		for (; i < n; i++) {
+			char *key = layout_shard_key(c->cfg.name, c->run_id, (long)i);
+			int r = bucket_exists(c->b, key);
+
+			free(key);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				break;
+		}
+		if (i == n || time(NULL) >= end)
+			return 0;
+		sleep(end - time(NULL) < 5 ? 1 : 5);
+		if (fenced(c, "nothing published") != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int cmd_join(struct ctx *c)
 {
 	struct plan *p = NULL, all;
@@ -382,6 +415,8 @@ static int cmd_join(struct ctx *c)
 
 	memset(&all, 0, sizeof(all));
 	if (fenced(c, "nothing published") != 0 || read_run_plan(c, &n, &base) != 0)
+		goto out;
+	if (wait_for_shards(c, n) != 0)
 		goto out;
 	p = xcalloc(n, sizeof(*p));
 	st = xcalloc(n, sizeof(*st));
@@ -476,6 +511,7 @@ int main(int argc, char **argv)
 	};
 	struct ctx c;
 	const char *cmd, *file = NULL, *run_arg = NULL, *shard_arg = NULL, *count_arg = NULL;
+	const char *wait_arg = NULL;
 	char *new_id = NULL, *end;
 	int opt, bad, ret = CLI_USAGE;
 
@@ -496,7 +532,7 @@ int main(int argc, char **argv)
 	argv[1] = argv[0];
 	argv++;
 	argc--;
-	while ((opt = getopt_long(argc, argv, "c:fhn:r:s:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:fhn:r:s:w:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			file = optarg;
@@ -516,6 +552,9 @@ int main(int argc, char **argv)
 		case 's':
 			shard_arg = optarg;
 			break;
+		case 'w':
+			wait_arg = optarg;
+			break;
 		default:
 			cli_usage(usage_line);
 			return CLI_USAGE;
@@ -526,7 +565,7 @@ int main(int argc, char **argv)
 	     strcmp(cmd, "join") != 0) ||
 	    (strcmp(cmd, "plan") == 0) != (count_arg != NULL) ||
 	    (strcmp(cmd, "get") == 0 || strcmp(cmd, "put") == 0) != (shard_arg != NULL) ||
-	    (c.full && strcmp(cmd, "plan") != 0)) {
+	    (c.full && strcmp(cmd, "plan") != 0) || (wait_arg && strcmp(cmd, "join") != 0)) {
 		cli_usage(usage_line);
 		return CLI_USAGE;
 	}
@@ -536,6 +575,14 @@ int main(int argc, char **argv)
 		if (*count_arg < '0' || *count_arg > '9' || *end || errno || c.nshards < 1 ||
 		    c.nshards > CATALOG_SHARDS_MAX) {
 			err_msg("-n wants a number of shards (1 to %d), not '%s'", CATALOG_SHARDS_MAX, count_arg);
+			return CLI_USAGE;
+		}
+	}
+	if (wait_arg) {
+		errno = 0;
+		c.wait = strtol(wait_arg, &end, 10);
+		if (*wait_arg < '0' || *wait_arg > '9' || *end || errno || c.wait > 366L * 86400) {
+			err_msg("-w wants a number of seconds (0 to 31622400), not '%s'", wait_arg);
 			return CLI_USAGE;
 		}
 	}
