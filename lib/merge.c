@@ -14,6 +14,7 @@
 #include "err.h"
 #include "json.h"
 #include "jvx.h"
+#include "compact.h"
 #include "layout.h"
 #include "parquet.h"
 #include "pqread.h"
@@ -1184,6 +1185,54 @@ out:
 	return ret;
 }
 
+/*
+ * Add to p what compact does to table t of stream name: an upsert stream's
+ * table not merged by key yet, its files (compact_table()); an append-only
+ * one, the stream alone, its small files merged after merge_plan()
+ * (compact_files()).  An upsert table already merged, and an overwritten
+ * one, add nothing.
+ */
+static int compact_add(struct bucket *b, const struct pipe_config *cfg, jv t, const char *name, struct plan *p)
+{
+	enum config_method method;
+	int hard;
+	const char *keys;
+	char *lm = jvx_string(t, "load_method");
+	int ret = 0;
+
+	config_stream_load(cfg, name, &method, &hard, &keys);
+	if (method == CONFIG_LOAD_UPSERT) {
+		if (lm == NULL || strcmp(lm, "upsert") != 0)
+			ret = compact_table(b, t, p);
+	} else if (method == CONFIG_LOAD_APPEND) {
+		struct plan_stream *s;
+		jv st = jv_object_get(jv_copy(t), jv_string("stats"));
+
+		p->streams = xrealloc(p->streams, (p->nstreams + 1) * sizeof(*p->streams));
+		s = &p->streams[p->nstreams++];
+		memset(s, 0, sizeof(*s));
+		s->name = xstrdup(name);
+		s->dir = jvx_string(t, "path");
+		s->unit = 1;
+		s->load_method = xstrdup(config_method_name(method));
+		if (jv_get_kind(st) == JV_KIND_OBJECT && jvx_number(st, "total_rows", -1) >= 0) {
+			/* the rows stay */
+			s->has_table_rows = 1;
+			s->table_rows = (unsigned long long)jvx_number(st, "total_rows", 0);
+		}
+		jv_free(st);
+		if (s->dir == NULL) {
+			err_msg("compact: a table of the manifest has no path");
+			ret = -1;
+		}
+	} else {
+		err_warn("compact: stream '%s' is %s: each run replaces its table, nothing to compact", name,
+			 config_method_name(method));
+	}
+	free(lm);
+	return ret;
+}
+
 int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *run_id, const char *stream,
 		  struct plan *p)
 {
@@ -1191,6 +1240,7 @@ int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *r
 	char at[64];
 	jv m = jv_invalid(), tables;
 	int r, ret = -1;
+	size_t found = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->pipeline = xstrdup(cfg->name);
@@ -1217,8 +1267,10 @@ int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *r
 			char *pl = jv_get_kind(v) == JV_KIND_OBJECT ? jvx_string(v, "pipeline") : NULL;
 			char *st = jv_get_kind(v) == JV_KIND_OBJECT ? jvx_string(v, "stream") : NULL;
 
-			if (ret == 0 && pl && strcmp(pl, cfg->name) == 0 && st && (stream == NULL || strcmp(st, stream) == 0))
-				ret = compact_table(b, v, p);
+			if (ret == 0 && pl && strcmp(pl, cfg->name) == 0 && st && (stream == NULL || strcmp(st, stream) == 0)) {
+				found++;
+				ret = compact_add(b, cfg, v, st, p);
+			}
 			free(pl);
 			free(st);
 			jv_free(k);
@@ -1228,26 +1280,22 @@ int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *r
 		err_msg("compact: %s cannot be read", LAYOUT_MANIFEST_KEY);
 	}
 	jv_free(tables);
-	if (ret == 0 && p->nstreams == 0) {
+	if (ret == 0 && found == 0) {
 		err_msg(stream ? "compact: pipeline '%s' landed no table of stream '%s'" :
 			"compact: pipeline '%s' landed no table", cfg->name, stream);
 		ret = -1;
 	}
+	if (ret == 0)
+		ret = merge_plan(b, cfg, p);
 	for (size_t i = 0; ret == 0 && i < p->nstreams; i++) {
 		enum config_method method;
 		int hard;
 		const char *keys;
 
 		config_stream_load(cfg, p->streams[i].name, &method, &hard, &keys);
-		if (method != CONFIG_LOAD_UPSERT) {
-			err_msg("compact: stream '%s' lands %s: set destination.load_method: upsert (or its "
-				"destination.streams entry) to keep one row per key", p->streams[i].name,
-				config_method_name(method));
-			ret = -1;
-		}
+		if (method == CONFIG_LOAD_APPEND)
+			ret = compact_files(b, cfg, p, &p->streams[i]);
 	}
-	if (ret == 0)
-		ret = merge_plan(b, cfg, p);
 out:
 	jv_free(m);
 	sb_free(&text);

@@ -66,7 +66,7 @@ compact() {
 		{ DATASPOC_RUN_ID=$id pipe-commit -a "$1" </dev/null >/dev/null 2>&1; return 1; }
 }
 
-@test "upsert: pipe-merge -C turns a table landed append-only into one row per key, the last versions kept, state untouched; again, nothing changes" {
+@test "upsert: pipe-merge -C merges an append-only table's small files; with upsert it turns the table into one row per key, the last versions kept, state untouched; again, nothing changes" {
 	use_tap tap-cp
 	lake_pipeline cp tap-cp true
 	tap_sends tap-cp <<-'EOF'
@@ -82,8 +82,10 @@ compact() {
 	run -0 --separate-stderr dataspoc-pipe run cp
 	run -0 distinct_ok cp/users
 	assert_output "5 3"
-	# still append-only: refused
-	run -1 compact cp
+	# still append-only: its two small files merged, every row kept
+	run -0 compact cp
+	run -0 distinct_ok cp/users
+	assert_output "5 3"
 	lake_pipeline cp tap-cp true "load_method: upsert"
 	bucket_cat .dataspoc/state/cp/state.json >state.before
 	run -0 compact cp
