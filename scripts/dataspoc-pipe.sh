@@ -63,6 +63,7 @@ usage_of() {
        dataspoc-pipe run [--full] NAME --plan --shards N
        dataspoc-pipe run [-v] NAME --shard I/N --run-id ID" ;;
 	commit) say "usage: dataspoc-pipe commit NAME --run-id ID [--wait SECONDS]" ;;
+	compact) say "usage: dataspoc-pipe compact NAME [STREAM]" ;;
 	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
 	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME" ;;
 	validate) say "usage: dataspoc-pipe validate [--output text|json] [NAME...]" ;;
@@ -655,6 +656,7 @@ usage: $prog init
        $prog run --all [-j N] [--full] [-v]
        $prog run [--full] NAME --shards N | --plan --shards N | --shard I/N --run-id ID
        $prog commit NAME --run-id ID [--wait SECONDS]
+       $prog compact NAME [STREAM]
        $prog status [--output text|json] [NAME...]
        $prog logs [-n K] [--output text|json|jsonl] NAME
        $prog validate [--output text|json] [NAME...]
@@ -670,7 +672,7 @@ USAGE
 # nearest WORD: the command closest to a mistyped WORD (at most 2 edits,
 # a swap of neighbours counting as one), if any.
 nearest() {
-	printf '%s\n' "$1" | awk -v cmds='init add run commit status logs validate manifest schedule export mcp help version' '
+	printf '%s\n' "$1" | awk -v cmds='init add run commit compact status logs validate manifest schedule export mcp help version' '
 	function dist(a, b,   i, j, la, lb, d, c, x) {
 		la = length(a); lb = length(b)
 		for (i = 0; i <= la; i++) d[i, 0] = i
@@ -712,6 +714,7 @@ Commands:
   run NAME          run pipelines/NAME.yaml (or -c FILE.yaml)
   run --all         run every pipeline, N at a time (-j N)
   commit NAME       publish a sharded run (run NAME --shards N, --plan, --shard I/N)
+  compact NAME      merge a pipeline's small files; one row per key for upsert
   status            the last run of each pipeline
   logs NAME         the last run log(s) of a pipeline
   validate [NAME]   check configs, taps and buckets
@@ -950,6 +953,78 @@ cmd_commit() {
 	exit 1
 }
 
+# compact NAME [STREAM] (issue #27): the pipeline's tables rewritten by
+# pipe-merge -C, under its run lock and through pipe-commit, as a run is:
+# an upsert table not merged by key yet becomes one row per key; an
+# append-only table's small files are merged into files of max_file_size.
+# The state stays; the run log says what it rewrote.
+cmd_compact() {
+	name= stream=
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-h | --help) show_help compact; exit 0 ;;
+		-*) usage compact "unknown option '$1'" ;;
+		*) if [ -z "$name" ]; then
+			name=$1
+		   elif [ -z "$stream" ]; then
+			stream=$1
+		   else
+			usage compact "unexpected argument '$1'"
+		   fi ;;
+		esac
+		shift
+	done
+	[ -n "$name" ] || usage compact "a pipeline NAME is required"
+	valid_name "$name" || { err "compact: invalid pipeline name '$name'"; exit 2; }
+	open_private_dir || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	# A signal ends the compact through its failure path (the foreground
+	# program gets it too, from the terminal), which lets go of the lock.
+	signal=
+	trap 'signal=INT' INT
+	trap 'signal=TERM' TERM
+	trap 'signal=HUP' HUP
+	run_id=$(new_run_id) || exit 1
+	say "Compacting: $name${stream:+ (stream $stream)}"
+	pipe-state get -r "$run_id" "$name" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		reason=$(first_error "$tmp/err")
+		grep -v -x -F -e "pipe-state: $reason" "$tmp/err" >&2
+		err "compact '$name' failed: ${reason:-reading the saved state failed (status $rc)}"
+		# 75: another run holds the lock
+		case $rc in 2 | 75) exit $rc ;; esac
+		exit 1
+	fi
+	[ ! -s "$tmp/err" ] || cat "$tmp/err" >&2
+	DATASPOC_RUN_ID=$run_id
+	export DATASPOC_RUN_ID
+	failed=
+	if pipe-merge -C ${stream:+-s "$stream"} -o "$tmp/plan" "$name" </dev/null 2>"$tmp/err"; then
+		grep '^pipe-merge: warning: ' "$tmp/err" | sed 's/^pipe-merge: /dataspoc-pipe: /' >&2
+	else
+		failed=$(first_error "$tmp/err")
+		failed=${failed#compact: }
+		[ -n "$failed" ] || failed="pipe-merge failed"
+	fi
+	[ -z "$signal" ] || failed="interrupted by SIG$signal"
+	if [ -z "$failed" ]; then
+		pipe-commit "$name" <"$tmp/plan" && exit 0
+		failed="the commit did not finish"
+		[ -z "$signal" ] || failed="interrupted by SIG$signal"
+	else
+		: >"$tmp/plan"
+	fi
+	pipe-commit -a -e "$failed" "$name" <"$tmp/plan" >/dev/null
+	err "compact '$name' failed: $failed"
+	case $signal in
+	INT) exit 130 ;;
+	TERM) exit 143 ;;
+	HUP) exit 129 ;;
+	esac
+	exit 1
+}
+
 cmd_mcp() {
 	ro=
 	while [ $# -gt 0 ]; do
@@ -974,6 +1049,7 @@ init | add | schedule | export)
 	exec "$libexec/dataspoc-pipe-$cmd" "$@" ;;
 run) cmd_run "$@" ;;
 commit) cmd_commit "$@" ;;
+compact) cmd_compact "$@" ;;
 status) cmd_status "$@" ;;
 logs) cmd_logs "$@" ;;
 validate) cmd_validate "$@" ;;
@@ -987,7 +1063,7 @@ help)
 		DATASPOC_PIPE_SELF=$self
 		export DATASPOC_PIPE_SELF
 		exec "$libexec/dataspoc-pipe-$1" --help ;;
-	run | commit | status | logs | validate | manifest | mcp | help | version) show_help "$1" ;;
+	run | commit | compact | status | logs | validate | manifest | mcp | help | version) show_help "$1" ;;
 	--version) show_help version ;;
 	*) err "help: no command '$1'"; exit 2 ;;
 	esac ;;

@@ -61,7 +61,7 @@ add_cron() {	# NAME CRON
 	run -0 --separate-stderr dataspoc-pipe -V
 	assert_output "dataspoc-pipe 0.1.0"
 	run -0 --separate-stderr dataspoc-pipe help
-	for c in "init  " "add NAME  " "run NAME  " "run --all  " "status  " "logs NAME  " \
+	for c in "init  " "add NAME  " "run NAME  " "run --all  " "compact NAME  " "status  " "logs NAME  " \
 		"validate [NAME]  " "manifest BUCKET  " "schedule  " "mcp  " "help [COMMAND]  " "version  "; do
 		assert_line --partial "  $c"
 	done
@@ -70,7 +70,7 @@ add_cron() {	# NAME CRON
 
 @test "help COMMAND and COMMAND -h print the same help for every command" {
 	local c
-	for c in init add run status logs validate manifest schedule mcp; do
+	for c in init add run compact status logs validate manifest schedule mcp; do
 		run -0 --separate-stderr dataspoc-pipe help "$c"
 		assert_line --index 0 --regexp "^usage: dataspoc-pipe $c( |\$)"
 		assert_equal "$stderr" ""
@@ -88,8 +88,9 @@ add_cron() {	# NAME CRON
 	assert_line --index 0 "usage: dataspoc-pipe help [COMMAND]"
 	# every COMMAND help help names is one: help COMMAND and COMMAND -h answer
 	# (version too, as git's: help help listed it, and it was unknown)
-	assert_line "Help on dataspoc-pipe or one of its commands: init, add, run, status, logs,"
-	assert_line "validate, manifest, schedule, export, mcp, help, version."
+	assert_line "Help on dataspoc-pipe or one of its commands: init, add, run, commit,"
+	assert_line "compact, status, logs, validate, manifest, schedule, export, mcp, help,"
+	assert_line "version."
 	run -0 dataspoc-pipe help version
 	assert_line --index 0 "usage: dataspoc-pipe version | --version | -v | -V"
 	run -0 --separate-stderr dataspoc-pipe version
