@@ -100,3 +100,25 @@ changes() {
 	lake_equals_table
 	[ "$(manifest_table postgres/customers | jq .stats.total_rows)" -eq 201 ]
 }
+
+@test "postgres LOG_BASED, the catalog cached: a column added and one dropped between runs and while the changes are read: the lake equals the table" {
+	pg_upsert_pipeline lb '{replication-method: LOG_BASED}'
+	run -0 --separate-stderr dataspoc-pipe run lb
+	pg_sql -d appdb "ALTER TABLE customers ADD COLUMN note text; UPDATE customers SET note = 'n' || id WHERE id <= 3"
+	pg_sql -d appdb "UPDATE customers SET amount = 99 WHERE id = 9; ALTER TABLE customers DROP COLUMN amount;
+		UPDATE customers SET name = 'after-drop' WHERE id = 4; INSERT INTO customers(name, updated_at, note) VALUES ('new', now(), 'nn')"
+	run -0 --separate-stderr dataspoc-pipe run lb
+	assert_output --partial "Done! 6 records"
+	[[ $stderr == *"stream 'appdb-public-customers': column 'note' added, column 'amount' gone"* ]]
+	pg_sql -d appdb "SELECT id || '|' || coalesce(name, '') || '|' || coalesce(note, '') FROM customers ORDER BY id" >table
+	lens postgres/customers | jq -r '"\(.id)|\(.name // "")|\(.note // "")"' | sort -t'|' -k1,1n >lake
+	diff -u table lake
+	# the update before the drop kept its value
+	[ "$(lens postgres/customers | jq -r 'select((.id | tostring) == "9") | .amount')" = 99 ]
+	[ "$(lens postgres/customers | jq -r .id | sort | uniq -d | wc -l)" -eq 0 ]
+	pg_sql -d appdb "DELETE FROM customers WHERE id = 1; UPDATE customers SET note = 'later' WHERE id = 2"
+	run -0 --separate-stderr dataspoc-pipe run lb
+	pg_sql -d appdb "SELECT id || '|' || coalesce(name, '') || '|' || coalesce(note, '') FROM customers ORDER BY id" >table
+	lens postgres/customers | jq -r '"\(.id)|\(.name // "")|\(.note // "")"' | sort -t'|' -k1,1n >lake
+	diff -u table lake
+}

@@ -128,9 +128,14 @@ static void add_ident(PGconn *conn, const char *name, struct sb *out)
 static int fail(struct run *r, PGresult *res, const char *what)
 {
 	struct sb where = SB_INIT, why = SB_INIT;
+	const char *code;
 
 	pg_where(&r->t->conf, r->s->dbname, &where);
 	pg_error_line(r->conn, res, &why);
+	/* undefined_column: a column dropped since the catalog was discovered */
+	if (res && (code = PQresultErrorField(res, PG_DIAG_SQLSTATE)) && strcmp(code, "42703") == 0)
+		sb_adds(&why, ": the catalog is older than the table; discover it again (--discover;"
+			" dataspoc-pipe run does at each run)");
 	err_msg("cannot %s table '%s.%s' (%s): %s", what, r->s->schema_name, r->s->table,
 		where.buf, why.buf);
 	sb_free(&where);
