@@ -368,6 +368,19 @@ static int replaces(const struct plan *p, size_t i, char *const *versions)
 	return strcmp(versions[i], s->activated) != 0;
 }
 
+/* The files pipe-merge's replace lines name, once the merged ones are published. */
+static int delete_replaced(struct bucket *b, const struct plan *p)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < p->nreplaced && ret == 0; i++) {
+		if (!in_plan(p, p->replaced[i].key))
+			ret = bucket_delete(b, p->replaced[i].key);
+	}
+	return ret;
+}
+
 /*
  * A snapshot pipeline's run replaces what each stream had before, and a
  * newly activated table version replaces its stream's earlier ones: the
@@ -389,10 +402,7 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 		methods |= p->streams[i].load_method != NULL;
 	}
 	/* the replaced files pipe-merge named go first: the merged ones are published */
-	for (i = 0; i < p->nreplaced && ret == 0; i++) {
-		if (!in_plan(p, p->replaced[i].key))
-			ret = bucket_delete(b, p->replaced[i].key);
-	}
+	ret = delete_replaced(b, p);
 	if (ret == 0 && (!p->replace || methods) && activated && manifest_table_versions(b, p, versions) != 0)
 		ret = -1;
 	for (i = 0; i < p->nstreams && ret == 0; i++) {
@@ -719,12 +729,19 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 		ret = r;
 		goto out;
 	}
-	/* A checkpoint replaces nothing: a version is activated by the run's end. */
+	/*
+	 * A checkpoint replaces nothing but the files its units' merge
+	 * rewrote (an upsert table, merged unit by unit): a version is
+	 * activated by the run's end.
+	 */
 	if (!p->checkpoint) {
 		if (p->unit && marker_get(b, p->pipeline, p->run_id, &marker) < 0)
 			goto out;
 		if (runlock_check(f, "replacing the old files") != 0 || replace_old_files(b, p, marker) != 0)
 			goto out;
+	} else if (p->nreplaced > 0 &&
+		   (runlock_check(f, "replacing the merged files") != 0 || delete_replaced(b, p) != 0)) {
+		goto out;
 	}
 	if (save_state(b, p, f) != 0)
 		goto out;

@@ -226,11 +226,6 @@ int config_load_merge(struct yctx *c, struct dest *d, const struct dest *def, st
 				   cfg->partition_by);
 			return -1;
 		}
-		if (config_checkpoints(cfg)) {
-			config_say("%s:%zu: load_method upsert cannot be used with incremental.checkpoint_every "
-				   "yet: each checkpoint would publish unmerged records", file, l->line);
-			return -1;
-		}
 	}
 	return 0;
 }

@@ -45,3 +45,8 @@ use_s3_lake
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 }
+
+@test "s3 checkpoints with upsert: each unit merged and published whole; kill -9 after a checkpoint leaves that unit's table; a failed run keeps its last unit's; --full rebuilds with its first unit only" {
+	load helpers/upsert_scenarios
+	scenario_ck_upsert
+}

@@ -202,3 +202,8 @@ load helpers/checkpoint_scenarios
 	[[ $stderr == *"finishing the commit of run "* ]]
 	[ "$(ck_ids)" = "$(ck_seq 10)" ]
 }
+
+@test "checkpoints with upsert: each unit merged and published whole; kill -9 after a checkpoint leaves that unit's table; a failed run keeps its last unit's; --full rebuilds with its first unit only" {
+	load helpers/upsert_scenarios
+	scenario_ck_upsert
+}

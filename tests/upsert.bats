@@ -28,7 +28,7 @@ load helpers/upsert_scenarios
 	scenario_upsert_key_changed
 }
 
-@test "upsert: format jsonl and checkpoint_every are config errors naming the file and line; append-only stays the default" {
+@test "upsert: format jsonl is a config error naming the file and line; append-only stays the default" {
 	scenario_upsert_config_errors
 }
 

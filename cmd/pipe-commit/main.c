@@ -23,6 +23,7 @@
 #include "err.h"
 #include "lock.h"
 #include "manifest.h"
+#include "merge.h"
 #include "plan.h"
 #include "util.h"
 
@@ -60,7 +61,8 @@ static const char help_text[] =
 	"               < plan, once the run has succeeded\n"
 	"\n"
 	"A plan with checkpoints (incremental.checkpoint_every) publishes only the\n"
-	"units its run's checkpoints did not.\n"
+	"units its run's checkpoints did not.  With -k and at the run's end, the\n"
+	"units' upsert streams are merged by key first, as pipe-merge merges a run.\n"
 	"\n"
 	"Exit status: 0 published (or cleaned up), 1 failed, 2 bad usage or config,\n"
 	"3 (-w) the stages still run: nothing done.\n";
@@ -132,6 +134,21 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 }
 
 /*
+ * The units of a plan of checkpoints in slice, merged for its upsert
+ * streams as pipe-merge merges a run without checkpoints (lib/merge.h,
+ * which pipe-merge leaves such a plan to): each unit is merged and
+ * published whole, the merge reading what the units before it published.
+ * A --full run rebuilds its tables with its first unit only (committed:
+ * the units of the run already committed).  0, or -1 after reporting.
+ */
+static int merge_units(struct bucket *b, const struct pipe_config *cfg, struct plan *slice, unsigned committed)
+{
+	if (committed > 0)
+		slice->full = 0;
+	return merge_plan(b, cfg, slice);
+}
+
+/*
  * Publish under the run's lock.  A plan whose run does not hold it (run
  * alone, without pipe-state get; or its lock was taken over) takes a free
  * lock, unless a later run has committed meanwhile.
@@ -184,7 +201,9 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 			goto release;
 		}
 		plan_slice(p, k, p->nunits + 1, &rest);
-		r = commit_publish(b, &rest);
+		r = merge_units(b, cfg, &rest, k);
+		if (r == 0)
+			r = commit_publish(b, &rest);
 		plan_free(&rest);
 	} else {
 		r = commit_publish(b, p);
@@ -302,6 +321,16 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 	/* text is the run line and what came after the last unit published */
 	plan_slice(&all, 0, all.nunits, &slice);
 	r = must_wait(b, &slice);
+	if (r == 0 && cfg->nloads > 0) {
+		/* (a pipeline that sets no load_method has nothing to merge) */
+		int err;
+		unsigned k = commit_checkpoints(b, cfg->name, all.run_id, &err);
+
+		if (err || merge_units(b, cfg, &slice, k) != 0) {
+			err_msg("checkpoint %u of run %s: nothing published", slice.unit, all.run_id);
+			goto out;
+		}
+	}
 	if (r == 0 && (runlock_renew(lock) < 0 || commit_publish(b, &slice) != 0)) {
 		err_msg("checkpoint %u of run %s did not finish; the next run of '%s' finishes it",
 			slice.unit, all.run_id, cfg->name);

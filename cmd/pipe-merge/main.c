@@ -37,7 +37,8 @@ static const char help_text[] =
 	"is false).  Only the files of the keys the run touches are rewritten\n"
 	"(staged, published by pipe-commit, which then removes the files they\n"
 	"replace).  Other streams pass through; a plan that did not end in\n"
-	"success passes through unchanged.\n"
+	"success passes through unchanged, and so does a plan of checkpoints\n"
+	"(pipe-commit merges each of its units as it publishes it).\n"
 	"\n"
 	"Options:\n"
 	"  -C           compact: read no plan; print the plan of a run (-r RUN_ID,\n"
@@ -169,7 +170,11 @@ int main(int argc, char **argv)
 	}
 	if (plan_parse(in.buf ? in.buf : "", in.len, "<stdin>", &plan) != 0)
 		goto out;
-	if (!plan.ended || !plan.success || plan.run_id == NULL) {
+	/*
+	 * A plan of checkpoints (incremental.checkpoint_every) is pipe-commit's
+	 * to merge, unit by unit, as each is published (commit_merge()).
+	 */
+	if (!plan.ended || !plan.success || plan.run_id == NULL || plan.nunits > 0) {
 		/* not ours to judge: pipe-commit refuses it, pipe-commit -a cleans up */
 		ret = write_out(outfile, &in) == 0 ? CLI_OK : CLI_FAILED;
 		goto out;
