@@ -747,3 +747,33 @@ pg_pipeline() {	# name [incremental]
 	pg_sql -d appdb "DROP TABLE evolving"
 }
 
+
+@test "values over 1 MiB are written in pieces and land exact: both COPY formats, a piece's end inside a UTF-8 sequence or an escape" {
+	# (bench/tap-postgres-bigrow measures the peak RSS of a 300 MiB row)
+	M=1048576
+	pg_sql -d appdb "DROP TABLE IF EXISTS bigrow; CREATE TABLE bigrow(id int primary key, body text, doc jsonb);
+		INSERT INTO bigrow VALUES
+		(1, repeat('a', $M - 2) || '🚀' || repeat(E'é\"\\\\\\n\\t', 300000), NULL),
+		(2, repeat('a', $M - 1) || E'\\\\' || repeat('b', $M), '{\"k\": \"v\"}'),
+		(3, repeat('a', $M - 2) || E'\\\\' || repeat('c', 10), NULL),
+		(4, repeat('a', $M - 1) || E'\\n' || repeat('d', 10), jsonb_build_object('big', repeat('é\"', $M))),
+		(5, 'small', NULL)"
+	"$TAP" --config tap.json --discover >cat.json
+	for f in binary text; do
+		[ $f = text ] && pg_sql -d appdb "ALTER TABLE bigrow ADD COLUMN fl float8"	# a type read in text only
+		"$TAP" --config tap.json --discover >cat.json
+		jq '.streams |= map(select(.stream == "bigrow")) | .streams[0].metadata[0].metadata +=
+			{"selected": true, "replication-method": "FULL_TABLE"}' cat.json >props.json
+		"$TAP" --config tap.json --properties props.json >out.jsonl
+		[ "$(grep -c '"type": "RECORD"' out.jsonl)" -eq 5 ]
+		grep '"type": "RECORD"' out.jsonl | python3 -c 'import hashlib, json, sys
+for l in sys.stdin:
+    r = json.loads(l)["record"]
+    d = r["doc"]
+    print("%d|%s|%d|%s" % (r["id"], hashlib.md5(r["body"].encode()).hexdigest(), len(r["body"]),
+        "" if d is None else hashlib.md5(d.encode()).hexdigest()))' >got
+		pg_sql -d appdb "SELECT id, md5(body), length(body), coalesce(md5(doc::text), '') FROM bigrow ORDER BY id" >want
+		diff -u want got
+	done
+	pg_sql -d appdb "DROP TABLE bigrow"
+}

@@ -77,7 +77,7 @@ static char *put_u(char *d, unsigned cp)
  * it (at most 12 bytes: a surrogate pair) and the closing quote: the string
  * grows once a run, not once a piece.
  */
-void py_quote(struct sb *out, const char *str, size_t len)
+void py_quote_body(struct sb *out, const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0, start, used;
@@ -86,8 +86,7 @@ void py_quote(struct sb *out, const char *str, size_t len)
 
 	if (!plain[' '])
 		plain_init();
-	sb_grow(out, len + 2);
-	out->buf[out->len++] = '"';
+	sb_grow(out, len + 1);
 	for (;;) {
 		start = i;
 		while (i < len && plain[s[i]])
@@ -131,9 +130,30 @@ void py_quote(struct sb *out, const char *str, size_t len)
 		}
 		out->len = (size_t)(d - out->buf);
 	}
-	*d++ = '"';
 	*d = '\0';
 	out->len = (size_t)(d - out->buf);
+}
+
+void py_quote(struct sb *out, const char *str, size_t len)
+{
+	sb_grow(out, len + 2);
+	out->buf[out->len++] = '"';
+	py_quote_body(out, str, len);
+	out->buf[out->len++] = '"';
+	out->buf[out->len] = '\0';
+}
+
+size_t utf8_cut(const char *str, size_t len, size_t want)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t cut = want, back = 0;
+
+	if (want >= len)
+		return len;
+	/* not inside a sequence: back to its lead byte (at most 3 back) */
+	while (cut > 0 && back < 3 && (s[cut] & 0xc0) == 0x80)
+		cut--, back++;
+	return cut ? cut : want;
 }
 
 /* A validated string span, re-quoted (its escapes decoded first). */

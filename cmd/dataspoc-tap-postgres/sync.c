@@ -28,6 +28,12 @@
 #define BOOKMARK_PERIOD 1000
 /* Output is written in pieces of at least this size. */
 #define OUT_CHUNK (256 * 1024)
+/*
+ * A string value longer than this is written out in pieces of this size as
+ * it is printed, so that a huge row costs its COPY message (which libpq
+ * holds, and hands over as a copy) and a piece, not its JSON text as well.
+ */
+#define BIG_VALUE (1024 * 1024)
 /* The most work_mem a sync asks for its sort, in bytes. */
 #define SORT_MEM_MAX "268435456"
 
@@ -186,6 +192,48 @@ static const char *unescape(struct run *r, const char *f, size_t *len)
 
 static int row_end(struct run *r);
 
+/* Whether field i (of len bytes) is a string to write in pieces. */
+static int big_value(const struct run *r, size_t i, size_t len)
+{
+	const struct column *c = &r->s->cols[i];
+
+	return len > BIG_VALUE && c->kind == K_STRING && !c->array && (int)i != r->s->rk_col;
+}
+
+/*
+ * A string value f[0..len) printed as value_json() prints it, the record so
+ * far written out after each piece (escaped: COPY's text, unescaped a piece
+ * at a time; a piece never ends inside an escape or a UTF-8 sequence).
+ */
+static int big_string(struct run *r, const char *f, size_t len, int escaped)
+{
+	struct sb *out = &r->t->out;
+
+	sb_addc(out, '"');
+	while (len) {
+		size_t cut = utf8_cut(f, len, BIG_VALUE), n;
+		const char *g = f;
+
+		if (escaped && cut < len) {
+			size_t bs = 0;
+
+			while (bs < cut && f[cut - 1 - bs] == '\\')
+				bs++;
+			cut -= bs & 1;	/* an escape's backslash stays with what it escapes */
+		}
+		n = cut;
+		if (escaped)
+			g = unescape(r, f, &n);
+		py_quote_body(out, g, n);
+		f += cut;
+		len -= cut;
+		if (flush_out(r->t, 0) != 0)
+			return EXIT_FAIL;
+	}
+	sb_addc(out, '"');
+	return 0;
+}
+
 /* One COPY row (with its \n) as a RECORD.  0, or EXIT_FAIL. */
 static int row(struct run *r, const char *line, size_t n)
 {
@@ -216,6 +264,12 @@ static int row(struct run *r, const char *line, size_t n)
 
 		sb_add(out, r->keys[i].buf, r->keys[i].len);
 		at = out->len;
+		if (!null && big_value(r, i, len)) {
+			/* (nothing after it can fail: a partial record is never left) */
+			if (big_string(r, f, len, 1) != 0)
+				return EXIT_FAIL;
+			continue;
+		}
 		if (!null)
 			f = unescape(r, f, &len);
 		value_json(out, c->kind, c->array, f, len, null);
@@ -257,6 +311,44 @@ static int bad_binary(struct run *r)
 /* The binary format's signature, then its flags and header extension. */
 static const unsigned char bin_signature[11] = "PGCOPY\n\377\r\n";
 
+/*
+ * The fields of a binary row p..end (after its count) as row_bin() reads
+ * them, each turned into its text but a value to write in pieces: 0 when
+ * row_bin() will not fail on them, -1 otherwise.
+ */
+static int row_bin_check(struct run *r, const unsigned char *p, const unsigned char *end)
+{
+	size_t ncols = r->s->ncols, nf = ncols + (r->xmin_col >= 0);
+
+	for (size_t i = 0; i < nf; i++) {
+		int32_t len;
+
+		if (end - p < 4)
+			return -1;
+		len = (int32_t)bin_be32(p);
+		p += 4;
+		if (len < -1 || (len > 0 && end - p < len))
+			return -1;
+		if (len < 0) {
+			if (i == ncols)
+				return -1;
+			continue;
+		}
+		if (i < ncols && (r->bt[i] == B_TEXT || r->bt[i] == B_JSONB) && big_value(r, i, (size_t)len)) {
+			if (r->bt[i] == B_JSONB && p[0] != 1)
+				return -1;
+		} else if (r->bt[i] != B_TEXT) {
+			sb_reset(&r->field);
+			if (bin_text(&r->field, r->bt[i], p, (size_t)len) != 0)
+				return -1;
+		}
+		p += len;
+		if (i == ncols)
+			break;
+	}
+	return p == end ? 0 : -1;
+}
+
 /* One message of COPY's binary format (a row, maybe after the header, or the trailer) as a RECORD. */
 static int row_bin(struct run *r, const unsigned char *p, size_t n)
 {
@@ -285,6 +377,9 @@ static int row_bin(struct run *r, const unsigned char *p, size_t n)
 	if (count == -1)	/* the trailer */
 		return p == end ? 0 : bad_binary(r);
 	if ((size_t)count != nf)
+		return bad_binary(r);
+	/* a row with a value written in pieces is checked whole first: no partial record */
+	if (n > BIG_VALUE && row_bin_check(r, p, end) != 0)
 		return bad_binary(r);
 	sb_add(out, r->prefix.buf, r->prefix.len);
 	for (size_t i = 0; i < nf; i++) {
@@ -328,6 +423,11 @@ static int row_bin(struct run *r, const unsigned char *p, size_t n)
 		if (r->bt[i] == B_TEXT || (r->bt[i] == B_JSONB && len >= 1 && p[0] == 1)) {
 			f = (const char *)p + (r->bt[i] == B_JSONB);
 			flen = (size_t)len - (r->bt[i] == B_JSONB);
+			if (big_value(r, i, flen)) {
+				if (big_string(r, f, flen, 0) != 0)
+					return EXIT_FAIL;
+				goto printed;
+			}
 		} else {
 			sb_reset(&r->field);
 			if (bin_text(&r->field, r->bt[i], p, (size_t)len) != 0)

@@ -152,6 +152,10 @@ void conf_free(struct tap *t);
 
 /* Append s[0..len) quoted as Python's json.dumps(ensure_ascii=True) does. */
 void py_quote(struct sb *out, const char *s, size_t len);
+/* py_quote() without the quotes, for a string written in pieces. */
+void py_quote_body(struct sb *out, const char *s, size_t len);
+/* Where to end a piece of s[0..len) of about want bytes: not inside a UTF-8 sequence. */
+size_t utf8_cut(const char *s, size_t len, size_t want);
 static inline void py_quotes(struct sb *out, const char *s);
 /* Append a validated value as simplejson.dumps() prints it (", ", ": "). */
 void py_dump(struct sb *out, const struct json_span *v);
