@@ -246,6 +246,7 @@ void config_free(struct pipe_config *cfg)
 		return;
 	free(cfg->name);
 	free(cfg->file);
+	free(cfg->dir);
 	util_strv_free(cfg->tap_argv);
 	free(cfg->tap_config_file);
 	free(cfg->tap_config_json);
@@ -468,6 +469,7 @@ static int load(const char *name, const char *file, const char *buf, size_t len,
 		goto out;
 	cfg->name = xstrdup(name);
 	cfg->file = xstrdup(file);
+	cfg->dir = xstrdup(c.dir);
 	rc = parse_pipeline(&c, &def, cfg);
 out:
 	config_yaml_close(&c);

@@ -152,6 +152,7 @@ const char *config_granularity_name(enum config_granularity g);
 struct pipe_config {
 	char *name;		/* pipeline name */
 	char *file;		/* the YAML file it came from */
+	char *dir;		/* file's folder, absolute: what its relative paths are relative to */
 
 	/* source: */
 	char **tap_argv;	/* NULL-terminated argv, never run through a shell */

@@ -180,6 +180,23 @@ int singer_tap_in_list(char *const *list, size_t n, const char *s)
 	return 0;
 }
 
+char *singer_tap_path(const char *path)
+{
+	const char *dir = getenv("DATASPOC_TAP_CONFIG_DIR"), *p = path;
+
+	if (dir == NULL || *dir != '/' || *path == '/' || *path == '\0')
+		return xstrdup(path);
+	while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+	       *p == '+' || *p == '-' || *p == '.')
+		p++;
+	if (p > path && strncmp(p, "://", 3) == 0)
+		return xstrdup(path);
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/'; path++)
+			;
+	return xasprintf("%s%s%s", dir, strcmp(dir, "/") ? "/" : "", path);
+}
+
 int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 {
 	char why[1024];

@@ -84,6 +84,16 @@ int singer_tap_main(int argc, char **argv, const struct singer_tap_hooks *h, voi
  */
 int singer_tap_load_json(const char *what, const char *path, jv *out);
 
+/*
+ * A path of the tap's config, as the tap opens it (newly allocated): a
+ * relative one is relative to $DATASPOC_TAP_CONFIG_DIR, the folder of the
+ * file the config was written in, which pipe-tap sets (a pipeline's
+ * relative paths are relative to its file, never to where a run starts,
+ * which for cron is $HOME); without it, to the working directory.  An
+ * absolute path, and a URL ("s3://..."), as written.
+ */
+char *singer_tap_path(const char *path);
+
 /* Print "what 'file': why" and return 2 (the exit status of a config error). */
 int singer_tap_bad(const char *what, const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

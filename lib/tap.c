@@ -920,6 +920,29 @@ static void source_check(struct run *r, int out_fd)
 	sb_free(&line);
 }
 
+/*
+ * The built-in taps resolve a relative path of their config (the CSV
+ * tap's "path") against the folder of the file it was written in, the
+ * pipeline's for an inline mapping, as every path of a pipeline is: never
+ * against where the run starts (cron starts in $HOME).  They find it in
+ * DATASPOC_TAP_CONFIG_DIR (singer_tap_path()).
+ */
+static void tell_config_dir(const struct pipe_config *cfg)
+{
+	const char *f = cfg->tap_config_file, *slash = f ? strrchr(f, '/') : NULL;
+	char *dir = NULL;
+
+	if (f && slash && *f == '/')
+		dir = slash == f ? xstrdup("/") : xstrndup(f, (size_t)(slash - f));
+	else if (f == NULL && cfg->dir && *cfg->dir == '/')
+		dir = xstrdup(cfg->dir);
+	if (dir == NULL)
+		unsetenv("DATASPOC_TAP_CONFIG_DIR");
+	else if (setenv("DATASPOC_TAP_CONFIG_DIR", dir, 1) != 0)
+		err_warn("cannot tell the tap where its config is:");
+	free(dir);
+}
+
 int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	    int out_fd, const struct tap_options *opt)
 {
@@ -927,6 +950,7 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 	int want_state, ready, in, status;
 
 	run_init(&r, cfg, opt);
+	tell_config_dir(cfg);
 	child_guard_begin();
 	if (state_wanted(state, state_len, &want_state) != 0) {
 		r.error = xstrdup("invalid state on stdin");

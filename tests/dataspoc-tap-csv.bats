@@ -216,6 +216,34 @@ one_file_config() {	# entity path [more json members]
 	assert_equal "$(wc -l <rel.jsonl)" 4
 }
 
+@test "under dataspoc-pipe, paths are relative to the file the config is written in, not to where the run starts; validate names a missing file" {
+	export HOME=$BATS_TEST_TMPDIR/home
+	export DATASPOC_PIPE_HOME=$HOME/.dataspoc-pipe TMPDIR=$BATS_TEST_TMPDIR
+	export PATH=${PIPE_BIN:-$BATS_TEST_DIRNAME/../bin}:$PATH
+	local p=$DATASPOC_PIPE_HOME/pipelines s=$DATASPOC_PIPE_HOME/sources
+	mkdir -p "$p/data" "$s/lists" elsewhere
+	cp people.csv "$p/data/"
+	cp pets.csv "$s/"
+	# an inline config: relative to the pipeline's file
+	printf '%s\n' 'source:' '  tap: dataspoc-tap-csv' '  config:' '    files:' \
+		'      - {entity: people, path: data/people.csv, keys: [id]}' \
+		'destination:' '  bucket: ../lake' 'incremental:' '  enabled: false' >"$p/people.yaml"
+	# a config file: relative to that file (the paths of the list it names too)
+	echo '{"csv_files_definition": "lists/pets.json"}' >"$s/pets.json"
+	echo '[{"entity": "pets", "path": "pets.csv", "keys": ["pet"]}]' >"$s/lists/pets.json"
+	printf '%s\n' 'source:' '  tap: dataspoc-tap-csv' '  config: ../sources/pets.json' \
+		'destination:' '  bucket: ../lake' 'incremental:' '  enabled: false' >"$p/pets.yaml"
+	cd elsewhere
+	run -0 --separate-stderr dataspoc-pipe run people
+	assert_line --index 1 "Done! 3 records in 1 stream(s)"
+	run -0 --separate-stderr dataspoc-pipe run pets
+	assert_line --index 1 "Done! 2 records in 1 stream(s)"
+	run -0 dataspoc-pipe validate people pets
+	rm "$p/data/people.csv"
+	run -1 --separate-stderr dataspoc-pipe validate people
+	assert_line --index 2 "people: source: FAIL: dataspoc-tap-csv --discover failed: dataspoc-tap-csv: cannot open '$p/data/people.csv': No such file or directory"
+}
+
 @test "--discover prints a catalog shaped like real taps'" {
 	run -0 --separate-stderr "$TAP" --config tap.json --discover
 	out_file catalog.json

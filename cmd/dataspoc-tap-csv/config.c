@@ -56,6 +56,13 @@ static int config_entity(const char *file, int idx, jv f, struct entity *e)
 	if (e->path == NULL || *e->path == '\0')
 		return singer_tap_bad("config", file,
 			   "%s: \"path\" must be a non-empty string", e->name);
+	{
+		/* relative to the pipeline's file, as pipe-tap says */
+		char *p = singer_tap_path(e->path);
+
+		free(e->path);
+		e->path = p;
+	}
 
 	v = jvx_get(f, "keys");
 	if (jv_is_valid(v) && jv_get_kind(v) != JV_KIND_NULL &&
@@ -119,6 +126,7 @@ int load_config(struct tap *t)
 {
 	const char *file = t->config_file;
 	const char *list_file = file;
+	char *list_path = NULL;
 	jv conf = jv_invalid(), files = jv_invalid(), def = jv_invalid();
 	int rc, i, n;
 	size_t j, k;
@@ -147,7 +155,7 @@ int load_config(struct tap *t)
 			goto out;
 		}
 		free(path);
-		list_file = jv_string_value(def);
+		list_file = list_path = singer_tap_path(jv_string_value(def));
 		jv_free(files);
 		files = jv_invalid();
 		rc = singer_tap_load_json("config", list_file, &files);
@@ -190,6 +198,7 @@ out:
 	jv_free(conf);
 	jv_free(files);
 	jv_free(def);
+	free(list_path);
 	return rc;
 }
 

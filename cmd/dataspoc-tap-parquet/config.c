@@ -86,6 +86,13 @@ int load_config(struct tap *t)
 	}
 	if (t->stream == NULL)
 		t->stream = default_stream(t->path);
+	{
+		/* relative to the pipeline's file, as pipe-tap says (its name is the stream's above) */
+		char *p = singer_tap_path(t->path);
+
+		free(t->path);
+		t->path = p;
+	}
 	if (singer_tap_config_string(conf, "glob", 0, &t->glob) < 0) {
 		rc = singer_tap_bad("config", file, "\"glob\" must be a non-empty string");
 		goto out;
