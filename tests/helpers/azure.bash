@@ -88,6 +88,30 @@ azblob() {
 	node "$AZ_BLOB_JS" "$@"
 }
 
+# use_az_lake: what a bats file of lake tests on az:// starts with, after
+# `load helpers/azure`: one Azurite for the file, each test in its sandbox
+# and its container, tests/helpers/parquet.bash and lake_scenarios.bash
+# loaded, and Lens reading the container copied down (lens_root).
+use_az_lake() {
+	setup_file() {
+		azure_start
+	}
+	teardown_file() {
+		azure_stop
+	}
+	setup() {
+		pipe_setup
+	}
+	teardown() {
+		pipe_teardown
+	}
+	load helpers/parquet
+	load helpers/lake_scenarios
+	lens_root() {
+		az_sync && printf '%s\n' "$AZ_MIRROR"
+	}
+}
+
 # --- the container on Azurite: the bucket_* functions of helpers/common.bash ------
 
 bucket_setup() {
