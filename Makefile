@@ -163,7 +163,8 @@ clean:
 # on the local bucket (SIGKILL to a random stage, SIGTERM and SIGINT to the
 # driver), FAULT_CHECKPOINT_KILLS more on a pipeline that checkpoints at
 # every STATE (issue #15), then the full-disk and read-only bucket tests
-# (root only).  test-faults-long: 50 SIGKILLs and 20 of each other signal,
+# (root only) and kill -9 of LOG_BASED upsert runs of dataspoc-tap-postgres
+# (a PostgreSQL 15 with wal_level=logical; FAULT_PG_TRIALS a mode).  test-faults-long: 50 SIGKILLs and 20 of each other signal,
 # locally and on the S3 server of the tests, and 50 checkpointed trials
 # locally, 20 on S3.  FAULT_SEED=N replays (see tests/faults/run).
 FAULT_KILLS ?= 20
