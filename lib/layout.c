@@ -134,6 +134,26 @@ int layout_hive_folder(const char *p, size_t n)
 	return n > 0 && eq != NULL && eq > p && p[0] != '.';
 }
 
+static const char b32[] = "0123456789abcdefghijklmnopqrstuv";
+
+/* The start of _rMIN-MAX-ROWS (its 'r') at the end of [base, end), else NULL. */
+static const char *range_part(const char *base, const char *end)
+{
+	const char *p = end;
+	int dashes = 0;
+
+	while (p > base && p[-1] != '_') {
+		p--;
+		if (*p == '-')
+			dashes++;
+		else if (strchr(b32, *p) == NULL || *p == '\0')
+			break;
+	}
+	if (p - 1 <= base || p[-1] != '_' || *p != 'r' || dashes != 2 || end - p < 6)
+		return NULL;
+	return p;
+}
+
 int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 			  const char **format, const char **compression)
 {
@@ -171,6 +191,9 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 	/* an upsert table's node file: _hNNNN */
 	if (end - seq >= 4 && seq - 1 > base && seq[-1] == 'h' && strcmp(exts[i].format, "parquet") == 0)
 		seq--;
+	/* ... or its key range file: _rMIN-MAX-ROWS */
+	if (strcmp(exts[i].format, "parquet") == 0 && range_part(base, end) != NULL)
+		seq = range_part(base, end);
 	if (end - seq < 4 || seq - 1 <= base || seq[-1] != '_')
 		return -1;
 	for (id = seq - 1; id > base && id[-1] != '_'; id--)
@@ -243,4 +266,87 @@ size_t layout_state_pipeline(const char *key)
 	    strcmp(key + len - post, tail) != 0 || memchr(key + pre, '/', len - pre - post) != NULL)
 		return 0;
 	return len - pre - post;
+}
+
+static void b32_add(struct sb *out, const unsigned char *p, size_t n)
+{
+	unsigned long long acc = 0;
+	unsigned bits = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		acc = acc << 8 | p[i];
+		bits += 8;
+		while (bits >= 5) {
+			bits -= 5;
+			sb_addc(out, b32[acc >> bits & 31]);
+		}
+	}
+	if (bits)
+		sb_addc(out, b32[acc << (5 - bits) & 31]);
+}
+
+/* Decode the base32 digits [p, end) into out: -1 when one is not a digit. */
+static int b32_get(const char *p, const char *end, struct sb *out)
+{
+	unsigned long long acc = 0;
+	unsigned bits = 0;
+
+	for (; p < end; p++) {
+		const char *d = *p ? strchr(b32, *p) : NULL;
+
+		if (d == NULL)
+			return -1;
+		acc = acc << 5 | (unsigned long long)(d - b32);
+		bits += 5;
+		if (bits >= 8) {
+			bits -= 8;
+			sb_addc(out, (char)(acc >> bits & 0xff));
+		}
+	}
+	return 0;
+}
+
+char *layout_range_key(const char *dir, const char *date, const char *safe, const char *run_id,
+		       const void *min, size_t nmin, const void *max, size_t nmax, unsigned long long rows)
+{
+	struct sb s = SB_INIT;
+
+	sb_addf(&s, "%s/dt=%s/%s_%s_r", dir, date, safe, run_id);
+	b32_add(&s, min, nmin);
+	sb_addc(&s, '-');
+	b32_add(&s, max, nmax);
+	sb_addf(&s, "-%llu.parquet", rows);
+	return sb_detach(&s);
+}
+
+int layout_range_of(const char *key, struct sb *min, struct sb *max, unsigned long long *rows)
+{
+	char *dir, *safe, *run;
+	const char *format, *compression, *base = strrchr(key, '/'), *end, *r, *d1, *d2, *p;
+	unsigned long long n = 0;
+
+	if (base == NULL || layout_data_key_split(key, &dir, &safe, &run, &format, &compression) != 0)
+		return 0;
+	free(dir);
+	free(safe);
+	free(run);
+	end = key + strlen(key) - strlen(".parquet");
+	if (strcmp(format, "parquet") != 0 || (r = range_part(base + 1, end)) == NULL)
+		return 0;
+	d1 = strchr(r, '-');
+	d2 = strchr(d1 + 1, '-');
+	if (d2 + 1 == end || d1 == r + 1 || d2 == d1 + 1)
+		return 0;
+	for (p = d2 + 1; p < end; p++) {
+		if (*p < '0' || *p > '9' || n > 1ULL << 50)
+			return 0;
+		n = n * 10 + (unsigned long long)(*p - '0');
+	}
+	sb_reset(min);
+	sb_reset(max);
+	if (b32_get(r + 1, d1, min) != 0 || b32_get(d1 + 1, d2, max) != 0)
+		return 0;
+	*rows = n;
+	return 1;
 }

@@ -21,192 +21,76 @@
 #include "sb.h"
 #include "util.h"
 
-#define MAX_DEPTH 30
-#define DEFAULT_NODE_ROWS 1000000L
+#define DEFAULT_FILE_ROWS 1000000L
+/* the bytes of the order key a file's name holds of its bounds (see order_prefix()) */
+#define PREFIX_MAX 40
+/* small-file compaction: this many neighbouring files of less than rows/16 each are merged */
+#define SMALL_FILES 16
 
-/* ---- keys and nodes ---- */
+/* ---- the order of keys ---- */
 
-unsigned long long merge_hash(const char *key, size_t len)
+void merge_order_key(const char *key, size_t len, struct sb *out)
 {
-	/* FNV-1a, then a finalizer (splitmix64): a table's layout depends on it, never change it */
-	uint64_t h = 14695981039346656037ULL;
-	size_t i;
+	size_t pos = 0;
 
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)key[i];
-		h *= 1099511628211ULL;
-	}
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
+	sb_reset(out);
+	while (pos + sizeof(uint32_t) <= len) {
+		uint32_t n;
+		const char *v;
+		size_t i, digits;
+		int neg, num;
 
-unsigned long merge_node(unsigned long long h, unsigned d)
-{
-	/* the hash's bits from the lowest are the path down: node n's halves are 2n and 2n+1 */
-	unsigned long n = 1;
-	unsigned i;
-
-	for (i = 0; i < d; i++)
-		n = n << 1 | (unsigned long)(h >> i & 1);
-	return n;
-}
-
-static unsigned node_depth(unsigned long n)
-{
-	unsigned d = 0;
-
-	while (n >>= 1)
-		d++;
-	return d;
-}
-
-/* The table's node files: sorted node numbers, and the internal nodes above them. */
-struct cover {
-	unsigned long *nodes;	/* sorted */
-	char **keys;		/* each node's file */
-	size_t n;
-	unsigned long *inner;	/* sorted, distinct: proper ancestors of the nodes */
-	size_t ninner;
-};
-
-static int cmp_ulong(const void *a, const void *b)
-{
-	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int has(const unsigned long *v, size_t n, unsigned long x)
-{
-	return v && bsearch(&x, v, n, sizeof(*v), cmp_ulong) != NULL;
-}
-
-static void cover_inner(struct cover *c)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < c->n; i++) {
-		unsigned long a;
-
-		for (a = c->nodes[i] >> 1; a >= 1; a >>= 1) {
-			c->inner = xrealloc(c->inner, (n + 1) * sizeof(*c->inner));
-			c->inner[n++] = a;
+		memcpy(&n, key + pos, sizeof(n));
+		v = key + pos + sizeof(n);
+		pos += sizeof(n) + n;
+		if (pos > len)
+			break;
+		neg = n > 0 && v[0] == '-';
+		digits = n - (size_t)neg;
+		num = digits > 0 && digits < 256;
+		for (i = (size_t)neg; num && i < n; i++)
+			num = v[i] >= '0' && v[i] <= '9';
+		if (num && neg) {
+			sb_addc(out, 1);
+			sb_addc(out, (char)(255 - digits));
+			for (i = 1; i < n; i++)
+				sb_addc(out, (char)(0xff - (unsigned char)v[i]));
+		} else if (num) {
+			sb_addc(out, 2);
+			sb_addc(out, (char)digits);
+			sb_add(out, v, n);
+		} else if (n >= 2 && v[0] == '"' && v[n - 1] == '"') {
+			sb_addc(out, 4);
+			sb_add(out, v + 1, n - 2);
+			sb_addc(out, 0);
+		} else {
+			sb_addc(out, 3);
+			sb_add(out, v, n);
+			sb_addc(out, 0);
 		}
 	}
-	if (n)
-		qsort(c->inner, n, sizeof(*c->inner), cmp_ulong);
-	c->ninner = 0;
-	for (i = 0; i < n; i++)
-		if (c->ninner == 0 || c->inner[c->ninner - 1] != c->inner[i])
-			c->inner[c->ninner++] = c->inner[i];
 }
 
-/* The node a key of hash h is in: a file's node, else the highest node with no file below. */
-static unsigned long node_of(const struct cover *c, unsigned long long h)
+/* memcmp order, a prefix first */
+static int cmp_bytes(const void *a, size_t na, const void *b, size_t nb)
 {
-	unsigned d;
+	int c = memcmp(a, b, na < nb ? na : nb);
 
-	for (d = 0; d < MAX_DEPTH; d++) {
-		unsigned long n = merge_node(h, d);
-
-		if (has(c->nodes, c->n, n) || !has(c->inner, c->ninner, n))
-			return n;
-	}
-	return merge_node(h, MAX_DEPTH);
+	return c ? c : na < nb ? -1 : na > nb;
 }
 
-static void cover_free(struct cover *c)
+/*
+ * How many bytes of a key's order key the names of a table's files hold
+ * of their bounds: 40, fewer for a stream whose name is long (a name in
+ * 255 bytes).  Fixed by the stream's name: every file of the table has it.
+ */
+static size_t order_prefix(const char *safe)
 {
-	size_t i;
+	/* SAFE _ RUN(<= 41) _r MIN - MAX - ROWS(<= 12) .parquet: 66 + 2 x 8/5 per byte */
+	long room = 255 - 66 - (long)strlen(safe);
+	long t = room / 2 * 5 / 8;
 
-	for (i = 0; i < c->n; i++)
-		free(c->keys[i]);
-	free(c->keys);
-	free(c->nodes);
-	free(c->inner);
-	memset(c, 0, sizeof(*c));
-}
-
-/* ---- the run's keys ---- */
-
-struct entry {
-	unsigned long long hash;
-	size_t koff;		/* the key's bytes in the arena */
-	uint32_t klen;
-	int deleted;		/* its last record has _sdc_deleted_at set */
-	unsigned long long last;	/* the sequence number of its last record */
-	unsigned long node;
-};
-
-struct keymap {
-	struct entry *e;
-	size_t n, cap;
-	size_t *slots;		/* index + 1, 0 empty */
-	size_t nslots;
-	struct sb arena;
-};
-
-static void keymap_grow(struct keymap *m)
-{
-	size_t i, ns = m->nslots ? m->nslots * 2 : 1024;
-
-	free(m->slots);
-	m->slots = xcalloc(ns, sizeof(*m->slots));
-	m->nslots = ns;
-	for (i = 0; i < m->n; i++) {
-		size_t s = (size_t)m->e[i].hash & (ns - 1);
-
-		while (m->slots[s])
-			s = (s + 1) & (ns - 1);
-		m->slots[s] = i + 1;
-	}
-}
-
-/* The entry of key (NULL when absent and !add). */
-static struct entry *keymap_find(struct keymap *m, const char *key, size_t len, unsigned long long h, int add)
-{
-	size_t s;
-
-	if (m->nslots == 0) {
-		if (!add)
-			return NULL;
-		keymap_grow(m);
-	}
-	for (s = (size_t)h & (m->nslots - 1); m->slots[s]; s = (s + 1) & (m->nslots - 1)) {
-		struct entry *e = &m->e[m->slots[s] - 1];
-
-		if (e->hash == h && e->klen == len && memcmp(m->arena.buf + e->koff, key, len) == 0)
-			return e;
-	}
-	if (!add)
-		return NULL;
-	if ((m->n + 1) * 4 > m->nslots * 3) {
-		keymap_grow(m);
-		return keymap_find(m, key, len, h, add);
-	}
-	if (m->n == m->cap) {
-		m->cap = m->cap ? m->cap * 2 : 1024;
-		m->e = xrealloc(m->e, m->cap * sizeof(*m->e));
-	}
-	memset(&m->e[m->n], 0, sizeof(m->e[m->n]));
-	m->e[m->n].hash = h;
-	m->e[m->n].koff = m->arena.len;
-	m->e[m->n].klen = (uint32_t)len;
-	sb_add(&m->arena, key, len);
-	m->slots[s] = ++m->n;
-	return &m->e[m->n - 1];
-}
-
-static void keymap_free(struct keymap *m)
-{
-	free(m->e);
-	free(m->slots);
-	sb_free(&m->arena);
-	memset(m, 0, sizeof(*m));
+	return t > PREFIX_MAX ? PREFIX_MAX : t < 8 ? 8 : (size_t)t;
 }
 
 /* ---- reading a file's rows ---- */
@@ -352,267 +236,257 @@ static int reader_row(struct reader *r, char *const *names, size_t n, const char
 	return 0;
 }
 
-/* ---- writing a node's files ---- */
-
-struct out {
-	unsigned long node;
-	struct pq_writer *pw;
-	char *staged, *final;
-	unsigned long long rows;
-};
-
-struct stream_merge {
-	struct bucket *b;
-	const struct pipe_config *cfg;
-	struct plan *p;
-	const struct plan_stream *s;
-	char **names;		/* the key's properties */
-	size_t nnames;
-	int hard_delete;
-	struct pq_schema *schema;
-	const char *extra;	/* the extra column's name */
-	struct pq_codec *codec;
-	char *safe;		/* the stream's file name part */
-	char date[11];
-	struct keymap map;
-	struct cover cover;
-	FILE *spill;
-	/* the run's winning records: entry index, sequence, where in the spill */
-	struct item { size_t e; unsigned long long seq; long long off; size_t len; } *items;
-	size_t nitems;
-	struct plan_file *files;	/* the merged files */
-	size_t nfiles;
-	unsigned long long written, replaced_rows;
-	struct sb buf;
-	unsigned q;		/* this pass reads the keys under node part, of depth q (0: all) */
-	unsigned long part;
-};
-
-static int out_open(struct stream_merge *m, struct out *o)
-{
-	struct pq_options opt;
-	struct bucket_writer *w;
-	char *staging = layout_staging_prefix(m->p->pipeline, m->p->run_id);
-
-	o->final = layout_node_key(m->s->dir, m->date, m->safe, m->p->run_id, o->node);
-	o->staged = xasprintf("%s%s", staging, strrchr(o->final, '/') + 1);
-	free(staging);
-	memset(&opt, 0, sizeof(opt));
-	opt.codec = m->codec;
-	opt.row_group_rows = m->cfg->row_group_rows;
-	opt.row_group_size = m->cfg->row_group_size;
-	if ((w = bucket_writer_open(m->b, o->staged)) == NULL)
-		return -1;
-	if ((o->pw = pq_writer_open(w, m->schema, &opt)) == NULL)
-		return -1;
-	return 0;
-}
-
-static void outs_abort(struct out *o, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (o[i].pw)
-			pq_writer_abort(o[i].pw);
-		o[i].pw = NULL;
-		free(o[i].staged);
-		free(o[i].final);
-		o[i].staged = o[i].final = NULL;
-		o[i].rows = 0;
-	}
-}
-
-#define RESTART 2
-
-/* Add rec to the output of its node; RESTART when a column had to widen in a file with rows. */
-static int out_add(struct stream_merge *m, struct out *o, const char *rec, size_t len)
-{
-	struct json_span span = { rec, len, JSON_OBJECT };
-	struct pq_fail f;
-	int r;
-
-	if (o->pw == NULL && out_open(m, o) != 0)
-		return -1;
-	for (;;) {
-		r = pq_writer_add(o->pw, &span, &f);
-		if (r == 0) {
-			o->rows++;
-			return 0;
-		}
-		if (r != PQ_WIDEN)
-			return -1;
-		if (m->cfg->mismatch_fail) {
-			err_msg("stream '%s': column '%.*s' %s (schema_mismatch: fail)", m->s->name,
-				(int)m->schema->cols[f.column].name_len, m->schema->cols[f.column].name, f.why);
-			return -1;
-		}
-		pq_schema_widen(m->schema, &f);
-		if (pq_writer_rows(o->pw) > 0)
-			return RESTART;
-	}
-}
-
-static int cmp_item(const void *a, const void *b, void *arg)
-{
-	const struct item *x = a, *y = b;
-	const struct entry *e = arg;
-	unsigned long nx = e[x->e].node, ny = e[y->e].node;
-
-	if (nx != ny)
-		return nx < ny ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static long node_rows_limit(void)
-{
-	return util_env_long("DATASPOC_PIPE_MERGE_ROWS", 1, 1L << 40, DEFAULT_NODE_ROWS);
-}
+/* ---- the run's records, sorted by key ---- */
 
 /*
- * Node t: its file's rows the run does not touch, then the run's last
- * version of each key in it (items[from..to)), into 2^k files of the
- * nodes below it.  0, RESTART, -1.
+ * The run's records in key order, the last version of each key: chunks of
+ * at most $DATASPOC_PIPE_MERGE_KEYS records (or 64 MiB) are sorted in
+ * memory; a run of more is sorted chunk by chunk into unlinked files in
+ * $TMPDIR, read back merged.  A record, in memory and in those files:
+ * u32 key length, key (its order key), u64 sequence, u8 deleted, u32
+ * record length, record (JSON).
  */
-static int merge_node_once(struct stream_merge *m, unsigned long t, const char *oldkey, size_t from, size_t to,
-			   struct out **outs, size_t *nouts, unsigned long long *oldrows)
+struct item {
+	const char *key;
+	size_t klen;
+	unsigned long long seq;
+	int deleted;
+	const char *rec;
+	size_t rlen;
+};
+
+struct sorter {
+	struct sb arena;
+	size_t *idx;		/* each record's offset in the arena */
+	size_t n, cap;
+	size_t max_records, max_bytes;
+	FILE **runs;
+	size_t nruns;
+	struct sb *heads;	/* each run's current record (len 0: ended) */
+	struct sb cur;
+	size_t pos;
+};
+
+static FILE *spill_file(void);
+
+static void item_at(const char *p, struct item *it)
 {
-	struct reader r;
-	unsigned long long est = to - from;
-	unsigned k = 0, d = node_depth(t);
-	long limit = node_rows_limit();
-	size_t i;
-	int ret = -1, x;
+	uint32_t kl, rl;
 
-	memset(&r, 0, sizeof(r));
-	*oldrows = 0;
-	if (oldkey) {
-		if (reader_open(m->b, oldkey, m->names, m->nnames, m->extra, &r) != 0)
-			goto out;
-		*oldrows = pq_read_rows(r.f);
-		est += *oldrows;
-	}
-	while (d + k < MAX_DEPTH && (est >> k) > (unsigned long long)limit)
-		k++;
-	*nouts = (size_t)1 << k;
-	*outs = xcalloc(*nouts, sizeof(**outs));
-	/* a key's node below t is merge_node(h, d + k): t, then k more bits of the path */
-	if (oldkey) {
-		const char *missing;
-		int deleted;
-
-		for (;;) {
-			int n = pq_read_next_row(r.f);
-			struct entry *e;
-			unsigned long long h;
-			struct out *o;
-
-			if (n < 0)
-				goto out;
-			if (n == 0)
-				break;
-			if (reader_row(&r, m->names, m->nnames, &missing, &deleted) != 0)
-				goto out;
-			if (missing) {
-				err_msg("'%s': a row without its key property '%s'", oldkey, missing);
-				goto out;
-			}
-			h = merge_hash(r.key.buf, r.key.len);
-			e = keymap_find(&m->map, r.key.buf, r.key.len, h, 0);
-			if (e)
-				continue;	/* the run sends it again, or deletes it */
-			o = &(*outs)[merge_node(h, d + k) & ((1UL << k) - 1)];
-			o->node = merge_node(h, d + k);
-			if ((x = out_add(m, o, r.rec.buf, r.rec.len)) != 0) {
-				ret = x;
-				goto out;
-			}
-		}
-	}
-	for (i = from; i < to; i++) {
-		const struct item *it = &m->items[i];
-		const struct entry *e = &m->map.e[it->e];
-		struct out *o = &(*outs)[merge_node(e->hash, d + k) & ((1UL << k) - 1)];
-
-		o->node = merge_node(e->hash, d + k);
-		sb_reset(&m->buf);
-		sb_grow(&m->buf, it->len);
-		if (fseeko(m->spill, (off_t)it->off, SEEK_SET) != 0 ||
-		    fread(m->buf.buf, 1, it->len, m->spill) != it->len) {
-			err_msg("cannot read the spill file:");
-			goto out;
-		}
-		m->buf.len = it->len;
-		if ((x = out_add(m, o, m->buf.buf, m->buf.len)) != 0) {
-			ret = x;
-			goto out;
-		}
-	}
-	ret = 0;
-out:
-	reader_free(&r);
-	return ret;
+	memcpy(&kl, p, 4);
+	it->key = p + 4;
+	it->klen = kl;
+	memcpy(&it->seq, p + 4 + kl, 8);
+	it->deleted = p[4 + kl + 8];
+	memcpy(&rl, p + 4 + kl + 9, 4);
+	it->rec = p + 4 + kl + 13;
+	it->rlen = rl;
 }
 
-static int merge_one_node(struct stream_merge *m, unsigned long t, const char *oldkey, size_t from, size_t to)
+static size_t item_size(const char *p)
 {
-	struct out *outs = NULL;
-	size_t nouts = 0, i;
-	unsigned long long oldrows = 0;
-	int r;
+	struct item it;
 
-	for (;;) {
-		r = merge_node_once(m, t, oldkey, from, to, &outs, &nouts, &oldrows);
-		if (r != RESTART)
-			break;
-		outs_abort(outs, nouts);
-		free(outs);
-		outs = NULL;
+	item_at(p, &it);
+	return 4 + it.klen + 13 + it.rlen;
+}
+
+static int cmp_rec(const void *a, const void *b, void *arg)
+{
+	const char *base = arg;
+	struct item x, y;
+	int c;
+
+	item_at(base + *(const size_t *)a, &x);
+	item_at(base + *(const size_t *)b, &y);
+	c = cmp_bytes(x.key, x.klen, y.key, y.klen);
+	return c ? c : x.seq < y.seq ? -1 : x.seq > y.seq;
+}
+
+/* Sort the chunk in memory, keeping the last record of each key. */
+static void sorter_sort(struct sorter *s)
+{
+	size_t i, j = 0;
+
+	if (s->n > 1)
+		qsort_r(s->idx, s->n, sizeof(*s->idx), cmp_rec, s->arena.buf);
+	for (i = 0; i < s->n; i++) {
+		struct item x, y;
+
+		if (i + 1 < s->n) {
+			item_at(s->arena.buf + s->idx[i], &x);
+			item_at(s->arena.buf + s->idx[i + 1], &y);
+			if (cmp_bytes(x.key, x.klen, y.key, y.klen) == 0)
+				continue;
+		}
+		s->idx[j++] = s->idx[i];
 	}
-	if (r != 0)
-		goto fail;
-	for (i = 0; i < nouts; i++) {
-		struct out *o = &outs[i];
-		struct plan_file *f;
-		uint64_t size = 0;
+	s->n = j;
+}
+
+static int sorter_spill(struct sorter *s)
+{
+	FILE *f = spill_file();
+	size_t i;
+
+	if (f == NULL) {
+		err_msg("cannot make a spill file:");
+		return -1;
+	}
+	s->runs = xrealloc(s->runs, (s->nruns + 1) * sizeof(*s->runs));
+	s->runs[s->nruns++] = f;
+	sorter_sort(s);
+	for (i = 0; i < s->n; i++) {
+		const char *p = s->arena.buf + s->idx[i];
+
+		if (fwrite(p, 1, item_size(p), f) != item_size(p)) {
+			err_msg("cannot write the spill file:");
+			return -1;
+		}
+	}
+	if (fflush(f) != 0) {
+		err_msg("cannot write the spill file:");
+		return -1;
+	}
+	s->n = 0;
+	sb_reset(&s->arena);
+	return 0;
+}
+
+static int sorter_add(struct sorter *s, const char *key, size_t klen, unsigned long long seq, int deleted,
+		      const char *rec, size_t rlen)
+{
+	uint32_t kl = (uint32_t)klen, rl = (uint32_t)rlen;
+	char d = (char)(deleted != 0);
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 1024;
+		s->idx = xrealloc(s->idx, s->cap * sizeof(*s->idx));
+	}
+	s->idx[s->n++] = s->arena.len;
+	sb_add(&s->arena, &kl, 4);
+	sb_add(&s->arena, key, klen);
+	sb_add(&s->arena, &seq, 8);
+	sb_add(&s->arena, &d, 1);
+	sb_add(&s->arena, &rl, 4);
+	sb_add(&s->arena, rec, rlen);
+	if (s->n >= s->max_records || s->arena.len >= s->max_bytes)
+		return sorter_spill(s);
+	return 0;
+}
+
+/* Run r's next record into its head (len 0 at its end). */
+static int head_read(struct sorter *s, size_t r)
+{
+	struct sb *h = &s->heads[r];
+	uint32_t kl, rl;
+	size_t fixed;
+
+	sb_reset(h);
+	if (fread(&kl, 1, 4, s->runs[r]) != 4)
+		return ferror(s->runs[r]) ? -1 : 0;
+	sb_grow(h, 4 + (size_t)kl + 13);
+	memcpy(h->buf, &kl, 4);
+	fixed = (size_t)kl + 13;
+	if (fread(h->buf + 4, 1, fixed, s->runs[r]) != fixed)
+		return -1;
+	memcpy(&rl, h->buf + 4 + kl + 9, 4);
+	h->len = 4 + fixed;
+	sb_grow(h, rl);
+	if (fread(h->buf + h->len, 1, rl, s->runs[r]) != rl)
+		return -1;
+	h->len += rl;
+	return 0;
+}
+
+/* From the first record again. */
+static int sorter_rewind(struct sorter *s)
+{
+	size_t r;
+
+	s->pos = 0;
+	for (r = 0; r < s->nruns; r++) {
+		if (fseeko(s->runs[r], 0, SEEK_SET) != 0 || head_read(s, r) != 0) {
+			err_msg("cannot read the spill file:");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Every record added: sort what is in memory, or spill it too. */
+static int sorter_finish(struct sorter *s)
+{
+	if (s->nruns > 0) {
+		if (s->n > 0 && sorter_spill(s) != 0)
+			return -1;
+		s->heads = xcalloc(s->nruns, sizeof(*s->heads));
+	} else {
+		sorter_sort(s);
+	}
+	return sorter_rewind(s);
+}
+
+/* The next key's last record: 1, 0 at the end, -1. */
+static int sorter_next(struct sorter *s, struct item *it)
+{
+	size_t r, best = SIZE_MAX;
+	struct item x, y;
+
+	if (s->nruns == 0) {
+		if (s->pos >= s->n)
+			return 0;
+		item_at(s->arena.buf + s->idx[s->pos++], it);
+		return 1;
+	}
+	/* the least key; of its records, the last (the chunks are in the run's order) */
+	for (r = 0; r < s->nruns; r++) {
 		int c;
 
-		if (o->pw == NULL)
-			continue;	/* no row: no file (the node is free, see node_of()) */
-		c = pq_writer_close(o->pw, &size);
-		o->pw = NULL;
-		if (c != 0)
-			goto fail;
-		m->files = xrealloc(m->files, (m->nfiles + 1) * sizeof(*m->files));
-		f = &m->files[m->nfiles++];
-		memset(f, 0, sizeof(*f));
-		f->stream = xstrdup(m->s->name);
-		f->staged = o->staged;
-		f->final = o->final;
-		o->staged = o->final = NULL;
-		f->records = o->rows;
-		f->bytes = size;
-		f->unit = 1;
-		m->written += o->rows;
+		if (s->heads[r].len == 0)
+			continue;
+		if (best == SIZE_MAX) {
+			best = r;
+			continue;
+		}
+		item_at(s->heads[r].buf, &x);
+		item_at(s->heads[best].buf, &y);
+		c = cmp_bytes(x.key, x.klen, y.key, y.klen);
+		if (c < 0 || (c == 0 && x.seq > y.seq))
+			best = r;
 	}
-	if (oldkey) {
-		struct plan_replace *rp;
+	if (best == SIZE_MAX)
+		return 0;
+	sb_reset(&s->cur);
+	sb_add(&s->cur, s->heads[best].buf, s->heads[best].len);
+	item_at(s->cur.buf, it);
+	for (r = 0; r < s->nruns; r++) {
+		if (s->heads[r].len == 0)
+			continue;
+		item_at(s->heads[r].buf, &x);
+		if (cmp_bytes(x.key, x.klen, it->key, it->klen) == 0 && head_read(s, r) != 0) {
+			err_msg("cannot read the spill file:");
+			return -1;
+		}
+	}
+	return 1;
+}
 
-		m->p->replaced = xrealloc(m->p->replaced, (m->p->nreplaced + 1) * sizeof(*m->p->replaced));
-		rp = &m->p->replaced[m->p->nreplaced++];
-		rp->stream = xstrdup(m->s->name);
-		rp->key = xstrdup(oldkey);
-		rp->rows = oldrows;
-		rp->unit = 1;
-		m->replaced_rows += oldrows;
+static void sorter_free(struct sorter *s)
+{
+	size_t r;
+
+	for (r = 0; r < s->nruns; r++) {
+		fclose(s->runs[r]);
+		if (s->heads)
+			sb_free(&s->heads[r]);
 	}
-	outs_abort(outs, nouts);
-	free(outs);
-	return 0;
-fail:
-	outs_abort(outs, nouts);
-	free(outs);
-	return -1;
+	free(s->runs);
+	free(s->heads);
+	free(s->idx);
+	sb_free(&s->arena);
+	sb_free(&s->cur);
+	memset(s, 0, sizeof(*s));
 }
 
 /* ---- the table as it is ---- */
@@ -706,8 +580,6 @@ static int data_file(const char *key)
 	return (n > 8 && strcmp(key + n - 8, ".parquet") == 0) || strstr(key, ".jsonl") != NULL;
 }
 
-/* ---- one stream ---- */
-
 static int parse_names(const char *json, char ***names, size_t *n)
 {
 	struct json_span arr, v;
@@ -763,73 +635,387 @@ static FILE *spill_file(void)
 	return f;
 }
 
-/* Read the run's records of the stream: the keys, their last versions spilled. */
+/* ---- one stream ---- */
+
+/* A file of the table in the key range layout. */
+struct tfile {
+	char *key;
+	struct sb min, max;	/* the bounds of its keys' order keys (their first tlen bytes) */
+	unsigned long long rows;
+	int touched;		/* rewritten by this run */
+};
+
+struct stream_merge {
+	struct bucket *b;
+	const struct pipe_config *cfg;
+	struct plan *p;
+	const struct plan_stream *s;
+	char **names;		/* the key's properties */
+	size_t nnames;
+	int hard_delete;
+	struct pq_schema *schema;
+	const char *extra;	/* the extra column's name */
+	struct pq_codec *codec;
+	char *safe;		/* the stream's file name part */
+	char date[11];
+	size_t tlen;		/* order_prefix() */
+	long limit;		/* rows of a file */
+	struct sorter sorted;
+	char **inputs;		/* the files read as the run's first records (a table of older layouts) */
+	size_t ninputs;
+	struct tfile *tf;	/* the table's files, by their bounds */
+	size_t ntf;
+	/* the output file being written */
+	struct pq_writer *pw;
+	char *staged;
+	unsigned long long rows;
+	struct sb omin, omax;
+	unsigned nout;
+	struct plan_file *files;	/* the merged files */
+	size_t nfiles;
+	unsigned long long written, replaced_rows;
+	struct sb okey, buf;
+};
+
+#define RESTART 2
+
+static int out_open(struct stream_merge *m)
+{
+	struct pq_options opt;
+	struct bucket_writer *w;
+	char *staging = layout_staging_prefix(m->p->pipeline, m->p->run_id);
+
+	m->staged = xasprintf("%s%s_%s_m%04u.parquet", staging, m->safe, m->p->run_id, ++m->nout);
+	free(staging);
+	memset(&opt, 0, sizeof(opt));
+	opt.codec = m->codec;
+	opt.row_group_rows = m->cfg->row_group_rows;
+	opt.row_group_size = m->cfg->row_group_size;
+	m->rows = 0;
+	if ((w = bucket_writer_open(m->b, m->staged)) == NULL)
+		return -1;
+	if ((m->pw = pq_writer_open(w, m->schema, &opt)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* Close the output file, if one is open: a merged file of the plan, named by its bounds. */
+static int out_close(struct stream_merge *m)
+{
+	struct plan_file *f;
+	uint64_t size = 0;
+	int c;
+
+	if (m->pw == NULL)
+		return 0;
+	c = pq_writer_close(m->pw, &size);
+	m->pw = NULL;
+	if (c != 0)
+		return -1;
+	m->files = xrealloc(m->files, (m->nfiles + 1) * sizeof(*m->files));
+	f = &m->files[m->nfiles++];
+	memset(f, 0, sizeof(*f));
+	f->stream = xstrdup(m->s->name);
+	f->staged = m->staged;
+	m->staged = NULL;
+	f->final = layout_range_key(m->s->dir, m->date, m->safe, m->p->run_id, m->omin.buf, m->omin.len,
+				    m->omax.buf, m->omax.len, m->rows);
+	f->records = m->rows;
+	f->bytes = size;
+	f->unit = 1;
+	m->written += m->rows;
+	return 0;
+}
+
+/*
+ * Add a row (its order key, its record) to the output: a new file when
+ * the one open holds the limit's rows and the row's bound differs from its
+ * last (a bound is in one file).  RESTART when a column had to widen in a
+ * file with rows.
+ */
+static int out_row(struct stream_merge *m, const char *key, size_t klen, const char *rec, size_t len)
+{
+	struct json_span span = { rec, len, JSON_OBJECT };
+	size_t t = klen < m->tlen ? klen : m->tlen;
+	struct pq_fail f;
+	int r;
+
+	if (m->pw && m->rows >= (unsigned long long)m->limit && cmp_bytes(key, t, m->omax.buf, m->omax.len) != 0 &&
+	    out_close(m) != 0)
+		return -1;
+	if (m->pw == NULL && out_open(m) != 0)
+		return -1;
+	for (;;) {
+		r = pq_writer_add(m->pw, &span, &f);
+		if (r == 0)
+			break;
+		if (r != PQ_WIDEN)
+			return -1;
+		if (m->cfg->mismatch_fail) {
+			err_msg("stream '%s': column '%.*s' %s (schema_mismatch: fail)", m->s->name,
+				(int)m->schema->cols[f.column].name_len, m->schema->cols[f.column].name, f.why);
+			return -1;
+		}
+		pq_schema_widen(m->schema, &f);
+		if (pq_writer_rows(m->pw) > 0)
+			return RESTART;
+	}
+	if (m->rows++ == 0) {
+		sb_reset(&m->omin);
+		sb_add(&m->omin, key, t);
+	}
+	sb_reset(&m->omax);
+	sb_add(&m->omax, key, t);
+	return 0;
+}
+
+/* Undo what out_row() and out_close() staged, for a start again. */
+static void out_undo(struct stream_merge *m)
+{
+	size_t i;
+
+	if (m->pw)
+		pq_writer_abort(m->pw);
+	m->pw = NULL;
+	free(m->staged);
+	m->staged = NULL;
+	for (i = 0; i < m->nfiles; i++) {
+		bucket_delete(m->b, m->files[i].staged);
+		free(m->files[i].stream);
+		free(m->files[i].staged);
+		free(m->files[i].final);
+	}
+	m->nfiles = 0;
+	m->written = 0;
+}
+
+/* An old file being merged: its rows in key order. */
+struct oldfile {
+	struct reader r;
+	const struct tfile *t;
+	int have;		/* a row is in r.rec, its order key in key */
+	struct sb key, prev;
+};
+
+static int old_next(struct stream_merge *m, struct oldfile *o)
+{
+	const char *missing;
+	int deleted, n = pq_read_next_row(o->r.f);
+
+	o->have = 0;
+	if (n <= 0)
+		return n;
+	if (reader_row(&o->r, m->names, m->nnames, &missing, &deleted) != 0)
+		return -1;
+	if (missing) {
+		err_msg("'%s': a row without its key property '%s'", o->t->key, missing);
+		return -1;
+	}
+	sb_reset(&o->prev);
+	sb_add(&o->prev, o->key.buf, o->key.len);
+	merge_order_key(o->r.key.buf, o->r.key.len, &o->key);
+	if (o->prev.len && cmp_bytes(o->prev.buf, o->prev.len, o->key.buf, o->key.len) >= 0) {
+		err_msg("'%s': its rows are not in key order (a file of an upsert table not written by "
+			"pipe-merge?): run once with --full to rebuild the table", o->t->key);
+		return -1;
+	}
+	o->have = 1;
+	return 1;
+}
+
+/* Start merging table file t. */
+static int old_open(struct stream_merge *m, struct tfile *t, struct oldfile *o)
+{
+	o->t = t;
+	o->have = 0;
+	sb_reset(&o->key);
+	t->touched = 1;
+	if (reader_open(m->b, t->key, m->names, m->nnames, m->extra, &o->r) != 0)
+		return -1;
+	return old_next(m, o) < 0 ? -1 : 0;
+}
+
+/* Copy the open old file's rows whose key is below key (all: key NULL); drop the one equal to it. */
+static int old_until(struct stream_merge *m, struct oldfile *o, const char *key, size_t klen)
+{
+	int x;
+
+	while (o->have) {
+		int c = key ? cmp_bytes(o->key.buf, o->key.len, key, klen) : -1;
+
+		if (c > 0)
+			break;
+		if (c < 0 && (x = out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len)) != 0)
+			return x;
+		if (old_next(m, o) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void old_close(struct oldfile *o)
+{
+	reader_close(&o->r);
+	o->t = NULL;
+	o->have = 0;
+}
+
+/*
+ * The table's files and the run's records, both in key order, into the
+ * output: a file the run's keys fall in is rewritten with them; keys
+ * between files are new, written to files of their own (or with a file
+ * rewritten next to them); a file passed over untouched ends the output
+ * file (the output's bounds never overlap a file that stays).  0,
+ * RESTART, -1.
+ */
+static int route(struct stream_merge *m)
+{
+	struct oldfile o;
+	struct item it;
+	size_t fi = 0, t;
+	int n, x, ret = -1;
+
+	memset(&o, 0, sizeof(o));
+	memset(&it, 0, sizeof(it));
+	for (;;) {
+		if ((n = sorter_next(&m->sorted, &it)) < 0)
+			goto out;
+		t = n ? (it.klen < m->tlen ? it.klen : m->tlen) : 0;
+		/* the files wholly below the key (every file left at the end) */
+		while (fi < m->ntf && (n == 0 || cmp_bytes(m->tf[fi].max.buf, m->tf[fi].max.len, it.key, t) < 0)) {
+			struct tfile *tf = &m->tf[fi++];
+
+			if (o.t == NULL && tf->touched && old_open(m, tf, &o) != 0)
+				goto out;	/* marked for the small files' compaction */
+			if (o.t == tf) {
+				if ((x = old_until(m, &o, NULL, 0)) != 0) {
+					ret = x;
+					goto out;
+				}
+				old_close(&o);
+			} else if (out_close(m) != 0) {
+				goto out;
+			}
+		}
+		if (n == 0)
+			break;
+		if (fi < m->ntf && cmp_bytes(m->tf[fi].min.buf, m->tf[fi].min.len, it.key, t) <= 0) {
+			/* in file fi */
+			if (o.t != &m->tf[fi] && old_open(m, &m->tf[fi], &o) != 0)
+				goto out;
+			if ((x = old_until(m, &o, it.key, it.klen)) != 0) {
+				ret = x;
+				goto out;
+			}
+		}
+		if (it.deleted && m->hard_delete)
+			continue;
+		if ((x = out_row(m, it.key, it.klen, it.rec, it.rlen)) != 0) {
+			ret = x;
+			goto out;
+		}
+	}
+	ret = out_close(m);
+out:
+	old_close(&o);
+	reader_free(&o.r);
+	sb_free(&o.key);
+	sb_free(&o.prev);
+	return ret;
+}
+
+/* Mark for a rewrite each run of SMALL_FILES or more neighbouring files of less than limit/16 rows. */
+static void mark_small(struct stream_merge *m)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < m->ntf; i = j) {
+		for (j = i; j < m->ntf && m->tf[j].rows < (unsigned long long)m->limit / 16; j++)
+			;
+		if (j - i >= SMALL_FILES)
+			for (k = i; k < j; k++)
+				m->tf[k].touched = 1;
+		if (j == i)
+			j++;
+	}
+}
+
+/* Read the run's records of the stream (after the inputs', oldest first) into the sorter. */
 static int read_run(struct stream_merge *m)
 {
 	struct reader r;
 	unsigned long long seq = 0;
-	size_t i;
-	long long off = 0;
+	size_t i, n = m->ninputs + m->p->nfiles;
 	int ret = -1;
 
 	memset(&r, 0, sizeof(r));
-	for (i = 0; i < m->p->nfiles; i++) {
-		const struct plan_file *f = &m->p->files[i];
+	for (i = 0; i < n; i++) {
+		const char *key;
+		int input = i < m->ninputs;
 
-		if (strcmp(f->stream, m->s->name) != 0)
-			continue;
-		if (reader_open(m->b, f->staged, m->names, m->nnames, m->extra, &r) != 0)
+		if (input) {
+			key = m->inputs[i];
+		} else {
+			const struct plan_file *f = &m->p->files[i - m->ninputs];
+
+			if (strcmp(f->stream, m->s->name) != 0)
+				continue;
+			key = f->staged;
+		}
+		if (reader_open(m->b, key, m->names, m->nnames, m->extra, &r) != 0)
 			goto out;
+		if (input)
+			m->replaced_rows += pq_read_rows(r.f);
 		for (;;) {
 			const char *missing;
-			int deleted, n = pq_read_next_row(r.f);
-			struct entry *e;
-			struct item *it;
-			unsigned long long h;
+			int deleted, k = pq_read_next_row(r.f);
 
-			if (n < 0)
+			if (k < 0)
 				goto out;
-			if (n == 0)
+			if (k == 0)
 				break;
 			seq++;
 			if (reader_row(&r, m->names, m->nnames, &missing, &deleted) != 0)
 				goto out;
+			if (missing && input) {
+				err_msg("'%s': a row without its key property '%s'", key, missing);
+				goto out;
+			}
 			if (missing) {
 				err_msg("stream '%s': record %llu has no key property '%s' (missing or null): "
-					"an upsert needs every record's key; nothing committed", m->s->name, seq,
-					missing);
+					"an upsert needs every record's key; nothing committed", m->s->name,
+					seq, missing);
 				goto out;
 			}
-			h = merge_hash(r.key.buf, r.key.len);
-			if (m->q && merge_node(h, m->q) != m->part)
-				continue;	/* another pass's */
-			e = keymap_find(&m->map, r.key.buf, r.key.len, h, 1);
-			e->last = seq;
-			e->deleted = deleted;
-			if (deleted && m->hard_delete)
-				continue;
-			if (fwrite(r.rec.buf, 1, r.rec.len, m->spill) != r.rec.len) {
-				err_msg("cannot write the spill file:");
+			merge_order_key(r.key.buf, r.key.len, &m->okey);
+			if (sorter_add(&m->sorted, m->okey.buf, m->okey.len, seq, deleted, r.rec.buf, r.rec.len) != 0)
 				goto out;
-			}
-			m->items = xrealloc(m->items, (m->nitems + 1) * sizeof(*m->items));
-			it = &m->items[m->nitems++];
-			it->e = (size_t)(e - m->map.e);
-			it->seq = seq;
-			it->off = off;
-			it->len = r.rec.len;
-			off += (long long)r.rec.len;
 		}
 		reader_close(&r);
 	}
-	if (fflush(m->spill) != 0) {
-		err_msg("cannot write the spill file:");
-		goto out;
-	}
-	ret = 0;
+	ret = sorter_finish(&m->sorted);
 out:
 	reader_free(&r);
 	return ret;
+}
+
+static int cmp_tfile(const void *a, const void *b)
+{
+	const struct tfile *x = a, *y = b;
+
+	return cmp_bytes(x->min.buf, x->min.len, y->min.buf, y->min.len);
+}
+
+static void add_replace(struct plan *p, const char *stream, const char *key, unsigned long long rows)
+{
+	struct plan_replace *rp;
+
+	p->replaced = xrealloc(p->replaced, (p->nreplaced + 1) * sizeof(*p->replaced));
+	rp = &p->replaced[p->nreplaced++];
+	rp->stream = xstrdup(stream);
+	rp->key = xstrdup(key);
+	rp->rows = rows;
+	rp->unit = 1;
 }
 
 static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct plan *p, size_t si,
@@ -838,11 +1024,10 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	struct plan_stream *s = &p->streams[si];
 	struct stream_merge m;
 	struct table_info ti;
-	struct sb why = SB_INIT;
+	struct sb why = SB_INIT, min = SB_INIT, max = SB_INIT;
 	char **list = NULL, **text = NULL, *prefix = NULL;
-	size_t nlist = 0, i, j, legacy = 0, from;
-	unsigned long pass;
-	int ret = -1, rebuild;
+	size_t nlist = 0, i, j, other = 0, nodes = 0;
+	int ret = -1, rebuild, r;
 	const char *keys = s->key_properties && strcmp(s->key_properties, "[]") != 0 ? s->key_properties : cfg_keys;
 
 	memset(&m, 0, sizeof(m));
@@ -852,6 +1037,9 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	m.p = p;
 	m.s = s;
 	m.hard_delete = hard_delete;
+	m.limit = util_env_long("DATASPOC_PIPE_MERGE_ROWS", 1, 1L << 40, DEFAULT_FILE_ROWS);
+	m.sorted.max_records = (size_t)util_env_long("DATASPOC_PIPE_MERGE_KEYS", 1, 1L << 40, 1000000);
+	m.sorted.max_bytes = (size_t)64 << 20;
 	if (parse_names(keys, &m.names, &m.nnames) != 0) {
 		err_msg("stream '%s' has no key: its SCHEMA sends no key_properties; set "
 			"destination.key_properties (or destination.streams.%s.key_properties) for load_method upsert",
@@ -873,12 +1061,18 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		}
 		sb_free(&now);
 	}
-	/* the table's files */
+	m.safe = layout_stream_folder(s->name, strlen(s->name), &why);
+	if (m.safe == NULL) {
+		err_msg("stream '%s': %s", s->name, why.buf);
+		goto out;
+	}
+	m.tlen = order_prefix(m.safe);
+	/* the table's files: by key range; of the hash trie of older versions (read whole, once) */
 	prefix = xasprintf("%s/", s->dir);
 	if (bucket_list(b, prefix, &list, &nlist) != 0)
 		goto out;
 	for (i = 0; i < nlist; i++) {
-		unsigned long n = layout_node_of(list[i]);
+		unsigned long long rows;
 		int ours = 0;
 
 		for (j = 0; j < p->nfiles && !ours; j++)
@@ -886,38 +1080,60 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		if (ours || !data_file(list[i]))
 			continue;
 		if (rebuild) {
-			struct plan_replace *rp;
+			add_replace(p, s->name, list[i], 0);
+			continue;
+		}
+		if (layout_range_of(list[i], &min, &max, &rows)) {
+			struct tfile *t;
 
-			p->replaced = xrealloc(p->replaced, (p->nreplaced + 1) * sizeof(*p->replaced));
-			rp = &p->replaced[p->nreplaced++];
-			rp->stream = xstrdup(s->name);
-			rp->key = xstrdup(list[i]);
-			rp->rows = 0;
-			rp->unit = 1;
-			continue;
+			m.tf = xrealloc(m.tf, (m.ntf + 1) * sizeof(*m.tf));
+			t = &m.tf[m.ntf++];
+			memset(t, 0, sizeof(*t));
+			t->key = xstrdup(list[i]);
+			sb_add(&t->min, min.buf, min.len);
+			sb_add(&t->max, max.buf, max.len);
+			t->rows = rows;
+		} else if (layout_node_of(list[i]) != 0) {
+			nodes++;
+		} else {
+			other++;
 		}
-		if (n == 0 || has(m.cover.nodes, m.cover.n, n)) {
-			legacy++;
-			continue;
-		}
-		m.cover.nodes = xrealloc(m.cover.nodes, (m.cover.n + 1) * sizeof(*m.cover.nodes));
-		m.cover.keys = xrealloc(m.cover.keys, (m.cover.n + 1) * sizeof(*m.cover.keys));
-		/* kept sorted by insertion */
-		for (j = m.cover.n; j > 0 && m.cover.nodes[j - 1] > n; j--) {
-			m.cover.nodes[j] = m.cover.nodes[j - 1];
-			m.cover.keys[j] = m.cover.keys[j - 1];
-		}
-		m.cover.nodes[j] = n;
-		m.cover.keys[j] = xstrdup(list[i]);
-		m.cover.n++;
 	}
-	if (legacy) {
+	if (other) {
 		err_msg("stream '%s': its table '%s' holds %zu file(s) that are not merged by key (landed "
 			"append-only, or by hand): run once with --full to rebuild it as an upsert table",
-			s->name, s->dir, legacy);
+			s->name, s->dir, other);
 		goto out;
 	}
-	cover_inner(&m.cover);
+	if (m.ntf > 1)
+		qsort(m.tf, m.ntf, sizeof(*m.tf), cmp_tfile);
+	for (i = 1; i < m.ntf; i++) {
+		if (cmp_bytes(m.tf[i - 1].max.buf, m.tf[i - 1].max.len, m.tf[i].min.buf, m.tf[i].min.len) >= 0) {
+			/* not of one table (never written so): a rebuild from their rows */
+			nodes++;
+			break;
+		}
+	}
+	if (nodes) {
+		/* the table's every file, read before the run's records (the bucket lists them oldest first) */
+		for (i = 0; i < nlist; i++) {
+			int ours = 0;
+
+			for (j = 0; j < p->nfiles && !ours; j++)
+				ours = strcmp(p->files[j].final, list[i]) == 0;
+			if (ours || !data_file(list[i]))
+				continue;
+			m.inputs = xrealloc(m.inputs, (m.ninputs + 2) * sizeof(*m.inputs));
+			m.inputs[m.ninputs++] = xstrdup(list[i]);
+			m.inputs[m.ninputs] = NULL;
+		}
+		for (i = 0; i < m.ntf; i++) {
+			free(m.tf[i].key);
+			sb_free(&m.tf[i].min);
+			sb_free(&m.tf[i].max);
+		}
+		m.ntf = 0;
+	}
 
 	/* the stream's columns, as pipe-sink wrote them */
 	text = text_patterns(cfg, s->name);
@@ -927,98 +1143,26 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 			m.extra = m.schema->cols[i].name;
 	if ((m.codec = pq_codec_new(cfg->compression, cfg->compression_level, 0)) == NULL)
 		goto out;
-	m.safe = layout_stream_folder(s->name, strlen(s->name), &why);
-	if (m.safe == NULL) {
-		err_msg("stream '%s': %s", s->name, why.buf);
-		goto out;
-	}
 	snprintf(m.date, sizeof(m.date), "%.4s-%.2s-%.2s", p->run_id, p->run_id + 4, p->run_id + 6);
-	if ((m.spill = spill_file()) == NULL) {
-		err_msg("cannot make a spill file:");
+	if (read_run(&m) != 0)
 		goto out;
-	}
-	/*
-	 * Passes: the run's keys are held at most DATASPOC_PIPE_MERGE_KEYS at a
-	 * time (default 1,000,000), split by the subtrees of depth q, each read
-	 * from the staged files in a pass of its own; q is no deeper than the
-	 * table's shallowest file, so that every node falls in one pass.
-	 */
-	{
-		unsigned long long records = 0;
-		long per_pass = util_env_long("DATASPOC_PIPE_MERGE_KEYS", 1, 1L << 40, 1000000);
-		unsigned qmax = 16;
-
-		for (i = 0; i < p->nfiles; i++)
-			if (strcmp(p->files[i].stream, s->name) == 0)
-				records += p->files[i].records;
-		if (records == 0)
-			records = s->records;	/* compact: the table's rows, as the manifest counts them */
-		for (i = 0; i < m.cover.n; i++)
-			if (node_depth(m.cover.nodes[i]) < qmax)
-				qmax = node_depth(m.cover.nodes[i]);
-		while (m.q < qmax && (records >> m.q) > (unsigned long long)per_pass)
-			m.q++;
-	}
-	for (pass = 0; pass < 1UL << m.q; pass++) {
-		m.part = 1UL << m.q | pass;
-		if (pass > 0) {
-			keymap_free(&m.map);
-			m.nitems = 0;
-			if (fflush(m.spill) != 0 || ftruncate(fileno(m.spill), 0) != 0 || fseeko(m.spill, 0, SEEK_SET) != 0) {
-				err_msg("cannot empty the spill file:");
-				goto out;
-			}
-		}
-		if (read_run(&m) != 0)
+	mark_small(&m);
+	/* a column widened in a file with rows: every file again, by the wider schema */
+	while ((r = route(&m)) == RESTART) {
+		out_undo(&m);
+		if (sorter_rewind(&m.sorted) != 0)
 			goto out;
-		for (i = 0; i < m.map.n; i++) {
-			m.map.e[i].node = node_of(&m.cover, m.map.e[i].hash);
-			/* a node with no file above or below it: this pass's subtree, or under it */
-			if (node_depth(m.map.e[i].node) < m.q)
-				m.map.e[i].node = merge_node(m.map.e[i].hash, m.q);
-		}
-		/* the last version of each key, by node */
-		j = 0;
-		for (i = 0; i < m.nitems; i++)
-			if (m.map.e[m.items[i].e].last == m.items[i].seq)
-				m.items[j++] = m.items[i];
-		m.nitems = j;
-		if (m.nitems > 1)
-			qsort_r(m.items, m.nitems, sizeof(*m.items), cmp_item, m.map.e);
-		{
-			/* every node a key falls in, deleted keys too */
-			unsigned long *touched = xcalloc(m.map.n + 1, sizeof(*touched));
-			size_t nt = 0;
-
-			for (i = 0; i < m.map.n; i++)
-				touched[nt++] = m.map.e[i].node;
-			qsort(touched, nt, sizeof(*touched), cmp_ulong);
-			from = 0;
-			for (i = 0; i < nt; i++) {
-				unsigned long t = touched[i];
-				const char *old = NULL;
-				size_t to = from;
-				unsigned long *hit;
-
-				if (i > 0 && touched[i - 1] == t)
-					continue;
-				while (from < m.nitems && m.map.e[m.items[from].e].node < t)
-					from++;
-				to = from;
-				while (to < m.nitems && m.map.e[m.items[to].e].node == t)
-					to++;
-				hit = m.cover.n ? bsearch(&t, m.cover.nodes, m.cover.n, sizeof(*m.cover.nodes), cmp_ulong) : NULL;
-				if (hit)
-					old = m.cover.keys[hit - m.cover.nodes];
-				if (merge_one_node(&m, t, old, from, to) != 0) {
-					free(touched);
-					goto out;
-				}
-				from = to;
-			}
-			free(touched);
-		}
 	}
+	if (r != 0)
+		goto out;
+	for (i = 0; i < m.ntf; i++) {
+		if (!m.tf[i].touched)
+			continue;
+		add_replace(p, s->name, m.tf[i].key, m.tf[i].rows);
+		m.replaced_rows += m.tf[i].rows;
+	}
+	for (i = 0; i < m.ninputs; i++)
+		add_replace(p, s->name, m.inputs[i], 0);
 	/* the plan: the stream's staged files give way to the merged ones */
 	j = 0;
 	for (i = 0; i < p->nfiles; i++) {
@@ -1046,34 +1190,46 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		free(s->parquet_types);
 		s->parquet_types = sb_detach(&types);
 	}
-	if (rebuild || (ti.load_method && strcmp(ti.load_method, "upsert") == 0 && ti.has_rows) ||
-	    m.cover.n == 0) {
-		unsigned long long before = rebuild || m.cover.n == 0 ? 0 : ti.rows;
-
+	if (rebuild || m.ninputs || m.ntf == 0) {
+		/* every file of the table is new */
 		s->has_table_rows = 1;
-		s->table_rows = before + m.written >= m.replaced_rows ? before + m.written - m.replaced_rows : 0;
+		s->table_rows = m.written;
+	} else if (ti.load_method && strcmp(ti.load_method, "upsert") == 0 && ti.has_rows) {
+		s->has_table_rows = 1;
+		s->table_rows = ti.rows + m.written >= m.replaced_rows ? ti.rows + m.written - m.replaced_rows : 0;
 	}
 	ret = 0;
 out:
+	if (m.pw)
+		pq_writer_abort(m.pw);
+	free(m.staged);
 	for (i = 0; i < m.nfiles; i++) {
 		free(m.files[i].stream);
 		free(m.files[i].staged);
 		free(m.files[i].final);
 	}
 	free(m.files);
-	if (m.spill)
-		fclose(m.spill);
-	free(m.items);
-	keymap_free(&m.map);
-	cover_free(&m.cover);
+	for (i = 0; i < m.ntf; i++) {
+		free(m.tf[i].key);
+		sb_free(&m.tf[i].min);
+		sb_free(&m.tf[i].max);
+	}
+	free(m.tf);
+	util_strv_free(m.inputs);
+	sorter_free(&m.sorted);
 	pq_schema_free(m.schema);
 	pq_codec_free(m.codec);
 	util_strv_free(m.names);
 	util_strv_free(text);
 	util_strv_free(list);
 	table_info_free(&ti);
+	sb_free(&m.okey);
 	sb_free(&m.buf);
+	sb_free(&m.omin);
+	sb_free(&m.omax);
 	sb_free(&why);
+	sb_free(&min);
+	sb_free(&max);
 	free(m.safe);
 	free(prefix);
 	return ret;

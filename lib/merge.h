@@ -2,15 +2,17 @@
  * merge: pipe-merge's work (issue #27), between pipe-sink and pipe-commit.
  *
  * An upsert stream's table (destination.load_method: upsert) holds one row
- * per key.  Its files split the keys by a hash of each key: a file is a
- * node of a binary trie, numbered as a heap (1 all keys; 2n and 2n+1 the
- * halves of n by the hash's next bit), named
- * <dir>/dt=D/<stream>_<run-id>_h<node>.parquet.  A run rewrites only the
- * nodes its keys fall in: the node's rows whose key the run does not send
- * again, then the last version of each key the run sends (later records
- * win; a record whose _sdc_deleted_at is set removes its key with
- * hard_delete), split in two while a node would hold more than
- * $DATASPOC_PIPE_MERGE_ROWS rows (default 1,000,000).  See DESIGN.md.
+ * per key.  Its files split the keys by range: each file's rows are in key
+ * order (merge_order_key()), the files' ranges never overlap, and a file is
+ * named by its range and rows, <dir>/dt=D/<stream>_<run-id>_rMIN-MAX-N.parquet
+ * (layout_range_key()).  A run sorts its keys (the last version of each:
+ * later records win; a record whose _sdc_deleted_at is set removes its key
+ * with hard_delete) and merges them with the files whose ranges they fall
+ * in, rewriting only those; keys between files are new and land in files
+ * of their own.  A file holds about $DATASPOC_PIPE_MERGE_ROWS rows at most
+ * (default 1,000,000); SMALL_FILES neighbouring small files are merged.  A
+ * table of the hash layout of older versions (_h<node>.parquet files) is
+ * rewritten whole on its next run.  See DESIGN.md.
  */
 #ifndef PIPE_MERGE_H
 #define PIPE_MERGE_H
@@ -43,8 +45,12 @@ int merge_plan(struct bucket *b, const struct pipe_config *cfg, struct plan *p);
 int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *run_id, const char *stream,
 		  struct plan *p);
 
-/* The node (>= 1) of hash h at depth d, and a key's hash (exposed for the tests). */
-unsigned long merge_node(unsigned long long h, unsigned d);
-unsigned long long merge_hash(const char *key, size_t len);
+/*
+ * The order key of key (as the merge holds it: each part's length, a
+ * uint32_t, then its JSON text) into out: bytes whose memcmp order is the
+ * keys' order, part by part: integers by value, below other values by
+ * their text.  A table's file names hold it: never change it.
+ */
+void merge_order_key(const char *key, size_t len, struct sb *out);
 
 #endif
