@@ -110,7 +110,7 @@ compact() {
 	EOF
 }
 
-@test "upsert: a run's keys held a few at a time (DATASPOC_PIPE_MERGE_KEYS), pass by pass: the same table as the oracle" {
+@test "upsert: a run's records sorted a few at a time (DATASPOC_PIPE_MERGE_KEYS), chunk by chunk in spill files: the same table as the oracle" {
 	export DATASPOC_PIPE_MERGE_KEYS=8
 	scenario_upsert_random
 }
@@ -133,4 +133,87 @@ compact() {
 	{"id":"1","name":"ana"}
 	{"id":"3","name":"cy"}
 	EOF
+}
+
+@test "upsert: new keys above the table's land in a file of their own, none rewritten; an update rewrites only the file holding its key" {
+	export DATASPOC_PIPE_MERGE_ROWS=5
+	use_tap tap-lay
+	lake_pipeline lay tap-lay true "load_method: upsert"
+	seq 10 -1 1 | jq -c '{id: ., name: "a\(.)"}' | tap_sends tap-lay
+	run -0 --separate-stderr dataspoc-pipe run lay
+	bucket_files | LC_ALL=C sort >f1
+	# two files of 5 rows, each named by its keys' range and rows
+	[ "$(wc -l <f1)" -eq 2 ]
+	[ "$(grep -c '_r[0-9a-v]*-[0-9a-v]*-5\.parquet$' f1)" -eq 2 ]
+	seq 11 13 | jq -c '{id: ., name: "a\(.)"}' | tap_sends tap-lay
+	run -0 --separate-stderr dataspoc-pipe run lay
+	bucket_files | LC_ALL=C sort >f2
+	comm -23 f1 f2 >gone
+	expect_file gone </dev/null
+	comm -13 f1 f2 >new
+	[ "$(wc -l <new)" -eq 1 ]
+	tap_sends tap-lay <<<'{"id":12,"name":"b12"}'
+	run -0 --separate-stderr dataspoc-pipe run lay
+	bucket_files | LC_ALL=C sort >f3
+	comm -23 f2 f3 >gone
+	diff -u new gone
+	tap_sends tap-lay <<<'{"id":3,"name":"b3"}'
+	run -0 --separate-stderr dataspoc-pipe run lay
+	bucket_files | LC_ALL=C sort >f4
+	comm -23 f3 f4 >gone
+	[ "$(wc -l <gone)" -eq 1 ]
+	grep -q "$(head -n 1 f1)" gone || grep -q "$(tail -n 1 f1)" gone
+	lens_rows lay/users | jq -r '"\(.id) \(.name)"' | sort -n | paste -sd' ' >rows
+	expect_file rows <<<'1 a1 2 a2 3 b3 4 a4 5 a5 6 a6 7 a7 8 a8 9 a9 10 a10 11 a11 12 b12 13 a13'
+	run -0 distinct_ok lay/users
+	[ "$(manifest_table lay/users | jq .stats.total_rows)" -eq 13 ]
+}
+
+@test "upsert: 16 neighbouring small files (new keys, run after run) are merged into one" {
+	export DATASPOC_PIPE_MERGE_ROWS=160
+	use_tap tap-sm
+	lake_pipeline sm tap-sm true "load_method: upsert"
+	for r in $(seq 0 16); do
+		seq $((r * 2 + 1)) $((r * 2 + 2)) | jq -c '{id: ., name: "a\(.)"}' | tap_sends tap-sm
+		run -0 --separate-stderr dataspoc-pipe run sm
+		[ "$r" -eq 16 ] || [ "$(bucket_files | wc -l)" -eq $((r + 1)) ]
+	done
+	# runs 1-16 made 16 files of 2 rows (less than 160/16); run 17 merged them, its new keys with them
+	bucket_files >f
+	[ "$(wc -l <f)" -eq 1 ]
+	grep -q -- '-34\.parquet$' f
+	[ "$(lens_rows sm/users | wc -l)" -eq 34 ]
+	run -0 distinct_ok sm/users
+}
+
+@test "upsert: a table of the hash layout of older versions (_h<node> files) is read, and rewritten by key range on its next run" {
+	use_tap tap-old
+	lake_pipeline old tap-old true
+	printf '%s\n' 5 3 9 1 7 | jq -c '{id: ., name: "a\(.)"}' | tap_sends tap-old
+	run -0 --separate-stderr dataspoc-pipe run old
+	f=$(bucket_files)
+	mv "$BUCKET_DIR/$f" "$BUCKET_DIR/${f%_*}_h0002.parquet"
+	printf '%s\n' 4 2 | jq -c '{id: ., name: "a\(.)"}' | tap_sends tap-old
+	run -0 --separate-stderr dataspoc-pipe run old
+	f=$(bucket_files | grep -v _h0002)
+	mv "$BUCKET_DIR/$f" "$BUCKET_DIR/${f%_*}_h0003.parquet"
+	# node files 2 and 3: the two halves of the trie, their rows in no order
+	lake_pipeline old tap-old true "load_method: upsert"
+	tap_sends tap-old <<-'EOF'
+	{"id":3,"name":"b3"}
+	{"id":11,"name":"a11"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run old
+	bucket_files >f
+	run grep -c _h f
+	[ "$output" -eq 0 ]
+	[ "$(grep -c '_r[0-9a-v]*-[0-9a-v]*-8\.parquet$' f)" -eq 1 ]
+	lens_rows old/users | jq -r '"\(.id) \(.name)"' | sort -n | paste -sd' ' >rows
+	expect_file rows <<<'1 a1 2 a2 3 b3 4 a4 5 a5 7 a7 9 a9 11 a11'
+	[ "$(manifest_table old/users | jq .stats.total_rows)" -eq 8 ]
+	# and runs on from there by key range
+	tap_sends tap-old <<<'{"id":12,"name":"a12"}'
+	run -0 --separate-stderr dataspoc-pipe run old
+	[ "$(bucket_files | wc -l)" -eq 2 ]
+	[ "$(lens_rows old/users | wc -l)" -eq 9 ]
 }
