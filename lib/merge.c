@@ -1301,7 +1301,7 @@ static int compact_table(struct bucket *b, jv t, struct plan *p)
 	if (jv_get_kind(kp) == JV_KIND_ARRAY && jv_array_length(jv_copy(kp)) > 0)
 		s->key_properties = dump(jv_copy(kp));
 	{
-		/* the rows it reads: how many keys the merge may hold, for its passes */
+		/* the rows it reads (the manifest's count) */
 		jv st = jv_object_get(jv_copy(t), jv_string("stats"));
 
 		s->records = jv_get_kind(st) == JV_KIND_OBJECT ? (unsigned long long)jvx_number(st, "total_rows", 0) : 0;

@@ -55,10 +55,9 @@ static const char help_text[] =
 	"  -r RUN_ID    -C: the run's id (default $DATASPOC_RUN_ID)\n"
 	"  -s STREAM    -C: only that stream's table\n"
 	"\n"
-	"Environment: DATASPOC_PIPE_MERGE_ROWS, the rows above which a file of an\n"
-	"upsert table is split in two (default 1000000); DATASPOC_PIPE_MERGE_KEYS, the\n"
-	"records of a run above which its keys are merged in passes, each holding\n"
-	"about that many (default 1000000).\n"
+	"Environment: DATASPOC_PIPE_MERGE_ROWS, the rows of a file of an upsert table,\n"
+	"at most (default 1000000); DATASPOC_PIPE_MERGE_KEYS, the records of a run\n"
+	"sorted in memory at once (default 1000000), more sorted in chunks in $TMPDIR.\n"
 	"\n"
 	"Exit status: 0 merged, 1 failed (a record without its key, a changed\n"
 	"key, a store error), 2 bad usage or config.\n";
