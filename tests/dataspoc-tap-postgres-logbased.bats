@@ -338,7 +338,7 @@ json.dump(s, open("s1x.json", "w"))' "$x"
 		EOF
 		diff -u want got
 		[[ $stderr == *"warning: stream 'appdb-public-customers': column 'tags' was dropped from the table at LSN "*": the records follow a new SCHEMA without it"* ]]
-		[[ $stderr == *"warning: stream 'appdb-public-customers': column 'name' changed type from text to integer at LSN "*": its records follow a new SCHEMA"* ]]
+		[[ $stderr == *"warning: stream 'appdb-public-customers': column 'name' changed type from text to integer at LSN "*": its records follow a new SCHEMA; the rows the change rewrote are not in the change stream (run the pipeline with --full to copy them anew)"* ]]
 		# the next run starts from the catalog's schema again, and the table's changes say the rest
 		last_state r2.jsonl >s2.json
 		pg_sql -d appdb "DELETE FROM customers WHERE id = 2; INSERT INTO customers(name, extra) VALUES (8, 9)"

@@ -653,7 +653,9 @@ static void lrel_map(struct ldb *d, struct lrel *r, int complete)
 			new_prop_schema(&prop, c->type);
 			if (sc && (o == NULL || strcmp(o->prop, prop.buf) != 0))
 				err_warn("stream '%s': column '%s' changed type from %s to %s at LSN %s: its records"
-					 " follow a new SCHEMA", ls->s->id, c->name, sc->sqltype, c->type, at);
+					 " follow a new SCHEMA; the rows the change rewrote are not in the change"
+					 " stream (run the pipeline with --full to copy them anew)",
+					 ls->s->id, c->name, sc->sqltype, c->type, at);
 			set_over(ls, c->name, prop.buf);
 			sb_free(&prop);
 		}
