@@ -311,7 +311,7 @@ static int select_streams(const char *text, size_t len, const char *origin,
 		while (json_array_next(&val, &spos, &st)) {
 			struct sb id = SB_INIT, name = SB_INIT;
 			struct overrides o;
-			int sel = 0;
+			int sel = 0, split = 0;
 
 			memset(&o, 0, sizeof(o));
 			if (n++)
@@ -350,9 +350,12 @@ static int select_streams(const char *text, size_t len, const char *origin,
 			for (i = 0; i < o.n; i++) {
 				if (strcmp(o.v[i].key, "selected") == 0)
 					sel = o.v[i].val.type == JSON_TRUE;
+				if (strcmp(o.v[i].key, "shard-split") == 0)
+					split = o.v[i].val.type == JSON_TRUE;
 			}
-			/* a sharded run: another shard's stream is not selected here */
-			if (sel && shard_count &&
+			/* a sharded run: another shard's stream is not selected here,
+			 * unless the tap splits it across every shard (shard-split) */
+			if (sel && shard_count && !split &&
 			    catalog_stream_shard(id.buf, id.len, shard_count) != shard_index) {
 				sel = 0;
 				ov_set(&o, NULL, "selected", &json_false);

@@ -32,7 +32,10 @@ int catalog_select(const char *text, size_t len, const char *origin,
  * catalog_stream_shard() is FNV-1a (32 bits) of the id's bytes, modulo N,
  * stable across machines and versions.  catalog_shard() makes every later
  * catalog_select() of this process keep only shard index's streams (n 0:
- * all of them).  catalog_parse_shard() reads "I/N" (0 <= I < N <=
+ * all of them), but a stream whose metadata (source.metadata) sets
+ * "shard-split": true, which every shard selects: a tap that reads
+ * DATASPOC_PIPE_SHARD splits it (the built-in PostgreSQL tap, by page
+ * ranges).  catalog_parse_shard() reads "I/N" (0 <= I < N <=
  * CATALOG_SHARDS_MAX): 0, or -1 when text is of another shape.
  */
 #define CATALOG_SHARDS_MAX 1000

@@ -22,7 +22,12 @@ struct sink_options {
 	int plan_fd;		/* checkpoints: where each commit unit is written as it closes */
 	const char *staging;	/* the prefix files are staged under (a shard's attempt,
 				 * layout_shard_staging()); NULL: the run's staging */
+	unsigned file_base;	/* the first file number of each stream: shard I of a
+				 * sharded run numbers from I * SINK_SHARD_FILES, so that
+				 * a stream split across shards has names unique in the run */
 };
+
+#define SINK_SHARD_FILES 1000000u
 
 /*
  * Consume fd to its end.  Fills plan: on success its files, streams, state

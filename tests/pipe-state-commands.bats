@@ -318,7 +318,7 @@ shop/users          12            1  2026-01-01T10:02:05Z        1"
 	run -0 pipe-state check -p incremental -c "$HOMEDIR/pipelines/plain.yaml"
 	assert_output false
 	run -2 --separate-stderr pipe-state check -p secret shop
-	assert_equal "$stderr" "pipe-state: check -p: unknown key 'secret' (bucket, path, compression, incremental, cron, tap, name, file)"
+	assert_equal "$stderr" "pipe-state: check -p: unknown key 'secret' (bucket, path, compression, incremental, cron, tap, name, file, shard-split)"
 	bucket_untouched
 }
 

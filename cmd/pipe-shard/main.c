@@ -54,7 +54,9 @@ static const char help_text[] =
 	"  get    print the state shard I starts from, while the run holds the lock\n"
 	"  put    stage shard I's plan (pipe-sink's, ended in success), while the\n"
 	"         run holds the lock; it replaces an earlier attempt's\n"
-	"  join   print the run's one plan: every shard's files and streams, the\n"
+	"  join   print the run's one plan: every shard's files and streams (a\n"
+	"         stream in several shards that all activated one table version is\n"
+	"         one, split across them: its records added up), the\n"
 	"         state merged (each stream's bookmark from the shard that owns it,\n"
 	"         other members from the last shard that has them), for pipe-commit.\n"
 	"         -w: first wait up to SECONDS for every shard to stage its part.\n"
@@ -463,14 +465,24 @@ static int cmd_join(struct ctx *c)
 		all.nreplaced += p[i].nreplaced;
 		for (k = 0; k < p[i].nstreams; k++) {
 			for (m = 0; m < all.nstreams; m++) {
-				if (strcmp(all.streams[m].name, p[i].streams[k].name) == 0) {
-					sb_reset(&text);
-					sb_addf(&text, "run %s of pipeline '%s': stream '%s' was extracted by two shards: nothing published",
-						c->run_id, c->cfg.name, all.streams[m].name);
-					end_run(c, text.buf);
-					goto out;
+				if (strcmp(all.streams[m].name, p[i].streams[k].name) != 0)
+					continue;
+				/* a stream split across the shards (shard-split): each
+				 * read its part of one table version, which they all
+				 * activated */
+				if (all.streams[m].activated && p[i].streams[k].activated &&
+				    strcmp(all.streams[m].activated, p[i].streams[k].activated) == 0) {
+					all.streams[m].records += p[i].streams[k].records;
+					break;
 				}
+				sb_reset(&text);
+				sb_addf(&text, "run %s of pipeline '%s': stream '%s' was extracted by two shards: nothing published",
+					c->run_id, c->cfg.name, all.streams[m].name);
+				end_run(c, text.buf);
+				goto out;
 			}
+			if (m < all.nstreams)
+				continue;
 			all.streams = xrealloc(all.streams, (all.nstreams + 1) * sizeof(*all.streams));
 			all.streams[all.nstreams++] = p[i].streams[k];
 		}

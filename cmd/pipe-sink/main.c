@@ -177,6 +177,7 @@ int main(int argc, char **argv)
 		}
 		opt.staging = staging = layout_shard_staging(cfg.name, opt.run_id, index,
 							     getenv("DATASPOC_PIPE_SHARD_ATTEMPT"));
+		opt.file_base = (unsigned)index * SINK_SHARD_FILES;
 	}
 	jq = xasprintf("%s/transforms/%s.jq", config_home(), cfg.name);
 	if (transform_load(jq, &opt.transform) < 0) {

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "cron.h"
 #include "err.h"
+#include "json.h"
 #include "layout.h"
 #include "lock.h"
 #include "pipe_state.h"
@@ -103,8 +104,9 @@ static const char help_text[] =
 	"               json (default, as stored) or table; validate: text (default)\n"
 	"               or json\n"
 	"  -p KEY       check: print one setting of the loaded config (bucket, path,\n"
-	"               compression, incremental, cron, tap, name, file); nothing\n"
-	"               when it is not set\n"
+	"               compression, incremental, cron, tap, name, file; shard-split:\n"
+	"               true when source.metadata splits a stream across shards);\n"
+	"               nothing when it is not set\n"
 	"  -r RUN_ID    get: the run's id (default $DATASPOC_RUN_ID)\n"
 	"  -h, --help   this help\n";
 
@@ -435,6 +437,26 @@ static int cmd_probe(struct bucket *b)
 	return CLI_OK;
 }
 
+
+/* Whether source.metadata sets "shard-split": true for some streams (docs/SCALE.md). */
+static int metadata_splits(const struct pipe_config *cfg)
+{
+	struct json_span v, pat, kv, m;
+	size_t pos = 0, errpos;
+	const char *errmsg;
+
+	if (cfg->metadata_json == NULL ||
+	    json_validate(cfg->metadata_json, strlen(cfg->metadata_json), &v, &errpos, &errmsg) != 0 ||
+	    v.type != JSON_OBJECT)
+		return 0;
+	while (json_object_next(&v, &pos, &pat, &kv)) {
+		if (kv.type == JSON_OBJECT && json_object_get(&kv, "shard-split", &m) == 1 &&
+		    m.type == JSON_TRUE)
+			return 1;
+	}
+	return 0;
+}
+
 static int cmd_check(const struct pipe_config *cfg, const char *key)
 {
 	struct sb secrets = SB_INIT, placeholders = SB_INIT;
@@ -458,9 +480,11 @@ static int cmd_check(const struct pipe_config *cfg, const char *key)
 			v = cfg->name;
 		else if (strcmp(key, "file") == 0)
 			v = cfg->file;
+		else if (strcmp(key, "shard-split") == 0)
+			v = metadata_splits(cfg) ? "true" : NULL;
 		else {
 			err_msg("check -p: unknown key '%s' (bucket, path, compression, incremental, "
-				"cron, tap, name, file)", key);
+				"cron, tap, name, file, shard-split)", key);
 			return CLI_USAGE;
 		}
 		if (v)

@@ -136,6 +136,7 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 		memcpy(st->name_in, name, len);
 	st->safe = safe;
 	st->dropped = dropped;
+	st->file_index = s->opt->file_base;
 	if (s->rw->stream_new)
 		st->rwstate = s->rw->stream_new();
 	if (dropped)
