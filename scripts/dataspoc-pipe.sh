@@ -544,6 +544,29 @@ run_shards() {
 	[ "$2" = 1 ] && _sv=-v
 	_run=$(pipe-shard plan $_plan -n "$3" "$4") || exit $?
 	say "Sharded run $_run of $4: $3 shards"
+	_hold=
+	if [ -n "$(pipe-state check -p shard-split "$4")" ]; then
+		# A table split across the shards (the PostgreSQL tap's
+		# shard-split): its snapshot, exported and held by the tap in a
+		# process of its own until the commit ended, every shard reading in
+		# it.  Held or not, the shards run: one without it fails, and the
+		# commit refuses.
+		open_private_dir || exit 1
+		trap 'rm -rf "$tmp"' EXIT
+		DATASPOC_PIPE_PG_HOLD=$tmp/snapshot.json DATASPOC_PIPE_PID=$$ \
+			pipe-tap "$4" </dev/null >/dev/null 2>"$tmp/hold.err" &
+		_hold=$!
+		while [ ! -e "$tmp/snapshot.json" ] && kill -0 "$_hold" 2>/dev/null; do
+			sleep 0.1
+		done
+		if [ -e "$tmp/snapshot.json" ]; then
+			DATASPOC_PIPE_PG_SNAPSHOT=$tmp/snapshot.json
+			export DATASPOC_PIPE_PG_SNAPSHOT
+		else
+			_hold=
+			sed 's/^/dataspoc-pipe: the run'"'"'s snapshot: /' "$tmp/hold.err" >&2
+		fi
+	fi
 	_pids= _i=0
 	while [ "$_i" -lt "$3" ]; do
 		"$self" run $_sv "$4" --shard "$_i/$3" --run-id "$_run" &
@@ -554,7 +577,13 @@ run_shards() {
 	for _p in $_pids; do
 		wait "$_p"
 	done
-	exec "$self" commit "$4" --run-id "$_run"
+	[ -n "$_hold" ] || exec "$self" commit "$4" --run-id "$_run"
+	"$self" commit "$4" --run-id "$_run"
+	_rc=$?
+	kill -s TERM "$_hold" 2>/dev/null
+	# (the shell's word on a job ended by a signal: not the run's)
+	{ wait "$_hold"; } 2>/dev/null
+	exit $_rc
 }
 
 cmd_run() {

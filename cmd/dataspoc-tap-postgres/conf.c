@@ -260,6 +260,7 @@ static int load_stream(struct tap *t, const struct json_span *js, const struct j
 		s->dest = stream_name;
 	}
 	s->is_view = json_object_get(smd, "is-view", &v) == 1 && truthy(&v);
+	s->split = json_object_get(smd, "shard-split", &v) == 1 && truthy(&v);
 	if (json_object_get(smd, s->is_view ? "view-key-properties" : "table-key-properties", &v) == 1 &&
 	    v.type != JSON_NULL)
 		py_dump(&s->keys, &v);

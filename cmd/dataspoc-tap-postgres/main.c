@@ -248,6 +248,10 @@ static int pg_sync(void *p)
 		return rc;
 	if ((rc = plan_streams(t)) != 0)
 		return rc;
+	if (getenv("DATASPOC_PIPE_PG_HOLD"))
+		return split_hold(t);
+	if ((rc = split_check(t)) != 0)
+		return rc;
 	for (size_t i = 0; i < t->nsync && rc == 0; i++)
 		if (strcmp(t->streams[i].method, "LOG_BASED") != 0)
 			rc = sync_stream(t, &t->streams[i]);

@@ -694,10 +694,18 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 	struct tap *t = r->t;
 	struct stream *s = r->s;
 	struct kv *ver = bm_get(t, s->id, "version"), *xmin = bm_get(t, s->id, "xmin");
-	int first = ver == NULL, rc, one = 0;
+	int first = ver == NULL, rc, one = 0, split = split_stream(s);
 	struct sb version = SB_INIT, sql = SB_INIT, from = SB_INIT, where = SB_INIT;
+	struct split sp;
+	const char *held = t->snapshot;
 
-	if (!s->is_view && xmin && text_truthy(&xmin->val) && ver)
+	memset(&sp, 0, sizeof(sp));
+	/* split across the shards (split.c): the run's version and snapshot, no resuming */
+	if (split && split_range(s, &sp) != 0)
+		return EXIT_FAIL;
+	if (split)
+		sb_adds(&version, sp.version);
+	else if (!s->is_view && xmin && text_truthy(&xmin->val) && ver)
 		sb_add(&version, ver->val.buf, ver->val.len);
 	else
 		sb_addf(&version, "%lld", now_ms);
@@ -705,16 +713,25 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 	if ((rc = emit_state(r)) != 0)
 		goto out;
 	run_prepare(r, version.buf, extracted);
-	if (first)
+	if (first || split)
 		activate(r, version.buf);
 
 	fq_table(r->conn, s, &from);
-	if ((rc = begin_read(r)) != 0)
+	if (split)
+		t->snapshot = sp.snapshot;
+	rc = begin_read(r);
+	t->snapshot = held;
+	if (rc != 0)
 		goto out;
 	sb_adds(&sql, "COPY (SELECT ");
 	select_list(r, &sql);
 	if (s->is_view) {
 		sb_addf(&sql, " FROM %s", from.buf);
+	} else if (split) {
+		/* pages [lo, hi) (TID Range Scan); the last shard's to the end */
+		sb_addf(&sql, " FROM %s WHERE ctid >= '(%llu,0)'::tid", from.buf, sp.lo);
+		if (!sp.last)
+			sb_addf(&sql, " AND ctid < '(%llu,0)'::tid", sp.hi);
 	} else {
 		xmin = bm_get(t, s->id, "xmin");
 		if (xmin && text_truthy(&xmin->val)) {
@@ -749,6 +766,7 @@ static int full_table(struct run *r, const char *extracted, long long now_ms)
 		state_write(&t->state, s->id, "xmin", "null", 4);
 	activate(r, version.buf);
 out:
+	split_free(&sp);
 	sb_free(&version);
 	sb_free(&sql);
 	sb_free(&from);

@@ -88,6 +88,7 @@ struct stream {
 	struct column *cols;		/* the columns to sync, sorted */
 	size_t ncols;
 	int rk_col;			/* index of rk in cols, or -1 */
+	int split;			/* "shard-split": split across a sharded run's shards */
 };
 
 /* One member of a JSON object kept in order, its value as Python prints it. */
@@ -188,6 +189,29 @@ static inline void py_quotes(struct sb *out, const char *s)
 		n++;
 	py_quote(out, s, n);
 }
+
+/* ---- split.c: one table split across a sharded run's shards ---- */
+
+/* Shard I of N's part of a split table, in the run's snapshot. */
+struct split {
+	char *snapshot;			/* the exported snapshot's id */
+	char *version;			/* the table version every shard activates */
+	unsigned long long lo, hi;	/* pages [lo, hi); last: [lo, end) */
+	int last;
+};
+
+/*
+ * In a shard, a shard-split stream that is not a FULL_TABLE table refused
+ * (every shard would read all of it).  0, or EXIT_FAIL said.
+ */
+int split_check(const struct tap *t);
+/* Whether stream s is read split (FULL_TABLE, shard-split, in a shard). */
+int split_stream(const struct stream *s);
+/* s's part for this shard, from $DATASPOC_PIPE_PG_SNAPSHOT.  0, or -1 said. */
+int split_range(const struct stream *s, struct split *sp);
+void split_free(struct split *sp);
+/* DATASPOC_PIPE_PG_HOLD=FILE: export and hold the run's snapshot until SIGTERM. */
+int split_hold(struct tap *t);
 
 /* ---- conn.c ---- */
 
