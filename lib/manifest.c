@@ -17,9 +17,6 @@
 
 static int table_at(jv t, const char *dir);
 
-/* The Python DataSpoc Pipe's manifest version. */
-#define MANIFEST_VERSION "1.0"
-
 /*
  * The widening of column name this run (the plan's "widened" list, NULL
  * or a JSON array): ,"widened":{"from":first,"to":last,"why":..,"record":n}.

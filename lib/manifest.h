@@ -9,6 +9,15 @@
 #include "bucket.h"
 #include "plan.h"
 
+/* The Python DataSpoc Pipe's manifest version. */
+#define MANIFEST_VERSION "1.0"
+
+/*
+ * A manifest with no table: what the Python tool reads of a bucket that has
+ * none (catalog.py, load_manifest()), and so what `manifest` shows of it.
+ */
+#define MANIFEST_EMPTY "{\"version\":\"" MANIFEST_VERSION "\",\"updated_at\":null,\"tables\":{}}"
+
 /*
  * The table version the manifest records for each of the plan's streams
  * (its "table_version", the version last activated in its folder), as raw

@@ -872,10 +872,12 @@ sec: placeholders: ok"
 	diff -u manifest.json got.json
 }
 
-@test "manifest: a bucket without one, and bad usage" {
-	run -1 --separate-stderr dataspoc-pipe manifest "$(bucket_url)"
+@test "manifest: a bucket without one (empty, as the Python tool reads it), and bad usage" {
+	run -0 --separate-stderr dataspoc-pipe manifest "$(bucket_url)"
 	assert_output ""
-	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
+	assert_equal "$stderr" "no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
+	run -0 --separate-stderr dataspoc-pipe manifest --output json "$(bucket_url)"
+	assert_output '{"version":"1.0","updated_at":null,"tables":{}}'
 	run -2 --separate-stderr dataspoc-pipe manifest
 	assert_stderr "dataspoc-pipe: manifest: a BUCKET (or -c FILE.yaml) is required
 usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"

@@ -274,11 +274,14 @@ shop/orders  1,235,767            3  2026-01-03T10:02:05Z        3
 shop/users          12            1  2026-01-01T10:02:05Z        1"
 }
 
-@test "manifest: none in the bucket, not JSON, not an object" {
+@test "manifest: none in the bucket (an empty one, as the Python tool reads it), not JSON, not an object" {
 	write_pipeline shop tap-shop
-	run -1 --separate-stderr pipe-state manifest shop
+	run -0 --separate-stderr pipe-state manifest shop
+	assert_output '{"version":"1.0","updated_at":null,"tables":{}}'
+	assert_equal "$stderr" "no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
+	run -0 --separate-stderr pipe-state manifest -o table shop
 	assert_output ""
-	assert_equal "$stderr" "pipe-state: no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
+	assert_equal "$stderr" "no manifest in bucket '$(bucket_url)' (.dataspoc/manifest.json): no pipeline has landed data there yet"
 	echo '{"tables": {' | bucket_put .dataspoc/manifest.json
 	run -1 --separate-stderr pipe-state manifest -o table shop
 	assert_output ""
@@ -638,7 +641,8 @@ users"
 	assert_output "{}"
 	run -0 --separate-stderr pipe-state logs ghost
 	assert_output ""
-	run -1 --separate-stderr pipe-state manifest -b "$gone"
+	run -0 --separate-stderr pipe-state manifest -b "$gone"
+	assert_output '{"version":"1.0","updated_at":null,"tables":{}}'
 	run -0 --separate-stderr pipe-state status ghost
 	assert_output --partial "ghost"
 	[ ! -e "$BATS_TEST_TMPDIR/no" ]

@@ -24,6 +24,7 @@
 #include "json.h"
 #include "layout.h"
 #include "lock.h"
+#include "manifest.h"
 #include "pipe_state.h"
 #include "report.h"
 #include "state.h"
@@ -406,9 +407,15 @@ static int cmd_manifest(struct bucket *b, enum format fmt)
 	char *origin = xasprintf("%s/%s", bucket_url(b), LAYOUT_MANIFEST_KEY);
 	int r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text), ret = CLI_FAILED;
 
-	if (r == 1)
-		err_msg("no manifest in bucket '%s' (%s): no pipeline has landed data there yet",
-			bucket_url(b), LAYOUT_MANIFEST_KEY);
+	if (r == 1) {
+		/* as the Python tool: an empty manifest, no error */
+		fprintf(stderr, "no manifest in bucket '%s' (%s): no pipeline has landed data there "
+			"yet\n", bucket_url(b), LAYOUT_MANIFEST_KEY);
+		if (fmt != FMT_TABLE)
+			puts(MANIFEST_EMPTY);
+		ret = CLI_OK;
+		goto out;
+	}
 	if (r != 0)
 		goto out;
 	if (report_manifest(text.buf ? text.buf : "", text.len, origin, fmt != FMT_TABLE, &out) != 0)
