@@ -315,7 +315,7 @@ static void status_json(const struct report_status *rows, size_t n, struct sb *o
 			sb_addf(out, ",\"%s\":", f->name);
 			if (rows[i].error || rows[i].log == NULL)
 				sb_adds(out, strcmp(f->member, "status") != 0 ? "null" :
-					rows[i].error ? "\"error\"" : "\"never\"");
+					rows[i].error ? "\"error\"" : "\"no runs\"");
 			else
 				json_member(out, &v, f->member);
 		}

@@ -52,10 +52,11 @@ struct report_status {
  *   broken    -                     error    -               -
  *
  * or, json set, a JSON array of {"name", "last_run", "status", "duration",
- * "records"}, one object a line: last_run is the log's started_at,
- * duration its duration_seconds, records its total_records (null when
- * missing); a pipeline never run has status "never", one that could not be
- * read "error", and nulls.
+ * "records"} (the Python DataSpoc Pipe's keys), one object a line: last_run
+ * is the log's started_at, duration its duration_seconds, records its
+ * total_records (null when missing); a pipeline never run has status
+ * "no runs" (the Python tool's word), one that could not be read "error",
+ * and nulls.
  */
 void report_status(const struct report_status *rows, size_t n, int json, struct sb *out);
 

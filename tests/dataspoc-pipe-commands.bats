@@ -514,7 +514,7 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 
 # --- status -----------------------------------------------------------------------
 
-@test "status: a table and JSON from each pipeline's newest run log; never run shows never" {
+@test "status: a table and JSON from each pipeline's newest run log; never run shows never (JSON: the Python tool's \"no runs\")" {
 	write_pipeline alpha cmdtap-ok
 	write_pipeline fails cmdtap-fail
 	write_pipeline newbie cmdtap-ok
@@ -545,7 +545,7 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 	jq -cn --slurpfile a alpha.json --slurpfile f fails.json '[
 		{name: "alpha", last_run: $a[0].started_at, status: "success", duration: $a[0].duration_seconds, records: 3},
 		{name: "fails", last_run: $f[0].started_at, status: "failure", duration: $f[0].duration_seconds, records: $f[0].total_records},
-		{name: "newbie", last_run: null, status: "never", duration: null, records: null}]' >want.compact
+		{name: "newbie", last_run: null, status: "no runs", duration: null, records: null}]' >want.compact
 	diff -u want.compact got.compact
 	# names given: only those, in that order
 	run -0 dataspoc-pipe status -o json newbie alpha

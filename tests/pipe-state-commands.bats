@@ -214,7 +214,7 @@ shop      2026-01-03T10:00:00Z  success     2m05s  1,234,567"
 	run -0 --separate-stderr pipe-state status -o json
 	assert_output '[
   {"name":"alpha","last_run":"2026-01-04T10:00:00Z","status":"success","duration":125,"records":3},
-  {"name":"fresh","last_run":null,"status":"never","duration":null,"records":null},
+  {"name":"fresh","last_run":null,"status":"no runs","duration":null,"records":null},
   {"name":"shop","last_run":"2026-01-03T10:00:00Z","status":"success","duration":125,"records":1234567}
 ]'
 	run -0 jq -e 'length == 3' <<<"$output"
