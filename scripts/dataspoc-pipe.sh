@@ -872,13 +872,13 @@ cmd_status() {
 }
 
 cmd_logs() {
-	fmt=text fmt_set= n=1 name=
+	fmt=text fmt_set= n= n_set= name=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--output | -o) [ $# -ge 2 ] || usage logs "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
 		--output=*) fmt=${1#*=} fmt_set=1 ;;
-		-n) [ $# -ge 2 ] || usage logs "option '-n' needs a number"; n=$2; shift ;;
-		-n*) n=${1#-n} ;;
+		-n) [ $# -ge 2 ] || usage logs "option '-n' needs a number"; n=$2 n_set=1; shift ;;
+		-n*) n=${1#-n} n_set=1 ;;
 		-h | --help) show_help logs; exit 0 ;;
 		-*) usage logs "unknown option '$1'" ;;
 		*) [ -z "$name" ] || usage logs "unexpected argument '$1'"; name=$1 ;;
@@ -887,7 +887,9 @@ cmd_logs() {
 	done
 	[ -n "$name" ] || usage logs "a pipeline NAME is required"
 	[ -z "$fmt_set" ] || output_flag logs "$fmt"
-	exec pipe-state logs -n "$n" -o "$fmt" "$name"
+	# (no -n: --output json prints the newest log as one object, as the
+	# Python tool does; -n K: a list)
+	exec pipe-state logs ${n_set:+-n "$n"} -o "$fmt" "$name"
 }
 
 # manifest BUCKET: the bucket as a pipeline's destination.bucket is taken

@@ -608,6 +608,9 @@ broken    -         error          -        -"
 	assert_equal "$output" "$(run_ids alpha | tail -n 2 | tac)"
 	run -0 jq -c '.[0]' got.json
 	assert_equal "$output" "$(jq -c . last.json)"
+	# without -n: the newest log itself, as the Python tool prints it
+	run -0 --separate-stderr dataspoc-pipe logs --output json alpha
+	assert_equal "$(jq -c . <<<"$output")" "$(jq -c . last.json)"
 	run -0 dataspoc-pipe logs -n 10 --output jsonl alpha
 	assert_equal "${#lines[@]}" 3
 	run -0 dataspoc-pipe logs -n5 --output text alpha
@@ -621,6 +624,8 @@ broken    -         error          -        -"
 	assert_equal "$output" ""
 	assert_equal "$stderr" "pipeline 'fails' has no run logs in $(bucket_url)"
 	run -0 dataspoc-pipe logs --output json fails
+	assert_output "null"
+	run -0 dataspoc-pipe logs -n 3 --output json fails
 	assert_output "[]"
 	run -1 dataspoc-pipe run fails
 	run -0 dataspoc-pipe logs fails

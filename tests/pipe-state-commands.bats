@@ -173,7 +173,11 @@ Run 20260102T100000Z-bbbbbb: failure
 	run -0 --separate-stderr pipe-state logs shop
 	assert_output ""
 	assert_equal "$stderr" ""
+	# -o json: the newest log, an object as the Python tool prints it (none:
+	# null); -n K: a list
 	run -0 pipe-state logs -o json shop
+	assert_output "null"
+	run -0 pipe-state logs -n 1 -o json shop
 	assert_output "[]"
 	run -0 --separate-stderr pipe-state logs -o text shop
 	assert_output ""
@@ -184,6 +188,8 @@ Run 20260102T100000Z-bbbbbb: failure
 	echo '{}' | bucket_put .dataspoc/logs/shop/sub/20260109T100000Z-dddddd.json
 	echo '{}' | bucket_put .dataspoc/logs/shop-other/20260109T100000Z-dddddd.json
 	run -0 --separate-stderr pipe-state logs shop
+	assert_output "$(compact shop 20260101T100000Z-aaaaaa success 5)"
+	run -0 --separate-stderr pipe-state logs -o json shop
 	assert_output "$(compact shop 20260101T100000Z-aaaaaa success 5)"
 	assert_equal "$stderr" "pipe-state: warning: skipping run log $(bucket_url)/.dataspoc/logs/shop/20260102T100000Z-bbbbbb.json: control character in string"
 	# the Python DataSpoc Pipe's logs: a timestamp name, no run_id, a float duration

@@ -305,7 +305,12 @@ out:
 
 enum format { FMT_DEFAULT, FMT_JSONL, FMT_JSON, FMT_TEXT, FMT_TABLE };
 
-static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max, enum format fmt)
+/*
+ * The last max run logs; with one (no -n), -o json prints the newest as an
+ * object, as the Python tool does, or null when there is none.
+ */
+static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max, int one,
+		    enum format fmt)
 {
 	struct sb out = SB_INIT;
 	char **logs = NULL;
@@ -313,7 +318,11 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 
 	if (report_logs(b, cfg->name, max, &logs, &n) != 0)
 		return CLI_FAILED;
-	if (fmt == FMT_JSON)
+	if (fmt == FMT_JSON && one) {
+		sb_adds(&out, n ? logs[0] : "null");
+		sb_addc(&out, '\n');
+		n = 0;
+	} else if (fmt == FMT_JSON)
 		sb_adds(&out, n ? "[\n" : "[]\n");
 	for (i = 0; i < n; i++) {
 		if (fmt == FMT_TEXT) {
@@ -328,7 +337,7 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 	}
 	if (fmt == FMT_JSON && n)
 		sb_adds(&out, "]\n");
-	if (n == 0 && fmt == FMT_TEXT)
+	if (logs[0] == NULL && fmt == FMT_TEXT)
 		fprintf(stderr, "pipeline '%s' has no run logs in %s\n", cfg->name, bucket_url(b));
 	if (out.len)
 		fwrite(out.buf, 1, out.len, stdout);
@@ -592,6 +601,7 @@ struct ctx {
 	size_t nnames;
 	enum format fmt;
 	unsigned long max;
+	int one;		/* no -n: logs -o json prints one object */
 	int full;
 };
 
@@ -609,7 +619,7 @@ static int run_probe(struct ctx *c) { return cmd_probe(c->b); }
 
 static int run_logs(struct ctx *c)
 {
-	return cmd_logs(c->b, &c->cfg, c->max, c->fmt == FMT_DEFAULT ? FMT_JSONL : c->fmt);
+	return cmd_logs(c->b, &c->cfg, c->max, c->one, c->fmt == FMT_DEFAULT ? FMT_JSONL : c->fmt);
 }
 
 static int run_status(struct ctx *c)
@@ -895,6 +905,7 @@ int main(int argc, char **argv)
 		}
 	}
 	nargs = argc - optind;
+	c.one = !have_n;
 	if ((c.bucket && !(flags & TAKES_BUCKET)) || (c.key && !(flags & TAKES_KEY)) ||
 	    (c.bucket && c.key) || (have_n && !(flags & TAKES_COUNT)) ||
 	    (c.bucket && (file || nargs > 0)) ||
