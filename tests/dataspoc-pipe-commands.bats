@@ -671,13 +671,16 @@ beta: bucket: ok (conditional create: honoured)
 beta: secrets: ok
 beta: placeholders: ok"
 	run -0 --separate-stderr dataspoc-pipe validate --output json beta
-	run -0 jq -c '.[]' <<<"$output"
-	assert_equal "$output" '{"pipeline":"beta","check":"config","status":"ok","message":null}
-{"pipeline":"beta","check":"tap","status":"ok","message":null}
-{"pipeline":"beta","check":"source","status":"ok","message":null}
-{"pipeline":"beta","check":"bucket","status":"ok","message":"conditional create: honoured"}
-{"pipeline":"beta","check":"secrets","status":"ok","message":null}
-{"pipeline":"beta","check":"placeholders","status":"ok","message":null}'
+	run -0 jq -c '.[] | del(.checks)' <<<"$output"
+	assert_equal "$output" '{"pipeline":"beta","bucket_ok":true,"tap_ok":true,"ok":true,"errors":[]}'
+	run -0 dataspoc-pipe validate --output json beta
+	run -0 jq -c '.[].checks[]' <<<"$output"
+	assert_equal "$output" '{"check":"config","status":"ok","message":null}
+{"check":"tap","status":"ok","message":null}
+{"check":"source","status":"ok","message":null}
+{"check":"bucket","status":"ok","message":"conditional create: honoured"}
+{"check":"secrets","status":"ok","message":null}
+{"check":"placeholders","status":"ok","message":null}'
 	# the probe leaves nothing behind
 	run -0 bucket_keys .dataspoc/probe/
 	assert_output ""
@@ -704,8 +707,8 @@ beta: placeholders: ok"
 	assert_line --index 9 --regexp "^shaped: transform: FAIL: .*shaped\.jq"
 	assert_equal "${#lines[@]}" 13
 	run -1 --separate-stderr dataspoc-pipe validate --output json ghost
-	run -0 jq -c '[.[] | select(.status != "ok")]' <<<"$output"
-	assert_output '[{"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"}]'
+	run -0 jq -c '[.[].checks[] | select(.status != "ok")]' <<<"$output"
+	assert_output '[{"check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"}]'
 	write_pipeline csv tap-csv
 	run -1 --separate-stderr dataspoc-pipe validate csv
 	assert_line --index 1 "csv: tap: FAIL: tap-csv not found on PATH — install it or set source.tap (the bundled dataspoc-tap-csv reads tap-csv's config)"
@@ -723,7 +726,7 @@ beta: placeholders: ok"
 	run -1 --separate-stderr dataspoc-pipe validate odd
 	assert_line --index 1 "odd: tap: FAIL: $want"
 	run -1 sh -c 'dataspoc-pipe validate --output json odd >got.json'
-	run -0 jq -r '.[1].message' got.json
+	run -0 jq -r '.[0].checks[1].message' got.json
 	assert_output "$want"
 	run -0 grep -c -F '"message":"say \"hi\"\tnow\u0001 not found on PATH' got.json
 }
@@ -744,7 +747,7 @@ sec: bucket: ok (conditional create: honoured)
 sec: secrets: WARN: '$f' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$f'
 sec: placeholders: ok"
 	run -0 dataspoc-pipe validate --output json sec
-	run -0 jq -r '.[4].status' <<<"$output"
+	run -0 jq -r '.[0].checks[4].status' <<<"$output"
 	assert_output warn
 	chmod 600 "$HOMEDIR/sources/sec.json"
 	run -0 dataspoc-pipe validate sec
@@ -767,7 +770,7 @@ sec: placeholders: ok"
 	assert_line --index 5 "t5: placeholders: WARN: the tap's config file '$HOMEDIR/sources/t5.json' still holds placeholders of add's template (.files[0].path): fill them in"
 	run -0 dataspoc-pipe add --tap tap-postgres --bucket "$(bucket_url)" --yes pg
 	run -0 dataspoc-pipe validate --output json pg
-	run -0 jq -r '.[] | select(.check == "placeholders") | .status + ": " + .message' <<<"$output"
+	run -0 jq -r '.[].checks[] | select(.check == "placeholders") | .status + ": " + .message' <<<"$output"
 	assert_output "warn: the tap's config file '$HOMEDIR/sources/pg.json' still holds placeholders of add's template (.password): fill them in"
 	sed -i 's/CHANGE_ME/s3cret/' "$HOMEDIR/sources/pg.json"
 	run -0 dataspoc-pipe validate pg

@@ -464,21 +464,13 @@ all_ok() {
 	assert_equal "$stderr" ""
 	assert_output "$(all_ok ghost | sed 's/^ghost: tap: ok$/ghost: tap: FAIL: cmdtap-missing not found on PATH — install it or set source.tap/; /^ghost: source: /d')
 $(all_ok shop)"
-	# -o json, byte for byte; text and table are the lines
+	# -o json, byte for byte: an object a pipeline, the Python tool's keys
+	# first; text and table are the lines
 	run -1 sh -c 'pipe-state validate -o json ghost shop >got.json'
 	expect_file got.json <<-'EOF'
 	[
-	  {"pipeline":"ghost","check":"config","status":"ok","message":null},
-	  {"pipeline":"ghost","check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"},
-	  {"pipeline":"ghost","check":"bucket","status":"ok","message":"conditional create: honoured"},
-	  {"pipeline":"ghost","check":"secrets","status":"ok","message":null},
-	  {"pipeline":"ghost","check":"placeholders","status":"ok","message":null},
-	  {"pipeline":"shop","check":"config","status":"ok","message":null},
-	  {"pipeline":"shop","check":"tap","status":"ok","message":null},
-	  {"pipeline":"shop","check":"source","status":"ok","message":null},
-	  {"pipeline":"shop","check":"bucket","status":"ok","message":"conditional create: honoured"},
-	  {"pipeline":"shop","check":"secrets","status":"ok","message":null},
-	  {"pipeline":"shop","check":"placeholders","status":"ok","message":null}
+	  {"pipeline":"ghost","bucket_ok":true,"tap_ok":false,"ok":false,"errors":["tap: cmdtap-missing not found on PATH — install it or set source.tap"],"checks":[{"check":"config","status":"ok","message":null},{"check":"tap","status":"fail","message":"cmdtap-missing not found on PATH — install it or set source.tap"},{"check":"bucket","status":"ok","message":"conditional create: honoured"},{"check":"secrets","status":"ok","message":null},{"check":"placeholders","status":"ok","message":null}]},
+	  {"pipeline":"shop","bucket_ok":true,"tap_ok":true,"ok":true,"errors":[],"checks":[{"check":"config","status":"ok","message":null},{"check":"tap","status":"ok","message":null},{"check":"source","status":"ok","message":null},{"check":"bucket","status":"ok","message":"conditional create: honoured"},{"check":"secrets","status":"ok","message":null},{"check":"placeholders","status":"ok","message":null}]}
 	]
 	EOF
 	run -0 pipe-state validate -o table shop
@@ -517,7 +509,7 @@ $(all_ok shop)"
 	assert_line --index 4 "inl: secrets: WARN: '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'"
 	assert_line --index 5 "inl: placeholders: WARN: the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
 	run -0 pipe-state validate -o json inl
-	run -0 jq -r '.[4:][] | .status + " " + .message' <<<"$output"
+	run -0 jq -r '.[0].checks[4:][] | .status + " " + .message' <<<"$output"
 	assert_output "warn '$HOMEDIR/pipelines/inl.yaml' holds secrets (password) and is readable by other users (mode 0644): chmod 600 '$HOMEDIR/pipelines/inl.yaml'
 warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders of add's template (.path): fill them in"
 }
@@ -529,6 +521,11 @@ warn the tap's config in '$HOMEDIR/pipelines/inl.yaml' still holds placeholders 
 	assert_line --index 0 "nope: config: FAIL: no pipeline 'nope' (looked for $HOMEDIR/pipelines/nope.yaml)"
 	assert_line --index 1 "shop: config: ok"
 	assert_equal "${#lines[@]}" 7
+	# -o json: the Python tool's "error": "not found" beside its keys
+	run -2 --separate-stderr pipe-state validate -o json nope
+	assert_output '[
+  {"pipeline":"nope","bucket_ok":false,"tap_ok":false,"error":"not found","ok":false,"errors":["config: no pipeline '"'nope'"' (looked for '"$HOMEDIR"'/pipelines/nope.yaml)"],"checks":[{"check":"config","status":"fail","message":"no pipeline '"'nope'"' (looked for '"$HOMEDIR"'/pipelines/nope.yaml)"}]}
+]'
 	rm -rf "$BUCKET_DIR"
 	run -2 --separate-stderr pipe-state validate shop 'no/such'
 	assert_output ""

@@ -282,49 +282,25 @@ static jv answer_logs(struct job *j, int status)
 }
 
 /*
- * validate: its checks, and the Python tool's summary of them (bucket_ok,
- * tap_ok, errors).  A failed check is the answer, not an error of the tool:
- * only a pipeline that cannot be validated (unknown: status 2) is.
+ * validate: the pipeline's object of `validate -o json` (its checks and the
+ * Python tool's summary of them: bucket_ok, tap_ok, errors).  A failed check
+ * is the answer, not an error of the tool: only a pipeline that cannot be
+ * validated (unknown: status 2) is.
  */
 static jv answer_validate(struct job *j, int status)
 {
-	jv checks = status == 0 || status == 1 ? output_json(j, JV_KIND_ARRAY) : jv_invalid();
-	jv errors = jv_array(), out;
-	int ok = 1, bucket_ok = 0, tap_ok = 0;
+	jv list = status == 0 || status == 1 ? output_json(j, JV_KIND_ARRAY) : jv_invalid();
+	jv out;
 
-	if (!jv_is_valid(checks)) {
-		jv_free(checks);
-		jv_free(errors);
+	if (!jv_is_valid(list) || jv_array_length(jv_copy(list)) != 1) {
+		jv_free(list);
 		return failed(j, status, jv_invalid());
 	}
-	jv_array_foreach(checks, i, c) {
-		jv check = jv_object_get(jv_copy(c), jv_string("check"));
-		jv st = jv_object_get(jv_copy(c), jv_string("status"));
-		jv msg = jv_object_get(c, jv_string("message"));
-		int good = jv_get_kind(st) == JV_KIND_STRING && strcmp(jv_string_value(st), "fail") != 0;
-		int is = jv_get_kind(check) == JV_KIND_STRING;
-
-		if (is && strcmp(jv_string_value(check), "bucket") == 0)
-			bucket_ok = good;
-		if (is && strcmp(jv_string_value(check), "tap") == 0)
-			tap_ok = good;
-		if (!good) {
-			ok = 0;
-			errors = jv_array_append(errors, is && jv_get_kind(msg) == JV_KIND_STRING ?
-				 jv_string_fmt("%s: %s", jv_string_value(check), jv_string_value(msg)) :
-				 jv_copy(msg));
-		}
-		(void)i;
-		jv_free(check);
-		jv_free(st);
-		jv_free(msg);
+	out = jv_array_get(list, 0);
+	if (jv_get_kind(out) != JV_KIND_OBJECT) {
+		jv_free(out);
+		return failed(j, status, jv_invalid());
 	}
-	out = jv_object_set(jv_object(), jv_string("pipeline"), jv_string(arg_str(j, "name")));
-	out = jv_object_set(out, jv_string("ok"), jv_bool(ok));
-	out = jv_object_set(out, jv_string("bucket_ok"), jv_bool(bucket_ok));
-	out = jv_object_set(out, jv_string("tap_ok"), jv_bool(tap_ok));
-	out = jv_object_set(out, jv_string("errors"), errors);
-	out = jv_object_set(out, jv_string("checks"), checks);
 	return json_result(j, jv_copy(out), out);
 }
 

@@ -51,12 +51,17 @@ struct validate {
 	off_t from;		/* where the running check's words begin in it */
 	int saved;		/* stderr meanwhile */
 	struct sb line;
+	/* with json, the pipeline being checked: its checks (JSON objects,
+	 * comma-separated), the reasons of those that failed, two of them */
+	struct sb checks, errors;
+	int pipeline_failed, bucket_ok, tap_ok;
 };
 
 /*
  * Print one result: "NAME: CHECK: ok[ (MESSAGE)]", "NAME: CHECK: FAIL:
- * MESSAGE", "NAME: CHECK: WARN: MESSAGE", or its JSON object, message null
- * when msg is NULL.
+ * MESSAGE", "NAME: CHECK: WARN: MESSAGE"; with json, keep its object
+ * ({"check", "status", "message"}, message null when msg is NULL) for the
+ * pipeline's, which pipeline_end() prints.
  */
 static void result(struct validate *v, const char *name, const char *check, enum result r,
 		   const char *msg, size_t len)
@@ -66,33 +71,78 @@ static void result(struct validate *v, const char *name, const char *check, enum
 	struct sb *l = &v->line;
 
 	if (r == RESULT_FAIL)
-		v->failed = 1;
-	sb_reset(l);
+		v->failed = v->pipeline_failed = 1;
 	if (v->json) {
-		sb_adds(l, v->count ? ",\n  {\"pipeline\":" : "[\n  {\"pipeline\":");
-		json_quote(l, name, strlen(name));
-		sb_adds(l, ",\"check\":");
-		json_quote(l, check, strlen(check));
-		sb_addf(l, ",\"status\":\"%s\",\"message\":", json_words[r]);
-		if (msg)
-			json_quote(l, msg, len);
-		else
-			sb_adds(l, "null");
-		sb_addc(l, '}');
-	} else {
-		sb_addf(l, "%s: %s: %s", name, check, words[r]);
-		if (r != RESULT_OK || (msg && len)) {
-			sb_adds(l, r == RESULT_OK ? " (" : ": ");
-			sb_add(l, msg ? msg : "", msg ? len : 0);
-			if (r == RESULT_OK)
-				sb_addc(l, ')');
+		/* the Python tool's two: its bucket test and its tap on PATH */
+		if (strcmp(check, "bucket") == 0)
+			v->bucket_ok = r != RESULT_FAIL;
+		if (strcmp(check, "tap") == 0)
+			v->tap_ok = r != RESULT_FAIL;
+		if (r == RESULT_FAIL) {
+			struct sb e = SB_INIT;
+
+			sb_addf(&e, "%s: ", check);
+			sb_add(&e, msg ? msg : "", msg ? len : 0);
+			if (v->errors.len)
+				sb_addc(&v->errors, ',');
+			json_quote(&v->errors, e.buf, e.len);
+			sb_free(&e);
 		}
-		sb_addc(l, '\n');
+		if (v->checks.len)
+			sb_addc(&v->checks, ',');
+		sb_adds(&v->checks, "{\"check\":");
+		json_quote(&v->checks, check, strlen(check));
+		sb_addf(&v->checks, ",\"status\":\"%s\",\"message\":", json_words[r]);
+		if (msg)
+			json_quote(&v->checks, msg, len);
+		else
+			sb_adds(&v->checks, "null");
+		sb_addc(&v->checks, '}');
+		return;
 	}
+	sb_reset(l);
+	sb_addf(l, "%s: %s: %s", name, check, words[r]);
+	if (r != RESULT_OK || (msg && len)) {
+		sb_adds(l, r == RESULT_OK ? " (" : ": ");
+		sb_add(l, msg ? msg : "", msg ? len : 0);
+		if (r == RESULT_OK)
+			sb_addc(l, ')');
+	}
+	sb_addc(l, '\n');
 	/* each as it comes, as the checks may take a while (discovery) */
 	fwrite(l->buf, 1, l->len, stdout);
 	fflush(stdout);
 	v->count++;
+}
+
+/*
+ * With json, print the pipeline's object, the Python tool's keys first:
+ * {"pipeline", "bucket_ok", "tap_ok", ["error": "not found",] "ok",
+ * "errors", "checks"}.
+ */
+static void pipeline_end(struct validate *v, const char *name, int missing)
+{
+	struct sb *l = &v->line;
+
+	if (!v->json)
+		return;
+	sb_reset(l);
+	sb_adds(l, v->count ? ",\n  {\"pipeline\":" : "[\n  {\"pipeline\":");
+	json_quote(l, name, strlen(name));
+	sb_addf(l, ",\"bucket_ok\":%s,\"tap_ok\":%s", v->bucket_ok ? "true" : "false",
+		v->tap_ok ? "true" : "false");
+	if (missing)
+		sb_adds(l, ",\"error\":\"not found\"");
+	sb_addf(l, ",\"ok\":%s,\"errors\":[", v->pipeline_failed ? "false" : "true");
+	sb_add(l, v->errors.buf ? v->errors.buf : "", v->errors.len);
+	sb_adds(l, "],\"checks\":[");
+	sb_add(l, v->checks.buf ? v->checks.buf : "", v->checks.len);
+	sb_adds(l, "]}");
+	fwrite(l->buf, 1, l->len, stdout);
+	fflush(stdout);
+	v->count++;
+	sb_reset(&v->checks);
+	sb_reset(&v->errors);
 }
 
 static void result_sb(struct validate *v, const char *name, const char *check, enum result r,
@@ -260,6 +310,7 @@ static void validate_one(struct validate *v, const char *name)
 
 	free(config_pipeline_file(name, &missing));
 	v->unknown |= missing;
+	v->pipeline_failed = v->bucket_ok = v->tap_ok = 0;
 	said_begin(v);
 	ok = config_load_name(name, &cfg) == 0 && check_config(&cfg, &secrets, &placeholders) == 0;
 	said_end(v, &reason);
@@ -301,6 +352,7 @@ static void validate_one(struct validate *v, const char *name)
 	else
 		result(v, name, "placeholders", RESULT_OK, NULL, 0);
 out:
+	pipeline_end(v, name, missing);
 	config_free(&cfg);
 	sb_free(&reason);
 	sb_free(&secrets);
@@ -309,7 +361,8 @@ out:
 
 int validate_pipelines(char **names, size_t n, int json)
 {
-	struct validate v = { .json = json, .said = -1, .saved = -1, .line = SB_INIT };
+	struct validate v = { .json = json, .said = -1, .saved = -1, .line = SB_INIT,
+			      .checks = SB_INIT, .errors = SB_INIT };
 	char **all = NULL;
 	size_t i;
 	int ret = CLI_USAGE;
@@ -346,6 +399,8 @@ out:
 	if (v.said >= 0)
 		close(v.said);
 	sb_free(&v.line);
+	sb_free(&v.checks);
+	sb_free(&v.errors);
 	util_strv_free(all);
 	return ret;
 }
