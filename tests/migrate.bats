@@ -271,3 +271,46 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	bucket_cat .dataspoc/state/inc/state.json | jq -c '.bookmarks["public-café"].replication_key_value' >got
 	expect_file got <<<'"2024-02-01T00:00:00+00:00"'
 }
+
+@test "migrate: a switcher's scripts: manifest of a bucket with none, status, logs and validate --output json with the Python tool's keys and exit codes" {
+	# init on a home the Python tool made: 0, its config.yaml kept
+	mkdir -p "$DATASPOC_PIPE_HOME"
+	printf 'defaults:\n  compression: zstd\n  partition_by: _extraction_date\n' >"$DATASPOC_PIPE_HOME/config.yaml"
+	run -0 --separate-stderr dataspoc-pipe init
+	run -0 grep -c partition_by "$DATASPOC_PIPE_HOME/config.yaml"
+	# manifest of a bucket no run landed in: catalog.py's empty manifest, 0
+	run -0 --separate-stderr dataspoc-pipe manifest --output json "$(bucket_url)"
+	assert_output '{"version":"1.0","updated_at":null,"tables":{}}'
+	run -0 --separate-stderr dataspoc-pipe manifest "$(bucket_url)"
+	use_tap tap-s
+	lake_pipeline s tap-s false
+	# a pipeline that never ran: 0, status "no runs", no log (logs: 0)
+	run -0 --separate-stderr dataspoc-pipe status --output json
+	jq -c '.[] | [keys_unsorted[0:5], .status]' <<<"$output" >got
+	expect_file got <<<'[["name","last_run","status","duration","records"],"no runs"]'
+	run -0 --separate-stderr dataspoc-pipe logs s
+	run -0 --separate-stderr dataspoc-pipe logs --output json s
+	assert_output null
+	# a log the Python tool wrote, read as it wrote it
+	py_run_log s 2024-01-01T10-00-00 t 2
+	run -0 --separate-stderr dataspoc-pipe logs --output json s
+	jq -S -c . <<<"$output" >got
+	jq -S -c . "$BUCKET_DIR/.dataspoc/logs/s/2024-01-01T10-00-00.json" >want
+	diff -u want got
+	run -0 --separate-stderr dataspoc-pipe status --output json s
+	jq -c '.[0] | [.name, .last_run, .status, .duration, .records]' <<<"$output" >got
+	expect_file got <<<'["s","2024-01-01T10:00:00.000000+00:00","success",2.5,2]'
+	# our run: its log has the Python tool's keys, with their meanings
+	singer_records t <<<'{"id":1}' >"$FAKE_DIR/tap-s/out"
+	run -0 --separate-stderr dataspoc-pipe run s
+	run -0 --separate-stderr dataspoc-pipe logs --output json s
+	jq -c '[.pipeline, .status, .streams.t.records, .total_records, (.started_at | type), (.finished_at | type), (.duration_seconds | type)]' <<<"$output" >got
+	expect_file got <<<'["s","success",1,1,"string","string","number"]'
+	# validate: an object a pipeline, cli.py's keys first
+	run -0 --separate-stderr dataspoc-pipe validate --output json s
+	jq -c '.[] | [keys_unsorted[0:3], .pipeline, .bucket_ok, .tap_ok]' <<<"$output" >got
+	expect_file got <<<'[["pipeline","bucket_ok","tap_ok"],"s",true,true]'
+	run -2 --separate-stderr dataspoc-pipe validate --output json gone
+	jq -c '.[] | [.pipeline, .bucket_ok, .tap_ok, .error]' <<<"$output" >got
+	expect_file got <<<'["gone",false,false,"not found"]'
+}
