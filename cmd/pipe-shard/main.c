@@ -287,7 +287,8 @@ static void add_keys(const struct json_span *obj, char ***keys, size_t *n)
 /*
  * The run's state: base (the state the shards started from) with each
  * stream's bookmark from the shard its id hashes to (else from a shard
- * that changed it), and every other member from the last shard that has
+ * that changed it; else, when that shard saved a state without it, none:
+ * its tap deleted it), and every other member from the last shard that has
  * it.  st[i]: shard i's state (type JSON_NONE: none).  Appends to out; 1
  * when no shard and no base has a state (out untouched).
  */
@@ -338,7 +339,9 @@ static int merge_states(const struct json_span *base, const struct json_span *st
 					    (!has_base || strcmp(val.buf, other.buf) != 0))
 						found = 0;
 				}
-				if (found != 0 && has_base) {
+				/* the owner's state without it: its tap deleted it, as an
+				 * unsharded run's state would not have it either */
+				if (found != 0 && has_base && st[owner].type != JSON_OBJECT) {
 					sb_reset(&val);
 					sb_add(&val, other.buf, other.len);
 					found = 0;
