@@ -146,3 +146,46 @@ state_of() {
 	[ -z "$(bucket_files)" ]
 	run -1 bucket_exists .dataspoc/state/sharded/lock
 }
+
+@test "shards: a bookmark the tap deleted stays deleted in the merged state, as in an unsharded run's" {
+	run -0 dataspoc-pipe run plain
+	run -0 dataspoc-pipe run sharded --shards 3
+	[ "$(state_of plain)" = "$(state_of sharded)" ]
+	run -0 jq -e '.bookmarks.s03' <<<"$(state_of sharded)"
+	# the tap leaves s03's bookmark out of its state
+	: >"$FAKE_DIR/tap-many/drop-s03"
+	run -0 dataspoc-pipe run plain
+	run -0 dataspoc-pipe run sharded --shards 3
+	run -0 jq -e '.bookmarks | has("s03") | not' <<<"$(state_of plain)"
+	[ "$(state_of plain)" = "$(state_of sharded)" ]
+}
+
+@test "shards: --full: every shard starts from no state; the lake and the state are an unsharded --full run's" {
+	run -0 dataspoc-pipe run plain
+	run -0 dataspoc-pipe run sharded --shards 3
+	run -0 dataspoc-pipe run --full plain
+	assert_line "  Full extraction (saved state ignored)"
+	run -0 dataspoc-pipe run --full sharded --shards 3
+	assert_line "Done! 60 records in 12 stream(s)"
+	lake plain >want
+	# append-only: a second copy of each row, in both
+	[ "$(wc -l <want)" -eq 120 ]
+	lake sharded >got
+	diff -u want got
+	[ "$(state_of plain)" = "$(state_of sharded)" ]
+	# the engine's steps: --full is the plan's
+	run -0 --separate-stderr dataspoc-pipe run --full sharded --plan --shards 2
+	local id=$output
+	run -0 bucket_cat ".dataspoc/staging/sharded/$id/shards/plan.json"
+	[ "$(jq -c '[.full, .state]' <<<"$output")" = '[true,null]' ]
+	run -2 dataspoc-pipe run --full sharded --shard 0/2 --run-id "$id"
+	assert_output --partial "--full is the plan's"
+	run -0 dataspoc-pipe run sharded --shard 0/2 --run-id "$id"
+	run -0 dataspoc-pipe run sharded --shard 1/2 --run-id "$id"
+	run -0 dataspoc-pipe commit sharded --run-id "$id"
+	run -0 dataspoc-pipe run --full plain
+	lake plain >want
+	lake sharded >got
+	diff -u want got
+	[ "$(state_of plain)" = "$(state_of sharded)" ]
+}
