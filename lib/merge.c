@@ -14,6 +14,7 @@
 #include "err.h"
 #include "json.h"
 #include "jvx.h"
+#include "absent.h"
 #include "compact.h"
 #include "layout.h"
 #include "parquet.h"
@@ -257,6 +258,7 @@ struct item {
 
 struct sorter {
 	struct sb arena;
+	struct sb fill, fkey;	/* a record filled from the version before (lib/absent.h) */
 	size_t *idx;		/* each record's offset in the arena */
 	size_t n, cap;
 	size_t max_records, max_bytes;
@@ -303,8 +305,39 @@ static int cmp_rec(const void *a, const void *b, void *arg)
 	return c ? c : x.seq < y.seq ? -1 : x.seq > y.seq;
 }
 
-/* Sort the chunk in memory, keeping the last record of each key. */
-static void sorter_sort(struct sorter *s)
+/* A record at the arena's end: its offset. */
+static size_t item_put(struct sb *arena, const char *key, size_t klen, unsigned long long seq, int deleted,
+		       const char *rec, size_t rlen)
+{
+	uint32_t kl = (uint32_t)klen, rl = (uint32_t)rlen;
+	char d = (char)(deleted != 0);
+	size_t off = arena->len;
+
+	sb_add(arena, &kl, 4);
+	sb_add(arena, key, klen);
+	sb_add(arena, &seq, 8);
+	sb_add(arena, &d, 1);
+	sb_add(arena, &rl, 4);
+	sb_add(arena, rec, rlen);
+	return off;
+}
+
+/*
+ * Into s->fill: y, a later record of x's key that leaves properties out
+ * (lib/absent.h), with them taken from x; from none when x deletes the
+ * key (the table's row is gone too).  0 or -1.
+ */
+static int absent_from(struct sorter *s, const struct item *x, const struct item *y)
+{
+	if (absent_fill(y->rec, y->rlen, x->deleted ? NULL : x->rec, x->rlen, &s->fill) != 0) {
+		err_msg("a record of the run is not a JSON object");
+		return -1;
+	}
+	return 0;
+}
+
+/* Sort the chunk in memory, keeping the last record of each key (filled from the ones before it). */
+static int sorter_sort(struct sorter *s)
 {
 	size_t i, j = 0;
 
@@ -316,12 +349,23 @@ static void sorter_sort(struct sorter *s)
 		if (i + 1 < s->n) {
 			item_at(s->arena.buf + s->idx[i], &x);
 			item_at(s->arena.buf + s->idx[i + 1], &y);
-			if (cmp_bytes(x.key, x.klen, y.key, y.klen) == 0)
+			if (cmp_bytes(x.key, x.klen, y.key, y.klen) == 0) {
+				if (absent_marked(y.rec, y.rlen)) {
+					/* (copied first: the arena may move as it grows) */
+					if (absent_from(s, &x, &y) != 0)
+						return -1;
+					sb_reset(&s->fkey);
+					sb_add(&s->fkey, y.key, y.klen);
+					s->idx[i + 1] = item_put(&s->arena, s->fkey.buf, s->fkey.len, y.seq, y.deleted,
+								 s->fill.buf, s->fill.len);
+				}
 				continue;
+			}
 		}
 		s->idx[j++] = s->idx[i];
 	}
 	s->n = j;
+	return 0;
 }
 
 static int sorter_spill(struct sorter *s)
@@ -335,7 +379,8 @@ static int sorter_spill(struct sorter *s)
 	}
 	s->runs = xrealloc(s->runs, (s->nruns + 1) * sizeof(*s->runs));
 	s->runs[s->nruns++] = f;
-	sorter_sort(s);
+	if (sorter_sort(s) != 0)
+		return -1;
 	for (i = 0; i < s->n; i++) {
 		const char *p = s->arena.buf + s->idx[i];
 
@@ -356,20 +401,11 @@ static int sorter_spill(struct sorter *s)
 static int sorter_add(struct sorter *s, const char *key, size_t klen, unsigned long long seq, int deleted,
 		      const char *rec, size_t rlen)
 {
-	uint32_t kl = (uint32_t)klen, rl = (uint32_t)rlen;
-	char d = (char)(deleted != 0);
-
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 1024;
 		s->idx = xrealloc(s->idx, s->cap * sizeof(*s->idx));
 	}
-	s->idx[s->n++] = s->arena.len;
-	sb_add(&s->arena, &kl, 4);
-	sb_add(&s->arena, key, klen);
-	sb_add(&s->arena, &seq, 8);
-	sb_add(&s->arena, &d, 1);
-	sb_add(&s->arena, &rl, 4);
-	sb_add(&s->arena, rec, rlen);
+	s->idx[s->n++] = item_put(&s->arena, key, klen, seq, deleted, rec, rlen);
 	if (s->n >= s->max_records || s->arena.len >= s->max_bytes)
 		return sorter_spill(s);
 	return 0;
@@ -421,8 +457,8 @@ static int sorter_finish(struct sorter *s)
 		if (s->n > 0 && sorter_spill(s) != 0)
 			return -1;
 		s->heads = xcalloc(s->nruns, sizeof(*s->heads));
-	} else {
-		sorter_sort(s);
+	} else if (sorter_sort(s) != 0) {
+		return -1;
 	}
 	return sorter_rewind(s);
 }
@@ -460,6 +496,41 @@ static int sorter_next(struct sorter *s, struct item *it)
 	sb_reset(&s->cur);
 	sb_add(&s->cur, s->heads[best].buf, s->heads[best].len);
 	item_at(s->cur.buf, it);
+	if (absent_marked(it->rec, it->rlen)) {
+		/* what it leaves out, from the key's records of the chunks before (in the run's order) */
+		struct sb acc = SB_INIT;
+		int acc_deleted = 0, have = 0;
+
+		for (r = 0; r < s->nruns; r++) {
+			if (s->heads[r].len == 0)
+				continue;
+			item_at(s->heads[r].buf, &x);
+			if (cmp_bytes(x.key, x.klen, it->key, it->klen) != 0)
+				continue;
+			if (have && absent_marked(x.rec, x.rlen)) {
+				y.rec = acc.buf;
+				y.rlen = acc.len;
+				y.deleted = acc_deleted;
+				if (absent_from(s, &y, &x) != 0) {
+					sb_free(&acc);
+					return -1;
+				}
+				sb_reset(&acc);
+				sb_add(&acc, s->fill.buf, s->fill.len);
+			} else {
+				sb_reset(&acc);
+				sb_add(&acc, x.rec, x.rlen);
+			}
+			acc_deleted = x.deleted;
+			have = 1;
+		}
+		sb_reset(&s->fkey);
+		sb_add(&s->fkey, it->key, it->klen);
+		sb_reset(&s->cur);
+		item_put(&s->cur, s->fkey.buf, s->fkey.len, it->seq, it->deleted, acc.buf, acc.len);
+		item_at(s->cur.buf, it);
+		sb_free(&acc);
+	}
 	for (r = 0; r < s->nruns; r++) {
 		if (s->heads[r].len == 0)
 			continue;
@@ -486,6 +557,8 @@ static void sorter_free(struct sorter *s)
 	free(s->idx);
 	sb_free(&s->arena);
 	sb_free(&s->cur);
+	sb_free(&s->fill);
+	sb_free(&s->fkey);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -675,6 +748,7 @@ struct stream_merge {
 	size_t nfiles;
 	unsigned long long written, replaced_rows;
 	struct sb okey, buf;
+	struct sb eq, fill;	/* the table's row of a key the run sends; a record filled from it */
 };
 
 #define RESTART 2
@@ -835,8 +909,12 @@ static int old_open(struct stream_merge *m, struct tfile *t, struct oldfile *o)
 	return old_next(m, o) < 0 ? -1 : 0;
 }
 
-/* Copy the open old file's rows whose key is below key (all: key NULL); drop the one equal to it. */
-static int old_until(struct stream_merge *m, struct oldfile *o, const char *key, size_t klen)
+/*
+ * Copy the open old file's rows whose key is below key (all: key NULL);
+ * drop the one equal to it, kept in eq (when not NULL) for what the run's
+ * record leaves out (lib/absent.h).
+ */
+static int old_until(struct stream_merge *m, struct oldfile *o, const char *key, size_t klen, struct sb *eq)
 {
 	int x;
 
@@ -847,6 +925,8 @@ static int old_until(struct stream_merge *m, struct oldfile *o, const char *key,
 			break;
 		if (c < 0 && (x = out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len)) != 0)
 			return x;
+		if (c == 0 && eq)
+			sb_add(eq, o->r.rec.buf, o->r.rec.len);
 		if (old_next(m, o) < 0)
 			return -1;
 	}
@@ -888,7 +968,7 @@ static int route(struct stream_merge *m)
 			if (o.t == NULL && tf->touched && old_open(m, tf, &o) != 0)
 				goto out;	/* marked for the small files' compaction */
 			if (o.t == tf) {
-				if ((x = old_until(m, &o, NULL, 0)) != 0) {
+				if ((x = old_until(m, &o, NULL, 0, NULL)) != 0) {
 					ret = x;
 					goto out;
 				}
@@ -899,17 +979,27 @@ static int route(struct stream_merge *m)
 		}
 		if (n == 0)
 			break;
+		sb_reset(&m->eq);
 		if (fi < m->ntf && cmp_bytes(m->tf[fi].min.buf, m->tf[fi].min.len, it.key, t) <= 0) {
 			/* in file fi */
 			if (o.t != &m->tf[fi] && old_open(m, &m->tf[fi], &o) != 0)
 				goto out;
-			if ((x = old_until(m, &o, it.key, it.klen)) != 0) {
+			if ((x = old_until(m, &o, it.key, it.klen, &m->eq)) != 0) {
 				ret = x;
 				goto out;
 			}
 		}
 		if (it.deleted && m->hard_delete)
 			continue;
+		if (absent_marked(it.rec, it.rlen)) {
+			/* what the record leaves out keeps the table's value (none: a null) */
+			if (absent_fill(it.rec, it.rlen, m->eq.len ? m->eq.buf : NULL, m->eq.len, &m->fill) != 0) {
+				err_msg("stream '%s': a record of the run is not a JSON object", m->s->name);
+				goto out;
+			}
+			it.rec = m->fill.buf;
+			it.rlen = m->fill.len;
+		}
 		if ((x = out_row(m, it.key, it.klen, it.rec, it.rlen)) != 0) {
 			ret = x;
 			goto out;
@@ -1225,6 +1315,8 @@ out:
 	table_info_free(&ti);
 	sb_free(&m.okey);
 	sb_free(&m.buf);
+	sb_free(&m.eq);
+	sb_free(&m.fill);
 	sb_free(&m.omin);
 	sb_free(&m.omax);
 	sb_free(&why);

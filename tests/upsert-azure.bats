@@ -49,3 +49,7 @@ load helpers/compact_scenarios
 @test "az compact: a table landed append-only becomes one row per key once load_method is upsert, the last versions kept; again, nothing changes" {
 	scenario_compact_to_upsert
 }
+
+@test "az upsert: a property a record leaves out keeps the table's value (a TOASTed column an update left), one sent as null sets null, the run's earlier record fills a later one" {
+	scenario_upsert_absent
+}

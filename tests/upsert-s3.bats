@@ -33,3 +33,7 @@ load helpers/upsert_scenarios
 @test "s3 upsert: kill -9 at random moments of a run: the lake is the table before or after it, never a duplicate or a lost row, and the next run recovers" {
 	scenario_upsert_kill
 }
+
+@test "s3 upsert: a property a record leaves out keeps the table's value (a TOASTed column an update left), one sent as null sets null, the run's earlier record fills a later one" {
+	scenario_upsert_absent
+}

@@ -217,3 +217,12 @@ compact() {
 	[ "$(bucket_files | wc -l)" -eq 2 ]
 	[ "$(lens_rows old/users | wc -l)" -eq 9 ]
 }
+
+@test "upsert: a property a record leaves out keeps the table's value (a TOASTed column an update left), one sent as null sets null, the run's earlier record fills a later one" {
+	scenario_upsert_absent
+}
+
+@test "upsert: what a record leaves out, the run sorted in chunks of 3 records (DATASPOC_PIPE_MERGE_KEYS): filled from the key's records of the chunks before" {
+	export DATASPOC_PIPE_MERGE_KEYS=3
+	scenario_upsert_absent
+}

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "absent.h"
+#include "config.h"
 #include "mask.h"
 #include "err.h"
 #include "json.h"
@@ -277,6 +279,27 @@ static int on_record(struct sink *s, const struct singer_msg *m)
 		len = s->transformed.len - 1;	/* its last newline is added below */
 		from = NULL;
 	}
+	if (st->upsert < 0) {
+		enum config_method method;
+		int hard;
+		const char *keys;
+
+		config_stream_load(s->cfg, st->name, &method, &hard, &keys);
+		st->upsert = method == CONFIG_LOAD_UPSERT;
+	}
+	if (st->upsert && st->schema && count == 1) {
+		/* what the record leaves out keeps the table's value: noted for pipe-merge */
+		if (st->absent_of != st->schema) {
+			util_strv_free(st->absent);
+			st->absent = absent_props(st->schema, strlen(st->schema));
+			st->absent_of = st->schema;
+		}
+		if (st->absent && absent_mark(bytes, len, st->absent, &s->marked)) {
+			bytes = s->marked.buf;
+			len = s->marked.len;
+			from = NULL;
+		}
+	}
 	s->unit_bytes += len + 1;
 	if (s->cfg->partition_by)
 		return route_parts(s, st, bytes, len, count, from, m);
@@ -307,6 +330,7 @@ static int on_schema(struct sink *s, const struct singer_msg *m)
 	}
 	free(st->schema);
 	free(st->key_properties);
+	st->absent_of = NULL;
 	st->schema = schema;
 	st->key_properties = m->key_properties.type == JSON_ARRAY ? compact(&m->key_properties) : NULL;
 	return 0;
@@ -751,6 +775,7 @@ out:
 		free(s.selected[i]);
 	free(s.selected);
 	sb_free(&s.transformed);
+	sb_free(&s.marked);
 	free(s.source);
 	sb_free(&s.name);
 	singer_reader_free(r);

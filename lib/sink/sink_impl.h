@@ -58,6 +58,14 @@ struct stream {
 	uint64_t last_used;
 	char *schema;
 	char *key_properties;
+	/*
+	 * An upsert stream's (load_method upsert, known once upsert >= 0):
+	 * the properties of the schema absent_of, whose absence from a record
+	 * pipe-sink notes for pipe-merge (lib/absent.h).
+	 */
+	int upsert;		/* -1 not known yet, 0, 1 */
+	char **absent;
+	const char *absent_of;
 	int dropped;		/* not selected: its records are dropped */
 	unsigned long long failed_in;	/* records a transform dropped */
 	char *version;		/* raw JSON "version" of its latest records, or NULL */
@@ -127,6 +135,7 @@ struct sink {
 	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
 	size_t nselected;
 	struct sb transformed;	/* scratch for a transform's output */
+	struct sb marked;	/* scratch for a record of an upsert stream with absent properties */
 
 	int spill_fd;		/* the spill file, unlinked; -1 until needed */
 	uint64_t spill_end;	/* its size */

@@ -130,6 +130,7 @@ static struct stream *add_stream(struct sink *s, const char *name, size_t len)
 	}
 	st = &s->streams[s->n++];
 	memset(st, 0, sizeof(*st));
+	st->upsert = -1;
 	st->name = xstrndup(name, len);
 	st->name_len = len;
 	if (len <= STREAM_NAME_IN)
@@ -305,6 +306,7 @@ void sink_streams_free(struct sink *s)
 		free(st->final);
 		free(st->schema);
 		free(st->key_properties);
+		util_strv_free(st->absent);
 		sb_free(&st->cold);
 		free(st->chunks);
 		free(st->version);
