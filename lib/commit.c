@@ -1,6 +1,7 @@
 /* commit: publishing a run, aborting one, recovering from a dead one. */
 #include "commit.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,7 @@
 #include "layout.h"
 #include "lock.h"
 #include "manifest.h"
+#include "report.h"
 #include "util.h"
 
 static int delete_prefix(struct bucket *b, const char *prefix)
@@ -509,19 +511,29 @@ static void iso_of_run(const char *run_id, char *buf, size_t size)
 	util_iso_time(t == -1 ? time(NULL) : t, buf, size);
 }
 
+/* No "records_read": a success's records are what it read. */
+#define NOT_FAILED ULLONG_MAX
+
 /*
- * One stream's line of the run log: its records, widenings and schema;
- * with what its run's checkpoints landed of it (cp: its member of the
- * checkpoint record's "streams", or invalid) added.
+ * One stream's line of the run log: its records (landed), widenings and
+ * schema; with what its run's checkpoints landed of it (cp: its member of
+ * the checkpoint record's "streams", or invalid) added.  A failed run's
+ * stream also says what was read of it (read, not NOT_FAILED: what the
+ * run read after its last checkpoint; the landed ones added), into *all.
  */
 static void log_stream(struct sb *log, const char *name, unsigned long long records,
-		       const char *widened, int inferred, jv cp, unsigned long long *total)
+		       unsigned long long read, const char *widened, int inferred, jv cp,
+		       unsigned long long *total, unsigned long long *all)
 {
 	jv w = jv_is_valid(cp) ? jv_object_get(jv_copy(cp), jv_string("widened")) : jv_invalid();
 
 	records += jv_is_valid(cp) ? (unsigned long long)jvx_number(cp, "records", 0) : 0;
 	json_quote(log, name, strlen(name));
 	sb_addf(log, ": {\"records\": %llu", records);
+	if (read != NOT_FAILED) {
+		sb_addf(log, ", \"records_read\": %llu", records + read);
+		*all += records + read;
+	}
 	if (jv_get_kind(w) == JV_KIND_ARRAY && widened) {
 		w = jv_array_concat(w, jv_parse(widened));
 		widened = NULL;
@@ -550,13 +562,14 @@ static void log_stream(struct sb *log, const char *name, unsigned long long reco
  * the "tap_stderr" list, or NULL for none.
  */
 static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
-		   const struct plan *p, const char *error, const char *tap_stderr, jv marker)
+		   const struct plan *p, const char *error, const char *tap_stderr, jv marker,
+		   struct sb *summary)
 {
 	struct sb log = SB_INIT;
 	char started[32], finished[32];
 	char *key = layout_log_key(pipeline, run_id);
 	time_t t0 = util_run_id_time(run_id), t1 = time(NULL);
-	unsigned long long total = 0, lost = 0;
+	unsigned long long total = 0, lost = 0, all = 0;
 	size_t i, n = 0;
 	jv cps = jv_invalid();
 	int ret = bucket_exists(b, key);
@@ -596,25 +609,33 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 			}
 		}
 		sb_adds(&log, n++ ? ",\n    " : "\n    ");
-		/* A failed run with checkpoints counts what they landed; the rest is not in the lake. */
-		if (error && jv_is_valid(marker)) {
+		/*
+		 * A failed run counts what landed (what its checkpoints did, if
+		 * any) and, apart, what it read: the rest is not in the lake.
+		 */
+		if (error) {
 			lost += ps->records;
-			log_stream(&log, ps->name, 0, NULL, ps->inferred, cp, &total);
+			log_stream(&log, ps->name, 0, ps->records, NULL, ps->inferred, cp, &total, &all);
 		} else {
-			log_stream(&log, ps->name, ps->records, ps->widened, ps->inferred, cp, &total);
+			log_stream(&log, ps->name, ps->records, NOT_FAILED, ps->widened, ps->inferred, cp,
+				   &total, &all);
 		}
 	}
 	if (jv_is_valid(cps)) {
 		/* streams only the checkpoints landed */
 		jv_object_foreach(cps, k, v) {
 			sb_adds(&log, n++ ? ",\n    " : "\n    ");
-			log_stream(&log, jv_string_value(k), 0, NULL, 0,
-				   jv_get_kind(v) == JV_KIND_OBJECT ? v : (jv_free(v), jv_invalid()), &total);
+			log_stream(&log, jv_string_value(k), 0, error && p ? 0 : NOT_FAILED, NULL, 0,
+				   jv_get_kind(v) == JV_KIND_OBJECT ? v : (jv_free(v), jv_invalid()), &total,
+				   &all);
 			jv_free(k);
 		}
 	}
 	sb_adds(&log, n ? "\n  },\n" : "},\n");
 	sb_addf(&log, "  \"total_records\": %llu,\n", total);
+	/* (a run killed outright, logged by the next: what it read is not known) */
+	if (error && p)
+		sb_addf(&log, "  \"records_read\": %llu,\n", all);
 	if (jv_is_valid(marker)) {
 		jv list = jv_object_get(jv_copy(marker), jv_string("checkpoints"));
 
@@ -662,6 +683,12 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 	}
 	sb_adds(&log, "\n}\n");
 	ret = bucket_put(b, key, log.buf, log.len);
+	/* (nothing read, nothing to say: the failure's words are enough) */
+	if (ret == 0 && summary && error && p && all > 0) {
+		sb_adds(summary, "Records: ");
+		report_failed_count(summary, total, all);
+		sb_addc(summary, '\n');
+	}
 	jv_free(marker);
 	jv_free(cps);
 	free(key);
@@ -671,13 +698,14 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 
 /* log_run() with the run's record of checkpoints read from the bucket. */
 static int write_log(struct bucket *b, const char *pipeline, const char *run_id,
-		     const struct plan *p, const char *error, const char *tap_stderr)
+		     const struct plan *p, const char *error, const char *tap_stderr,
+		     struct sb *summary)
 {
 	jv marker;
 
 	if (marker_get(b, pipeline, run_id, &marker) < 0)
 		return -1;
-	return log_run(b, pipeline, run_id, p, error, tap_stderr, marker);
+	return log_run(b, pipeline, run_id, p, error, tap_stderr, marker, summary);
 }
 
 /*
@@ -697,7 +725,7 @@ static int give_up(struct bucket *b, const struct plan *p, const char *pending, 
 	if (ret == 0)
 		ret = delete_prefix(b, staging);
 	if (ret == 0)
-		ret = write_log(b, p->pipeline, p->run_id, p, why, NULL);
+		ret = write_log(b, p->pipeline, p->run_id, p, why, NULL, NULL);
 	if (ret == 0)
 		ret = marker_delete(b, p->pipeline, p->run_id);
 	if (ret == 0)
@@ -764,7 +792,7 @@ static int finish(struct bucket *b, const struct plan *p, const char *pending, c
 		if (runlock_check(f, "recording the checkpoint") != 0 || marker_add(b, p) != 0)
 			goto out;
 	} else if (runlock_check(f, "writing the run log") != 0 ||
-		   log_run(b, p->pipeline, p->run_id, p, NULL, NULL, jv_copy(marker)) != 0) {
+		   log_run(b, p->pipeline, p->run_id, p, NULL, NULL, jv_copy(marker), NULL) != 0) {
 		goto out;
 	}
 	if (!manifest_behind &&
@@ -817,13 +845,13 @@ int commit_pending(struct bucket *b, const char *pipeline, const char *run_id)
 }
 
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
-		 const struct plan *p, const char *error, const char *tap_stderr)
+		 const struct plan *p, const char *error, const char *tap_stderr, struct sb *summary)
 {
 	char *staging = layout_staging_prefix(pipeline, run_id);
 	int ret = delete_prefix(b, staging);
 
 	free(staging);
-	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed", tap_stderr) != 0 ||
+	if (write_log(b, pipeline, run_id, p, error ? error : "the run failed", tap_stderr, summary) != 0 ||
 	    marker_delete(b, pipeline, run_id) != 0)
 		ret = -1;
 	return ret;
@@ -960,7 +988,7 @@ static int end_checkpointed_runs(struct bucket *b, const char *pipeline, const c
 		units = jv_is_valid(marker) ? (unsigned)jvx_number(marker, "unit", 0) : 0;
 		why = xasprintf("the run stopped after checkpoint %u without its last commit (killed, or its failure could not be logged); what its checkpoints committed stays",
 				units);
-		ret = log_run(b, pipeline, id, NULL, why, NULL, marker);
+		ret = log_run(b, pipeline, id, NULL, why, NULL, marker, NULL);
 		if (ret == 0)
 			ret = bucket_delete(b, keys[i]);
 		if (ret == 0)

@@ -38,13 +38,17 @@ int commit_pending(struct bucket *b, const char *pipeline, const char *run_id);
 
 /*
  * Clean up after a failed run: delete its staging, write a failure run log
- * saying error.  p may be NULL or a partial plan (its streams and records are
- * logged).  started_at may be NULL (taken from the run id).  tap_stderr,
+ * saying error.  p may be NULL or a partial plan (its streams and the records
+ * it read are logged: "records" and "total_records" count what landed, only
+ * what checkpoints committed; "records_read" what the run read).  tap_stderr,
  * when not NULL, is logged as the list "tap_stderr", a member per line
- * (the caller has masked its secrets).  0 or -1.
+ * (the caller has masked its secrets).  When the log is written here and
+ * says the run read records, summary (if not NULL) gets the line for people:
+ *   Records: 0 landed, 20 read
+ * 0 or -1.
  */
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
-		 const struct plan *p, const char *error, const char *tap_stderr);
+		 const struct plan *p, const char *error, const char *tap_stderr, struct sb *summary);
 
 /*
  * Recovery, under the run lock held by run_id: finish the pending commits,

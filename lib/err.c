@@ -25,7 +25,7 @@ void err_init(const char *argv0)
 /* The last err_msg() line without "prog: ", for err_last_cause(). */
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 static char last_said[1024];
-static int said_any;
+static unsigned long said_any;
 
 static void remember(const char *line, size_t n)
 {
@@ -34,11 +34,11 @@ static void remember(const char *line, size_t n)
 	pthread_mutex_lock(&last_lock);
 	memcpy(last_said, line, n);
 	last_said[n] = '\0';
-	said_any = 1;
+	said_any++;
 	pthread_mutex_unlock(&last_lock);
 }
 
-int err_last_cause(char *buf, size_t size)
+static int last(char *buf, size_t size, int cause_only)
 {
 	const char *cause, *q;
 	int ret = -1;
@@ -50,7 +50,7 @@ int err_last_cause(char *buf, size_t size)
 	if (said_any) {
 		cause = last_said;
 		/* "cannot VERB 'SUBJECT': CAUSE" */
-		q = strncmp(last_said, "cannot ", 7) == 0 ? strchr(last_said, '\'') : NULL;
+		q = cause_only && strncmp(last_said, "cannot ", 7) == 0 ? strchr(last_said, '\'') : NULL;
 		if (q && (q = strstr(q + 1, "': ")) != NULL && q[3] != '\0')
 			cause = q + 3;
 		snprintf(buf, size, "%s", cause);
@@ -58,6 +58,26 @@ int err_last_cause(char *buf, size_t size)
 	}
 	pthread_mutex_unlock(&last_lock);
 	return ret;
+}
+
+unsigned long err_said(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&last_lock);
+	n = said_any;
+	pthread_mutex_unlock(&last_lock);
+	return n;
+}
+
+int err_last_cause(char *buf, size_t size)
+{
+	return last(buf, size, 1);
+}
+
+int err_last(char *buf, size_t size)
+{
+	return last(buf, size, 0);
 }
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));

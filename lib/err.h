@@ -60,6 +60,12 @@ void err_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int err_last_cause(char *buf, size_t size);
 
+/* The whole last err_msg() line, as err_last_cause() takes it: 0, or -1. */
+int err_last(char *buf, size_t size);
+
+/* How many err_msg() lines this process has said: has one been since? */
+unsigned long err_said(void);
+
 /* Allocation: on failure print "prog: out of memory" and exit 1. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);

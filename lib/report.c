@@ -115,6 +115,33 @@ static void add_count(struct sb *out, const struct json_span *v)
 		sb_addc(out, '-');
 }
 
+void report_failed_count(struct sb *out, unsigned long long landed, unsigned long long read)
+{
+	sb_add_thousands(out, landed);
+	sb_adds(out, " landed, ");
+	sb_add_thousands(out, read);
+	sb_adds(out, " read");
+}
+
+/*
+ * A run's records for people: its count; a failed run's as
+ * report_failed_count() says them, when its log says what it read
+ * (obj: the log, or its stream's member).
+ */
+static void add_records(struct sb *out, const struct json_span *obj, const char *key)
+{
+	struct json_span landed = { NULL, 0, JSON_NONE }, read = { NULL, 0, JSON_NONE };
+	unsigned long long l, r;
+
+	if (obj->type != JSON_OBJECT || json_object_get(obj, key, &landed) != 1)
+		landed.type = JSON_NONE;
+	if (obj->type == JSON_OBJECT && json_object_get(obj, "records_read", &read) == 1 &&
+	    plain_uint(&landed, &l) && plain_uint(&read, &r))
+		report_failed_count(out, l, r);
+	else
+		add_count(out, &landed);
+}
+
 /* A duration in seconds for people: 42s, 3m05s, 2h07m; else "-". */
 static void add_duration(struct sb *out, const struct json_span *v)
 {
@@ -195,10 +222,25 @@ static const struct run_field {
 	{ "finished_at", "finished", NULL, NULL, 0, add_text },
 	{ "duration_seconds", "duration", "duration", "DURATION", 'r', add_duration },
 	{ "total_records", "records", "records", "RECORDS", 'r', add_count },
+	{ "records_read", NULL, "records_read", NULL, 0, add_count },
+	{ "error", NULL, "error", NULL, 0, add_text },
 };
 #define NRUN_FIELDS (sizeof(run_fields) / sizeof(run_fields[0]))
 /* The status report's columns: the pipeline, then the run fields with a head. */
 #define NSTATUS_COLS 5
+
+/* A run field of the log v for people; total_records as add_records() says it. */
+static void add_field(struct sb *out, const struct run_field *f, const struct json_span *v)
+{
+	struct json_span m;
+
+	if (strcmp(f->member, "total_records") == 0) {
+		add_records(out, v, f->member);
+		return;
+	}
+	m = member(v, f->member);
+	f->add(out, &m);
+}
 
 /* A line of the log text: two spaces, its label in ten columns. */
 static void log_line(struct sb *out, const char *label)
@@ -225,8 +267,7 @@ void report_log_text(const char *log, struct sb *out)
 		if (run_fields[i].line == NULL)
 			continue;
 		log_line(out, run_fields[i].line);
-		m = member(&v, run_fields[i].member);
-		run_fields[i].add(out, &m);
+		add_field(out, &run_fields[i], &v);
 		sb_addc(out, '\n');
 	}
 	streams = member(&v, "streams");
@@ -234,8 +275,7 @@ void report_log_text(const char *log, struct sb *out)
 		sb_adds(out, "    ");
 		add_text(out, &key);
 		sb_adds(out, ": ");
-		m = member(&val, "records");
-		add_count(out, &m);
+		add_records(out, &val, "records");
 		sb_addc(out, '\n');
 	}
 	/* a run with checkpoints: each one, and what a failure did not commit */
@@ -313,7 +353,9 @@ static void status_json(const struct report_status *rows, size_t n, struct sb *o
 			if (f->name == NULL)
 				continue;
 			sb_addf(out, ",\"%s\":", f->name);
-			if (rows[i].error || rows[i].log == NULL)
+			if (rows[i].error && rows[i].why && strcmp(f->member, "error") == 0)
+				json_quote(out, rows[i].why, strlen(rows[i].why));
+			else if (rows[i].error || rows[i].log == NULL)
 				sb_adds(out, strcmp(f->member, "status") != 0 ? "null" :
 					rows[i].error ? "\"error\"" : "\"no runs\"");
 			else
@@ -345,7 +387,7 @@ void report_status(const struct report_status *rows, size_t n, int json, struct 
 	for (i = 0; i < n; i++) {
 		struct sb cell[NSTATUS_COLS] = { SB_INIT, SB_INIT, SB_INIT, SB_INIT, SB_INIT };
 		const char *cells[NSTATUS_COLS];
-		struct json_span v, m;
+		struct json_span v;
 
 		if (rows[i].error || rows[i].log == NULL) {
 			const char *c[NSTATUS_COLS] = { rows[i].name, rows[i].error ? NULL : "never",
@@ -359,8 +401,7 @@ void report_status(const struct report_status *rows, size_t n, int json, struct 
 		for (k = 0, cols = 1; k < NRUN_FIELDS; k++) {
 			if (run_fields[k].head == NULL)
 				continue;
-			m = member(&v, run_fields[k].member);
-			run_fields[k].add(&cell[cols], &m);
+			add_field(&cell[cols], &run_fields[k], &v);
 			cells[cols] = cell[cols].buf;
 			cols++;
 		}

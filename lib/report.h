@@ -32,15 +32,26 @@ int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs
  *       public-orders: 340
  *     error     ...            (failures only)
  *
+ * A failure that says what it read ("records_read") counts its records as
+ * report_failed_count() does: "records   0 landed, 20 read", and so
+ * each stream.
+ *
  * Missing members print as "-".
  */
 void report_log_text(const char *log, struct sb *out);
+
+/*
+ * A failed run's records for people, as the terminal, logs and status say
+ * them: "0 landed, 20 read" (thousands separators).
+ */
+void report_failed_count(struct sb *out, unsigned long long landed, unsigned long long read);
 
 /* One pipeline in a status report. */
 struct report_status {
 	const char *name;
 	const char *log;	/* its newest run log (compact JSON), or NULL: never run */
 	int error;		/* its config or bucket could not be read */
+	const char *why;	/* error: what was said of it, or NULL */
 };
 
 /*
@@ -51,12 +62,15 @@ struct report_status {
  *   new       never                 -        -               -
  *   broken    -                     error    -               -
  *
- * or, json set, a JSON array of {"name", "last_run", "status", "duration",
- * "records"} (the Python DataSpoc Pipe's keys), one object a line: last_run
- * is the log's started_at, duration its duration_seconds, records its
- * total_records (null when missing); a pipeline never run has status
- * "no runs" (the Python tool's word), one that could not be read "error",
- * and nulls.
+ * (a failure's RECORDS as report_failed_count() says them), or, json set,
+ * a JSON array of {"name", "last_run", "status", "duration", "records",
+ * "records_read", "error"} (the Python DataSpoc Pipe's keys first), one
+ * object a line: last_run is the log's started_at, duration its
+ * duration_seconds, records its total_records (what landed), records_read
+ * its records_read (a failure's; null when missing), error its error (a
+ * failure's reason, else null); a pipeline never run has status "no runs"
+ * (the Python tool's word), one that could not be read "error" with why in
+ * error (null when nothing was said), and nulls.
  */
 void report_status(const struct report_status *rows, size_t n, int json, struct sb *out);
 

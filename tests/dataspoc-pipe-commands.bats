@@ -372,8 +372,8 @@ $add_usage"
 	write_pipeline c-fail cmdtap-fail
 	# cmdtap-pair succeeds only when both run at once: -j 2 must start them together
 	run -1 --separate-stderr dataspoc-pipe run --all -j 2
-	assert_equal "${#lines[@]}" 8
-	assert_line --index 7 "Summary: 2 success, 1 failure(s)"
+	assert_equal "${#lines[@]}" 9
+	assert_line --index 8 "Summary: 2 success, 1 failure(s)"
 	# each pipeline's lines together, in the order the pipelines ended
 	out_file got
 	awk '/^Running: /{ if (b != "") print b; b = $0; next }
@@ -382,7 +382,7 @@ $add_usage"
 	cat >want <<-'EOF'
 	Running: a-pair|Done! 1 record in 1 stream(s)|  pairs: 1
 	Running: b-pair|Done! 1 record in 1 stream(s)|  pairs: 1
-	Running: c-fail
+	Running: c-fail|Records: 0 landed, 1 read
 	EOF
 	diff -u want blocks
 	# stderr: c-fail's own lines together, then the failed list
@@ -411,6 +411,7 @@ $add_usage"
 Done! 3 records in 1 stream(s)
   items: 3
 Running: three
+Records: 0 landed, 1 read
 Running: two
 Done! 3 records in 1 stream(s)
   items: 3
@@ -520,7 +521,10 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 	write_pipeline newbie cmdtap-ok
 	run -0 dataspoc-pipe run alpha
 	run -0 dataspoc-pipe run alpha
-	run -1 dataspoc-pipe run fails
+	# a failed run landed nothing; it read one record (#29 item 5)
+	run -1 --separate-stderr dataspoc-pipe run fails
+	assert_output "Running: fails
+Records: 0 landed, 1 read"
 	last_log alpha >alpha.json
 	last_log fails >fails.json
 	run -0 jq -r .run_id alpha.json
@@ -529,12 +533,12 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 	run -0 --separate-stderr dataspoc-pipe status
 	assert_equal "$stderr" ""
 	{
-		printf '%-8s  %-20s  %-7s  %8s  %7s\n' PIPELINE "LAST RUN" STATUS DURATION RECORDS
-		printf '%-8s  %-20s  %-7s  %8s  %7s\n' alpha "$(jq -r .started_at alpha.json)" success \
+		printf '%-8s  %-20s  %-7s  %8s  %16s\n' PIPELINE "LAST RUN" STATUS DURATION RECORDS
+		printf '%-8s  %-20s  %-7s  %8s  %16s\n' alpha "$(jq -r .started_at alpha.json)" success \
 			"$(secs "$(jq -r .duration_seconds alpha.json)")" 3
-		printf '%-8s  %-20s  %-7s  %8s  %7s\n' fails "$(jq -r .started_at fails.json)" failure \
-			"$(secs "$(jq -r .duration_seconds fails.json)")" "$(jq -r .total_records fails.json)"
-		printf '%-8s  %-20s  %-7s  %8s  %7s\n' newbie never - - -
+		printf '%-8s  %-20s  %-7s  %8s  %16s\n' fails "$(jq -r .started_at fails.json)" failure \
+			"$(secs "$(jq -r .duration_seconds fails.json)")" "0 landed, 1 read"
+		printf '%-8s  %-20s  %-7s  %8s  %16s\n' newbie never - - -
 	} >want
 	out_file got
 	diff -u want got
@@ -543,10 +547,16 @@ dataspoc-pipe: run --all: interrupted by SIGTERM, not started: c"
 	out_file got.json
 	jq -c . got.json >got.compact
 	jq -cn --slurpfile a alpha.json --slurpfile f fails.json '[
-		{name: "alpha", last_run: $a[0].started_at, status: "success", duration: $a[0].duration_seconds, records: 3},
-		{name: "fails", last_run: $f[0].started_at, status: "failure", duration: $f[0].duration_seconds, records: $f[0].total_records},
-		{name: "newbie", last_run: null, status: "no runs", duration: null, records: null}]' >want.compact
+		{name: "alpha", last_run: $a[0].started_at, status: "success", duration: $a[0].duration_seconds, records: 3, records_read: null, error: null},
+		{name: "fails", last_run: $f[0].started_at, status: "failure", duration: $f[0].duration_seconds, records: 0, records_read: 1, error: "cmdtap-fail exited with status 1"},
+		{name: "newbie", last_run: null, status: "no runs", duration: null, records: null, records_read: null, error: null}]' >want.compact
 	diff -u want.compact got.compact
+	# logs: the same words
+	run -0 dataspoc-pipe logs -n 1 fails
+	assert_line --index 4 "  records   0 landed, 1 read"
+	assert_line --index 5 "    items: 0 landed, 1 read"
+	jq -c '[.total_records, .records_read, .streams]' fails.json >counts.got
+	expect_file counts.got <<<'[0,1,{"items":{"records":0,"records_read":1}}]'
 	# names given: only those, in that order
 	run -0 dataspoc-pipe status -o json newbie alpha
 	run -0 jq -r '.[].name' <<<"$output"
@@ -564,7 +574,8 @@ broken    -         error          -        -"
 	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'tapp' in source: did you mean 'tap'? (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"
 	run -1 --separate-stderr dataspoc-pipe status --output=json
 	run -0 jq -c '.[1]' <<<"$output"
-	assert_output '{"name":"broken","last_run":null,"status":"error","duration":null,"records":null}'
+	# the reason, for JSON readers (MCP's pipeline_status), not only on stderr
+	assert_output '{"name":"broken","last_run":null,"status":"error","duration":null,"records":null,"records_read":null,"error":"'"$HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'tapp' in source: did you mean 'tap'? (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"'"}'
 	# text is every command's human format; table, status's old name, still works
 	local human
 	run -1 --separate-stderr dataspoc-pipe status

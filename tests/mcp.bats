@@ -208,6 +208,17 @@ Done! 3 records in 1 stream(s)
 	assert_output '[true,true]'
 }
 
+@test "pipeline_status: a pipeline that cannot be read says why, and a failure its error (#29 item 15)" {
+	write_pipeline nobucket tap-orders true
+	echo file >"$BATS_TEST_TMPDIR/afile"
+	sed -i "s|^  bucket: .*|  bucket: $BATS_TEST_TMPDIR/afile/x|" "$DATASPOC_PIPE_HOME/pipelines/nobucket.yaml"
+	echo 3 >"$FAKE_DIR/tap-orders/exit"
+	run -0 mcp '{"call":"run_pipeline","args":{"name":"orders"}}' '{"call":"pipeline_status"}'
+	run -0 jq -c 'select(has("structuredContent") and (.structuredContent | has("pipelines"))) |
+		.structuredContent.pipelines | map([.name, .status, .error])' <<<"$output"
+	assert_regex "$output" '^\[\["nobucket","error","[^"]*afile/x[^"]*: Not a directory"\],\["orders","failure","tap-orders exited with status 3"\]\]$'
+}
+
 @test "run_pipeline: incremental from the saved state, full ignores it" {
 	run -0 mcp '{"call":"run_pipeline","args":{"name":"orders"}}' \
 		'{"call":"run_pipeline","args":{"name":"orders"}}'
@@ -229,11 +240,17 @@ Done! 3 records in 1 stream(s)
 	write_pipeline orders tap-orders true
 	printf 'login failed: password file-pass-77 refused\n' >"$FAKE_DIR/tap-orders/stderr"
 	echo 3 >"$FAKE_DIR/tap-orders/exit"
-	: >"$FAKE_DIR/tap-orders/out"
 	run -0 mcp '{"call":"run_pipeline","args":{"name":"orders"}}'
 	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/answer"
 	run -0 jq -c '[.isError, .structuredContent.success, .structuredContent.exit_status, .structuredContent.error]' <"$BATS_TEST_TMPDIR/answer"
 	assert_output '[true,false,1,"run '"'orders'"' failed: tap-orders exited with status 3"]'
+	# nothing landed, three records read: as the terminal, logs and status say (#29 item 5)
+	run -0 jq -c '.structuredContent | [.records, .records_read]' <"$BATS_TEST_TMPDIR/answer"
+	assert_output '[0,3]'
+	run -0 mcp '{"call":"pipeline_logs","args":{"name":"orders"}}' '{"call":"pipeline_status"}'
+	run -0 jq -c '.structuredContent | if has("pipelines") then [.pipelines[0].records, .pipelines[0].records_read] else [.total_records, .records_read] end' <<<"$output"
+	assert_output '[0,3]
+[0,3]'
 	run -0 jq -r '.content[0].text' <"$BATS_TEST_TMPDIR/answer"
 	assert_line "dataspoc-pipe: run 'orders' failed: tap-orders exited with status 3"
 	assert_line --partial "login failed: password *** refused"
@@ -374,8 +391,8 @@ x'; do
 		'{"call":"pipeline_status"}'
 	run -0 jq -c '[.cancelled, .error.message]' <<<"$(step 1)"
 	assert_output '[true,"MCP error -32001: the test cancels it"]'
-	run -0 jq -c '.structuredContent | [.status, .error, .total_records]' <<<"$(step 2)"
-	assert_output '["failure","interrupted by SIGTERM",0]'
+	run -0 jq -c '.structuredContent | [.status, .error, .total_records, (.records_read | type)]' <<<"$(step 2)"
+	assert_output '["failure","interrupted by SIGTERM",0,"number"]'
 	# the session went on
 	run -0 jq -c '.structuredContent.pipelines[0].status' <<<"$(step 3)"
 	assert_output '"failure"'

@@ -219,9 +219,9 @@ fresh     never                 -               -          -
 shop      2026-01-03T10:00:00Z  success     2m05s  1,234,567"
 	run -0 --separate-stderr pipe-state status -o json
 	assert_output '[
-  {"name":"alpha","last_run":"2026-01-04T10:00:00Z","status":"success","duration":125,"records":3},
-  {"name":"fresh","last_run":null,"status":"no runs","duration":null,"records":null},
-  {"name":"shop","last_run":"2026-01-03T10:00:00Z","status":"success","duration":125,"records":1234567}
+  {"name":"alpha","last_run":"2026-01-04T10:00:00Z","status":"success","duration":125,"records":3,"records_read":null,"error":null},
+  {"name":"fresh","last_run":null,"status":"no runs","duration":null,"records":null,"records_read":null,"error":null},
+  {"name":"shop","last_run":"2026-01-03T10:00:00Z","status":"success","duration":125,"records":1234567,"records_read":null,"error":null}
 ]'
 	run -0 jq -e 'length == 3' <<<"$output"
 	run -0 pipe-state status -o json shop fresh
@@ -245,10 +245,14 @@ nobucket  -         error          -        -"
 	assert_equal "$(err_line 0)" "pipe-state: warning: skipping '$HOMEDIR/pipelines/.hidden.yaml': not a valid pipeline name"
 	assert_regex "$(err_line 1)" "^pipe-state: $HOMEDIR/pipelines/broken.yaml:2:1: "
 	assert_regex "$(err_line 2)" "afile/x.*Not a directory\$"
+	# the reason in the JSON too (MCP's pipeline_status gives no stderr)
 	run -1 --separate-stderr pipe-state status -o json broken
 	assert_output '[
-  {"name":"broken","last_run":null,"status":"error","duration":null,"records":null}
+  {"name":"broken","last_run":null,"status":"error","duration":null,"records":null,"records_read":null,"error":"'"$HOMEDIR/pipelines/broken.yaml:2:1: did not find expected node content"'"}
 ]'
+	run -1 --separate-stderr pipe-state status -o json nobucket
+	run -0 jq -r '.[0] | .status + ": " + .error' <<<"$output"
+	assert_regex "$output" "^error: .*afile/x.*Not a directory\$"
 	# an unknown pipeline is a usage error, as for logs
 	run -2 --separate-stderr pipe-state status ghost
 	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"

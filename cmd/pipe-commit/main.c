@@ -42,7 +42,8 @@ static const char help_text[] =
 	"\n"
 	"Options:\n"
 	"  -a           abort: delete the run's staged files, write a failure run\n"
-	"               log, release the lock; the plan on stdin may be partial\n"
+	"               log, release the lock; the plan on stdin may be partial;\n"
+	"               prints 'Records: N landed, M read'\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -d DIR       once the run is published, remove the folder DIR and what\n"
 	"               it holds (the driver's private folder, the plan's); kept\n"
@@ -107,6 +108,7 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 		    const struct plan *p, const char *message, const char *tap_stderr)
 {
 	struct runlock lock;
+	struct sb summary = SB_INIT;
 	int ret = CLI_OK, r, held, other;
 
 	runlock_init(&lock, b, cfg->name, run_id);
@@ -124,12 +126,17 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 		err_msg("pipeline '%s' is now locked by another run: the staged files of run %s are left to its recovery, and no log is written",
 			cfg->name, run_id);
 		ret = CLI_FAILED;
-	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message, tap_stderr) != 0) {
+	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message, tap_stderr,
+				&summary) != 0) {
 		ret = CLI_FAILED;
 	}
 	if (runlock_release(&lock) != 0)
 		ret = CLI_FAILED;
 	runlock_free(&lock);
+	/* what the failure landed and read, as logs and status say it */
+	if (summary.len)
+		fwrite(summary.buf, 1, summary.len, stdout);
+	sb_free(&summary);
 	return ret;
 }
 

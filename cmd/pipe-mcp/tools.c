@@ -323,11 +323,13 @@ static double count_of(const char *s, size_t n)
 
 /*
  * The driver's summary (DESIGN.md, "What a person sees"): "Done! N records
- * in K stream(s)", then "  STREAM: N" a stream.
+ * in K stream(s)", then "  STREAM: N" a stream; a failure's "Records: N
+ * landed, M read" (pipe-commit -a) gives records and read.
  */
-static void run_summary(const struct sb *out, double *records, jv *streams)
+static void run_summary(const struct sb *out, double *records, double *read, jv *streams)
 {
 	const char *p = out->buf, *end = p + out->len, *nl;
+	static const char failed[] = "Records: ", landed[] = " landed, ", tail[] = " read";
 	int done = 0;
 
 	for (; p && p < end; p = nl + 1) {
@@ -336,6 +338,17 @@ static void run_summary(const struct sb *out, double *records, jv *streams)
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)
 			nl = end;
+		if ((size_t)(nl - p) > strlen(failed) && memcmp(p, failed, strlen(failed)) == 0) {
+			const char *n = p + strlen(failed), *l = memmem(n, (size_t)(nl - n), landed, strlen(landed));
+			const char *m = l ? l + strlen(landed) : NULL;
+
+			if (l && (size_t)(nl - m) > strlen(tail) &&
+			    memcmp(nl - strlen(tail), tail, strlen(tail)) == 0) {
+				*records = count_of(n, (size_t)(l - n));
+				*read = count_of(m, (size_t)(nl - strlen(tail) - m));
+			}
+			continue;
+		}
 		if (!done) {
 			if ((size_t)(nl - p) > 6 && memcmp(p, "Done! ", 6) == 0) {
 				const char *sp = memchr(p + 6, ' ', (size_t)(nl - p - 6));
@@ -395,17 +408,19 @@ static jv run_error(const struct job *j, int status)
 /* run: the driver's words, and the Python tool's {success, streams, error}. */
 static jv answer_run(struct job *j, int status)
 {
-	double records = -1;
+	double records = -1, read = -1;
 	jv streams = jv_object(), out, shown;
 	struct sb text = SB_INIT;
 	size_t len;
 	const char *s;
 
-	run_summary(&j->out, &records, &streams);
+	run_summary(&j->out, &records, &read, &streams);
 	out = jv_object_set(jv_object(), jv_string("success"), jv_bool(status == 0));
 	out = jv_object_set(out, jv_string("pipeline"), jv_string(arg_str(j, "name")));
 	out = jv_object_set(out, jv_string("full"), jv_bool(arg_true(j, "full")));
 	out = jv_object_set(out, jv_string("records"), records >= 0 ? jv_number(records) : jv_null());
+	if (status != 0)
+		out = jv_object_set(out, jv_string("records_read"), read >= 0 ? jv_number(read) : jv_null());
 	out = jv_object_set(out, jv_string("streams"), streams);
 	out = jv_object_set(out, jv_string("error"), status == 0 ? jv_null() : run_error(j, status));
 	out = jv_object_set(out, jv_string("exit_status"), jv_number(status));
@@ -459,7 +474,7 @@ static const struct tool tools[] = {
 	{ "run_pipeline", "Run a pipeline",
 	  "Run an extraction pipeline (dataspoc-pipe run): the tap's records land in the bucket, "
 	  "incrementally from the saved state unless full is true. Returns a JSON object with success, "
-	  "records, streams (records per stream) and error. Takes the pipeline's lock as any run does; "
+	  "records (landed), streams (records per stream) and error; a failure also records_read. Takes the pipeline's lock as any run does; "
 	  "progress notifications carry the run's lines; cancelling the request interrupts the run "
 	  "cleanly (nothing is published, the state stays).",
 	  "{\"type\":\"object\",\"properties\":{" NAME_SCHEMA ","
@@ -470,13 +485,14 @@ static const struct tool tools[] = {
 	  1, 1, cmd_run, answer_run },
 	{ "pipeline_status", "Pipelines' status",
 	  "Return the last run of every configured pipeline as JSON: name, last_run, status "
-	  "(success, failure, never, error), duration, records.",
+	  "(success, failure, never, error), duration, records (landed), records_read (a failure's).",
 	  "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
 	  READ_BUCKET,
 	  0, 0, cmd_status, answer_status },
 	{ "pipeline_logs", "Pipeline's latest log",
 	  "Return the latest run log of a pipeline as JSON (pipeline, run_id, started_at, finished_at, "
-	  "duration_seconds, status, streams, total_records, error), or \"No logs found\".",
+	  "duration_seconds, status, streams, total_records (landed), records_read (a failure's), error), "
+	  "or \"No logs found\".",
 	  "{\"type\":\"object\",\"properties\":{" NAME_SCHEMA "},\"required\":[\"name\"],"
 	  "\"additionalProperties\":false}",
 	  READ_BUCKET,

@@ -374,7 +374,7 @@ static int merge_states(const struct json_span *base, const struct json_span *st
 static void end_run(struct ctx *c, const char *why)
 {
 	err_msg("%s", why);
-	commit_abort(c->b, c->cfg.name, c->run_id, NULL, why, NULL);
+	commit_abort(c->b, c->cfg.name, c->run_id, NULL, why, NULL, NULL);
 	runlock_release(&c->lock);
 }
 

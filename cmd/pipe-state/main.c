@@ -353,7 +353,7 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 static int cmd_status(char **names, size_t n, enum format fmt)
 {
 	struct report_status *rows;
-	char **all = NULL, ***logs;
+	char **all = NULL, ***logs, **why;
 	struct sb out = SB_INIT;
 	size_t i, nlogs;
 	int ret = CLI_OK, unknown = 0, missing;
@@ -372,16 +372,21 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 	}
 	rows = xcalloc(n ? n : 1, sizeof(*rows));
 	logs = xcalloc(n ? n : 1, sizeof(*logs));
+	why = xcalloc(n ? n : 1, sizeof(*why));
 	for (i = 0; i < n; i++) {
 		struct pipe_config cfg;
 		struct bucket *b = NULL;
-		char *context;
+		char *context, said[1024];
+		unsigned long mark = err_said();
 
 		rows[i].name = names[i];
 		rows[i].error = 1;
 		if (config_load_name(names[i], &cfg) != 0) {
 			free(config_pipeline_file(names[i], &missing));
 			unknown |= missing;
+			/* the reason, for JSON readers (MCP's pipeline_status) too */
+			if (err_said() != mark && err_last(said, sizeof(said)) == 0)
+				rows[i].why = why[i] = xstrdup(said);
 			continue;
 		}
 		/* a bucket that cannot be read says whose it is */
@@ -391,6 +396,8 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
 			rows[i].log = logs[i][0];
 			rows[i].error = 0;
+		} else if (err_said() != mark && err_last(said, sizeof(said)) == 0) {
+			rows[i].why = why[i] = xstrdup(said);
 		}
 		err_context = NULL;
 		free(context);
@@ -405,8 +412,11 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		ret = CLI_USAGE;
 	report_status(rows, n, fmt == FMT_JSON, &out);
 	fwrite(out.buf, 1, out.len, stdout);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		util_strv_free(logs[i]);
+		free(why[i]);
+	}
+	free(why);
 	free(logs);
 	free(rows);
 	sb_free(&out);

@@ -304,7 +304,8 @@ scenario_full_flag() {
 	echo 1 >"$FAKE_DIR/tap-shop/exit"
 	run -1 --separate-stderr dataspoc-pipe run shop --full
 	assert_equal "$output" "Running: shop
-  Full extraction (saved state ignored)"
+  Full extraction (saved state ignored)
+Records: 0 landed, 2 read"
 	assert_stderr "dataspoc-pipe: run 'shop' failed: tap-shop exited with status 1"
 	expect_file_empty "$FAKE_DIR/tap-shop/argv"
 	grep -v ' \.dataspoc/logs/' before.snap >before.rest
@@ -457,7 +458,8 @@ scenario_tap_fails() {
 	echo 'tap-shop: connection reset' >"$FAKE_DIR/tap-shop/stderr"
 	run -1 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop
-  Incremental mode (using previous checkpoint)"
+  Incremental mode (using previous checkpoint)
+Records: 0 landed, 2 read"
 	assert_stderr "dataspoc-pipe: the tap's last words:
   | tap-shop: connection reset
 dataspoc-pipe: run 'shop' failed: tap-shop exited with status 1"
@@ -470,9 +472,10 @@ dataspoc-pipe: run 'shop' failed: tap-shop exited with status 1"
 	diff -u before.snap rest.snap
 	[ "$(wc -l <after.snap)" -eq $(($(wc -l <before.snap) + 1)) ]
 	bucket_cat ".dataspoc/logs/shop/$r2.json" >log.json
-	jq -c '{pipeline, run_id, status, total_records, error, tap_stderr}' log.json >log.got
+	# nothing landed; what the run read is said apart (#29 item 5)
+	jq -c '{pipeline, run_id, status, total_records, records_read, error, tap_stderr}' log.json >log.got
 	expect_file log.got <<-EOF
-	{"pipeline":"shop","run_id":"$r2","status":"failure","total_records":2,"error":"tap-shop exited with status 1","tap_stderr":["tap-shop: connection reset"]}
+	{"pipeline":"shop","run_id":"$r2","status":"failure","total_records":0,"records_read":2,"error":"tap-shop exited with status 1","tap_stderr":["tap-shop: connection reset"]}
 	EOF
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
@@ -497,7 +500,8 @@ scenario_malformed() {
 	} >"$FAKE_DIR/tap-shop/out"
 	run -1 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop
-  Incremental mode (using previous checkpoint)"
+  Incremental mode (using previous checkpoint)
+Records: 0 landed, 1 read"
 	assert_stderr "dataspoc-pipe: run 'shop' failed: $said"
 	grep -v ' \.dataspoc/logs/' before.snap >before.rest
 	snapshot_but_logs >after.rest
