@@ -844,6 +844,31 @@ int commit_pending(struct bucket *b, const char *pipeline, const char *run_id)
 	return r;
 }
 
+int commit_log_lost(struct bucket *b, const char *pipeline, const struct runlock *l)
+{
+	char *key, *why;
+	int r;
+
+	if (l->taken_over == NULL)
+		return 0;
+	/* a commit that began is the next recovery's to finish, and log */
+	r = commit_pending(b, pipeline, l->taken_over);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	key = layout_log_key(pipeline, l->taken_over);
+	r = bucket_exists(b, key);
+	free(key);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	why = xasprintf("%s when run %s took its lock over; nothing of it was published",
+			l->taken_why, l->run_id);
+	r = write_log(b, pipeline, l->taken_over, NULL, why, NULL, NULL);
+	if (r == 0)
+		err_warn("run %s ended without its log (%s): logged as failed", l->taken_over, l->taken_why);
+	free(why);
+	return r;
+}
+
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
 		 const struct plan *p, const char *error, const char *tap_stderr, struct sb *summary)
 {

@@ -11,6 +11,7 @@
 #define PIPE_COMMIT_H
 
 #include "bucket.h"
+#include "lock.h"
 #include "plan.h"
 #include "sb.h"
 
@@ -49,6 +50,15 @@ int commit_pending(struct bucket *b, const char *pipeline, const char *run_id);
  */
 int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
 		 const struct plan *p, const char *error, const char *tap_stderr, struct sb *summary);
+
+/*
+ * The run whose lock l's taker took over (l->taken_over, lock.h), dead
+ * without a log (killed outright: SIGKILL, a reboot, the OOM killer):
+ * logged as failed, saying how it ended, unless it has a log or its commit
+ * is pending (recovery finishes it).  Nothing to do when l took over none.
+ * Under the lock, after commit_recover() when the taker runs it.  0 or -1.
+ */
+int commit_log_lost(struct bucket *b, const char *pipeline, const struct runlock *l);
 
 /*
  * Recovery, under the run lock held by run_id: finish the pending commits,

@@ -342,9 +342,23 @@ static int left_by_crash(const struct bucket *b, const struct sb *seen)
 	return 1;
 }
 
+/*
+ * A run whose lock is taken over, for its log (struct runlock's taken_over):
+ * its id, and how it ended.
+ */
+static void note_taken_over(char **over, char **why, const struct holder *h, const char *how)
+{
+	if (over == NULL || !util_run_id_ok(h->run_id))
+		return;
+	free(*over);
+	free(*why);
+	*over = xstrdup(h->run_id);
+	*why = xstrdup(how);
+}
+
 static int take(struct bucket *b, const char *key, const char *what, const char *unlock,
 		const char *run_id, long pid, const char *run_dir, long ttl, long renew_every,
-		long wait_ms)
+		long wait_ms, char **over, char **why)
 {
 	struct sb content = SB_INIT, seen = SB_INIT;
 	double deadline = util_now() + (double)wait_ms / 1000.0, unreadable_since = 0;
@@ -410,6 +424,7 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 				 what, h.run_id, h.pid, h.host);
 			if (delete_if_same(b, key, &seen, h.run_id) != 0)
 				goto out;
+			note_taken_over(over, why, &h, "killed: no process of it was left");
 			continue;
 		}
 		if (live == STAGES_LEFT) {
@@ -464,6 +479,7 @@ static int take(struct bucket *b, const char *key, const char *what, const char 
 					 what, h.run_id, h.pid, h.host, h.expires);
 				if (delete_if_same(b, key, &seen, h.run_id) != 0)
 					goto out;
+				note_taken_over(over, why, &h, "killed or cut off: its lock expired");
 				continue;
 			}
 		}
@@ -492,14 +508,14 @@ int lock_take_run(struct bucket *b, const char *key, const char *what, const cha
 		  const char *run_id, long pid, const char *run_dir, long ttl, long wait_ms)
 {
 	return take(b, key, what, unlock, run_id, pid, run_dir, ttl, lock_renew_interval(),
-		    wait_ms);
+		    wait_ms, NULL, NULL);
 }
 
 /* One process's lock (the manifest's, pipe-state set's) is never renewed. */
 int lock_take(struct bucket *b, const char *key, const char *what, const char *unlock,
 	      const char *run_id, long pid, long ttl, long wait_ms)
 {
-	return take(b, key, what, unlock, run_id, pid, NULL, ttl, 0, wait_ms);
+	return take(b, key, what, unlock, run_id, pid, NULL, ttl, 0, wait_ms, NULL, NULL);
 }
 
 /* The holder of the lock at key: 0, 1 when there is none, -1 error or unreadable. */
@@ -600,6 +616,7 @@ void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, con
 	l->what = xasprintf("pipeline '%s'", pipeline);
 	l->unlock = xasprintf("pipe-state unlock %s", pipeline);
 	l->run_id = run_id;
+	l->taken_over = l->taken_why = NULL;
 }
 
 void runlock_free(struct runlock *l)
@@ -607,7 +624,9 @@ void runlock_free(struct runlock *l)
 	free(l->key);
 	free(l->what);
 	free(l->unlock);
-	l->key = l->what = l->unlock = NULL;
+	free(l->taken_over);
+	free(l->taken_why);
+	l->key = l->what = l->unlock = l->taken_over = l->taken_why = NULL;
 }
 
 /* The driver's pid ($DATASPOC_PIPE_PID), else the parent's. */
@@ -626,21 +645,22 @@ static const char *owner_dir(void)
 	return dir;
 }
 
-int runlock_take(const struct runlock *l)
+int runlock_take(struct runlock *l)
 {
-	return lock_take_run(l->b, l->key, l->what, l->unlock, l->run_id, owner_pid(),
-			     owner_dir(), lock_default_ttl(), 0);
+	return take(l->b, l->key, l->what, l->unlock, l->run_id, owner_pid(), owner_dir(),
+		    lock_default_ttl(), lock_renew_interval(), 0, &l->taken_over, &l->taken_why);
 }
 
-int runlock_take_detached(const struct runlock *l)
+int runlock_take_detached(struct runlock *l)
 {
-	return lock_take_run(l->b, l->key, l->what, l->unlock, l->run_id, 0, NULL,
-			     lock_default_ttl(), 0);
+	return take(l->b, l->key, l->what, l->unlock, l->run_id, 0, NULL, lock_default_ttl(),
+		    lock_renew_interval(), 0, &l->taken_over, &l->taken_why);
 }
 
-int runlock_take_here(const struct runlock *l, long ttl)
+int runlock_take_here(struct runlock *l, long ttl)
 {
-	return lock_take(l->b, l->key, l->what, l->unlock, l->run_id, (long)getpid(), ttl, 0);
+	return take(l->b, l->key, l->what, l->unlock, l->run_id, (long)getpid(), NULL, ttl, 0, 0,
+		    &l->taken_over, &l->taken_why);
 }
 
 int runlock_held(const struct runlock *l)

@@ -125,6 +125,13 @@ struct runlock {
 	char *what;		/* "pipeline 'NAME'", for messages */
 	char *unlock;		/* "pipe-state unlock NAME", for messages */
 	const char *run_id;	/* the run that takes, holds, checks it */
+	/*
+	 * Set by a runlock_take*() that took over the lock of a run that is
+	 * gone ("which is no longer running", "which expired"): that run's
+	 * id, and how it ended ("killed: no process of it was left"), for the
+	 * taker to log it (commit_log_lost()); else NULL.
+	 */
+	char *taken_over, *taken_why;
 };
 
 void runlock_init(struct runlock *l, struct bucket *b, const char *pipeline, const char *run_id);
@@ -135,16 +142,16 @@ void runlock_free(struct runlock *l);
  * parent, your shell), held too by every process holding the driver's
  * folder $DATASPOC_PIPE_RUN_DIR, for lock_default_ttl(); no wait.
  */
-int runlock_take(const struct runlock *l);
+int runlock_take(struct runlock *l);
 /*
  * Take it for a sharded run (pipe-shard plan), which no process holds
  * while its shards run anywhere: the lock names no host_id and pid 0, so
  * it is taken over only once expired (lock_default_ttl() from its last
  * renewal: each shard's pipe-sink renews it while its tap runs).
  */
-int runlock_take_detached(const struct runlock *l);
+int runlock_take_detached(struct runlock *l);
 /* Take it for a moment, for this process alone (pipe-state set, clear). */
-int runlock_take_here(const struct runlock *l, long ttl);
+int runlock_take_here(struct runlock *l, long ttl);
 int runlock_held(const struct runlock *l);
 int runlock_check(const struct runlock *l, const char *step);
 /* Renew it, unless the lock itself was written within the last

@@ -71,11 +71,60 @@ nothing_left() {
 	assert_output "Running: orph
   Incremental mode (using previous checkpoint)
 Done! 0 records in 0 stream(s)"
-	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running"
+	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running
+pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed"
 	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
 	diff -u before.snap after.snap
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
+}
+
+# A run killed outright, every process at once (a reboot, the OOM killer):
+# the driver's group and the stages' session get SIGKILL together.
+kill_run_outright() {
+	local driver=$1 tap pt
+	read -r tap pt <"$T/pid"
+	kill -9 -- "-$driver" "-$(ps -o sid= -p "$pt" | tr -d ' ')" "-$tap" 2>/dev/null || true
+	WAIT_LIMIT=$QUICK wait_until nothing_left
+}
+
+@test "a run killed outright (no checkpoints) leaves no log; the next run, or pipe-state set, logs it as killed (#29 item 4)" {
+	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' >"$T/out"
+	: >"$T/block"
+	setsid dataspoc-pipe run orph >run.out 2>run.err &
+	local driver=$! rid rid2
+	BG_PIDS="$BG_PIDS $driver"
+	wait_for "$T/ready"
+	rid=$(bucket_cat .dataspoc/state/orph/lock | jq -r .run_id)
+	kill_run_outright "$driver"
+	run -0 bucket_keys .dataspoc/logs/
+	assert_output ""
+	rm -f "$T/block" "$T/ready"
+	run -0 --separate-stderr dataspoc-pipe run orph
+	printf '%s\n' "$stderr" | grep -v ' record' >err
+	printf '%s\n' "pipe-state: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running" \
+		"pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed" |
+		expect_file err
+	rid2=$(run_ids orph | tail -n 1)
+	bucket_cat ".dataspoc/logs/orph/$rid.json" | jq -r '[.status, .error, .total_records] | @tsv' >log.got
+	printf 'failure\tkilled: no process of it was left when run %s took its lock over; nothing of it was published\t0\n' "$rid2" |
+		expect_file log.got
+	run -0 dataspoc-pipe logs -n 2 orph
+	assert_line "Run $rid: failure"
+	assert_line "Run $rid2: success"
+	# any command that takes the lock over logs it: pipe-state set
+	: >"$T/block"
+	setsid dataspoc-pipe run orph >run.out 2>run.err &
+	driver=$!
+	BG_PIDS="$BG_PIDS $driver"
+	wait_for "$T/ready"
+	rid=$(bucket_cat .dataspoc/state/orph/lock | jq -r .run_id)
+	kill_run_outright "$driver"
+	echo '{"n":5}' | pipe-state set orph 2>set.err
+	grep -qx "pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed" set.err
+	run -0 dataspoc-pipe status -o json orph
+	run -0 jq -r '.[0] | .status + ": " + .error' <<<"$output"
+	assert_output --regexp "^failure: killed: no process of it was left when run .* took its lock over; nothing of it was published\$"
 }
 
 @test "pipe-tap: when the process of \$DATASPOC_PIPE_PID ends, the tap's group is stopped" {
@@ -216,7 +265,8 @@ gone_pid() {
 	kill "$stage"
 	wait "$stage" 2>/dev/null || true
 	run -0 --separate-stderr dataspoc-pipe run orph
-	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0a0a0a (pid $dead on $(hostname)), which is no longer running"
+	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0a0a0a (pid $dead on $(hostname)), which is no longer running
+pipe-state: warning: run 20260101T000000Z-0a0a0a ended without its log (killed: no process of it was left): logged as failed"
 }
 
 @test "the same host name in another PID namespace or machine: a dead-looking pid proves nothing; only an expired lock, no longer renewed, is taken over" {

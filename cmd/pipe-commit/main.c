@@ -186,6 +186,8 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 		}
 		if (runlock_take(&lock) != 0)
 			goto out;
+		if (commit_log_lost(b, cfg->name, &lock) != 0)
+			goto release;
 	}
 	if (runlock_renew(&lock) < 0)
 		goto release;
@@ -321,7 +323,7 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 			if (r == 1)
 				err_msg("run %s, which started after run %s, has committed since: nothing published",
 					later, all.run_id);
-			if (r != 0 || runlock_take(lock) != 0)
+			if (r != 0 || runlock_take(lock) != 0 || commit_log_lost(b, cfg->name, lock) != 0)
 				goto out;
 		}
 	}

@@ -137,7 +137,8 @@ static int cmd_get(struct bucket *b, const struct pipe_config *cfg, const char *
 		if (r != 0)
 			goto out;
 		locked = 1;
-		if (commit_recover(b, cfg->name, run_id) != 0)
+		if (commit_recover(b, cfg->name, run_id) != 0 ||
+		    commit_log_lost(b, cfg->name, &lock) != 0)
 			goto out;
 	}
 	if (cfg->incremental && !full) {
@@ -212,6 +213,11 @@ static int locked_change(struct bucket *b, const struct pipe_config *cfg, const 
 	runlock_init(&lock, b, cfg->name, run_id);
 	if (runlock_take_here(&lock, 600) != 0)
 		goto out;
+	/* (a run it took the lock of is logged, then the state changes) */
+	if (commit_log_lost(b, cfg->name, &lock) != 0) {
+		runlock_release(&lock);
+		goto out;
+	}
 	if ((pretty ? bucket_put(b, key, pretty->buf, pretty->len) : bucket_delete(b, key)) == 0)
 		ret = CLI_OK;
 	if (runlock_release(&lock) != 0)
