@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "err.h"
@@ -80,6 +81,84 @@ out:
 	}
 	util_strv_free(keys);
 	free(prefix);
+	return ret;
+}
+
+/* ---- a failure kept on this machine ---- */
+
+static char *local_failure_dir(void)
+{
+	return xasprintf("%s/logs", config_home());
+}
+
+int report_local_failure(const char *pipeline, const char *run_id, const char *error)
+{
+	char *dir = local_failure_dir(), *key = xasprintf("%s.failure.json", pipeline);
+	char started[32], finished[32];
+	struct bucket *b;
+	struct sb log = SB_INIT;
+	time_t t0 = util_run_id_time(run_id);
+	int ret = -1;
+
+	util_iso_time(t0 == -1 ? time(NULL) : t0, started, sizeof(started));
+	util_iso_time(time(NULL), finished, sizeof(finished));
+	sb_adds(&log, "{\"pipeline\":");
+	json_quote(&log, pipeline, strlen(pipeline));
+	sb_adds(&log, ",\"run_id\":");
+	json_quote(&log, run_id, strlen(run_id));
+	sb_addf(&log, ",\"started_at\":\"%s\",\"finished_at\":\"%s\",\"status\":\"failure\",\"error\":",
+		started, finished);
+	json_quote(&log, error, strlen(error));
+	sb_adds(&log, ",\"logged\":\"locally\"}\n");
+	b = bucket_open(dir);
+	if (b && bucket_put(b, key, log.buf, log.len) == 0)
+		ret = 0;
+	bucket_free(b);
+	sb_free(&log);
+	free(key);
+	free(dir);
+	return ret;
+}
+
+/* A string member of a compact log, or NULL. */
+static char *log_string(const char *log, const char *key)
+{
+	struct json_span v, m;
+	size_t errpos;
+	const char *errmsg;
+	struct sb out = SB_INIT;
+
+	if (log == NULL || json_validate(log, strlen(log), &v, &errpos, &errmsg) != 0 ||
+	    v.type != JSON_OBJECT || json_object_get(&v, key, &m) != 1 || m.type != JSON_STRING)
+		return NULL;
+	json_string_decode(&m, &out);
+	return sb_detach(&out);
+}
+
+const char *report_newest(const char *pipeline, const char *log, char **local)
+{
+	char *dir = local_failure_dir(), *path = xasprintf("%s/%s.failure.json", dir, pipeline);
+	struct sb text = SB_INIT;
+	char *mine = NULL, *theirs = NULL;
+	const char *ret = log;
+
+	*local = NULL;
+	if (util_read_file(path, &text, NULL) == 0 && text.len > 0) {
+		while (text.len && text.buf[text.len - 1] == '\n')
+			text.buf[--text.len] = '\0';
+		mine = log_string(text.buf, "run_id");
+		theirs = log_string(log, "run_id");
+		/* run ids sort by time; a log of the Python tool's has none: older */
+		if (mine && util_run_id_ok(mine) && (theirs == NULL || strcmp(mine, theirs) > 0)) {
+			*local = sb_detach(&text);
+			ret = *local;
+		}
+	}
+	sb_free(&text);
+	free(mine);
+	free(theirs);
+	free(path);
+	free(dir);
 	return ret;
 }
 

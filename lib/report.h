@@ -46,6 +46,22 @@ void report_log_text(const char *log, struct sb *out);
  */
 void report_failed_count(struct sb *out, unsigned long long landed, unsigned long long read);
 
+/*
+ * A failure the bucket could not be told of (a scheduled run without the
+ * shell's credentials: issue #29 item 9), kept on this machine, in the home:
+ * <home>/logs/NAME.failure.json, a run log of one line, {"pipeline",
+ * "run_id", "started_at", "finished_at", "status":"failure", "error",
+ * "logged":"locally"}, replacing the one before.  0, or -1 (said).
+ */
+int report_local_failure(const char *pipeline, const char *run_id, const char *error);
+
+/*
+ * The run log status shows for pipeline: log (its newest in the bucket, or
+ * NULL), unless the local failure (above) is of a later run; then that one,
+ * in *local (freed by the caller).  Returns log or *local.
+ */
+const char *report_newest(const char *pipeline, const char *log, char **local);
+
 /* One pipeline in a status report. */
 struct report_status {
 	const char *name;

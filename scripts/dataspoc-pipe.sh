@@ -388,8 +388,8 @@ run_pipeline() {
 	fi
 	rc=$?
 	if [ $rc -ne 0 ] && [ -z "$signal" ]; then
-		# Nothing ran and pipe-state let go of the lock: nothing to undo or
-		# log (a run refused by another's lock leaves the bucket as it was).
+		# Nothing ran and pipe-state let go of the lock: nothing to undo
+		# (a run refused by another's lock leaves the bucket as it was).
 		reason=$(first_error "$tmp/check.err")
 		tmp_full && reason=$(no_space)
 		grep -v -x -F -e "pipe-state: $reason" -e "pipe-shard: $reason" "$tmp/check.err" >&2
@@ -397,6 +397,10 @@ run_pipeline() {
 		# 75 (EX_TEMPFAIL): another run holds the lock; a scheduler may
 		# try again later
 		case $rc in 2 | 75) exit $rc ;; esac
+		# A failure for status (a run at 2 a.m. whose bucket refused it):
+		# logged in the bucket if it takes it, else kept in the home.
+		[ -n "$shard" ] || pipe-commit -a -r "$run_id" \
+			-e "${reason:-reading the saved state failed (status $rc)}" "$@" </dev/null >/dev/null 2>&1
 		exit 1
 	fi
 	DATASPOC_RUN_ID=$run_id

@@ -104,3 +104,25 @@ alpha     -         error          -        -"
 	assert_equal "$output" "$(bucket_cat ".dataspoc/logs/alpha/$(run_ids alpha | head -n 1).json" | jq -c .)"
 	assert_equal "$stderr" "pipe-state: warning: skipping run log $(bucket_url)/.dataspoc/logs/alpha/29990101T000000Z-ffffff.json: unexpected end of input"
 }
+
+@test "s3: a scheduled run without the shell's credentials fails; its failure shows in status, kept in the home (#29 item 9)" {
+	write_pipeline alpha cmdtap-ok
+	run -0 dataspoc-pipe run alpha
+	# as cron runs it: none of the shell's AWS_* keys
+	run -1 --separate-stderr env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY dataspoc-pipe run alpha
+	local why=${stderr_lines[-1]#"dataspoc-pipe: run 'alpha' failed: "}
+	[ "$why" != "${stderr_lines[-1]}" ]
+	run -0 jq -r '.status + ": " + .error' "$HOMEDIR/logs/alpha.failure.json"
+	assert_output "failure: $why"
+	# status, with the credentials the bucket wants: the failure, newer than the bucket's log
+	run -0 --separate-stderr dataspoc-pipe status -o json alpha
+	run -0 jq -r '.[0] | .status + ": " + .error' <<<"$output"
+	assert_output "failure: $why"
+	run -0 --separate-stderr dataspoc-pipe status alpha
+	assert_line --index 1 --regexp '^alpha +[0-9T:Z-]+ +failure '
+	# a later run that the bucket logs is the newest again
+	run -0 dataspoc-pipe run alpha
+	run -0 dataspoc-pipe status -o json alpha
+	run -0 jq -r '.[0].status' <<<"$output"
+	assert_output success
+}

@@ -25,6 +25,7 @@
 #include "manifest.h"
 #include "merge.h"
 #include "plan.h"
+#include "report.h"
 #include "util.h"
 
 static const char usage_line[] = "pipe-commit [-ahk] [-d DIR] [-e MESSAGE] [-r RUN_ID] [-t TAPLOG] [-w FILE] NAME | -c FILE.yaml";
@@ -153,6 +154,23 @@ static int merge_units(struct bucket *b, const struct pipe_config *cfg, struct p
 	if (committed > 0)
 		slice->full = 0;
 	return merge_plan(b, cfg, slice);
+}
+
+/*
+ * A failure whose log the bucket did not take (no credentials under cron, a
+ * bucket out of reach): kept on this machine for status (report.h).
+ */
+static void keep_locally(const struct pipe_config *cfg, const char *run_id, const struct plan *p,
+			 const char *message)
+{
+	char said[1024];
+	const char *why = p && p->error ? p->error : message;
+
+	if (why == NULL)
+		why = err_last(said, sizeof(said)) == 0 ? said : "the run failed";
+	if (report_local_failure(cfg->name, run_id, why) == 0)
+		err_msg("the failure of run %s could not be logged in %s; kept in %s/logs/%s.failure.json for 'status'",
+			run_id, cfg->bucket, config_home(), cfg->name);
 }
 
 /*
@@ -554,8 +572,11 @@ int main(int argc, char **argv)
 		}
 	}
 	b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
-	if (b == NULL)
+	if (b == NULL) {
+		if (abort_run)
+			keep_locally(&cfg, run_id, parsed ? &plan : NULL, message);
 		goto out;
+	}
 	if (abort_run) {
 		struct plan rest;
 		int err = 0;
@@ -572,6 +593,8 @@ int main(int argc, char **argv)
 			plan = rest;
 		}
 		ret = do_abort(b, &cfg, run_id, parsed ? &plan : NULL, message, tail);
+		if (ret != CLI_OK)
+			keep_locally(&cfg, run_id, parsed ? &plan : NULL, message);
 	} else if (follow) {
 		ret = do_follow(b, &cfg, run_id);
 	} else {

@@ -359,7 +359,7 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 static int cmd_status(char **names, size_t n, enum format fmt)
 {
 	struct report_status *rows;
-	char **all = NULL, ***logs, **why;
+	char **all = NULL, ***logs, **why, **local;
 	struct sb out = SB_INIT;
 	size_t i, nlogs;
 	int ret = CLI_OK, unknown = 0, missing;
@@ -379,6 +379,7 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 	rows = xcalloc(n ? n : 1, sizeof(*rows));
 	logs = xcalloc(n ? n : 1, sizeof(*logs));
 	why = xcalloc(n ? n : 1, sizeof(*why));
+	local = xcalloc(n ? n : 1, sizeof(*local));
 	for (i = 0; i < n; i++) {
 		struct pipe_config cfg;
 		struct bucket *b = NULL;
@@ -400,7 +401,8 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		err_context = context;
 		b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
 		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
-			rows[i].log = logs[i][0];
+			/* a later failure the bucket could not be told of */
+			rows[i].log = report_newest(cfg.name, logs[i][0], &local[i]);
 			rows[i].error = 0;
 		} else if (err_said() != mark && err_last(said, sizeof(said)) == 0) {
 			rows[i].why = why[i] = xstrdup(said);
@@ -421,8 +423,10 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 	for (i = 0; i < n; i++) {
 		util_strv_free(logs[i]);
 		free(why[i]);
+		free(local[i]);
 	}
 	free(why);
+	free(local);
 	free(logs);
 	free(rows);
 	sb_free(&out);
