@@ -7,20 +7,12 @@ bats_require_minimum_version 1.5.0
 bats_load_library bats-support
 bats_load_library bats-assert
 
+load helpers/gsheets
+
 setup_file() {
 	export SHEETS_DIR=$BATS_FILE_TMPDIR/sheets SHEETS_LOG=$BATS_FILE_TMPDIR/requests
-	mkdir -p "$SHEETS_DIR"
-	/usr/bin/python3 "$BATS_TEST_DIRNAME/servers/gsheets.py" "$SHEETS_DIR" "$SHEETS_LOG" \
-		>"$BATS_FILE_TMPDIR/server.out" 2>&1 3>&- </dev/null &
-	echo $! >"$BATS_FILE_TMPDIR/server.pid"
-	local i=0 port=
-	while [ -z "$port" ]; do
-		port=$(sed -n 's/^listening on \([0-9]*\)$/\1/p' "$BATS_FILE_TMPDIR/server.out")
-		i=$((i + 1))
-		[ "$i" -lt 200 ] || { cat "$BATS_FILE_TMPDIR/server.out" >&2; return 1; }
-		[ -n "$port" ] || sleep 0.05
-	done
-	export SHEETS_PORT=$port
+	gsheets_start "$SHEETS_DIR" "$SHEETS_LOG"
+	echo "$SHEETS_PID" >"$BATS_FILE_TMPDIR/server.pid"
 }
 
 teardown_file() {
