@@ -314,3 +314,47 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	jq -c '.[] | [.pipeline, .bucket_ok, .tap_ok, .error]' <<<"$output" >got
 	expect_file got <<<'["gone",false,false,"not found"]'
 }
+
+@test "migrate: a Google Sheets pipeline as the Python howto writes it runs as it is, its table taken over" {
+	load helpers/gsheets
+	gsheets_start "$BATS_TEST_TMPDIR/sheets" "$BATS_TEST_TMPDIR/requests"
+	BG_PIDS="$BG_PIDS $SHEETS_PID"
+	mkdir -p "$BATS_TEST_TMPDIR/sheets/1AbC-x_9"
+	printf 'id,name\n1,ana\n2,bo\n' >"$BATS_TEST_TMPDIR/sheets/1AbC-x_9/7.csv"
+	# its howto's two files (docs/howto-google-sheets-s3.md), its table and run log
+	mkdir -p "$DATASPOC_PIPE_HOME/sources"
+	cat >"$DATASPOC_PIPE_HOME/sources/my-sheet.json" <<-'EOF2'
+	{
+	  "url": "https://docs.google.com/spreadsheets/d/1AbC-x_9/edit?gid=7#gid=7",
+	  "sheet_name": "orders"
+	}
+	EOF2
+	cat >"$DATASPOC_PIPE_HOME/pipelines/my-sheet.yaml" <<-EOF2
+	source:
+	  tap: google-sheets-public
+	  config: $DATASPOC_PIPE_HOME/sources/my-sheet.json
+	destination:
+	$(bucket_yaml)
+	  path: raw
+	  compression: zstd
+	incremental:
+	  enabled: false
+	EOF2
+	py_parquet raw/google-sheets-public/orders/orders_0000.parquet <<<'{"id":1,"name":"old"}'
+	py_run_log my-sheet 2024-01-01T10-00-00 orders 1
+	run -0 --separate-stderr dataspoc-pipe validate my-sheet
+	run -0 --separate-stderr dataspoc-pipe run my-sheet
+	[[ $stderr != *warning* ]]
+	assert_output "Running: my-sheet
+Done! 2 records in 1 stream(s)
+  orders: 2"
+	run -0 bucket_files
+	assert_output --regexp '^raw/google-sheets-public/orders/dt=[0-9-]{10}/orders_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_0000\.parquet$'
+	lens google-sheets-public/orders >rows
+	expect_file rows <<-'EOF2'
+	{"id":"1","name":"ana","_extra":null}
+	{"id":"2","name":"bo","_extra":null}
+	EOF2
+	run -0 cat "$BATS_TEST_TMPDIR/requests"
+	assert_line "/spreadsheets/d/1AbC-x_9/export?format=csv&gid=7"
+}
