@@ -102,6 +102,8 @@ struct reader {
 	size_t *keycol;		/* the key columns' indexes */
 	size_t deleted;		/* _sdc_deleted_at's, or SIZE_MAX */
 	size_t extra;		/* the extra column's, or SIZE_MAX */
+	struct sb names;	/* each column's "name": */
+	size_t *noff, *voff, *vlen;	/* where each column's is in names; its value in rec (SIZE_MAX: none) */
 	struct sb rec, key, val;
 };
 
@@ -112,6 +114,11 @@ static void reader_close(struct reader *r)
 	sb_free(&r->data);
 	free(r->keycol);
 	r->keycol = NULL;
+	free(r->noff);
+	free(r->voff);
+	free(r->vlen);
+	r->noff = r->voff = r->vlen = NULL;
+	sb_free(&r->names);
 }
 
 static void reader_free(struct reader *r)
@@ -144,9 +151,17 @@ static int reader_open(struct bucket *b, const char *key, char *const *names, si
 	for (j = 0; j < n; j++)
 		r->keycol[j] = SIZE_MAX;
 	r->deleted = r->extra = SIZE_MAX;
+	r->noff = xcalloc(nc + 1, sizeof(*r->noff));
+	r->voff = xcalloc(nc + 1, sizeof(*r->voff));
+	r->vlen = xcalloc(nc + 1, sizeof(*r->vlen));
+	sb_reset(&r->names);
 	for (i = 0; i < nc; i++) {
 		const struct pq_read_column *c = pq_read_column(r->f, i);
 
+		r->noff[i] = r->names.len;
+		json_quote(&r->names, c->name, c->name_len);
+		sb_addc(&r->names, ':');
+		r->noff[i + 1] = r->names.len;
 		if (c->unsupported) {
 			pq_read_select(r->f, i, 0);
 			continue;
@@ -179,54 +194,67 @@ static int reader_row(struct reader *r, char *const *names, size_t n, const char
 	sb_addc(&r->rec, '{');
 	for (i = 0; i < nc; i++) {
 		const struct pq_read_column *c = pq_read_column(r->f, i);
+		size_t mark = r->rec.len, at;
 
+		r->voff[i] = SIZE_MAX;
 		if (c->unsupported)
 			continue;
-		sb_reset(&r->val);
-		if (pq_read_value_json(r->f, i, &r->val) != 0)
-			return -1;
-		if (r->val.len == 4 && memcmp(r->val.buf, "null", 4) == 0)
-			continue;
-		if (i == r->deleted)
-			*deleted = 1;
-		if (i == r->extra && r->val.len > 2 && r->val.buf[0] == '{') {
-			struct json_span obj = { r->val.buf, r->val.len, JSON_OBJECT }, del;
+		if (i == r->extra) {
+			sb_reset(&r->val);
+			if (pq_read_value_json(r->f, i, &r->val) != 0)
+				return -1;
+			if (r->val.len > 2 && r->val.buf[0] == '{') {
+				struct json_span obj = { r->val.buf, r->val.len, JSON_OBJECT }, del;
 
-			/* a delete of a stream whose SCHEMA does not declare _sdc_deleted_at */
-			if (json_object_get(&obj, "_sdc_deleted_at", &del) == 1 && del.type != JSON_NULL)
-				*deleted = 1;
-			/* the undeclared members, back in the record */
-			if (!first)
-				sb_addc(&r->rec, ',');
-			sb_add(&r->rec, r->val.buf + 1, r->val.len - 2);
-			first = 0;
-			continue;
+				/* a delete of a stream whose SCHEMA does not declare _sdc_deleted_at */
+				if (json_object_get(&obj, "_sdc_deleted_at", &del) == 1 && del.type != JSON_NULL)
+					*deleted = 1;
+				/* the undeclared members, back in the record */
+				if (!first)
+					sb_addc(&r->rec, ',');
+				sb_add(&r->rec, r->val.buf + 1, r->val.len - 2);
+				first = 0;
+				continue;
+			}
+			if (r->val.buf[0] == '{' || (r->val.len == 4 && memcmp(r->val.buf, "null", 4) == 0))
+				continue;
 		}
-		if (i == r->extra && r->val.buf[0] == '{')
-			continue;
+		/* "name":value, straight into the record; taken back when null */
 		if (!first)
 			sb_addc(&r->rec, ',');
+		sb_add(&r->rec, r->names.buf + r->noff[i], r->noff[i + 1] - r->noff[i]);
+		at = r->rec.len;
+		if (pq_read_value_json(r->f, i, &r->rec) != 0)
+			return -1;
+		if (r->rec.len - at == 4 && memcmp(r->rec.buf + at, "null", 4) == 0) {
+			r->rec.len = mark;
+			r->rec.buf[mark] = '\0';
+			continue;
+		}
 		first = 0;
-		json_quote(&r->rec, c->name, c->name_len);
-		sb_addc(&r->rec, ':');
-		sb_add(&r->rec, r->val.buf, r->val.len);
+		r->voff[i] = at;
+		r->vlen[i] = r->rec.len - at;
+		if (i == r->deleted)
+			*deleted = 1;
 	}
 	sb_addc(&r->rec, '}');
 	for (i = 0; i < n; i++) {
+		size_t k = r->keycol[i], len, j;
 		const char *v;
-		size_t len;
 		uint32_t l32;
+		int num;
 
-		sb_reset(&r->val);
-		if (r->keycol[i] == SIZE_MAX || pq_read_value_json(r->f, r->keycol[i], &r->val) != 0 ||
-		    (r->val.len == 4 && memcmp(r->val.buf, "null", 4) == 0)) {
+		if (k == SIZE_MAX || r->voff[k] == SIZE_MAX) {
 			*missing = names[i];
 			return 0;
 		}
-		v = r->val.buf;
-		len = r->val.len;
+		v = r->rec.buf + r->voff[k];
+		len = r->vlen[k];
 		/* a number kept as a string (a column widened to text) is the same key */
-		if (len > 2 && v[0] == '"' && strspn(v + 1, "-+0123456789.eE") == len - 2) {
+		num = len > 2 && v[0] == '"';
+		for (j = 1; num && j + 1 < len; j++)
+			num = strchr("-+0123456789.eE", v[j]) != NULL && v[j] != '\0';
+		if (num) {
 			v++;
 			len -= 2;
 		}
