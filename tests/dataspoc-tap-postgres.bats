@@ -777,3 +777,27 @@ for l in sys.stdin:
 	done
 	pg_sql -d appdb "DROP TABLE bigrow"
 }
+
+@test "a binary row holding a value written in pieces is checked whole first: a bad field after it is one line, and no part of its record is written" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.wide; CREATE TABLE other.wide(id int primary key, body text)"
+	for i in 1 2 3; do	# (an xmin each: the COPY reads xmin, last)
+		pg_sql -d appdb "INSERT INTO other.wide VALUES ($i, repeat('b', 3 * 1048576))"
+	done
+	properties_for other wide '{"replication-method": "FULL_TABLE"}'
+	# a proxy gives the second row's last field (its xmin) a length of 7
+	python3 "$BATS_TEST_DIRNAME/servers/pg_refuse.py" --break-copy-tail proxy.port "$PG_PORT" 2>proxy.err &
+	proxy=$!
+	wait_for proxy.port
+	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
+	PGTZ=UTC run -1 --separate-stderr "$TAP" --config t2.json --properties props.json
+	kill "$proxy"
+	wait "$proxy" || true
+	assert_equal "$stderr" "dataspoc-tap-postgres: cannot read table 'other.wide' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): COPY's binary data is not as expected at row 2"
+	printf '%s\n' "$output" >got
+	# every line whole: the first row's record, none of the second's
+	run -0 jq -c 'select(.type == "RECORD") | [.record.id, (.record.body | length)]' got
+	assert_output '[1,3145728]'
+	run -0 cat proxy.err
+	assert_output 'broke 1'
+	pg_sql -d appdb "DROP TABLE other.wide"
+}

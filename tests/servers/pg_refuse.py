@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""pg_refuse.py [--break-copy] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
+"""pg_refuse.py [--break-copy | --break-copy-tail] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
 refuses settings, or sends COPY data not as the protocol says.
 
 A proxy on 127.0.0.1 (its port written to PORT-FILE) to the server on
@@ -9,7 +9,9 @@ kept), so that the server answers with an error where the client set WORD.
 It counts the changed queries on stderr, one line each: "refused N".
 With --break-copy, the second CopyData message the server sends on a
 connection (a binary COPY's second row: the first comes with the header) gets
-a field count of 0x7fff, and "broke N" is counted on stderr.
+a field count of 0x7fff, and "broke N" is counted on stderr; with
+--break-copy-tail, the length of its last field (a FULL_TABLE COPY's xmin,
+8 bytes) says 7.
 Runs until killed.
 """
 import os
@@ -56,7 +58,7 @@ def pump(src, dst):
     shut(src, dst)
 
 
-def server_to_client(s, c, untyped):
+def server_to_client(s, c, untyped, tail=False):
     """The server's answers: one byte for each SSL or GSS request the
     client made (untyped says, in order: 'request', then 'startup'), then
     typed messages, the second CopyData broken."""
@@ -70,7 +72,12 @@ def server_to_client(s, c, untyped):
             body = read(s, struct.unpack('!i', head[1:])[0] - 4)
             if head[:1] == b'd':
                 copydata += 1
-                if copydata == 2 and len(body) >= 2:
+                if copydata == 2 and tail and len(body) >= 12:
+                    body = body[:-12] + struct.pack('!i', 7) + body[-8:]
+                    with lock:
+                        broke += 1
+                        print('broke %d' % broke, file=sys.stderr, flush=True)
+                elif copydata == 2 and len(body) >= 2:
                     body = b'\x7f\xff' + body[2:]
                     with lock:
                         broke += 1
@@ -117,7 +124,8 @@ def client_to_server(c, s, words, untyped):
 
 def main():
     args = sys.argv[1:]
-    break_copy = args[:1] == ['--break-copy']
+    break_copy = args[:1] in (['--break-copy'], ['--break-copy-tail'])
+    tail = args[:1] == ['--break-copy-tail']
     if break_copy:
         args = args[1:]
     port_file, upstream = args[0], int(args[1])
@@ -135,7 +143,7 @@ def main():
         untyped = queue.Queue()
         threading.Thread(target=client_to_server, args=(c, s, words, untyped), daemon=True).start()
         if break_copy:
-            threading.Thread(target=server_to_client, args=(s, c, untyped), daemon=True).start()
+            threading.Thread(target=server_to_client, args=(s, c, untyped, tail), daemon=True).start()
         else:
             threading.Thread(target=pump, args=(s, c), daemon=True).start()
 
