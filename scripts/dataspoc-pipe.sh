@@ -61,7 +61,8 @@ usage_of() {
        dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)
        dataspoc-pipe run [--full] [-v] NAME --shards N
        dataspoc-pipe run [--full] NAME --plan --shards N
-       dataspoc-pipe run [-v] NAME --shard I/N --run-id ID" ;;
+       dataspoc-pipe run [-v] NAME --shard I/N --run-id ID
+       dataspoc-pipe run NAME --hold --run-id ID" ;;
 	commit) say "usage: dataspoc-pipe commit NAME --run-id ID [--wait SECONDS]" ;;
 	compact) say "usage: dataspoc-pipe compact NAME [STREAM]" ;;
 	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
@@ -379,8 +380,10 @@ run_pipeline() {
 	# (its stderr goes to check.err, whose words have been said: a file
 	# made already, not one more to make and remove, issue #14)
 	if [ -n "$shard" ]; then
-		# the state the run's plan holds, while the run holds the lock
-		pipe-shard get -s "$shard" -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
+		# the state the run's plan holds, while the run holds the lock, and
+		# the snapshot a split table is read in, when a holder staged it
+		# (run --hold)
+		pipe-shard get -s "$shard" -r "$run_id" -S "$tmp/source.json" "$@" >"$tmp/state" 2>"$tmp/check.err"
 	elif [ "$full" = 1 ]; then
 		pipe-state get -f -r "$run_id" "$@" >"$tmp/state" 2>"$tmp/check.err"
 	else
@@ -405,6 +408,10 @@ run_pipeline() {
 	fi
 	DATASPOC_RUN_ID=$run_id
 	export DATASPOC_RUN_ID
+	if [ -n "$shard" ] && [ -s "$tmp/source.json" ]; then
+		DATASPOC_PIPE_PG_SNAPSHOT=$tmp/source.json
+		export DATASPOC_PIPE_PG_SNAPSHOT
+	fi
 	[ ! -s "$tmp/check.err" ] || cat "$tmp/check.err" >&2
 	if [ -n "$signal" ]; then
 		:	# it came while pipe-state ran: no stage starts (below)
@@ -539,6 +546,46 @@ run_pipeline() {
 	exit 1
 }
 
+# hold_snapshot NAME RUN: for a run split on an engine (run --hold --run-id
+# RUN), the snapshot of a table split across the shards (shard-split):
+# exported and held by the tap, staged in the bucket for the shards (pipe-shard
+# source), held until the run has let go of its lock (looked at every
+# $DATASPOC_PIPE_HOLD_POLL seconds, default 10).  Says one line once the
+# shards may start: "Holding ..." or "Nothing to hold ...".
+hold_snapshot() {
+	if [ -z "$(pipe-state check -p shard-split "$1")" ]; then
+		say "Nothing to hold: pipeline '$1' splits no table across its shards"
+		exit 0
+	fi
+	open_private_dir || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	trap '' HUP
+	DATASPOC_PIPE_PG_HOLD=$tmp/snapshot.json DATASPOC_PIPE_PID=$$ \
+		pipe-tap "$1" </dev/null >/dev/null 2>"$tmp/hold.err" &
+	_hold=$!
+	while [ ! -e "$tmp/snapshot.json" ] && kill -0 "$_hold" 2>/dev/null; do
+		sleep 0.1
+	done
+	if [ ! -e "$tmp/snapshot.json" ]; then
+		sed 's/^/dataspoc-pipe: /' "$tmp/hold.err" >&2
+		err "hold: no snapshot of run $2 of '$1' was exported"
+		exit 1
+	fi
+	if ! pipe-shard source -r "$2" "$1" <"$tmp/snapshot.json"; then
+		kill -s TERM "$_hold" 2>/dev/null
+		{ wait "$_hold"; } 2>/dev/null
+		err "hold: the snapshot of run $2 of '$1' is not staged"
+		exit 1
+	fi
+	say "Holding the snapshot of run $2 of $1"
+	while kill -0 "$_hold" 2>/dev/null && pipe-shard held -r "$2" "$1" 2>/dev/null; do
+		sleep "${DATASPOC_PIPE_HOLD_POLL:-10}"
+	done
+	kill -s TERM "$_hold" 2>/dev/null
+	{ wait "$_hold"; } 2>/dev/null
+	exit 0
+}
+
 # run_shards FULL VERBOSE N NAME: a sharded run on this machine, N shards
 # as N processes, then its commit.
 run_shards() {
@@ -591,13 +638,14 @@ run_shards() {
 }
 
 cmd_run() {
-	full=0 verbose=0 file= name= all=0 jobs= shard= shard_run= shards= plan=0
+	full=0 verbose=0 file= name= all=0 jobs= shard= shard_run= shards= plan=0 hold=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--shards) [ $# -ge 2 ] || usage run "option '--shards' needs a number"; shards=$2; shift ;;
 		--shard) [ $# -ge 2 ] || usage run "option '--shard' needs I/N"; shard=$2; shift ;;
 		--run-id) [ $# -ge 2 ] || usage run "option '--run-id' needs an ID"; shard_run=$2; shift ;;
 		--plan) plan=1 ;;
+		--hold) hold=1 ;;
 		--full | -f) full=1 ;;
 		-v | --verbose) verbose=1 ;;
 		--refresh-catalog) refresh_catalog=1 ;;
@@ -627,8 +675,13 @@ cmd_run() {
 		run_all "${jobs:-1}" "$@"
 	fi
 	[ -z "$jobs" ] || usage run "-j goes with --all"
-	if [ -n "$shards$shard$shard_run" ] || [ "$plan" = 1 ]; then
+	if [ -n "$shards$shard$shard_run" ] || [ "$plan" = 1 ] || [ "$hold" = 1 ]; then
 		[ -n "$name" ] && [ -z "$file" ] || usage run "a sharded run takes a pipeline NAME"
+		if [ "$hold" = 1 ]; then
+			[ -n "$shard_run" ] && [ -z "$shards$shard" ] && [ "$plan" = 0 ] && [ "$full" = 0 ] ||
+				usage run "--hold goes with --run-id ID alone"
+			hold_snapshot "$name" "$shard_run"
+		fi
 		if [ -n "$shard" ]; then
 			[ -n "$shard_run" ] && [ -z "$shards" ] && [ "$plan" = 0 ] && [ "$full" = 0 ] ||
 				usage run "--shard I/N goes with --run-id ID alone (--full is the plan's)"
@@ -688,6 +741,7 @@ usage: $prog init
        $prog run [--full] [-v] NAME | -c FILE.yaml
        $prog run --all [-j N] [--full] [-v]
        $prog run [--full] NAME --shards N | --plan --shards N | --shard I/N --run-id ID
+       $prog run NAME --hold --run-id ID
        $prog commit NAME --run-id ID [--wait SECONDS]
        $prog compact NAME [STREAM]
        $prog status [--output text|json] [NAME...]

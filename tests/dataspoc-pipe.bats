@@ -60,7 +60,8 @@ $usage"
        dataspoc-pipe run --all [-j N] [--full] [-v]   (also: run _ --all)
        dataspoc-pipe run [--full] [-v] NAME --shards N
        dataspoc-pipe run [--full] NAME --plan --shards N
-       dataspoc-pipe run [-v] NAME --shard I/N --run-id ID"
+       dataspoc-pipe run [-v] NAME --shard I/N --run-id ID
+       dataspoc-pipe run NAME --hold --run-id ID"
 	run -2 --separate-stderr dataspoc-pipe run --bogus shop
 	assert_stderr "dataspoc-pipe: run: unknown option '--bogus'
 $run_usage"

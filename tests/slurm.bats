@@ -1,17 +1,22 @@
 #!/usr/bin/env bats
 # dataspoc-pipe export slurm on a real Slurm cluster of this machine
 # (tests/helpers/slurm.bash: munged, slurmctld and slurmd, one node): the
-# exported batch scripts submitted with sbatch, the lake read back with DuckDB.
+# exported batch scripts submitted with sbatch, the lake read back with DuckDB;
+# a PostgreSQL 15 (tests/helpers/pg.bash) for a table split across the shards.
 # Skipped only when not root (the daemons run as root); a missing Slurm fails.
 
 load helpers/common
 load helpers/slurm
+load helpers/pg
 
 setup_file() {
 	slurm_start
+	pg_start
+	pg_sql "CREATE DATABASE appdb"
 }
 
 teardown_file() {
+	pg_stop
 	slurm_stop
 }
 
@@ -199,4 +204,50 @@ hung_task() {	# ARRAY-JOB
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 	[ "$(many_rows wide | wc -l)" -eq 60 ]
+}
+
+@test "slurm: a PostgreSQL table split across 3 array tasks, in the snapshot the plan job holds: every row once, one commit" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS big; CREATE TABLE big(id int primary key, t text);
+		INSERT INTO big SELECT i, md5(i::text) FROM generate_series(1, 60000) i"
+	pg_config_json tap.json
+	cat >"$DATASPOC_PIPE_HOME/pipelines/big.yaml" <<-EOF
+	source:
+	  tap: dataspoc-tap-postgres
+	  config: $PWD/tap.json
+	  streams: [appdb-public-big]
+	  metadata:
+	    appdb-public-big: {replication-method: FULL_TABLE, shard-split: true}
+	destination:
+	$(bucket_yaml)
+	  format: parquet
+	  path: big
+	EOF
+	export DATASPOC_PIPE_HOLD_POLL=1
+	run -0 dataspoc-pipe export slurm -o jobs --shards 3 big
+	sharded_submit big
+	run -0 slurm_wait "$shards_job"
+	assert_output "0 COMPLETED 0:0
+1 COMPLETED 0:0
+2 COMPLETED 0:0"
+	run -0 slurm_wait "$commit_job"
+	assert_output "- COMPLETED 0:0"
+	run -0 cat "jobs-out/slurm-$commit_job.out"
+	assert_line "Done! 60,000 records in 1 stream(s)"
+	# each task read a part, in the held snapshot
+	local i
+	for i in 0 1 2; do
+		run -0 grep '^Staged: shard ' "jobs-out/slurm-${shards_job}_$i.out"
+		[[ $output =~ \(([0-9]+)\ records\) ]]
+		[ "${BASH_REMATCH[1]}" -gt 0 ] && [ "${BASH_REMATCH[1]}" -lt 60000 ]
+	done
+	pg_sql -d appdb "SELECT id || '|' || t FROM big ORDER BY id" >want
+	files=$(find "$BUCKET_DIR/big" -name '*.parquet' | sort)
+	# shellcheck disable=SC2086
+	node "$BATS_TEST_DIRNAME/clients/parquet/duckdb-rows.mjs" $files |
+		jq -r '"\(.id)|\(.t)"' | sort -t'|' -k1,1n >got
+	diff -u want got
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+	# the plan job held the snapshot until the run ended, then let it go
+	[ "$(pg_sql "SELECT count(*) FROM pg_stat_activity WHERE datname = 'appdb' AND state LIKE 'idle in transaction%'")" -eq 0 ]
 }

@@ -33,13 +33,16 @@
 #include "util.h"
 
 static const char usage_line[] =
-	"pipe-shard plan|get|put|join [-fh] [-n N] [-s I/N] [-r RUN_ID] [-w SECONDS] NAME | -c FILE.yaml";
+	"pipe-shard plan|get|put|join|source|held [-fh] [-n N] [-s I/N] [-r RUN_ID] [-S FILE] [-w SECONDS]\n"
+	"           NAME | -c FILE.yaml";
 
 static const char help_text[] =
 	"usage: pipe-shard plan [-f] -n N [-r RUN_ID] NAME\n"
-	"       pipe-shard get -s I/N -r RUN_ID NAME\n"
+	"       pipe-shard get -s I/N -r RUN_ID [-S FILE] NAME\n"
 	"       pipe-shard put -s I/N -r RUN_ID NAME < plan\n"
 	"       pipe-shard join [-w SECONDS] -r RUN_ID NAME > plan\n"
+	"       pipe-shard source -r RUN_ID NAME < object\n"
+	"       pipe-shard held -r RUN_ID NAME\n"
 	"       (-c FILE.yaml for NAME)\n"
 	"\n"
 	"A run split into N shards that land in one commit.  Shard I of N\n"
@@ -51,7 +54,8 @@ static const char help_text[] =
 	"         earlier commits as pipe-state get does, write the run's plan\n"
 	"         (N and the saved state; -f: none) in the bucket, print the run id.\n"
 	"         A store that ignores conditional creates is refused.\n"
-	"  get    print the state shard I starts from, while the run holds the lock\n"
+	"  get    print the state shard I starts from, while the run holds the lock;\n"
+	"         -S: the run's source object, when staged, in FILE\n"
 	"  put    stage shard I's plan (pipe-sink's, ended in success), while the\n"
 	"         run holds the lock; it replaces an earlier attempt's\n"
 	"  join   print the run's one plan: every shard's files and streams (a\n"
@@ -62,6 +66,9 @@ static const char help_text[] =
 	"         -w: first wait up to SECONDS for every shard to stage its part.\n"
 	"         When a shard is missing it names them, ends the run (a failure\n"
 	"         log, its staging removed, the lock released) and prints nothing.\n"
+	"  source stage the run's source object (the snapshot a tap's holder exported\n"
+	"         for a split table), while the run holds the lock\n"
+	"  held   exit status 0 while the run holds the lock, else 1\n"
 	"\n"
 	"Exit status: 0 done, 1 failed, 2 bad usage or config, 75 (plan) the run\n"
 	"lock is another run's.\n";
@@ -73,6 +80,7 @@ struct ctx {
 	const char *run_id;
 	unsigned long shard, nshards;	/* -s I/N; plan: -n N */
 	long wait;			/* join -w SECONDS */
+	const char *source_file;	/* get -S FILE */
 	int full;
 };
 
@@ -191,6 +199,68 @@ static int same_count(struct ctx *c, unsigned long n)
 	return -1;
 }
 
+/* The run's source object: what the tap's snapshot holder staged (split.c). */
+static char *source_key(struct ctx *c)
+{
+	char *prefix = layout_staging_prefix(c->cfg.name, c->run_id);
+	char *key = xasprintf("%sshards/source.json", prefix);
+
+	free(prefix);
+	return key;
+}
+
+/* get -S FILE: the run's source object, when there is one, in FILE.  0, or -1 said. */
+static int get_source(struct ctx *c)
+{
+	struct sb text = SB_INIT;
+	char *key = source_key(c), *tmp = NULL;
+	FILE *f;
+	int r = bucket_get(c->b, key, &text), ret = r < 0 ? -1 : 0;
+
+	if (r == 0) {
+		tmp = xasprintf("%s.tmp", c->source_file);
+		if ((f = fopen(tmp, "w")) == NULL || fwrite(text.buf, 1, text.len, f) != text.len ||
+		    fclose(f) != 0 || rename(tmp, c->source_file) != 0) {
+			err_msg("cannot write the run's source object to '%s':", c->source_file);
+			ret = -1;
+		}
+	}
+	free(tmp);
+	free(key);
+	sb_free(&text);
+	return ret;
+}
+
+/* source: stage the run's source object (a snapshot's holder's), while the run holds the lock. */
+static int cmd_source(struct ctx *c)
+{
+	struct sb in = SB_INIT, state = SB_INIT;
+	struct json_span v;
+	unsigned long n = 0;
+	size_t errpos;
+	const char *errmsg;
+	char *key = source_key(c);
+	int ret = CLI_FAILED;
+
+	if (util_read_fd(STDIN_FILENO, &in) != 0) {
+		err_msg("cannot read the source object:");
+		goto out;
+	}
+	if (json_validate(in.buf ? in.buf : "", in.len, &v, &errpos, &errmsg) != 0 || v.type != JSON_OBJECT) {
+		err_msg("<stdin>: not a JSON object: nothing staged");
+		goto out;
+	}
+	if (fenced(c, "its source object is not staged") != 0 || read_run_plan(c, &n, &state) != 0)
+		goto out;
+	if (bucket_put(c->b, key, in.buf, in.len) == 0)
+		ret = CLI_OK;
+out:
+	sb_free(&in);
+	sb_free(&state);
+	free(key);
+	return ret;
+}
+
 static int cmd_get(struct ctx *c)
 {
 	struct sb state = SB_INIT;
@@ -203,6 +273,8 @@ static int cmd_get(struct ctx *c)
 		ret = CLI_USAGE;
 		goto out;
 	}
+	if (c->source_file && get_source(c) != 0)
+		goto out;
 	printf("%s\n", state.len ? state.buf : "{}");
 	ret = fflush(stdout) == 0 ? CLI_OK : CLI_FAILED;
 out:
@@ -547,7 +619,7 @@ int main(int argc, char **argv)
 	argv[1] = argv[0];
 	argv++;
 	argc--;
-	while ((opt = getopt_long(argc, argv, "c:fhn:r:s:w:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:fhn:r:s:S:w:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			file = optarg;
@@ -570,6 +642,9 @@ int main(int argc, char **argv)
 		case 'w':
 			wait_arg = optarg;
 			break;
+		case 'S':
+			c.source_file = optarg;
+			break;
 		default:
 			cli_usage(usage_line);
 			return CLI_USAGE;
@@ -577,7 +652,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind > 1 ||
 	    (strcmp(cmd, "plan") != 0 && strcmp(cmd, "get") != 0 && strcmp(cmd, "put") != 0 &&
-	     strcmp(cmd, "join") != 0) ||
+	     strcmp(cmd, "join") != 0 && strcmp(cmd, "source") != 0 && strcmp(cmd, "held") != 0) ||
+	    (c.source_file && strcmp(cmd, "get") != 0) ||
 	    (strcmp(cmd, "plan") == 0) != (count_arg != NULL) ||
 	    (strcmp(cmd, "get") == 0 || strcmp(cmd, "put") == 0) != (shard_arg != NULL) ||
 	    (c.full && strcmp(cmd, "plan") != 0) || (wait_arg && strcmp(cmd, "join") != 0)) {
@@ -631,6 +707,10 @@ int main(int argc, char **argv)
 		ret = cmd_get(&c);
 	else if (strcmp(cmd, "put") == 0)
 		ret = cmd_put(&c);
+	else if (strcmp(cmd, "source") == 0)
+		ret = cmd_source(&c);
+	else if (strcmp(cmd, "held") == 0)
+		ret = runlock_held(&c.lock) == 1 ? CLI_OK : CLI_FAILED;
 	else
 		ret = cmd_join(&c);
 	runlock_free(&c.lock);
