@@ -313,7 +313,7 @@ static int is_checkpoint(const char *line, size_t len)
  * they wait, -1 error.
  */
 static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const char *run_id,
-			 const char *text, size_t len, struct runlock *lock, int *locked)
+			 const char *text, size_t len, struct runlock *lock, int *locked, char **lock_run)
 {
 	struct plan all, slice;
 	char *later = NULL;
@@ -331,7 +331,9 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 		goto out;
 	}
 	if (!*locked) {
-		runlock_init(lock, b, cfg->name, all.run_id);
+		/* (the lock keeps its run id's pointer: a copy that outlives this plan) */
+		*lock_run = xstrdup(all.run_id);
+		runlock_init(lock, b, cfg->name, *lock_run);
 		*locked = 1;
 		r = runlock_held(lock);
 		if (r < 0)
@@ -380,7 +382,7 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 {
 	struct sb text = SB_INIT;
 	struct runlock lock;
-	char buf[65536];
+	char buf[65536], *lock_run = NULL;
 	size_t scanned = 0, head = 0;
 	int locked = 0, ret = CLI_OK, r;
 	sigset_t soft, old;
@@ -420,7 +422,7 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 			 * the driver lets a run's final commit finish.
 			 */
 			sigprocmask(SIG_BLOCK, &soft, &old);
-			r = checkpoint_at(b, cfg, run_id, text.buf, scanned, &lock, &locked);
+			r = checkpoint_at(b, cfg, run_id, text.buf, scanned, &lock, &locked, &lock_run);
 			sigprocmask(SIG_SETMASK, &old, NULL);
 			if (r < 0) {
 				ret = CLI_FAILED;
@@ -438,6 +440,7 @@ static int do_follow(struct bucket *b, const struct pipe_config *cfg, const char
 	}
 	if (locked)
 		runlock_free(&lock);
+	free(lock_run);
 	sb_free(&text);
 	return ret;
 }
