@@ -21,3 +21,7 @@ load helpers/compact_scenarios
 @test "compact: locked like a run (75, nothing changed); a stream never landed is refused and logged; bad usage is 2" {
 	scenario_compact_refusals
 }
+
+@test "compact: killed in its commit, the rows are what they were; the next compact finishes the commit and merges nothing more" {
+	scenario_compact_killed
+}

@@ -160,3 +160,43 @@ scenario_compact_refusals() {
 	run -2 --separate-stderr dataspoc-pipe compact cr users extra
 	run -2 --separate-stderr dataspoc-pipe compact nosuch
 }
+
+# A compact killed in its commit (pipe-commit held up by a manifest lock
+# the test holds, after the merged files are published): the table's rows
+# are what they were, the commit is pending, and the next compact finishes
+# it, then merges nothing more.
+scenario_compact_killed() {
+	use_tap tap-ck
+	lake_pipeline ck tap-ck true "max_file_size: 4KiB" "row_group_rows: 10"
+	runs_of_small_files ck tap-ck 6
+	lens_all ck/users >rows.before
+	local holder commit driver st=0
+	sleep 1000 &
+	holder=$!
+	BG_PIDS="${BG_PIDS:-} $holder"
+	printf '{"run_id": "20000101T000000Z-aaaaaa", "host": "%s", "pid": %d, "started_at": "2000-01-01T00:00:00Z", "expires_at": "'"$LIVE_UNTIL"'"}\n' \
+		"$(hostname)" "$holder" | bucket_put .dataspoc/manifest.lock
+	dataspoc-pipe compact ck >compact.out 2>compact.err &
+	driver=$!
+	BG_PIDS="$BG_PIDS $driver"
+	wait_until pid_of pipe-commit >/dev/null
+	wait_until bucket_keys .dataspoc/state/ck/pending/
+	[ -n "$(bucket_keys .dataspoc/state/ck/pending/)" ]
+	commit=$(pid_of pipe-commit)
+	kill -9 "$commit"
+	wait "$driver" || st=$?
+	assert_equal "$st" 1
+	grep -q "dataspoc-pipe: compact 'ck' failed: the commit did not finish" compact.err
+	kill "$holder"
+	bucket_rm .dataspoc/manifest.lock
+	lens_all ck/users | diff -u rows.before -
+	run -0 --separate-stderr dataspoc-pipe compact ck
+	[[ $stderr == *"finishing the commit of run"* ]]
+	no_pending ck
+	lens_all ck/users | diff -u rows.before -
+	run -0 distinct_ok ck/users
+	assert_output "60 60"
+	table_snapshot ck/users >snap
+	run -0 --separate-stderr dataspoc-pipe compact ck
+	table_snapshot ck/users | diff -u snap -
+}
