@@ -49,7 +49,8 @@ static const char help_text[] =
 	"  -d DIR       once the run is published, remove the folder DIR and what\n"
 	"               it holds (the driver's private folder, the plan's); kept\n"
 	"               on any failure, and with -a or -k\n"
-	"  -e MESSAGE   abort: the error to log when the plan carries none\n"
+	"  -e MESSAGE   abort: the error to log (the words the driver said), else\n"
+	"               the plan's\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else the plan's)\n"
 	"  -t TAPLOG    abort: the tap's stderr; its last 20 lines, secrets masked,\n"
 	"               go into the failure log as \"tap_stderr\"\n"
@@ -127,7 +128,7 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
 		err_msg("pipeline '%s' is now locked by another run: the staged files of run %s are left to its recovery, and no log is written",
 			cfg->name, run_id);
 		ret = CLI_FAILED;
-	} else if (commit_abort(b, cfg->name, run_id, p, p && p->error ? p->error : message, tap_stderr,
+	} else if (commit_abort(b, cfg->name, run_id, p, message ? message : p ? p->error : NULL, tap_stderr,
 				&summary) != 0) {
 		ret = CLI_FAILED;
 	}
@@ -164,7 +165,7 @@ static void keep_locally(const struct pipe_config *cfg, const char *run_id, cons
 			 const char *message)
 {
 	char said[1024];
-	const char *why = p && p->error ? p->error : message;
+	const char *why = message ? message : p ? p->error : NULL;
 
 	if (why == NULL)
 		why = err_last(said, sizeof(said)) == 0 ? said : "the run failed";
