@@ -1,4 +1,4 @@
-/* Unit tests of the run ids of util.c. */
+/* Unit tests of the run ids of util.c, and of err.c's last line said. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "taptest.h"
 #include "util.h"
 
@@ -77,6 +78,29 @@ int main(void)
 		ok(access(path, F_OK) == 0, "remove_tree: what a link in it names stays");
 		ok(util_remove_tree(tree) == 0, "remove_tree: a folder already gone is no error");
 		ok(util_remove_tree(kept) == 0 && access(kept, F_OK) != 0, "remove_tree: the other one");
+	}
+	/* err_last_cause(): what a store's "cannot VERB 'SUBJECT': CAUSE" said (issue #29) */
+	{
+		char buf[64];
+		unsigned long said = err_said();
+		int fd = dup(2), null = open("/dev/null", O_WRONLY);
+
+		ok(fd >= 0 && null >= 0 && dup2(null, 2) == 2, "err: stderr put aside");
+		err_warn("a warning is not a line said");
+		ok(err_said() == said, "err: a warning does not count");
+		err_msg("cannot write '%s': %s", "/b/it's: here", "No space left on device");
+		ok(err_said() == said + 1, "err: a line counts");
+		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "No space left on device") == 0,
+		   "err: the cause after the quoted subject: %s", buf);
+		ok(err_last(buf, sizeof(buf)) == 0 && strncmp(buf, "cannot write '/b/", 17) == 0,
+		   "err: the whole line, without the program's name: %s", buf);
+		err_msg("no bucket directory given");
+		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "no bucket directory given") == 0,
+		   "err: a line of another shape is its own cause");
+		ok(err_last_cause(buf, 8) == 0 && strcmp(buf, "no buck") == 0, "err: cut short to the room given");
+		dup2(fd, 2);
+		close(fd);
+		close(null);
 	}
 	return tap_done();
 }
