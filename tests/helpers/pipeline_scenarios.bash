@@ -669,7 +669,8 @@ scenario_kill_driver() {
 	[ ! -e "$FAKE_DIR/tap-shop/release" ]
 	run -0 bucket_keys ".dataspoc/staging/shop/$rid/"
 	assert_output ""
-	expect_recovered_to_old "pipe-state: warning: pipeline 'shop': taking over the lock of run $rid (pid $DRIVER on $(hostname)), which is no longer running"
+	expect_recovered_to_old "pipe-state: warning: pipeline 'shop': taking over the lock of run $rid (pid $DRIVER on $(hostname)), which is no longer running
+pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed"
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 }
@@ -829,6 +830,7 @@ Done! 5 records in 2 stream(s)
   orders: 3
   users: 2"
 	assert_stderr "pipe-state: warning: pipeline 'shop': taking over the lock of run 20260101T000000Z-dead00 (pid $dead on $(hostname)), which is no longer running
+pipe-state: warning: run 20260101T000000Z-dead00 ended without its log (killed: no process of it was left): logged as failed
   orders: 3 records...
   users: 2 records..."
 	run -1 bucket_exists .dataspoc/state/shop/lock
@@ -871,6 +873,7 @@ scenario_lock_other_host() {
 		bucket_put .dataspoc/state/shop/lock
 	shop_run
 	assert_stderr "pipe-state: warning: pipeline 'shop': taking over the lock of run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example), which expired at 2026-01-01T06:00:00Z
+pipe-state: warning: run 20260101T000000Z-0ther0 ended without its log (killed or cut off: its lock expired): logged as failed
   orders: 3 records...
   users: 2 records..."
 	run -1 bucket_exists .dataspoc/state/shop/lock
