@@ -226,3 +226,26 @@ compact() {
 	export DATASPOC_PIPE_MERGE_KEYS=3
 	scenario_upsert_absent
 }
+
+@test "upsert: a stream whose name is long (160 bytes) gets file names that fit 255 bytes, its bounds cut shorter" {
+	local name
+	name=$(printf 's%.0s' $(seq 160))
+	use_tap tap-long
+	lake_pipeline long tap-long true "load_method: upsert"
+	for r in 1 2; do
+		{
+			echo "$SCHEMA_ID" | sed "s/\"users\"/\"$name\"/"
+			seq $((r * 3 - 2)) $((r * 3)) | jq -c '{id: ., name: "a\(.)"}' | singer_records "$name"
+			echo '{"type":"STATE","value":{"n":1}}'
+		} >"$FAKE_DIR/tap-long/out"
+		run -0 --separate-stderr dataspoc-pipe run long
+	done
+	bucket_files >f
+	[ "$(wc -l <f)" -eq 2 ]
+	while IFS= read -r k; do
+		[ "${#k}" -gt 0 ]
+		base=${k##*/}
+		[ "${#base}" -le 255 ]
+	done <f
+	[ "$(lens_rows "long/$name" | wc -l)" -eq 6 ]
+}
