@@ -212,12 +212,6 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 	return 0;
 }
 
-char *layout_node_key(const char *dir, const char *date, const char *safe, const char *run_id,
-		      unsigned long node)
-{
-	return xasprintf("%s/dt=%s/%s_%s_h%04lu.parquet", dir, date, safe, run_id, node);
-}
-
 unsigned long layout_node_of(const char *key)
 {
 	char *dir, *safe, *run;

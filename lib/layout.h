@@ -112,13 +112,11 @@ int layout_data_key_split(const char *key, char **dir, char **safe, char **run,
 			  const char **format, const char **compression);
 
 /*
- * A file of an upsert table (lib/merge.h): node (>= 1) of its key hash
- * trie, DIR/dt=DATE/SAFE_RUN_hNNNN.parquet (%04lu), and the node a key of
- * that shape names (0: another shape).  layout_data_key_split() reads it
- * as a data file too.
+ * A file of an upsert table of older versions, laid out by a hash trie:
+ * DIR/dt=DATE/SAFE_RUN_hNNNN.parquet, node NNNN (>= 1); the node a key of
+ * that shape names (0: another shape), for lib/merge.c to rewrite such a
+ * table by key range.  layout_data_key_split() reads it as a data file too.
  */
-char *layout_node_key(const char *dir, const char *date, const char *safe, const char *run_id,
-		      unsigned long node);
 unsigned long layout_node_of(const char *key);
 
 /*
