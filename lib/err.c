@@ -80,6 +80,25 @@ int err_last(char *buf, size_t size)
 	return last(buf, size, 0);
 }
 
+const char *err_stage_name(const char *own)
+{
+	const char *v = getenv("DATASPOC_PIPE_PROG"), *p;
+
+	if (v == NULL || *v == '\0' || strlen(v) > 64)
+		return own;
+	for (p = v; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			return own;
+	return v;
+}
+
+void err_init_stage(const char *argv0)
+{
+	err_init(argv0);
+	err_prog = err_stage_name(err_prog);
+}
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {

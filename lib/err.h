@@ -40,6 +40,18 @@ extern const char *err_context;
 void err_init(const char *argv0);
 
 /*
+ * The name a stage the driver runs (pipe-state, pipe-tap, ...) speaks
+ * under: $DATASPOC_PIPE_PROG, which the driver sets to its own name, so
+ * that a message is under the command the user ran ("dataspoc-pipe: no
+ * pipeline 'x'", not "pipe-tap: ..."); own (the stage's name) when it is
+ * not set, as when the stage is run by hand, or is not a plain word.
+ */
+const char *err_stage_name(const char *own);
+
+/* err_init() for such a stage: err_prog is err_stage_name() of argv[0]'s. */
+void err_init_stage(const char *argv0);
+
+/*
  * Print "prog: <fmt...>" and a newline on stderr in one write(2).  When fmt
  * ends with ':', ": strerror(errno)" is appended, so
  * err_msg("cannot open '%s':", path) prints "prog: cannot open 'x': No such ...".

@@ -105,7 +105,7 @@ new_run_id() {
 }
 
 # The first message of a program's stderr file that is not a warning,
-# without its "prog: ".
+# without its "prog: " (the pipe-* programs speak as dataspoc-pipe).
 first_error() {
 	grep -v -e '^[a-z-]*: warning: ' -e '^[[:space:]]*|' "$1" | sed -n '1{s/^pipe-[a-z]*: //;p;}'
 }
@@ -159,7 +159,7 @@ checks_failed() {
 		check_unshown >&2
 		exit "$_st"
 	fi
-	check_unshown | grep -v -x -F -e "pipe-tap: $reason" -e "pipe-sink: $reason" >&2
+	check_unshown | grep -v -x -F -e "$prog: $reason" >&2
 	err "run '$label' failed: $reason"
 	exit "$_st"
 }
@@ -395,7 +395,7 @@ run_pipeline() {
 		# (a run refused by another's lock leaves the bucket as it was).
 		reason=$(first_error "$tmp/check.err")
 		tmp_full && reason=$(no_space)
-		grep -v -x -F -e "pipe-state: $reason" -e "pipe-shard: $reason" "$tmp/check.err" >&2
+		grep -v -x -F -e "$prog: $reason" "$tmp/check.err" >&2
 		err "run '$label' failed: ${reason:-reading the saved state failed (status $rc)}"
 		# 75 (EX_TEMPFAIL): another run holds the lock; a scheduler may
 		# try again later
@@ -463,8 +463,8 @@ run_pipeline() {
 	read_stage_rcs
 	tap_said= last_words=1
 	[ ! -s "$tmp/check.err" ] ||
-		tap_said=$(grep '^pipe-tap: ' "$tmp/check.err" | grep -v '^pipe-tap: warning: ' |
-			sed -n '1{s/^pipe-tap: //;p;}')
+		tap_said=$(grep "^$prog: " "$tmp/check.err" | grep -v "^$prog: warning: " |
+			sed -n "1{s/^$prog: //;p;}")
 	failed=
 	if [ -n "$signal" ]; then
 		failed="interrupted by SIG$signal"
@@ -483,7 +483,7 @@ run_pipeline() {
 		failed=$tap_said
 		[ -n "$failed" ] || failed="pipe-tap $(status_words "$tap_rc")"
 		# pipe-tap's other messages (the one that says why is said below)
-		grep '^pipe-tap: ' "$tmp/check.err" | grep -v -x -F -e "pipe-tap: $failed" >&2
+		grep "^$prog: " "$tmp/check.err" | grep -v -x -F -e "$prog: $failed" >&2
 	elif [ "$sink_rc" -ne 0 ]; then
 		failed=$(plan_error "$tmp/plan")
 		[ -n "$failed" ] || failed="pipe-sink $(status_words "$sink_rc")"
@@ -908,7 +908,7 @@ collect_one() {
 # else say which are, exit 2.
 output_flag() {
 	_why=$(pipe-state check-format "$1" "$2" 2>&1) && return 0
-	err "${_why#pipe-state: }"
+	err "${_why#"$prog: "}"
 	exit 2
 }
 
@@ -1079,7 +1079,7 @@ cmd_compact() {
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		reason=$(first_error "$tmp/err")
-		grep -v -x -F -e "pipe-state: $reason" "$tmp/err" >&2
+		grep -v -x -F -e "$prog: $reason" "$tmp/err" >&2
 		err "compact '$name' failed: ${reason:-reading the saved state failed (status $rc)}"
 		# 75: another run holds the lock
 		case $rc in 2 | 75) exit $rc ;; esac
@@ -1090,7 +1090,7 @@ cmd_compact() {
 	export DATASPOC_RUN_ID
 	failed=
 	if pipe-merge -C ${stream:+-s "$stream"} -o "$tmp/plan" "$name" </dev/null 2>"$tmp/err"; then
-		grep '^pipe-merge: warning: ' "$tmp/err" | sed 's/^pipe-merge: /dataspoc-pipe: /' >&2
+		grep "^$prog: warning: " "$tmp/err" >&2
 	else
 		failed=$(first_error "$tmp/err")
 		failed=${failed#compact: }

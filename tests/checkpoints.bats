@@ -192,7 +192,7 @@ load helpers/checkpoint_scenarios
 	# a file where the table's folder goes: the first checkpoint's publish fails
 	echo block | bucket_put raw/counter/ev
 	run -1 --separate-stderr dataspoc-pipe run ck
-	[[ $stderr == *"pipe-commit: checkpoint 1 of run "*" did not finish; the next run of 'ck' finishes it"* ]]
+	[[ $stderr == *"dataspoc-pipe: checkpoint 1 of run "*" did not finish; the next run of 'ck' finishes it"* ]]
 	[[ $stderr == *"a checkpoint did not finish (pipe-commit -k exited with status 1)"* ]]
 	run -1 bucket_exists .dataspoc/state/ck/state.json
 	run -0 bucket_files

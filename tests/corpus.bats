@@ -428,7 +428,7 @@ corpus_state() {
 	[ "$output" -gt 10000000 ]
 	dataspoc-pipe run big >out 2>err || status=$?
 	assert_equal "$status" 2
-	echo "pipe-tap: $f: pipeline file too large (more than 1 MiB)" | expect_file err
+	echo "dataspoc-pipe: $f: pipeline file too large (more than 1 MiB)" | expect_file err
 	expect_file_empty out
 	bucket_untouched
 }
@@ -444,7 +444,7 @@ corpus_state() {
 	dataspoc-pipe run corpus >out 2>err || status=$?
 	assert_equal "$status" 2
 	run -0 cat err
-	assert_output --regexp "^pipe-tap: $DATASPOC_PIPE_HOME/config.yaml: [a-z. ]+ too large \\(more than 1 MiB\\)\$"
+	assert_output --regexp "^dataspoc-pipe: $DATASPOC_PIPE_HOME/config.yaml: [a-z. ]+ too large \\(more than 1 MiB\\)\$"
 	bucket_untouched
 }
 

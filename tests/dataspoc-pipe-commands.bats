@@ -571,7 +571,7 @@ alpha"
 	assert_equal "$output" "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS
 alpha     never     -              -        -
 broken    -         error          -        -"
-	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'tapp' in source: did you mean 'tap'? (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"
+	assert_equal "$stderr" "dataspoc-pipe: $HOMEDIR/pipelines/broken.yaml:3:3: unknown key 'tapp' in source: did you mean 'tap'? (expected one of: tap, config, streams, catalog, metadata, catalog_flag)"
 	run -1 --separate-stderr dataspoc-pipe status --output=json
 	run -0 jq -c '.[1]' <<<"$output"
 	# the reason, for JSON readers (MCP's pipeline_status), not only on stderr
@@ -590,7 +590,7 @@ broken    -         error          -        -"
 	assert_line --index 0 "dataspoc-pipe: status: unknown option '--frob'"
 	# an unknown pipeline: 2, as for run and logs
 	run -2 --separate-stderr dataspoc-pipe status alpha nope
-	assert_equal "$stderr" "pipe-state: no pipeline 'nope' (looked for $HOMEDIR/pipelines/nope.yaml)"
+	assert_equal "$stderr" "dataspoc-pipe: no pipeline 'nope' (looked for $HOMEDIR/pipelines/nope.yaml)"
 	run -2 --separate-stderr dataspoc-pipe status --output json nope
 	run -2 --separate-stderr dataspoc-pipe run nope
 	run -2 --separate-stderr dataspoc-pipe logs nope
@@ -649,9 +649,9 @@ broken    -         error          -        -"
 	run -0 dataspoc-pipe logs --output table fails
 	assert_equal "$output" "$human"
 	run -2 --separate-stderr dataspoc-pipe logs ghost
-	assert_equal "$stderr" "pipe-state: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
+	assert_equal "$stderr" "dataspoc-pipe: no pipeline 'ghost' (looked for $HOMEDIR/pipelines/ghost.yaml)"
 	run -2 --separate-stderr dataspoc-pipe logs -n 0 fails
-	assert_equal "$stderr" "pipe-state: -n wants a number of run logs (1 or more), not '0'"
+	assert_equal "$stderr" "dataspoc-pipe: -n wants a number of run logs (1 or more), not '0'"
 	run -2 --separate-stderr dataspoc-pipe logs --output csv fails
 	assert_equal "$stderr" "dataspoc-pipe: logs: unknown output format 'csv' (use text json jsonl)"
 	run -2 --separate-stderr dataspoc-pipe logs
@@ -865,9 +865,27 @@ sec: placeholders: ok"
 	# not a table's header alone: what is missing, and how to make one
 	run -0 --separate-stderr dataspoc-pipe status
 	assert_output ""
-	assert_equal "$stderr" "pipe-state: no pipelines in $HOMEDIR/pipelines (dataspoc-pipe add NAME makes one)"
+	assert_equal "$stderr" "dataspoc-pipe: no pipelines in $HOMEDIR/pipelines (dataspoc-pipe add NAME makes one)"
 	run -0 dataspoc-pipe status --output json
 	assert_output "[]"
+}
+
+@test "messages are under the command the user ran: dataspoc-pipe, not pipe-tap or pipe-state; by hand, the stage's" {
+	local want="dataspoc-pipe: no pipeline 'nosuch' (looked for $HOMEDIR/pipelines/nosuch.yaml)"
+	run -2 --separate-stderr dataspoc-pipe run nosuch
+	assert_equal "$stderr" "$want"
+	run -2 --separate-stderr dataspoc-pipe logs nosuch
+	assert_equal "$stderr" "$want"
+	run -2 --separate-stderr dataspoc-pipe status nosuch
+	assert_equal "${stderr_lines[0]}" "$want"
+	printf 'source:\n  tap: cmdtap-ok\ndestinaton:\n  bucket: x\n' >"$HOMEDIR/pipelines/typo.yaml"
+	run -2 --separate-stderr dataspoc-pipe run typo
+	assert_equal "$stderr" "dataspoc-pipe: $HOMEDIR/pipelines/typo.yaml:3:1: unknown top-level key 'destinaton': did you mean 'destination'? (expected one of: source, destination, incremental, schedule)"
+	# (the stages run by hand keep their names)
+	run -2 --separate-stderr pipe-tap nosuch
+	assert_equal "$stderr" "pipe-tap: no pipeline 'nosuch' (looked for $HOMEDIR/pipelines/nosuch.yaml)"
+	run -2 --separate-stderr pipe-state logs nosuch
+	assert_equal "$stderr" "pipe-state: no pipeline 'nosuch' (looked for $HOMEDIR/pipelines/nosuch.yaml)"
 }
 
 # --- manifest ---------------------------------------------------------------------
@@ -928,12 +946,12 @@ usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"
 	for b in s3:/lake file:lake; do
 		run -2 --separate-stderr dataspoc-pipe manifest "$b"
 		assert_output ""
-		assert_equal "$stderr" "pipe-state: bucket '$b' is not a valid URL $forms"
+		assert_equal "$stderr" "dataspoc-pipe: bucket '$b' is not a valid URL $forms"
 	done
 	run -2 --separate-stderr dataspoc-pipe manifest S3://lake
-	assert_equal "$stderr" "pipe-state: bucket 'S3://lake': the scheme is written in lower case, as in s3://lake"
+	assert_equal "$stderr" "dataspoc-pipe: bucket 'S3://lake': the scheme is written in lower case, as in s3://lake"
 	run -2 --separate-stderr dataspoc-pipe manifest ftp://lake
-	assert_equal "$stderr" "pipe-state: bucket: unsupported scheme 'ftp://' $forms"
+	assert_equal "$stderr" "dataspoc-pipe: bucket: unsupported scheme 'ftp://' $forms"
 	# every command of a bucket: the same rule
 	run -2 --separate-stderr pipe-state list -b s3:/lake
 	assert_output ""
@@ -951,8 +969,8 @@ usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"
 	run -1 --separate-stderr dataspoc-pipe manifest s3://lake
 	assert_output ""
 	[ "${#stderr_lines[@]}" -eq 2 ]
-	assert_regex "${stderr_lines[0]}" "^pipe-state: cannot read 's3://lake/.dataspoc/manifest.json'"
-	assert_equal "${stderr_lines[1]}" "pipe-state: hint: 's3://lake' was asked at the AWS profile's endpoint_url, else AWS's own, not at a pipeline's destination.endpoint_url: set AWS_ENDPOINT_URL, or give -c FILE.yaml"
+	assert_regex "${stderr_lines[0]}" "^dataspoc-pipe: cannot read 's3://lake/.dataspoc/manifest.json'"
+	assert_equal "${stderr_lines[1]}" "dataspoc-pipe: hint: 's3://lake' was asked at the AWS profile's endpoint_url, else AWS's own, not at a pipeline's destination.endpoint_url: set AWS_ENDPOINT_URL, or give -c FILE.yaml"
 	# an endpoint given: no hint
 	AWS_ENDPOINT_URL=http://127.0.0.1:9 run -1 --separate-stderr dataspoc-pipe manifest s3://lake
 	[ "${#stderr_lines[@]}" -eq 1 ]
@@ -1082,7 +1100,7 @@ $(entry beta "@daily")"
 	echo "1 1 * * * keep" >"$FAKE_CRONTAB"
 	run -2 --separate-stderr dataspoc-pipe schedule install
 	assert_output ""
-	assert_equal "$stderr" "pipe-state: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron '0 25 * * *': hour 25 is out of range 0-23
+	assert_equal "$stderr" "dataspoc-pipe: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron '0 25 * * *': hour 25 is out of range 0-23
 dataspoc-pipe: schedule: crontab left unchanged"
 	run -0 cat "$FAKE_CRONTAB"
 	assert_output "1 1 * * * keep"
@@ -1092,7 +1110,7 @@ dataspoc-pipe: schedule: crontab left unchanged"
 		write_pipeline beta "$TAPS/cmdtap-ok"
 		add_cron beta "$bad"
 		run -2 dataspoc-pipe schedule install beta
-		assert_line --index 0 --partial "pipe-state: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron"
+		assert_line --index 0 --partial "dataspoc-pipe: $HOMEDIR/pipelines/beta.yaml:9:9: schedule.cron"
 		assert_line --index 0 --partial "'$bad'"
 		assert_line --index 1 "dataspoc-pipe: schedule: crontab left unchanged"
 	done

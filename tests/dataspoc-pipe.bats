@@ -265,7 +265,7 @@ pipe-sink tiny"
 	write_pipeline shop tap-shop false
 	TMPDIR=$BATS_TEST_TMPDIR/nowhere run -1 --separate-stderr dataspoc-pipe run shop
 	assert_output ""
-	assert_stderr "pipe-tap: cannot create a private directory in '$BATS_TEST_TMPDIR/nowhere': No such file or directory"
+	assert_stderr "dataspoc-pipe: cannot create a private directory in '$BATS_TEST_TMPDIR/nowhere': No such file or directory"
 	bucket_untouched
 	[ ! -e "$FAKE_DIR/tap-shop/runs" ]
 }

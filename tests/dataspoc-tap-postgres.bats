@@ -702,7 +702,7 @@ pg_pipeline() {	# name [incremental]
 	run -0 sh -c 'dataspoc-pipe run ev 2>err'
 	assert_output --partial "Done! 2 records in 1 stream(s)"
 	run -0 grep warning err
-	assert_output "pipe-tap: warning: the catalog of dataspoc-tap-postgres changed since the last discovery: stream 'appdb-public-evolving': column 'email' added"
+	assert_output "dataspoc-pipe: warning: the catalog of dataspoc-tap-postgres changed since the last discovery: stream 'appdb-public-evolving': column 'email' added"
 	run -0 dataspoc-pipe manifest --output json "$(bucket_url)"
 	run -0 jq -c '.tables[] | [.columns[].name]' <<<"$output"
 	assert_output '["id","name","email"]'
@@ -732,7 +732,7 @@ pg_pipeline() {	# name [incremental]
 		pg_sql -d appdb "ALTER TABLE evolving DROP COLUMN gone; INSERT INTO evolving VALUES (2, 'two', '2024-01-02')"
 		run -0 --separate-stderr dataspoc-pipe run ev
 		assert_output --partial "Done! 2 records in 1 stream(s)"	# (INCREMENTAL: the bookmark's row again)
-		[ "${stderr_lines[0]}" = "pipe-tap: warning: the catalog of dataspoc-tap-postgres changed since the last discovery: stream 'appdb-public-evolving': column 'gone' gone" ]
+		[ "${stderr_lines[0]}" = "dataspoc-pipe: warning: the catalog of dataspoc-tap-postgres changed since the last discovery: stream 'appdb-public-evolving': column 'gone' gone" ]
 		# the rows landed by the run have no 'gone', and none is wrong
 		run -0 sh -c "find '$BATS_TEST_TMPDIR/bucket' -name '*.jsonl*' -newer old-catalog.json | xargs zstdcat"
 		assert_output --partial '"id": 2, "name": "two"'

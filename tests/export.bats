@@ -148,7 +148,7 @@ OnCalendar=*-*-01,15 03:00:00"
 	# @reboot has no time for another scheduler
 	printf 'schedule:\n  cron: "@reboot"\n' >>"$DATASPOC_PIPE_HOME/pipelines/adhoc.yaml"
 	run -2 --separate-stderr dataspoc-pipe export kubernetes adhoc
-	assert_equal "$stderr" "pipe-state: schedule.cron '@reboot' names no time: only cron itself runs a job at boot"
+	assert_equal "$stderr" "dataspoc-pipe: schedule.cron '@reboot' names no time: only cron itself runs a job at boot"
 }
 
 @test "export kubernetes --shards N --run-id ID: an Indexed Job and a commit Job the schemas accept; their commands land the run once" {

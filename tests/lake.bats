@@ -56,7 +56,7 @@ use_local_lake
 	assert_line --partial "py: transform: FAIL: $DATASPOC_PIPE_HOME/transforms/py.py: transforms here are jq programs"
 	echo 'del(.email)' >"$DATASPOC_PIPE_HOME/transforms/py.jq"
 	run -0 --separate-stderr dataspoc-pipe run py
-	[[ $stderr == *"pipe-sink: warning: $DATASPOC_PIPE_HOME/transforms/py.py is ignored: the transform is $DATASPOC_PIPE_HOME/transforms/py.jq (a jq program)"* ]]
+	[[ $stderr == *"dataspoc-pipe: warning: $DATASPOC_PIPE_HOME/transforms/py.py is ignored: the transform is $DATASPOC_PIPE_HOME/transforms/py.jq (a jq program)"* ]]
 	lens py/t >rows
 	expect_file rows <<<'{"id":"1","_extra":null}'
 }
@@ -79,7 +79,7 @@ use_local_lake
 	expect_file codec <<<SNAPPY
 	lake_pipeline snj tap-sn true "format: jsonl" "compression: snappy"
 	run -2 --separate-stderr dataspoc-pipe run snj
-	assert_stderr "pipe-tap: $DATASPOC_PIPE_HOME/pipelines/snj.yaml:6:16: destination.compression snappy applies only to format: parquet (JSON lines take zstd, gzip or none)"
+	assert_stderr "dataspoc-pipe: $DATASPOC_PIPE_HOME/pipelines/snj.yaml:6:16: destination.compression snappy applies only to format: parquet (JSON lines take zstd, gzip or none)"
 	lake_pipeline snl tap-sn true "compression: snappy" "compression_level: 3"
 	run -2 --separate-stderr dataspoc-pipe run snl
 	[[ $stderr == *"destination.compression_level does not apply to compression snappy"* ]]

@@ -56,7 +56,7 @@ break_manifest() {
 # The warning of a rebuild: WHY the file was unreadable, TABLES rebuilt from
 # LOGS success logs, then the rest (may be empty).
 rebuild_warning() {
-	printf "pipe-commit: warning: %s/.dataspoc/manifest.json was unreadable (%s): kept it as '.dataspoc/manifest.json.broken-%s' and rebuilt it from the bucket: %s table(s) of earlier runs, their rows from %s success run log(s)%s\n" \
+	printf "dataspoc-pipe: warning: %s/.dataspoc/manifest.json was unreadable (%s): kept it as '.dataspoc/manifest.json.broken-%s' and rebuilt it from the bucket: %s table(s) of earlier runs, their rows from %s success run log(s)%s\n" \
 		"$(bucket_url)" "$1" "$2" "$3" "$4" "${5:-}"
 }
 
@@ -281,7 +281,7 @@ scenario_broken() {
 	printf '%s\n' "$stderr" >pg.err
 	warnings pg.err >w
 	{
-		echo "pipe-commit: warning: $(bucket_url)/.dataspoc/manifest.json is unreadable (byte 151: unterminated string): the table versions it recorded are unknown, so the earlier files of the streams that activated one are kept"
+		echo "dataspoc-pipe: warning: $(bucket_url)/.dataspoc/manifest.json is unreadable (byte 151: unterminated string): the table versions it recorded are unknown, so the earlier files of the streams that activated one are kept"
 		grep "warning: kept 1 earlier file(s) of stream 'customers'" pg.err
 		rebuild_warning "byte 151: unterminated string" "$(run_ids pg | tail -n 1)" 1 1
 	} >want
@@ -316,7 +316,7 @@ scenario_broken() {
 	SECONDS=0
 	run -0 --separate-stderr dataspoc-pipe run shop
 	[ "$SECONDS" -lt 60 ]
-	grep -qF "pipe-commit: warning: the manifest: taking over the lock of run 20260101T000000Z-f0f0f0 (pid 77 on skewed.example), which claims it until 2031-01-01T00:02:00Z, longer than any lease granted (" <<<"$stderr"
+	grep -qF "dataspoc-pipe: warning: the manifest: taking over the lock of run 20260101T000000Z-f0f0f0 (pid 77 on skewed.example), which claims it until 2031-01-01T00:02:00Z, longer than any lease granted (" <<<"$stderr"
 	run -1 bucket_exists .dataspoc/manifest.lock
 	bucket_cat .dataspoc/manifest.json | jq -c '[.tables[].stats.total_rows]' >m
 	expect_file m <<<'[2,1]'
@@ -359,7 +359,7 @@ scenario_broken() {
 	run -0 --separate-stderr dataspoc-pipe run shop
 	assert_line "Done! 3 records in 2 stream(s)"
 	r2=$(run_ids shop | sed -n 2p)
-	grep -qxF "pipe-commit: warning: run $r2 is committed (its data and state are published), but the manifest was not updated; the next run of 'shop' brings it up to date" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: warning: run $r2 is committed (its data and state are published), but the manifest was not updated; the next run of 'shop' brings it up to date" <<<"$stderr"
 	last_log shop | jq -c '[.run_id, .status]' >log
 	expect_file log <<<"[\"$r2\",\"success\"]"
 	bucket_cat .dataspoc/state/shop/state.json | jq -c . >state
@@ -369,7 +369,7 @@ scenario_broken() {
 	# the next run, with the manifest writable again
 	rmdir "$BUCKET_DIR/.dataspoc/manifest.json"
 	shop_run 3
-	grep -qxF "pipe-state: warning: bringing the manifest up to date with run $r2, whose commit could not update it" shop-3.err
+	grep -qxF "dataspoc-pipe: warning: bringing the manifest up to date with run $r2, whose commit could not update it" shop-3.err
 	bucket_cat .dataspoc/manifest.json | jq -c '[.tables[].stats.total_rows]' >m
 	expect_file m <<<'[4,2]'
 	no_pending shop

@@ -201,8 +201,8 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	assert_output --partial "Done! 1 record in 1 stream(s)"
 	printf '%s\n' "$stderr" | grep -F 'unknown key' | cut -c1-120 >w
 	expect_file w <<-EOF
-	$(printf '%.120s' "pipe-state: warning: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:5:3: unknown key 'owner' in source ignored (known: tap, config, streams, catalog, metadata, catalog_flag)")
-	$(printf '%.120s' "pipe-state: warning: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:11:3: unknown key 'region' in destination ignored (known: bucket, path, compression")
+	$(printf '%.120s' "dataspoc-pipe: warning: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:5:3: unknown key 'owner' in source ignored (known: tap, config, streams, catalog, metadata, catalog_flag)")
+	$(printf '%.120s' "dataspoc-pipe: warning: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:11:3: unknown key 'region' in destination ignored (known: bucket, path, compression")
 	EOF
 	run -0 --separate-stderr dataspoc-pipe validate ex
 	assert_line --partial "ex: config: WARN: $DATASPOC_PIPE_HOME/pipelines/ex.yaml:5:3: unknown key 'owner' in source ignored"

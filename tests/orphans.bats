@@ -71,8 +71,8 @@ nothing_left() {
 	assert_output "Running: orph
   Incremental mode (using previous checkpoint)
 Done! 0 records in 0 stream(s)"
-	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running
-pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed"
+	assert_stderr "dataspoc-pipe: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running
+dataspoc-pipe: warning: run $rid ended without its log (killed: no process of it was left): logged as failed"
 	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
 	diff -u before.snap after.snap
 	run -0 bucket_keys .dataspoc/staging/
@@ -102,8 +102,8 @@ kill_run_outright() {
 	rm -f "$T/block" "$T/ready"
 	run -0 --separate-stderr dataspoc-pipe run orph
 	printf '%s\n' "$stderr" | grep -v ' record' >err
-	printf '%s\n' "pipe-state: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running" \
-		"pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed" |
+	printf '%s\n' "dataspoc-pipe: warning: pipeline 'orph': taking over the lock of run $rid (pid $driver on $(hostname)), which is no longer running" \
+		"dataspoc-pipe: warning: run $rid ended without its log (killed: no process of it was left): logged as failed" |
 		expect_file err
 	rid2=$(run_ids orph | tail -n 1)
 	bucket_cat ".dataspoc/logs/orph/$rid.json" | jq -r '[.status, .error, .total_records] | @tsv' >log.got
@@ -238,7 +238,7 @@ gone_pid() {
 	bucket_rm .dataspoc/manifest.lock
 	: >"$T/out"
 	run -0 --separate-stderr dataspoc-pipe run orph
-	grep -qxF "pipe-state: warning: finishing the commit of run $rid, which was interrupted" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: warning: finishing the commit of run $rid, which was interrupted" <<<"$stderr"
 	table_data raw/orph/s | jq -c .n >got
 	echo 1 | expect_file got
 	bucket_cat .dataspoc/state/orph/state.json | jq -c . >state.got
@@ -265,8 +265,8 @@ gone_pid() {
 	kill "$stage"
 	wait "$stage" 2>/dev/null || true
 	run -0 --separate-stderr dataspoc-pipe run orph
-	assert_stderr "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0a0a0a (pid $dead on $(hostname)), which is no longer running
-pipe-state: warning: run 20260101T000000Z-0a0a0a ended without its log (killed: no process of it was left): logged as failed"
+	assert_stderr "dataspoc-pipe: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0a0a0a (pid $dead on $(hostname)), which is no longer running
+dataspoc-pipe: warning: run 20260101T000000Z-0a0a0a ended without its log (killed: no process of it was left): logged as failed"
 }
 
 @test "the same host name in another PID namespace or machine: a dead-looking pid proves nothing; only an expired lock, no longer renewed, is taken over" {
@@ -298,7 +298,7 @@ pipe-state: warning: run 20260101T000000Z-0a0a0a ended without its log (killed: 
 	wait "$beater" 2>/dev/null || true
 	run -0 --separate-stderr dataspoc-pipe run orph
 	assert_line --index 0 "Running: orph"
-	grep -qxF "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0b0b0b (pid $dead on $(hostname)), which expired at 2026-01-01T06:00:00Z" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-0b0b0b (pid $dead on $(hostname)), which expired at 2026-01-01T06:00:00Z" <<<"$stderr"
 	run -0 bucket_keys .dataspoc/state/orph/
 	refute_output --partial .renewed
 	refute_output --partial /lock
@@ -352,7 +352,7 @@ pipe-state: warning: run 20260101T000000Z-0a0a0a ended without its log (killed: 
 	bucket_keys ".dataspoc/staging/orph/$rid/" | while read -r k; do bucket_rm "$k"; done
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":3}}' '{"type":"STATE","value":{"n":3}}' >"$T/out"
 	run -0 --separate-stderr dataspoc-pipe run orph
-	grep -qxF "pipe-state: warning: the commit of run $rid could not be finished (a staged file is gone); its files were withdrawn and the run is logged as failed" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: warning: the commit of run $rid could not be finished (a staged file is gone); its files were withdrawn and the run is logged as failed" <<<"$stderr"
 	bucket_cat ".dataspoc/logs/orph/$rid.json" | jq -e '.status == "failure" and (.error | test("could not be finished"))' >/dev/null
 	table_data raw/orph/s | jq -c .n | sort >got
 	printf '1\n3\n' | expect_file got
@@ -411,7 +411,7 @@ crash_left_lock() {	# printf format of the lock's bytes
 	printf "$1" | bucket_put .dataspoc/state/orph/lock
 	: >"$T/out"
 	run -0 --separate-stderr dataspoc-pipe run orph
-	grep -qxF "pipe-state: warning: pipeline 'orph': taking over the lock '.dataspoc/state/orph/lock' in $(bucket_url), which a crash left empty" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: warning: pipeline 'orph': taking over the lock '.dataspoc/state/orph/lock' in $(bucket_url), which a crash left empty" <<<"$stderr"
 	grep -qF "run $rid" <<<"$stderr"
 	table_data raw/orph/s | jq -c .n | sort >got
 	printf '1\n2\n' | expect_file got
@@ -455,7 +455,7 @@ crash_left_lock() {	# printf format of the lock's bytes
 	bucket_rm .dataspoc/manifest.lock
 	wait "$driver" || st=$?
 	assert_equal "$st" 1
-	grep -qF "pipe-commit: pipeline 'orph': run $rid no longer holds the lock (now run 20991231T000000Z-cccccc's, pid 1 on elsewhere): stopping before writing the run log" run.err
+	grep -qF "dataspoc-pipe: pipeline 'orph': run $rid no longer holds the lock (now run 20991231T000000Z-cccccc's, pid 1 on elsewhere): stopping before writing the run log" run.err
 	run -1 bucket_exists ".dataspoc/logs/orph/$rid.json"
 	# the other run's lock is untouched
 	bucket_cat .dataspoc/state/orph/lock | jq -e '.run_id == "20991231T000000Z-cccccc"' >/dev/null
@@ -552,7 +552,7 @@ dataspoc-pipe.other"
 	printf '%s\n' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	run -0 --separate-stderr dataspoc-pipe run orph
 	assert_line --index 0 "Running: orph"
-	grep -qF "pipe-state: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-f00f00 (pid 4242 on $(hostname)), which claims it until 2031-06-01T00:00:00Z, longer than any lease granted (" <<<"$stderr"
+	grep -qF "dataspoc-pipe: warning: pipeline 'orph': taking over the lock of run 20260101T000000Z-f00f00 (pid 4242 on $(hostname)), which claims it until 2031-06-01T00:00:00Z, longer than any lease granted (" <<<"$stderr"
 	run -1 bucket_exists .dataspoc/state/orph/lock
 }
 

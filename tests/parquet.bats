@@ -190,7 +190,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 		EOF
 	} >"$FAKE_DIR/tap-leap/out"
 	run -0 sh -c 'dataspoc-pipe run leap 2>err'
-	printf '%s\n' "pipe-sink: warning: <stdin>:3: record 2 of stream 't': field 'at' (TIMESTAMP(MICROS,UTC)): \"2016-12-31T23:59:60Z\" is a leap second (second 60), which a TIMESTAMP cannot hold: the column is STRING from this record on (in a new file; earlier files keep TIMESTAMP(MICROS,UTC))" \
+	printf '%s\n' "dataspoc-pipe: warning: <stdin>:3: record 2 of stream 't': field 'at' (TIMESTAMP(MICROS,UTC)): \"2016-12-31T23:59:60Z\" is a leap second (second 60), which a TIMESTAMP cannot hold: the column is STRING from this record on (in a new file; earlier files keep TIMESTAMP(MICROS,UTC))" \
 		"  t: 4 records..." >want.err
 	diff -u want.err err
 	local files
@@ -478,7 +478,7 @@ T_SCHEMA='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{
 	{"id":2,"name":"b","price":2,"ok":false,"tags":[],"doc":{},"none":"now text","new":7}
 	EOF
 	run -0 --separate-stderr dataspoc-pipe run noschema
-	[[ $stderr == *"pipe-sink: warning: <stdin>:1: stream 'x' sent a RECORD before any SCHEMA: its Parquet columns are inferred from that record"* ]]
+	[[ $stderr == *"dataspoc-pipe: warning: <stdin>:1: stream 'x' sent a RECORD before any SCHEMA: its Parquet columns are inferred from that record"* ]]
 	pq_table_rows raw/noschema/x >got
 	expect_file got <<-'EOF'
 	{"id":"1","name":"a","price":1.5,"ok":true,"tags":"[\"t\"]","doc":"{\"k\":1}","none":null,"_extra":null}

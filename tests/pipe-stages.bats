@@ -83,6 +83,15 @@ EOF2
 	grep -qxF 'tap 0' "$D/rc"
 }
 
+@test "pipe-stages -v under the driver (DATASPOC_PIPE_PROG): pipe-tap's lines, said as dataspoc-pipe, go to check.err" {
+	export DATASPOC_PIPE_PROG=dataspoc-pipe
+	export FAKE_TAP='printf "dataspoc-pipe: warning: one\ntap line\npipe-tap: not ours now\n" >&2'
+	run --separate-stderr "$PIPE_BIN/pipe-stages" -v -d "$D" orders
+	assert_success
+	expect_file "$D/check.err" <<<'dataspoc-pipe: warning: one'
+	assert_equal "$stderr" $'tap line\npipe-tap: not ours now'
+}
+
 @test "pipe-stages -v: a tap line longer than the buffer goes whole, where its start went" {
 	export FAKE_TAP='head -c 200000 /dev/zero | tr "\0" x >&2; echo >&2; { printf "pipe-tap: "; head -c 100000 /dev/zero | tr "\0" y; echo; } >&2'
 	run --separate-stderr "$PIPE_BIN/pipe-stages" -v -d "$D" orders

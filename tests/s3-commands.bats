@@ -89,7 +89,7 @@ conditional create: not honoured"
 	assert_output "PIPELINE  LAST RUN  STATUS  DURATION  RECORDS
 alpha     -         error          -        -"
 	# the one line on stderr names the pipeline whose bucket could not be read
-	assert_regex "$stderr" "^pipe-state: pipeline 'alpha': .*no-such-bucket-$BATS_TEST_NUMBER"
+	assert_regex "$stderr" "^dataspoc-pipe: pipeline 'alpha': .*no-such-bucket-$BATS_TEST_NUMBER"
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	run -1 --separate-stderr dataspoc-pipe manifest "s3://no-such-bucket-$BATS_TEST_NUMBER"
 	assert_output ""

@@ -311,7 +311,7 @@ every_request() {
 	local rid staged
 	rid=$(sed -n 's|^forwarded 200 POST /[^/]*/\.dataspoc/staging/ev/\([^/]*\)/.*?uploads=$|\1|p' "$PROXY_LOG")
 	staged=".dataspoc/staging/ev/$rid/events_${rid}_0000.jsonl"
-	assert_regex "${stderr_lines[0]}" "^pipe-sink: cannot write 's3://$S3_BUCKET/$staged': UploadPart: HTTP 500 InternalError: We encountered an internal error\\. Please try again\\. \\(gave up after 3 attempts\\)\$"
+	assert_regex "${stderr_lines[0]}" "^dataspoc-pipe: cannot write 's3://$S3_BUCKET/$staged': UploadPart: HTTP 500 InternalError: We encountered an internal error\\. Please try again\\. \\(gave up after 3 attempts\\)\$"
 	# (pipe-tap stopping the tap when pipe-sink is gone is a consequence:
 	# the driver does not repeat it)
 	assert_equal "${#stderr_lines[@]}" 2
@@ -414,7 +414,7 @@ lost_answer() {
 	# run B takes the lock over, finishes A's commit, lands its own
 	ev_out 2
 	run -0 --separate-stderr dataspoc-pipe run ev
-	grep -qxF "pipe-state: warning: pipeline 'ev': taking over the lock of run $ra (pid $dead on $(hostname)), which is no longer running" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: warning: pipeline 'ev': taking over the lock of run $ra (pid $dead on $(hostname)), which is no longer running" <<<"$stderr"
 	store_cat .dataspoc/state/ev/state.json | jq -c . >state.b
 	# A's held write goes on now, and must lose
 	: >"$BATS_TEST_TMPDIR/release"

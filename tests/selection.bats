@@ -101,7 +101,7 @@ Done! 0 records in 0 stream(s)"
 Done! 2 records in 1 stream(s)
   a: 2"
 	printf '%s\n' "  a: 2 records..." \
-		"pipe-sink: warning: dropped 3 record(s) of stream 'b', which was not selected" >want.err
+		"dataspoc-pipe: warning: dropped 3 record(s) of stream 'b', which was not selected" >want.err
 	diff -u want.err err
 	# --about lists the catalog capability: --catalog it is.
 	run -0 cat "$FAKE_DIR/seltap-sdk/flag"
@@ -376,7 +376,7 @@ Done! 0 records in 0 stream(s)"
 	EOF
 	run -0 sh -c 'dataspoc-pipe run py 2>err'
 	run -0 grep warning err
-	assert_output "pipe-tap: warning: the catalog of seltap-py changed since the last discovery: stream 'a': column 'n' type \"integer\" -> [\"null\",\"number\"], column 'email' added, column 'old' gone"
+	assert_output "dataspoc-pipe: warning: the catalog of seltap-py changed since the last discovery: stream 'a': column 'n' type \"integer\" -> [\"null\",\"number\"], column 'email' added, column 'old' gone"
 	# the cache is the new catalog: said once
 	cmp "$FAKE_DIR/seltap-py/catalog.json" "$DATASPOC_PIPE_HOME/pipelines/py.catalog.json"
 	run -0 sh -c 'dataspoc-pipe run py 2>err'

@@ -79,7 +79,7 @@ state_of() {
 	: >"$FAKE_DIR/tap-many/fail-s05"
 	run -1 dataspoc-pipe run sharded --shards 3
 	assert_line --regexp "^dataspoc-pipe: run 'sharded \(shard [0-2]/3 of run .*\)' failed: "
-	assert_line --regexp "^pipe-shard: run .* of pipeline 'sharded': shard [0-2] of 3 did not stage its part: nothing published$"
+	assert_line --regexp "^dataspoc-pipe: run .* of pipeline 'sharded': shard [0-2] of 3 did not stage its part: nothing published$"
 	[ "$(state_of sharded)" = "$before" ]
 	lake sharded >after-rows
 	diff -u before-rows after-rows

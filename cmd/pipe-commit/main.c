@@ -484,7 +484,7 @@ int main(int argc, char **argv)
 	char *tail = NULL;
 	int c, abort_run = 0, follow = 0, bad, parsed = 0, ret = CLI_FAILED;
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	const char *file = NULL, *outfile = NULL, *run_arg = NULL, *stream = NULL, *run_id;
 	int c, compact = 0, bad, ret = CLI_FAILED;
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

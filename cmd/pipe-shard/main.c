@@ -602,7 +602,7 @@ int main(int argc, char **argv)
 	char *new_id = NULL, *end;
 	int opt, bad, ret = CLI_USAGE;
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

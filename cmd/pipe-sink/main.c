@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 	char *new_id = NULL, *end, *jq = NULL, *staging = NULL;
 	int c, bad, check = 0, ret = CLI_FAILED;
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	memset(&cfg, 0, sizeof(cfg));

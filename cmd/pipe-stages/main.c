@@ -166,7 +166,9 @@ static void reap(struct stage *st, int nst, int flags, int *last)
  */
 static void filter_tap_stderr(int fd, struct stage *st, int nst, int *last)
 {
-	static const char own[] = "pipe-tap: ";
+	/* ("pipe-tap: ", or the driver's name, which pipe-tap speaks under) */
+	char *own = xasprintf("%s: ", err_stage_name("pipe-tap"));
+	size_t own_len = strlen(own);
 	char buf[65536 + 1];	/* (room for the newline of a last line) */
 	const size_t size = sizeof(buf) - 1;
 	char *path = in_dir("check.err"), *nl;
@@ -205,8 +207,8 @@ static void filter_tap_stderr(int fd, struct stage *st, int nst, int *last)
 				break;
 			}
 			if (to < 0)
-				to = end - start >= sizeof(own) - 1 &&
-					memcmp(buf + start, own, sizeof(own) - 1) == 0 ? 1 : 2;
+				to = end - start >= own_len &&
+					memcmp(buf + start, own, own_len) == 0 ? 1 : 2;
 			if (to == 1 && errfd < 0)
 				errfd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
 			if ((to == 2 || errfd >= 0) &&
@@ -223,6 +225,7 @@ static void filter_tap_stderr(int fd, struct stage *st, int nst, int *last)
 	}
 	if (errfd >= 0)
 		close(errfd);
+	free(own);
 	free(path);
 }
 
@@ -245,7 +248,7 @@ int main(int argc, char **argv)
 	int n[NSTAGES] = { 0, 0, 0 };
 	char *paths[4];
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	while ((c = getopt_long(argc, argv, "+c:d:fhkv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':

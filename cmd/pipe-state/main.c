@@ -857,7 +857,7 @@ int main(int argc, char **argv)
 	unsigned flags;
 	int opt, force = 0, have_n = 0, bad, ret = CLI_USAGE, nargs;
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

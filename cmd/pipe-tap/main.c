@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 	long driver = 0;
 	int c, ret, said = -1;
 
-	err_init(argv[0]);
+	err_init_stage(argv[0]);
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	/* (linked statically: no getpwuid(3), cmd/pipe-tap/build.mk) */

@@ -66,7 +66,7 @@ expect_next_run_works() {
 	big_output 1500000 >"$FAKE_DIR/tap-disk/out"
 	run -1 --separate-stderr dataspoc-pipe run disk
 	printf '%s\n' "$stderr" >err
-	grep -q "^pipe-sink: cannot write '$BUCKET_DIR/\.dataspoc/staging/disk/.*': No space left on device\$" err
+	grep -q "^dataspoc-pipe: cannot write '$BUCKET_DIR/\.dataspoc/staging/disk/.*': No space left on device\$" err
 	tail -n 1 err >last
 	grep -q "^dataspoc-pipe: run 'disk' failed: cannot write '\.dataspoc/staging/disk/.*' in .*: No space left on device\$" last
 	expect_as_before
@@ -119,7 +119,7 @@ expect_next_run_works() {
 	rm -f "$BUCKET_DIR/filler"
 	printf '%s\n' '{"type":"STATE","value":{"n":2}}' >"$FAKE_DIR/tap-disk/out"
 	run -0 --separate-stderr dataspoc-pipe run disk
-	assert_stderr "pipe-state: warning: finishing the commit of run $rid, which was interrupted"
+	assert_stderr "dataspoc-pipe: warning: finishing the commit of run $rid, which was interrupted"
 	no_pending disk
 	# every record once: n=1 of the first run, n=2 of the finished commit
 	for i in $(bucket_files); do bucket_cat "$i"; done | jq -c .n | sort >got

@@ -93,7 +93,7 @@ scenario_ck_kill_driver() {
 	wait_until no_stage_left
 	run -0 --separate-stderr dataspoc-pipe run ck
 	assert_output --partial "Done! 6 records in 1 stream(s)"
-	[[ $stderr == *"pipe-state: warning: run $rid ended after checkpoint 1 without its last commit: logged as failed; its checkpoints stay"* ]]
+	[[ $stderr == *"dataspoc-pipe: warning: run $rid ended after checkpoint 1 without its last commit: logged as failed; its checkpoints stay"* ]]
 	[ "$(ck_ids)" = "$(ck_seq 10)" ]
 	bucket_cat ".dataspoc/logs/ck/$rid.json" | jq -c '[.status, .total_records, .checkpointed_records]' >log
 	expect_file log <<<'["failure",4,4]'

@@ -669,8 +669,8 @@ scenario_kill_driver() {
 	[ ! -e "$FAKE_DIR/tap-shop/release" ]
 	run -0 bucket_keys ".dataspoc/staging/shop/$rid/"
 	assert_output ""
-	expect_recovered_to_old "pipe-state: warning: pipeline 'shop': taking over the lock of run $rid (pid $DRIVER on $(hostname)), which is no longer running
-pipe-state: warning: run $rid ended without its log (killed: no process of it was left): logged as failed"
+	expect_recovered_to_old "dataspoc-pipe: warning: pipeline 'shop': taking over the lock of run $rid (pid $DRIVER on $(hostname)), which is no longer running
+dataspoc-pipe: warning: run $rid ended without its log (killed: no process of it was left): logged as failed"
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
 }
@@ -734,7 +734,7 @@ scenario_kill_pipe_commit() {
 	wait "$DRIVER" || DRIVER_STATUS=$?
 	assert_equal "$DRIVER_STATUS" 1
 	run -0 cat run.err
-	assert_line "pipe-commit: the commit of run $rid is pending; the next run of 'shop' finishes it"
+	assert_line "dataspoc-pipe: the commit of run $rid is pending; the next run of 'shop' finishes it"
 	assert_line "dataspoc-pipe: run 'shop' failed: the commit did not finish (pipe-commit was killed by signal 9)"
 	# the driver survived the failed commit: it released the lock
 	run -1 bucket_exists .dataspoc/state/shop/lock
@@ -745,7 +745,7 @@ scenario_kill_pipe_commit() {
 	assert_equal "$output" "Running: shop
   Incremental mode (using previous checkpoint)
 Done! 0 records in 0 stream(s)"
-	assert_stderr "pipe-state: warning: finishing the commit of run $rid, which was interrupted"
+	assert_stderr "dataspoc-pipe: warning: finishing the commit of run $rid, which was interrupted"
 	no_pending shop
 	run -0 bucket_keys .dataspoc/staging/
 	assert_output ""
@@ -789,8 +789,8 @@ scenario_partial_commit() {
 
 	: >"$FAKE_DIR/tap-shop/out"
 	run -0 --separate-stderr dataspoc-pipe run shop
-	assert_stderr "pipe-state: warning: pipeline 'shop': taking over the lock of run $rid (pid $dead on $(hostname)), which is no longer running
-pipe-state: warning: finishing the commit of run $rid, which was interrupted"
+	assert_stderr "dataspoc-pipe: warning: pipeline 'shop': taking over the lock of run $rid (pid $dead on $(hostname)), which is no longer running
+dataspoc-pipe: warning: finishing the commit of run $rid, which was interrupted"
 	cat orders.jsonl more.jsonl >want
 	table_data raw/shop/orders >got
 	diff -u want got
@@ -829,8 +829,8 @@ scenario_lock_dead_holder() {
 Done! 5 records in 2 stream(s)
   orders: 3
   users: 2"
-	assert_stderr "pipe-state: warning: pipeline 'shop': taking over the lock of run 20260101T000000Z-dead00 (pid $dead on $(hostname)), which is no longer running
-pipe-state: warning: run 20260101T000000Z-dead00 ended without its log (killed: no process of it was left): logged as failed
+	assert_stderr "dataspoc-pipe: warning: pipeline 'shop': taking over the lock of run 20260101T000000Z-dead00 (pid $dead on $(hostname)), which is no longer running
+dataspoc-pipe: warning: run 20260101T000000Z-dead00 ended without its log (killed: no process of it was left): logged as failed
   orders: 3 records...
   users: 2 records..."
 	run -1 bucket_exists .dataspoc/state/shop/lock
@@ -872,8 +872,8 @@ scenario_lock_other_host() {
 	lock_json 20260101T000000Z-0ther0 elsewhere.example 1 2026-01-01T00:00:00Z 2026-01-01T06:00:00Z |
 		bucket_put .dataspoc/state/shop/lock
 	shop_run
-	assert_stderr "pipe-state: warning: pipeline 'shop': taking over the lock of run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example), which expired at 2026-01-01T06:00:00Z
-pipe-state: warning: run 20260101T000000Z-0ther0 ended without its log (killed or cut off: its lock expired): logged as failed
+	assert_stderr "dataspoc-pipe: warning: pipeline 'shop': taking over the lock of run 20260101T000000Z-0ther0 (pid 1 on elsewhere.example), which expired at 2026-01-01T06:00:00Z
+dataspoc-pipe: warning: run 20260101T000000Z-0ther0 ended without its log (killed or cut off: its lock expired): logged as failed
   orders: 3 records...
   users: 2 records..."
 	run -1 bucket_exists .dataspoc/state/shop/lock
@@ -961,17 +961,17 @@ scenario_missing_tap() {
 scenario_unknown_key() {
 	use_tap tap-shop
 	write_pipeline shop tap-shop true "compresion: gzip"
-	expect_config_error shop "pipe-tap: $DATASPOC_PIPE_HOME/pipelines/shop.yaml:6:3: unknown key 'compresion' in destination: did you mean 'compression'? (expected one of: bucket, path, compression, *)"
+	expect_config_error shop "dataspoc-pipe: $DATASPOC_PIPE_HOME/pipelines/shop.yaml:6:3: unknown key 'compresion' in destination: did you mean 'compression'? (expected one of: bucket, path, compression, *)"
 }
 
 scenario_wrong_type() {
 	use_tap tap-shop
 	write_pipeline shop tap-shop '[yes]'
-	expect_config_error shop "pipe-tap: $DATASPOC_PIPE_HOME/pipelines/shop.yaml:7:12: incremental.enabled must be true or false"
+	expect_config_error shop "dataspoc-pipe: $DATASPOC_PIPE_HOME/pipelines/shop.yaml:7:12: incremental.enabled must be true or false"
 }
 
 scenario_invalid_name() {
 	use_tap tap-shop
 	write_pipeline shop tap-shop
-	expect_config_error ../pipelines/shop "pipe-tap: invalid pipeline name '../pipelines/shop' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
+	expect_config_error ../pipelines/shop "dataspoc-pipe: invalid pipeline name '../pipelines/shop' (letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64)"
 }
