@@ -262,16 +262,61 @@ static void edit_stream(const struct json_span *st, int selected, int select_kno
 	sb_addc(out, '}');
 }
 
+/*
+ * A replication-key that source.metadata (pattern pat) gives stream st:
+ * when st's schema lists its columns and that is none of them, bad is set
+ * to the message, in the user's terms: where it is written (where_json:
+ * config.h's metadata_where), "no such column", and the columns there are.
+ */
+static void check_replication_key(const struct json_span *st, const struct sb *id, const char *pat,
+				  const struct json_span *mk, const struct json_span *mv,
+				  const char *where_json, struct sb *bad)
+{
+	struct json_span schema, props, col, w, wp, wk;
+	struct sb key = SB_INIT, name = SB_INIT, cols = SB_INIT, at = SB_INIT;
+	size_t pos = 0, errpos;
+	const char *errmsg;
+
+	if (bad->len || mv->type != JSON_STRING)
+		return;
+	json_string_decode(mk, &key);
+	if (strcmp(key.buf, "replication-key") != 0 && strcmp(key.buf, "replication_key") != 0)
+		goto out;
+	if (json_object_get(st, "schema", &schema) != 1 || schema.type != JSON_OBJECT ||
+	    json_object_get(&schema, "properties", &props) != 1 || props.type != JSON_OBJECT)
+		goto out;
+	json_string_decode(mv, &name);
+	if (json_object_get(&props, name.buf, &col) == 1)
+		goto out;
+	while (json_object_next(&props, &pos, &col, &w)) {
+		sb_adds(&cols, cols.len ? ", " : "");
+		json_string_decode(&col, &cols);
+	}
+	if (where_json && json_validate(where_json, strlen(where_json), &w, &errpos, &errmsg) == 0 &&
+	    w.type == JSON_OBJECT && json_object_get(&w, pat, &wp) == 1 && wp.type == JSON_OBJECT &&
+	    json_object_get(&wp, key.buf, &wk) == 1 && wk.type == JSON_STRING) {
+		json_string_decode(&wk, &at);
+		sb_adds(&at, ": ");
+	}
+	sb_addf(bad, "%ssource.metadata.%s.%s '%s': stream '%s' has no such column (its columns: %s)",
+		at.buf ? at.buf : "", pat, key.buf, name.buf, id->buf, cols.len ? cols.buf : "none");
+out:
+	sb_free(&key);
+	sb_free(&name);
+	sb_free(&cols);
+	sb_free(&at);
+}
+
 /* catalog_select(), but 1 when a name in streams is not offered (reported only with report). */
 static int select_streams(const char *text, size_t len, const char *origin,
-			  char *const *streams, const char *metadata_json,
+			  char *const *streams, const char *metadata_json, const char *where_json,
 			  struct sb *out, struct sb *selected, int report)
 {
 	struct json_span cat, list, st, key, val, meta = { NULL, 0, JSON_NONE };
 	size_t errpos, pos = 0, nsel = 0, i;
 	const char *errmsg;
 	int *used = NULL, ret = -1, first = 1;
-	struct sb offered = SB_INIT;
+	struct sb offered = SB_INIT, bad = SB_INIT;
 
 	if (json_validate(text, len, &cat, &errpos, &errmsg) != 0) {
 		err_msg("%s: not a catalog: byte %zu: %s", origin, errpos + 1, errmsg);
@@ -309,7 +354,7 @@ static int select_streams(const char *text, size_t len, const char *origin,
 		}
 		sb_addc(out, '[');
 		while (json_array_next(&val, &spos, &st)) {
-			struct sb id = SB_INIT, name = SB_INIT;
+			struct sb id = SB_INIT, name = SB_INIT, stream_bad = SB_INIT;
 			struct overrides o;
 			int sel = 0, split = 0;
 
@@ -341,8 +386,11 @@ static int select_streams(const char *text, size_t len, const char *origin,
 
 					json_string_decode(&pat, &p);
 					if (matches(p.buf, &id, &name)) {
-						while (json_object_next(&kv, &kpos, &mk, &mv))
+						while (json_object_next(&kv, &kpos, &mk, &mv)) {
 							ov_set(&o, &mk, NULL, &mv);
+							check_replication_key(&st, &id, p.buf, &mk, &mv,
+									      where_json, &stream_bad);
+						}
 					}
 					sb_free(&p);
 				}
@@ -360,6 +408,9 @@ static int select_streams(const char *text, size_t len, const char *origin,
 				sel = 0;
 				ov_set(&o, NULL, "selected", &json_false);
 			}
+			if (sel && stream_bad.len && !bad.len)
+				sb_add(&bad, stream_bad.buf, stream_bad.len);
+			sb_free(&stream_bad);
 			if (!streams && o.n == 0) {
 				json_compact(&st, out);
 			} else {
@@ -392,8 +443,19 @@ static int select_streams(const char *text, size_t len, const char *origin,
 			break;
 		}
 	}
+	if (ret == 0 && bad.len) {
+		/*
+		 * (the tap would say it of its temporary catalog, as "not a
+		 * selected column"); a cached catalog may predate the column:
+		 * without report, the caller asks the tap again
+		 */
+		if (report)
+			err_msg("%s", bad.buf);
+		ret = report ? -1 : 1;
+	}
 	free(used);
 	sb_free(&offered);
+	sb_free(&bad);
 	return ret;
 }
 
@@ -401,7 +463,7 @@ int catalog_select(const char *text, size_t len, const char *origin,
 		   char *const *streams, const char *metadata_json,
 		   struct sb *out, struct sb *selected)
 {
-	return select_streams(text, len, origin, streams, metadata_json, out, selected, 1) == 0 ? 0 : -1;
+	return select_streams(text, len, origin, streams, metadata_json, NULL, out, selected, 1) == 0 ? 0 : -1;
 }
 
 /* A file beside the pipeline's YAML file: DIR/NAME<suffix>. */
@@ -763,7 +825,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 			goto out;
 		}
 		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
-				   cfg->metadata_json, &edited, selected, 1);
+				   cfg->metadata_json, cfg->metadata_where, &edited, selected, 1);
 	} else {
 		origin = xasprintf("the catalog of %s", cfg->tap_argv[0]);
 		if (cache->valid)
@@ -789,7 +851,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		if (cache->discovered)
 			fresh_in_run(1);
 		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
-				   cfg->metadata_json, &edited, selected, cache->discovered);
+				   cfg->metadata_json, cfg->metadata_where, &edited, selected, cache->discovered);
 		/* a cached catalog may predate the stream: ask the tap once more */
 		if (r == 1 && !cache->discovered) {
 			sb_reset(&edited);
@@ -798,7 +860,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 			if (rediscover(cfg, config_args, cache, log, origin, &text) != 0)
 				goto out;
 			r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
-					   cfg->metadata_json, &edited, selected, 1);
+					   cfg->metadata_json, cfg->metadata_where, &edited, selected, 1);
 		}
 	}
 	if (r != 0)

@@ -254,6 +254,7 @@ void config_free(struct pipe_config *cfg)
 	util_strv_free(cfg->string_columns);
 	free(cfg->catalog_file);
 	free(cfg->metadata_json);
+	free(cfg->metadata_where);
 	free(cfg->catalog_flag);
 	free(cfg->bucket);
 	free(cfg->path);

@@ -163,6 +163,7 @@ struct pipe_config {
 	char **streams;		/* source.streams, NULL-terminated, or NULL when absent */
 	char *catalog_file;	/* source.catalog, or NULL */
 	char *metadata_json;	/* source.metadata as JSON text {"pattern": {...}}, or NULL */
+	char *metadata_where;	/* where each of its values is: {"pattern": {"key": "file:line:col"}} */
 	char *catalog_flag;	/* source.catalog_flag: "catalog", "properties" or NULL (ask the tap) */
 
 	/* destination: */

@@ -173,6 +173,33 @@ static int parse_metadata(struct yctx *c, yaml_node_t *v, struct pipe_config *cf
 					   "source.metadata.%s must be a mapping of metadata keys to values",
 					   sval(node(c, pair->key)));
 	}
+	/* where each value is written, for a message about it (issue #29) */
+	sb_addc(&out, '{');
+	FOR_PAIRS(v, pair) {
+		yaml_node_t *k = node(c, pair->key), *val = node(c, pair->value);
+		yaml_node_pair_t *kv;
+		int m = 0;
+
+		sb_adds(&out, out.len > 1 ? "," : "");
+		json_quote(&out, sval(k), strlen(sval(k)));
+		sb_adds(&out, ":{");
+		for (kv = val->data.mapping.pairs.start; kv < val->data.mapping.pairs.top; kv++) {
+			yaml_node_t *mk = node(c, kv->key), *mv = node(c, kv->value);
+			char *at;
+
+			if (mk == NULL || mv == NULL || mk->type != YAML_SCALAR_NODE)
+				continue;
+			at = xasprintf("%s:%zu:%zu", c->file, mv->start_mark.line + 1, mv->start_mark.column + 1);
+			sb_adds(&out, m++ ? "," : "");
+			json_quote(&out, sval(mk), strlen(sval(mk)));
+			sb_addc(&out, ':');
+			json_quote(&out, at, strlen(at));
+			free(at);
+		}
+		sb_addc(&out, '}');
+	}
+	sb_addc(&out, '}');
+	cfg->metadata_where = sb_detach(&out);
 	sb_adds(&kp, "source.metadata");
 	rc = config_yaml_json(c, v, &kp, &out);
 	sb_free(&kp);

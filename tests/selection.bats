@@ -52,6 +52,21 @@ Done! 20 records in 1 stream(s)
 	run -1 grep -q -- '--catalog' "$FAKE_DIR/seltap-pg/calls"
 }
 
+@test "a replication-key in source.metadata that is no column: the YAML line named, 'no such column', the columns there are; nothing run" {
+	pg_pipeline pg appdb-public-customers \
+		'metadata:' '  "appdb-public-*": {replication-method: INCREMENTAL, replication-key: updatd_at}'
+	run -2 --separate-stderr dataspoc-pipe run pg
+	assert_output ""
+	local cols
+	cols=$(jq -r '.streams[] | select(.tap_stream_id == "appdb-public-customers") | .schema.properties | keys_unsorted | join(", ")' \
+		"$PG_FIXTURES/discover-catalog.json")
+	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'updatd_at': stream 'appdb-public-customers' has no such column (its columns: $cols)"
+	[ -z "$(bucket_files)" ]
+	# validate says so too
+	run -1 --separate-stderr dataspoc-pipe validate pg
+	assert_line --partial "pg: tap: FAIL: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata"
+}
+
 @test "without a replication method tap-postgres extracts nothing, as the real one does" {
 	pg_pipeline pg appdb-public-customers
 	run -0 --separate-stderr dataspoc-pipe run pg
