@@ -217,6 +217,13 @@ teardown() {
 	assert_equal "$stderr" "pipe-state: cannot open bucket 'az://$AZ_CONTAINER': AZURE_STORAGE_CONNECTION_STRING: it gives neither an AccountKey nor a SharedAccessSignature"
 }
 
+@test "az: credentials by connection string UseDevelopmentStorage=true: Azurite's account and key, its port from BlobEndpoint" {
+	export AZURE_STORAGE_CONNECTION_STRING="UseDevelopmentStorage=true;BlobEndpoint=http://127.0.0.1:$AZ_PORT/devstoreaccount1"
+	shop_pipeline
+	shop_run
+	assert_line --index 1 "Done! 5 records in 2 stream(s)"
+}
+
 @test "az: a wrong account key: exit 1, the authentication failure named, the key never shown" {
 	shop_pipeline
 	local wrong
@@ -248,7 +255,7 @@ teardown() {
 	shop_pipeline
 	run -1 --separate-stderr dataspoc-pipe run shop
 	assert_equal "$output" "Running: shop"
-	assert_regex "$stderr" "cannot (read|write|create|look at|list) 'az://no-such-$AZ_CONTAINER/[^']*': [A-Za-z]+: HTTP 404 ContainerNotFound: The specified container does not exist\\. \\(container 'no-such-$AZ_CONTAINER' of account '$AZ_ACCOUNT' at http://127\\.0\\.0\\.1:$AZ_PORT\\)"
+	assert_regex "$stderr" "cannot (read|write|create|look at|list) 'az://no-such-$AZ_CONTAINER/[^']*': [A-Za-z]+: HTTP 404 ContainerNotFound: The specified container does not exist\\. \\(container 'no-such-$AZ_CONTAINER' of account '$AZ_ACCOUNT' at http://127\\.0\\.0\\.1:$AZ_PORT: create it first, as with 'az storage container create --name no-such-$AZ_CONTAINER'\\)"
 }
 
 @test "az: the run lock is a conditional create the service refuses (409) when the lock exists" {

@@ -84,6 +84,11 @@ add_cron() {	# NAME CRON
 	run -0 dataspoc-pipe help run
 	assert_output --partial "so the table holds a second copy of every row it had, unless the tap"
 	assert_output --partial "one, remove its folder first. Upsert (load_method: upsert): the table is"
+	# every form of a bucket, az:// among them, where a bucket is asked for
+	run -0 dataspoc-pipe help add
+	assert_output --partial "s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix];"
+	run -0 dataspoc-pipe help manifest
+	assert_output --partial "gs://bucket[/prefix] or az://container[/prefix], the scheme in lower case;"
 	run -0 dataspoc-pipe help help
 	assert_line --index 0 "usage: dataspoc-pipe help [COMMAND]"
 	# every COMMAND help help names is one: help COMMAND and COMMAND -h answer
@@ -204,8 +209,8 @@ Created $HOMEDIR/sources/shop.json: an empty config, fill in what cmdtap-ok need
 Next: dataspoc-pipe validate shop && dataspoc-pipe run shop"
 	assert_equal "$stderr" "Tap (a Singer tap command, e.g. tap-postgres): dataspoc-pipe: cmdtap-ok --about says:
   | {\"name\": \"cmdtap-ok\", \"capabilities\": [\"state\"], \"settings\": [{\"name\": \"api_url\"}]}
-Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])
-Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]): Base path in the bucket [raw]: Compression (zstd, snappy, gzip, none) [zstd]: dataspoc-pipe: add: compression must be zstd, snappy, gzip or none, not 'bogus'
+Tap config file [$HOMEDIR/sources/shop.json]: Bucket (a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix]): dataspoc-pipe: add: destination.bucket 's3:/mybucket' is not a valid URL (expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])
+Bucket (a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix]): Base path in the bucket [raw]: Compression (zstd, snappy, gzip, none) [zstd]: dataspoc-pipe: add: compression must be zstd, snappy, gzip or none, not 'bogus'
 Compression (zstd, snappy, gzip, none) [zstd]: Incremental extraction (y/n) [n]: dataspoc-pipe: add: answer y or n
 Incremental extraction (y/n) [n]: Cron schedule (e.g. 0 */2 * * *; empty for none): dataspoc-pipe: add: schedule.cron '61 * * * *': minute 61 is out of range 0-59
 Cron schedule (e.g. 0 */2 * * *; empty for none):"
@@ -285,8 +290,8 @@ Next: dataspoc-pipe validate keep && dataspoc-pipe run keep"
 	printf '%s\n' cmdtap-ok "" "" "" "" "" "" >answers
 	run -0 --separate-stderr dataspoc-pipe add asked <answers
 	assert_line --index 0 "Created $HOMEDIR/pipelines/asked.yaml"
-	assert_equal "$(printf '%s\n' "$stderr" | grep -o -F "Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]) [$HOMEDIR/lake]: ")" \
-		"Bucket (a directory, file:///abs/dir or s3://bucket[/prefix]) [$HOMEDIR/lake]: "
+	assert_equal "$(printf '%s\n' "$stderr" | grep -o -F "Bucket (a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix]) [$HOMEDIR/lake]: ")" \
+		"Bucket (a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix]) [$HOMEDIR/lake]: "
 	run -1 grep '^  bucket:' "$HOMEDIR/pipelines/asked.yaml"
 	# no destination: at all
 	printf 'source:\n  tap: cmdtap-ok\n' >"$HOMEDIR/pipelines/bare.yaml"
@@ -359,7 +364,7 @@ $add_usage"
 	printf 'cmdtap-ok\n\n' >answers
 	run -2 --separate-stderr dataspoc-pipe add shop <answers
 	assert_equal "$output" ""
-	assert_equal "${stderr_lines[3]}" "dataspoc-pipe: add: no answer for 'Bucket (a directory, file:///abs/dir or s3://bucket[/prefix])' (end of input)"
+	assert_equal "${stderr_lines[3]}" "dataspoc-pipe: add: no answer for 'Bucket (a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])' (end of input)"
 	run -0 ls -A "$HOMEDIR/pipelines"
 	assert_output ""
 }

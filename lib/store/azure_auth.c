@@ -190,6 +190,9 @@ void az_creds_free(struct az_creds *cr)
 	memset(cr, 0, sizeof(*cr));
 }
 
+/* The storage emulator's account key, which Microsoft publishes (Azurite's too). */
+#define AZ_DEV_KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
 static char *sas_of(const char *s)
 {
 	return xstrdup(*s == '?' ? s + 1 : s);
@@ -199,7 +202,7 @@ int az_conn_parse(struct az_creds *cr, const char *conn, struct sb *why)
 {
 	char *copy = xstrdup(conn), *seg, *save = NULL;
 	char *proto = NULL, *suffix = NULL, *blob = NULL;
-	int ret = -1;
+	int ret = -1, dev = 0;
 
 	for (seg = strtok_r(copy, ";", &save); seg; seg = strtok_r(NULL, ";", &save)) {
 		char *eq = strchr(seg, '='), *name = seg, *v;
@@ -240,11 +243,30 @@ int az_conn_parse(struct az_creds *cr, const char *conn, struct sb *why)
 			free(suffix);
 			suffix = xstrdup(v);
 		} else if (strcasecmp(name, "UseDevelopmentStorage") == 0) {
-			sb_adds(why, "UseDevelopmentStorage is not supported: give the emulator's "
-				"AccountName, AccountKey and BlobEndpoint");
-			goto out;
+			if (strcasecmp(v, "true") != 0 && strcasecmp(v, "false") != 0) {
+				sb_addf(why, "UseDevelopmentStorage must be true or false, not '%s'", v);
+				goto out;
+			}
+			dev = strcasecmp(v, "true") == 0;
 		}
 		/* QueueEndpoint, TableEndpoint, ...: not ours */
+	}
+	/*
+	 * The emulator's well-known account, as Azure's own tools take
+	 * "UseDevelopmentStorage=true": Azurite's devstoreaccount1 and its
+	 * published key, its blob service on 127.0.0.1:10000 (what the string
+	 * gives besides wins; destination.endpoint_url names another port)
+	 */
+	if (dev) {
+		if (cr->account == NULL)
+			cr->account = xstrdup("devstoreaccount1");
+		if (cr->key == NULL && cr->sas == NULL &&
+		    az_base64_decode(AZ_DEV_KEY, &cr->key, &cr->key_len) < 0) {
+			sb_adds(why, "the emulator's key does not decode");
+			goto out;
+		}
+		if (blob == NULL)
+			blob = xstrdup("http://127.0.0.1:10000/devstoreaccount1");
 	}
 	if (cr->key == NULL && cr->sas == NULL) {
 		sb_adds(why, "it gives neither an AccountKey nor a SharedAccessSignature");

@@ -80,7 +80,7 @@ char *az_url(const struct az_bucket *z, const char *key, const struct http_call 
 void az_report(const struct az_bucket *z, const struct http_call *c, const char *key)
 {
 	char *subj = az_subject(z, key ? key : c->key);
-	char tries[48] = "", hint[320] = "";
+	char tries[48] = "", hint[512] = "";
 	const char *code = c->code.len ? c->code.buf : http_reason(c->status);
 	const char *msg = c->msg.len ? c->msg.buf : "";
 
@@ -92,8 +92,10 @@ void az_report(const struct az_bucket *z, const struct http_call *c, const char 
 		return;
 	}
 	if (http_code_is(c, "ContainerNotFound"))
-		snprintf(hint, sizeof(hint), " (container '%s' of account '%s' at %s)",
-			 z->t.container, z->cr.account, z->t.origin);
+		/* (a new Azurite has no container: the first run met this, issue #29) */
+		snprintf(hint, sizeof(hint), " (container '%s' of account '%s' at %s: create it first, "
+			 "as with 'az storage container create --name %s')",
+			 z->t.container, z->cr.account, z->t.origin, z->t.container);
 	else if (c->status == 403 && (http_code_is(c, "AuthenticationFailed") ||
 				      http_code_is(c, "AuthorizationFailure")))
 		snprintf(hint, sizeof(hint), " (credentials from %s)", z->cr.source);

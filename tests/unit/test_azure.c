@@ -136,7 +136,18 @@ static void test_conn(void)
 	ok(strstr(why.buf, "oops") == NULL, "the part is not shown (it may be a secret)");
 	az_creds_free(&cr);
 	sb_reset(&why);
-	ok(az_conn_parse(&cr, "UseDevelopmentStorage=true", &why) < 0, "UseDevelopmentStorage: refused");
+	ok(az_conn_parse(&cr, "UseDevelopmentStorage=true", &why) == 0, "UseDevelopmentStorage=true");
+	is_str(cr.account, "devstoreaccount1", "... the emulator's account");
+	ok(cr.key && cr.key_len == 64, "... and its key");
+	is_str(cr.endpoint, "http://127.0.0.1:10000/devstoreaccount1", "... at its blob endpoint");
+	az_creds_free(&cr);
+	ok(az_conn_parse(&cr, "UseDevelopmentStorage=true;BlobEndpoint=http://127.0.0.1:10099/devstoreaccount1",
+			 &why) == 0 && strcmp(cr.endpoint, "http://127.0.0.1:10099/devstoreaccount1") == 0,
+	   "UseDevelopmentStorage with a BlobEndpoint: that one");
+	az_creds_free(&cr);
+	sb_reset(&why);
+	ok(az_conn_parse(&cr, "UseDevelopmentStorage=yes", &why) < 0, "UseDevelopmentStorage=yes: refused");
+	is_str(why.buf, "UseDevelopmentStorage must be true or false, not 'yes'", "its reason");
 	az_creds_free(&cr);
 	sb_free(&why);
 }
