@@ -860,8 +860,9 @@ int commit_log_lost(struct bucket *b, const char *pipeline, const struct runlock
 	free(key);
 	if (r != 0)
 		return r < 0 ? -1 : 0;
-	why = xasprintf("%s when run %s took its lock over; nothing of it was published",
-			l->taken_why, l->run_id);
+	why = l->run_id ? xasprintf("%s when run %s took its lock over; nothing of it was published",
+				    l->taken_why, l->run_id) :
+			  xasprintf("%s; nothing of it was published", l->taken_why);
 	r = write_log(b, pipeline, l->taken_over, NULL, why, NULL, NULL);
 	if (r == 0)
 		err_warn("run %s ended without its log (%s): logged as failed", l->taken_over, l->taken_why);

@@ -56,6 +56,7 @@ int commit_abort(struct bucket *b, const char *pipeline, const char *run_id,
  * without a log (killed outright: SIGKILL, a reboot, the OOM killer):
  * logged as failed, saying how it ended, unless it has a log or its commit
  * is pending (recovery finishes it).  Nothing to do when l took over none.
+ * (l->run_id NULL: no run took it; pipe-state unlock removed it.)
  * Under the lock, after commit_recover() when the taker runs it.  0 or -1.
  */
 int commit_log_lost(struct bucket *b, const char *pipeline, const struct runlock *l);

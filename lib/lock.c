@@ -518,6 +518,13 @@ int lock_take(struct bucket *b, const char *key, const char *what, const char *u
 	return take(b, key, what, unlock, run_id, pid, NULL, ttl, 0, wait_ms, NULL, NULL);
 }
 
+char *lock_run_id(const struct sb *text)
+{
+	struct holder h;
+
+	return parse_holder(text, &h) == 0 && util_run_id_ok(h.run_id) ? xstrdup(h.run_id) : NULL;
+}
+
 /* The holder of the lock at key: 0, 1 when there is none, -1 error or unreadable. */
 static int read_holder(struct bucket *b, const char *key, struct holder *h)
 {

@@ -107,6 +107,9 @@ struct lock_keeper *lock_keeper_start(struct bucket *b, const char *key, const c
 /* Stop renewing: 1 when the lock was found taken over meanwhile (said on stderr), else 0. */
 int lock_keeper_stop(struct lock_keeper *k);
 
+/* The run id a lock's text names (newly allocated), or NULL. */
+char *lock_run_id(const struct sb *text);
+
 /* The run lock's time to live: $DATASPOC_PIPE_LOCK_TTL seconds, default 6 hours. */
 long lock_default_ttl(void);
 

@@ -218,6 +218,21 @@ gone_pid() {
 	echo "$p"
 }
 
+@test "pipe-state unlock logs the run whose lock it removed, unless that run has a log (#29 item 4)" {
+	forge_lock 20260101T000000Z-0c0c0c "$(gone_pid)"
+	run -0 --separate-stderr pipe-state unlock orph
+	[[ $stderr == "removed the lock of pipeline 'orph': "* ]]
+	bucket_cat .dataspoc/logs/orph/20260101T000000Z-0c0c0c.json | jq -r '.status + ": " + .error' >log.got
+	echo "failure: stopped: its lock was removed by hand (pipe-state unlock); nothing of it was published" |
+		expect_file log.got
+	# a run that logged itself keeps its log
+	echo '{"status": "success"}' | bucket_put .dataspoc/logs/orph/20260101T000000Z-0d0d0d.json
+	forge_lock 20260101T000000Z-0d0d0d "$(gone_pid)"
+	run -0 --separate-stderr pipe-state unlock orph
+	run -0 bucket_cat .dataspoc/logs/orph/20260101T000000Z-0d0d0d.json
+	assert_output '{"status": "success"}'
+}
+
 @test "kill -9 of the driver during its commit: pipe-commit dies with it, and the next run finishes the commit, every record once" {
 	printf '%s\n' '{"type":"RECORD","stream":"s","record":{"n":1}}' '{"type":"STATE","value":{"n":1}}' >"$T/out"
 	# the commit waits for the manifest lock a live process holds

@@ -305,6 +305,13 @@ static int cmd_unlock(struct bucket *b, const struct pipe_config *cfg)
 		if (runlock_release(&lock) != 0)
 			goto out;
 		fprintf(stderr, "removed the lock of pipeline '%s': %s", cfg->name, text.buf);
+		/* its run, gone (or stopped by this), logged unless it did so */
+		lock.taken_over = lock_run_id(&text);
+		if (lock.taken_over) {
+			lock.taken_why = xstrdup("stopped: its lock was removed by hand (pipe-state unlock)");
+			if (commit_log_lost(b, cfg->name, &lock) != 0)
+				goto out;
+		}
 	}
 	ret = CLI_OK;
 out:
