@@ -595,6 +595,8 @@ static int log_run(struct bucket *b, const char *pipeline, const char *run_id,
 		run_id, started, finished);
 	sb_addf(&log, "  \"duration_seconds\": %lld,\n  \"status\": \"%s\",\n",
 		(long long)(t0 == -1 ? 0 : t1 - t0), error ? "failure" : "success");
+	if (p && p->compact)
+		sb_adds(&log, "  \"command\": \"compact\",\n");
 	sb_adds(&log, "  \"streams\": {");
 	for (i = 0; p && i < p->nstreams; i++) {
 		const struct plan_stream *ps = &p->streams[i];

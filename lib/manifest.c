@@ -204,9 +204,12 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	else
 		total = p->replace || new_version(t, s->activated) ? run_rows : total + (double)s->records;
 	stats = jv_object_set(stats, jv_string("total_rows"), jv_number(total));
-	stats = jv_object_set(stats, jv_string("extractions"), jv_number(extractions + 1));
-	stats = jv_object_set(stats, jv_string("last_extraction"), jv_string(now));
-	stats = jv_object_set(stats, jv_string("last_extraction_rows"), jv_number(run_rows));
+	/* a compact extracts nothing: the table's rows are what they were */
+	if (!p->compact) {
+		stats = jv_object_set(stats, jv_string("extractions"), jv_number(extractions + 1));
+		stats = jv_object_set(stats, jv_string("last_extraction"), jv_string(now));
+		stats = jv_object_set(stats, jv_string("last_extraction_rows"), jv_number(run_rows));
+	}
 
 	t = jv_object_set(t, jv_string("source"), jv_string(p->source));
 	t = jv_object_set(t, jv_string("table"), jv_string(table));
@@ -237,7 +240,8 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	/* the Hive folders of its files: partition_by's, or dt= of the run's date */
 	t = jv_object_set(t, jv_string("partition"), s->partition ? jv_parse(s->partition) :
 			  jv_parse("{\"by\":\"_extraction_date\",\"granularity\":\"day\",\"column\":\"dt\"}"));
-	t = jv_object_set(t, jv_string("last_extraction"), jv_string(now));
+	if (!p->compact || !jv_object_has(jv_copy(t), jv_string("last_extraction")))
+		t = jv_object_set(t, jv_string("last_extraction"), jv_string(now));
 	t = jv_object_set(t, jv_string("stats"), stats);
 	t = jv_object_set(t, jv_string("last_run_id"), jv_string(p->run_id));
 	if (p->unit)

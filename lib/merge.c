@@ -1528,6 +1528,7 @@ int merge_compact(struct bucket *b, const struct pipe_config *cfg, const char *r
 	p->compression = xstrdup(config_compression_name(cfg->compression));
 	p->incremental = cfg->incremental;
 	p->full = 1;	/* the tables are rebuilt from their own rows */
+	p->compact = 1;
 	p->ended = p->success = 1;
 	r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);
 	if (r != 0) {

@@ -116,6 +116,7 @@ int plan_parse(const char *text, size_t len, const char *origin, struct plan *p)
 			p->incremental = get_bool(&obj, "incremental");
 			p->replace = get_bool(&obj, "replace");
 			p->full = get_bool(&obj, "full");
+			p->compact = get_bool(&obj, "compact");
 			if (!p->pipeline || !p->run_id || !p->started_at || !p->source) {
 				err_msg("%s:%zu: run line lacks pipeline, run_id, started_at or source", origin, lineno);
 				free(type);
@@ -292,9 +293,9 @@ void plan_format_part(const struct plan *p, int run_line, struct sb *out)
 		add_str(out, "source", p->source);
 		add_str(out, "format", p->format ? p->format : "jsonl");
 		add_str(out, "compression", p->compression ? p->compression : "zstd");
-		sb_addf(out, ",\"incremental\":%s,\"replace\":%s,\"full\":%s}\n",
+		sb_addf(out, ",\"incremental\":%s,\"replace\":%s,\"full\":%s%s}\n",
 			p->incremental ? "true" : "false", p->replace ? "true" : "false",
-			p->full ? "true" : "false");
+			p->full ? "true" : "false", p->compact ? ",\"compact\":true" : "");
 	}
 	for (i = 0; i < p->nfiles; i++) {
 		const struct plan_file *f = &p->files[i];
@@ -402,6 +403,7 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 	out->incremental = all->incremental;
 	out->replace = all->replace;
 	out->full = all->full;
+	out->compact = all->compact;
 	for (i = 0; i < all->nfiles; i++) {
 		const struct plan_file *f = &all->files[i];
 		struct plan_file *g;

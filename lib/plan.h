@@ -3,7 +3,8 @@
  * saved as pending.json while a commit is in flight.  JSON lines:
  *
  *   {"type":"run","pipeline":P,"run_id":R,"started_at":T,"source":S,
- *    "format":"jsonl"|"parquet","compression":C,"incremental":B,"replace":B,"full":B}
+ *    "format":"jsonl"|"parquet","compression":C,"incremental":B,"replace":B,"full":B
+ *    [,"compact":true]}                      (dataspoc-pipe compact's run: nothing extracted)
  *   {"type":"file","stream":N,"staged":KEY,"final":KEY,"records":n,"bytes":n[,"version":V]}
  *                                           (any number; version: the records' table version)
  *   {"type":"stream","stream":N,"dir":KEY,"records":n,"schema":{..}|null,"key_properties":[..]|null
@@ -86,6 +87,7 @@ struct plan {
 	int incremental;	/* the pipeline is incremental */
 	int replace;		/* each stream's previous files (of this pipeline) are replaced */
 	int full;		/* run with --full */
+	int compact;		/* dataspoc-pipe compact's: its tables rewritten, nothing extracted */
 
 	struct plan_file *files;
 	size_t nfiles;
