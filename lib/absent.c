@@ -21,8 +21,14 @@ char **absent_props(const char *schema, size_t len)
 		struct sb name = SB_INIT;
 
 		json_string_decode(&k, &name);
-		if (name.len != strlen(name.buf ? name.buf : "") || strcmp(name.buf, ABSENT_MEMBER) == 0) {
-			sb_free(&name);	/* a NUL in it: never matched */
+		/*
+		 * (a NUL in it: never matched; the Singer metadata, _sdc_*, tells
+		 * of the record, not of the row: a record without _sdc_deleted_at
+		 * is no delete, whatever the row was)
+		 */
+		if (name.len != strlen(name.buf ? name.buf : "") || strcmp(name.buf, ABSENT_MEMBER) == 0 ||
+		    strncmp(name.buf, "_sdc_", 5) == 0) {
+			sb_free(&name);
 			continue;
 		}
 		out = xrealloc(out, (n + 2) * sizeof(*out));

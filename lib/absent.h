@@ -19,7 +19,11 @@
 
 #define ABSENT_MEMBER "_dataspoc_absent"
 
-/* The properties JSON Schema schema[0..len) declares, NULL-terminated; NULL when none. */
+/*
+ * The properties JSON Schema schema[0..len) declares, but the Singer
+ * metadata (_sdc_*: of the record, not the row), NULL-terminated; NULL
+ * when none.
+ */
 char **absent_props(const char *schema, size_t len);
 
 /*

@@ -160,6 +160,11 @@ scenario_upsert_deletes() {
 	{"id":"4","name":"di","d":false}
 	{"id":"5","name":"ed","d":true}
 	EOF
+	# sent again without _sdc_deleted_at: no delete any more (metadata is never kept)
+	tap_sends tap-soft <<<'{"id":2,"name":"bo3"}'
+	run -0 --separate-stderr dataspoc-pipe run soft
+	lens soft/users | jq -c 'select(.id == "2") | {id, name, d: (._sdc_deleted_at != null)}' >rows
+	expect_file rows <<<'{"id":"2","name":"bo3","d":false}'
 	manifest_table del/users | jq -c '.stats.total_rows' >m
 	expect_file m <<<3
 }
