@@ -333,7 +333,7 @@ scenario_broken() {
 	# a commit waits for it, then names the command; its run is committed all the same
 	shop_out 1
 	DATASPOC_PIPE_MANIFEST_WAIT=1 run -0 --separate-stderr dataspoc-pipe run shop
-	grep -qxF "pipe-commit: the manifest is locked by run 20260101T000000Z-f0f0f0 (pid 77 on elsewhere.example, since 2026-01-01T00:00:00Z, until $LIVE_UNTIL); if that run is gone, use 'pipe-state unlock -b $(bucket_url)'" <<<"$stderr"
+	grep -qxF "dataspoc-pipe: the manifest is locked by run 20260101T000000Z-f0f0f0 (pid 77 on elsewhere.example, since 2026-01-01T00:00:00Z, until $LIVE_UNTIL); if that run is gone, use 'pipe-state unlock -b $(bucket_url)'" <<<"$stderr"
 	grep -qF "but the manifest was not updated; the next run of 'shop' brings it up to date" <<<"$stderr"
 	last_log shop | jq -r .status >st
 	expect_file st <<<success
