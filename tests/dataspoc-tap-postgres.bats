@@ -801,3 +801,27 @@ for l in sys.stdin:
 	assert_output 'broke 1'
 	pg_sql -d appdb "DROP TABLE other.wide"
 }
+
+@test "a row of 8 MiB lands exact through dataspoc-pipe run: the Parquet value DuckDB reads is the table's" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.huge; CREATE TABLE other.huge(id int primary key, body text);
+		INSERT INTO other.huge VALUES (1, repeat(E'x\\\\y\"é🚀\\n', 1048576)), (2, 'small')"
+	cat >"$DATASPOC_PIPE_HOME/pipelines/huge.yaml" <<-EOF
+	source:
+	  tap: dataspoc-tap-postgres
+	  config: $BATS_TEST_TMPDIR/tap.json
+	  streams: [appdb-other-huge]
+	  metadata:
+	    appdb-other-huge: {replication-method: FULL_TABLE}
+	destination:
+	$(bucket_yaml)
+	  path: raw
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run huge
+	assert_output --partial "Done! 2 records in 1 stream(s)"
+	run -0 node "$BATS_TEST_DIRNAME/clients/parquet-read/duckdb.mjs" sql "SELECT id, md5(body) AS m, length(body) AS n
+		FROM read_parquet('$BUCKET_DIR/raw/**/*.parquet') ORDER BY id"
+	printf '%s\n' "$output" | jq -r '"\(.id)|\(.m)|\(.n)"' >got
+	pg_sql -d appdb "SELECT id, md5(body), length(body) FROM other.huge ORDER BY id" >want
+	diff -u want got
+	pg_sql -d appdb "DROP TABLE other.huge"
+}
