@@ -533,10 +533,14 @@ static int cmd_join(struct ctx *c)
 	all.error = NULL;
 	for (i = 0; i < n; i++) {
 		all.files = xrealloc(all.files, (all.nfiles + p[i].nfiles + 1) * sizeof(*all.files));
-		memcpy(all.files + all.nfiles, p[i].files, p[i].nfiles * sizeof(*all.files));
+		/* (memcpy's source may not be NULL, even for no bytes: a shard of no files) */
+		if (p[i].nfiles)
+			memcpy(all.files + all.nfiles, p[i].files, p[i].nfiles * sizeof(*all.files));
 		all.nfiles += p[i].nfiles;
 		all.replaced = xrealloc(all.replaced, (all.nreplaced + p[i].nreplaced + 1) * sizeof(*all.replaced));
-		memcpy(all.replaced + all.nreplaced, p[i].replaced, p[i].nreplaced * sizeof(*all.replaced));
+		if (p[i].nreplaced)
+			memcpy(all.replaced + all.nreplaced, p[i].replaced,
+			       p[i].nreplaced * sizeof(*all.replaced));
 		all.nreplaced += p[i].nreplaced;
 		for (k = 0; k < p[i].nstreams; k++) {
 			for (m = 0; m < all.nstreams; m++) {
