@@ -150,9 +150,10 @@ install: all
 	install -m 644 $(O)/share/dataspoc-pipe/help/* $(DESTDIR)$(DATADIR)/dataspoc-pipe/help/
 	for s in $(LIBEXEC_SCRIPTS); do install -m $$(test $$s = dataspoc-pipe-sh-setup && echo 644 || echo 755) \
 		$(O)/libexec/dataspoc-pipe/$$s $(DESTDIR)$(LIBEXECDIR)/dataspoc-pipe/$$s; done
+	install -m 755 scripts/lake $(DESTDIR)$(BINDIR)/dataspoc-lake
 
 uninstall:
-	for p in $(notdir $(BINS)); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
+	for p in $(notdir $(BINS)) dataspoc-lake; do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	for m in man/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#man/}; done
 	rm -rf $(DESTDIR)$(DATADIR)/dataspoc-pipe $(DESTDIR)$(LIBEXECDIR)/dataspoc-pipe
 

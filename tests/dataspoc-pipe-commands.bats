@@ -1198,3 +1198,18 @@ dataspoc-pipe.live01"
 	wait "$holder" 2>/dev/null || true
 	rm -rf "$TMPDIR"/dataspoc-pipe.live01 "$TMPDIR"/dataspoc-pipe.fresh1
 }
+
+# --- issue #29, item 20 -----------------------------------------------------------
+
+@test "make install: dataspoc-lake, the lake reader the demo runs, beside dataspoc-pipe" {
+	local top=$BATS_TEST_DIRNAME/.. inst=$BATS_TEST_TMPDIR/inst
+	# (the programs under test are the build's: only the install step runs)
+	make -C "$top" -s install O="${PIPE_BIN%/bin}" DESTDIR="$inst" PREFIX=/usr >make.out 2>&1
+	[ -x "$inst/usr/bin/dataspoc-lake" ]
+	[ -x "$inst/usr/bin/dataspoc-pipe" ]
+	run -0 "$inst/usr/bin/dataspoc-lake" --help
+	assert_line --index 0 --partial "usage: scripts/lake BUCKET"
+	make -C "$top" -s uninstall O="${PIPE_BIN%/bin}" DESTDIR="$inst" PREFIX=/usr >make.out 2>&1
+	[ ! -e "$inst/usr/bin/dataspoc-lake" ]
+}
+

@@ -112,3 +112,25 @@ use_local_lake
 	jq -r '.big // "null"' rows | sort >got
 	diff -u want got
 }
+
+@test "scripts/lake: a text table shows a newline as \\n and a backslash as \\\\, so the two never read alike" {
+	use_tap tap-bs
+	lake_pipeline bs tap-bs false
+	{
+		echo '{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{"id":{"type":"integer"},"s":{"type":"string"}}}}'
+		singer_records t <<<'{"id":1,"s":"a\nb"}
+{"id":2,"s":"a\\nb"}
+{"id":3,"s":"c:\\\\d"}'
+	} >"$FAKE_DIR/tap-bs/out"
+	run -0 --separate-stderr dataspoc-pipe run bs
+	run -0 --separate-stderr "$BATS_TEST_DIRNAME/../scripts/lake" "$(bucket_url)" --sql 'SELECT id, s FROM "bs/t" ORDER BY id'
+	printf '%s\n' "$output" >got
+	cat >want <<-'WANT'
+	id  s
+	--  -------
+	 1  a\nb
+	 2  a\\nb
+	 3  c:\\\\d
+	WANT
+	diff -u want got
+}
