@@ -112,3 +112,14 @@ void cli_usage(const char *usage)
 {
 	fprintf(stderr, "usage: %s\n", usage);
 }
+
+int cli_version(int argc, char **argv)
+{
+	const char *name;
+
+	if (argc != 2 || strcmp(argv[1], "--version") != 0)
+		return 0;
+	name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	printf("%s %s\n", name, PIPE_VERSION);
+	return 1;
+}

@@ -58,4 +58,16 @@ int cli_close_stdout(void);
 /* Print "usage: ..." on stderr. */
 void cli_usage(const char *usage);
 
+/* The version of the toolkit, as dataspoc-pipe --version prints it. */
+#ifndef PIPE_VERSION
+#define PIPE_VERSION "0.1.0"
+#endif
+
+/*
+ * argv is "PROG --version": print "PROG VERSION" (PROG argv[0]'s last
+ * component, whatever name the program speaks under) and return 1, when
+ * the caller exits as after --help; else 0.
+ */
+int cli_version(int argc, char **argv);
+
 #endif

@@ -92,6 +92,21 @@ EOF2
 	assert_equal "$stderr" $'tap line\npipe-tap: not ours now'
 }
 
+@test "the pipe-* programs: PROG --version says the version, as dataspoc-pipe --version does; each help names it" {
+	local p want
+	want=$("$PIPE_BIN/dataspoc-pipe" --version)
+	for p in pipe-state pipe-tap pipe-sink pipe-commit pipe-merge pipe-shard pipe-stages pipe-mcp; do
+		# (under the driver's name too: the version is the program's own)
+		DATASPOC_PIPE_PROG=dataspoc-pipe run -0 --separate-stderr "$PIPE_BIN/$p" --version
+		assert_output "$p ${want#dataspoc-pipe }"
+		assert_equal "$stderr" ""
+	done
+	for p in pipe-state pipe-tap pipe-sink pipe-commit pipe-merge pipe-stages pipe-mcp; do
+		run -0 "$PIPE_BIN/$p" --help
+		assert_line --regexp '^  --version +its version$'
+	done
+}
+
 @test "pipe-stages -v: a tap line longer than the buffer goes whole, where its start went" {
 	export FAKE_TAP='head -c 200000 /dev/zero | tr "\0" x >&2; echo >&2; { printf "pipe-tap: "; head -c 100000 /dev/zero | tr "\0" y; echo; } >&2'
 	run --separate-stderr "$PIPE_BIN/pipe-stages" -v -d "$D" orders

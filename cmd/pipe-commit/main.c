@@ -55,6 +55,7 @@ static const char help_text[] =
 	"  -t TAPLOG    abort: the tap's stderr; its last 20 lines, secrets masked,\n"
 	"               go into the failure log as \"tap_stderr\"\n"
 	"  -h, --help   this help\n"
+	"  --version    its version\n"
 	"  -w FILE      first see whether a process still holds FILE's lock\n"
 	"               (flock(2): the driver's stages, DATASPOC_PIPE_STAGES_FD);\n"
 	"               if one does, exit 3 at once, having read and done nothing\n"
@@ -485,6 +486,8 @@ int main(int argc, char **argv)
 	int c, abort_run = 0, follow = 0, bad, parsed = 0, ret = CLI_FAILED;
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

@@ -42,6 +42,7 @@ static const char help_text[] =
 	"                  answers it (JSON, secrets masked) and exit\n"
 	"  -r, --read-only serve without run_pipeline\n"
 	"  -h, --help      this help\n"
+	"  --version       its version\n"
 	"\n"
 	"Exit status: 0 the session ended, 1 it failed (stdout could not be\n"
 	"written), 2 bad usage or an unknown pipeline (-p); killed by the signal\n"
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
 	int opt, list = 0, read_only = 0;
 
 	err_init(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	while ((opt = getopt_long(argc, argv, "hlp:r", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':

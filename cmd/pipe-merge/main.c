@@ -51,6 +51,7 @@ static const char help_text[] =
 	"               into files of max_file_size, row for row; no state\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -h, --help   this help\n"
+	"  --version    its version\n"
 	"  -o FILE      write the plan to FILE (replaced once whole) instead of\n"
 	"               stdout; left as it was when the merge fails\n"
 	"  -r RUN_ID    -C: the run's id (default $DATASPOC_RUN_ID)\n"
@@ -108,6 +109,8 @@ int main(int argc, char **argv)
 	int c, compact = 0, bad, ret = CLI_FAILED;
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

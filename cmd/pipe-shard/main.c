@@ -607,6 +607,8 @@ int main(int argc, char **argv)
 	int opt, bad, ret = CLI_USAGE;
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

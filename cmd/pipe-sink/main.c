@@ -62,6 +62,7 @@ static const char help_text[] =
 	"  -q           no progress on stderr\n"
 	"  -r RUN_ID    the run's id (default $DATASPOC_RUN_ID, else a new one)\n"
 	"  -h, --help   this help\n"
+	"  --version    its version\n"
 	"\n"
 	"Exit status: 0 the plan ends in success, 1 it ends in failure, 2 bad\n"
 	"usage or config.\n";
@@ -107,6 +108,8 @@ int main(int argc, char **argv)
 	int c, bad, check = 0, ret = CLI_FAILED;
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	memset(&cfg, 0, sizeof(cfg));

@@ -47,6 +47,7 @@ static const char help_text[] =
 	"  -d DIR       the run's private folder (required)\n"
 	"  -f           pipe-sink -f (a full extraction)\n"
 	"  -h, --help   this help\n"
+	"  --version    its version\n"
 	"  -k           checkpoints: ... | pipe-sink NAME | pipe-commit -k NAME > DIR/plan\n"
 	"  -v           pipe-tap -v; of pipe-tap's stderr, its own lines (\"pipe-tap: ...\")\n"
 	"               go to DIR/check.err, the tap's to this stderr\n"
@@ -249,6 +250,8 @@ int main(int argc, char **argv)
 	char *paths[4];
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	while ((c = getopt_long(argc, argv, "+c:d:fhkv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':

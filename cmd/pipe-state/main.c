@@ -113,7 +113,8 @@ static const char help_options[] =
 	"               true when source.metadata splits a stream across shards);\n"
 	"               nothing when it is not set\n"
 	"  -r RUN_ID    get: the run's id (default $DATASPOC_RUN_ID)\n"
-	"  -h, --help   this help\n";
+	"  -h, --help   this help\n"
+	"  --version    its version\n";
 
 /* (apart: one string may be at most 4095 bytes in C99) */
 static const char help_exit[] =
@@ -865,6 +866,8 @@ int main(int argc, char **argv)
 	int opt, force = 0, have_n = 0, bad, ret = CLI_USAGE, nargs;
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	cli_die_with_driver();

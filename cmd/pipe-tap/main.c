@@ -72,6 +72,7 @@ static const char help_text[] =
 	"  --refresh-catalog  run the tap's discovery and --about again, even when\n"
 	"              their answers are cached beside the pipeline\n"
 	"  -h, --help  this help\n"
+	"  --version   its version\n"
 	"\n"
 	"Exit status: the tap's own; 128+n when it was killed by signal n; 126 it\n"
 	"cannot run; 127 not found; 2 bad usage or config.\n";
@@ -110,6 +111,8 @@ int main(int argc, char **argv)
 	int c, ret, said = -1;
 
 	err_init_stage(argv[0]);
+	if (cli_version(argc, argv))
+		return cli_close_stdout() == 0 ? CLI_OK : CLI_FAILED;
 	if (cli_lock_run() != 0)
 		return CLI_FAILED;
 	/* (linked statically: no getpwuid(3), cmd/pipe-tap/build.mk) */
