@@ -65,8 +65,8 @@ usage_of() {
        dataspoc-pipe run NAME --hold --run-id ID" ;;
 	commit) say "usage: dataspoc-pipe commit NAME --run-id ID [--wait SECONDS]" ;;
 	compact) say "usage: dataspoc-pipe compact NAME [STREAM]" ;;
-	status) say "usage: dataspoc-pipe status [--output text|json] [NAME...]" ;;
-	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME" ;;
+	status) say "usage: dataspoc-pipe status [--output text|json] [NAME... | -c FILE.yaml]" ;;
+	logs) say "usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME | -c FILE.yaml" ;;
 	validate) say "usage: dataspoc-pipe validate [--output text|json] [NAME...]" ;;
 	manifest) say "usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml" ;;
 	mcp) say "usage: dataspoc-pipe mcp [--read-only]" ;;
@@ -107,7 +107,8 @@ new_run_id() {
 # The first message of a program's stderr file that is not a warning,
 # without its "prog: " (the pipe-* programs speak as dataspoc-pipe).
 first_error() {
-	grep -v -e '^[a-z-]*: warning: ' -e '^[[:space:]]*|' "$1" | sed -n '1{s/^pipe-[a-z]*: //;p;}'
+	grep -v -e '^[a-z-]*: warning: ' -e '^[[:space:]]*|' "$1" |
+		sed -n '1{s/^pipe-[a-z]*: //;s/^dataspoc-pipe: //;p;}'
 }
 
 # The error of a plan's end line (the JSON string's \" and \\ undone).
@@ -744,8 +745,8 @@ usage: $prog init
        $prog run NAME --hold --run-id ID
        $prog commit NAME --run-id ID [--wait SECONDS]
        $prog compact NAME [STREAM]
-       $prog status [--output text|json] [NAME...]
-       $prog logs [-n K] [--output text|json|jsonl] NAME
+       $prog status [--output text|json] [NAME... | -c FILE.yaml]
+       $prog logs [-n K] [--output text|json|jsonl] NAME | -c FILE.yaml
        $prog validate [--output text|json] [NAME...]
        $prog manifest [--output text|json] BUCKET | -c FILE.yaml
        $prog schedule install|remove|list [NAME...]
@@ -913,11 +914,14 @@ output_flag() {
 }
 
 cmd_status() {
-	fmt=text fmt_set=
+	fmt=text fmt_set= file=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--output | -o) [ $# -ge 2 ] || usage status "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
 		--output=*) fmt=${1#*=} fmt_set=1 ;;
+		-c) [ $# -ge 2 ] || usage status "option '-c' needs a file"
+			[ -z "$file" ] || usage status "-c is given once"
+			file=$2; shift ;;
 		-h | --help) show_help status; exit 0 ;;
 		--) shift; break ;;
 		-*) usage status "unknown option '$1'" ;;
@@ -925,28 +929,35 @@ cmd_status() {
 		esac
 		shift
 	done
+	[ -z "$file" ] || [ $# -eq 0 ] || usage status "give NAMEs or -c FILE.yaml, not both"
 	[ -z "$fmt_set" ] || output_flag status "$fmt"
+	[ -z "$file" ] || exec pipe-state status -o "$fmt" -c "$file"
 	exec pipe-state status -o "$fmt" "$@"
 }
 
 cmd_logs() {
-	fmt=text fmt_set= n= n_set= name=
+	fmt=text fmt_set= n= n_set= name= file=
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--output | -o) [ $# -ge 2 ] || usage logs "option '$1' needs a format"; fmt=$2 fmt_set=1; shift ;;
 		--output=*) fmt=${1#*=} fmt_set=1 ;;
 		-n) [ $# -ge 2 ] || usage logs "option '-n' needs a number"; n=$2 n_set=1; shift ;;
 		-n*) n=${1#-n} n_set=1 ;;
+		-c) [ $# -ge 2 ] || usage logs "option '-c' needs a file"
+			[ -z "$file" ] || usage logs "-c is given once"
+			file=$2; shift ;;
 		-h | --help) show_help logs; exit 0 ;;
 		-*) usage logs "unknown option '$1'" ;;
 		*) [ -z "$name" ] || usage logs "unexpected argument '$1'"; name=$1 ;;
 		esac
 		shift
 	done
-	[ -n "$name" ] || usage logs "a pipeline NAME is required"
+	[ -z "$name" ] || [ -z "$file" ] || usage logs "give a NAME or -c FILE.yaml, not both"
+	[ -n "$name$file" ] || usage logs "a pipeline NAME (or -c FILE.yaml) is required"
 	[ -z "$fmt_set" ] || output_flag logs "$fmt"
 	# (no -n: --output json prints the newest log as one object, as the
 	# Python tool does; -n K: a list)
+	[ -z "$file" ] || exec pipe-state logs ${n_set:+-n "$n"} -o "$fmt" -c "$file"
 	exec pipe-state logs ${n_set:+-n "$n"} -o "$fmt" "$name"
 }
 

@@ -660,11 +660,11 @@ broken    -         error          -        -"
 	run -2 --separate-stderr dataspoc-pipe logs --output csv fails
 	assert_equal "$stderr" "dataspoc-pipe: logs: unknown output format 'csv' (use text json jsonl)"
 	run -2 --separate-stderr dataspoc-pipe logs
-	assert_stderr "dataspoc-pipe: logs: a pipeline NAME is required
-usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME"
+	assert_stderr "dataspoc-pipe: logs: a pipeline NAME (or -c FILE.yaml) is required
+usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME | -c FILE.yaml"
 	run -2 --separate-stderr dataspoc-pipe logs a b
 	assert_stderr "dataspoc-pipe: logs: unexpected argument 'b'
-usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME"
+usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME | -c FILE.yaml"
 }
 
 # --- validate ---------------------------------------------------------------------
@@ -1200,6 +1200,29 @@ dataspoc-pipe.live01"
 }
 
 # --- issue #29, item 20 -----------------------------------------------------------
+
+@test "status -c FILE and logs -c FILE: the pipeline of a file, as run -c runs it" {
+	write_pipeline alpha cmdtap-ok
+	mv "$HOMEDIR/pipelines/alpha.yaml" alpha.yaml
+	run -0 dataspoc-pipe run -c alpha.yaml
+	run -0 --separate-stderr dataspoc-pipe status -c alpha.yaml
+	assert_line --index 0 --regexp '^PIPELINE +LAST RUN +STATUS +DURATION +RECORDS$'
+	assert_line --index 1 --regexp '^alpha +[0-9T:-]+Z +success +[0-9]+s +3$'
+	run -0 --separate-stderr dataspoc-pipe status -c alpha.yaml --output json
+	run -0 jq -c '[.[] | [.name, .status, .records]]' <<<"$output"
+	assert_output '[["alpha","success",3]]'
+	run -0 --separate-stderr dataspoc-pipe logs -c alpha.yaml --output json
+	run -0 jq -c '.status' <<<"$output"
+	assert_output '"success"'
+	run -0 --separate-stderr dataspoc-pipe logs -n 2 -c alpha.yaml --output json
+	run -0 jq -c '[.[] | .status]' <<<"$output"
+	assert_output '["success"]'
+	run -2 --separate-stderr dataspoc-pipe logs alpha -c alpha.yaml
+	assert_stderr "dataspoc-pipe: logs: give a NAME or -c FILE.yaml, not both
+usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME | -c FILE.yaml"
+	run -2 --separate-stderr dataspoc-pipe status -c nope.yaml
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: cannot open 'nope.yaml': No such file or directory"
+}
 
 @test "make install: dataspoc-lake, the lake reader the demo runs, beside dataspoc-pipe" {
 	local top=$BATS_TEST_DIRNAME/.. inst=$BATS_TEST_TMPDIR/inst

@@ -84,7 +84,7 @@ $run_usage"
 usage: dataspoc-pipe init"
 	run -2 --separate-stderr dataspoc-pipe status --output
 	assert_stderr "dataspoc-pipe: status: option '--output' needs a format
-usage: dataspoc-pipe status [--output text|json] [NAME...]"
+usage: dataspoc-pipe status [--output text|json] [NAME... | -c FILE.yaml]"
 	run -2 --separate-stderr dataspoc-pipe validate -q
 	assert_stderr "dataspoc-pipe: validate: unknown option '-q'
 usage: dataspoc-pipe validate [--output text|json] [NAME...]"

@@ -104,7 +104,8 @@ put_manifest() {
 	assert_equal "$stderr" "$usage"
 	run -2 --separate-stderr pipe-state manifest -b "$(bucket_url)" shop
 	assert_equal "$stderr" "$usage"
-	run -2 --separate-stderr pipe-state status -c "$HOMEDIR/pipelines/shop.yaml"
+	# (status -c FILE is one pipeline by its file: with NAMEs too, no)
+	run -2 --separate-stderr pipe-state status -c "$HOMEDIR/pipelines/shop.yaml" shop
 	assert_equal "$stderr" "$usage"
 	run -2 --separate-stderr pipe-state logs shop other
 	assert_equal "$stderr" "$usage"

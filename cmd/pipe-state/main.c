@@ -43,7 +43,7 @@ static const char help_text[] =
 	"usage: pipe-state COMMAND [options] NAME\n"
 	"       pipe-state COMMAND [options] -c FILE.yaml\n"
 	"       pipe-state list|unlock|manifest|probe [options] -b BUCKET\n"
-	"       pipe-state status [-o table|json] [NAME...]\n"
+	"       pipe-state status [-o table|json] [NAME... | -c FILE.yaml]\n"
 	"       pipe-state validate [-o text|json] [NAME...]\n"
 	"\n"
 	"The saved Singer state of a pipeline, kept in its bucket at\n"
@@ -364,15 +364,18 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 	return CLI_OK;
 }
 
-static int cmd_status(char **names, size_t n, enum format fmt)
+/* status NAME... (none: every pipeline), or status -c FILE (file: one pipeline, by its file) */
+static int cmd_status(char **names, size_t n, const char *file, enum format fmt)
 {
 	struct report_status *rows;
-	char **all = NULL, ***logs, **why, **local;
+	char **all = NULL, ***logs, **why, **local, *file_name = NULL;
 	struct sb out = SB_INIT;
 	size_t i, nlogs;
 	int ret = CLI_OK, unknown = 0, missing;
 
-	if (n == 0) {
+	if (file) {
+		n = 1;
+	} else if (n == 0) {
 		if (config_pipelines(&all, &n) != 0)
 			return CLI_FAILED;
 		names = all;
@@ -394,9 +397,17 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 		char *context, said[1024];
 		unsigned long mark = err_said();
 
-		rows[i].name = names[i];
+		rows[i].name = file ? file : names[i];
 		rows[i].error = 1;
-		if (config_load_name(names[i], &cfg) != 0) {
+		if (file) {
+			if (config_load_file(file, &cfg) != 0) {
+				unknown = 1;
+				if (err_said() != mark && err_last(said, sizeof(said)) == 0)
+					rows[i].why = why[i] = xstrdup(said);
+				continue;
+			}
+			rows[i].name = file_name = xstrdup(cfg.name);
+		} else if (config_load_name(names[i], &cfg) != 0) {
 			free(config_pipeline_file(names[i], &missing));
 			unknown |= missing;
 			/* the reason, for JSON readers (MCP's pipeline_status) too */
@@ -437,6 +448,7 @@ static int cmd_status(char **names, size_t n, enum format fmt)
 	free(local);
 	free(logs);
 	free(rows);
+	free(file_name);
 	sb_free(&out);
 	util_strv_free(all);
 	return ret;
@@ -630,6 +642,7 @@ struct ctx {
 	struct bucket *b;
 	const char *bucket, *key, *run_id;
 	char **names;		/* the NAMEs of status, validate, check-name */
+	const char *file;	/* status -c FILE */
 	size_t nnames;
 	enum format fmt;
 	unsigned long max;
@@ -656,7 +669,7 @@ static int run_logs(struct ctx *c)
 
 static int run_status(struct ctx *c)
 {
-	return cmd_status(c->names, c->nnames, c->fmt);
+	return cmd_status(c->names, c->nnames, c->file, c->fmt);
 }
 
 static int run_validate(struct ctx *c)
@@ -792,6 +805,7 @@ static int run_file(struct ctx *c)
 #define NO_PIPELINE	0x10	/* neither NAME nor -c */
 #define NO_BUCKET	0x20	/* the pipeline's bucket is not opened */
 #define NEEDS_FORCE	0x40	/* --force */
+#define OR_FILE		0x80	/* with TAKES_NAMES: or -c FILE alone */
 
 static const struct command {
 	const char *name;
@@ -805,7 +819,7 @@ static const struct command {
 	{ "list", TAKES_BUCKET, run_list },
 	{ "unlock", TAKES_BUCKET, run_unlock },
 	{ "logs", TAKES_COUNT, run_logs },
-	{ "status", TAKES_NAMES | NO_BUCKET, run_status },
+	{ "status", TAKES_NAMES | OR_FILE | NO_BUCKET, run_status },
 	{ "manifest", TAKES_BUCKET, run_manifest },
 	{ "check", TAKES_BUCKET | TAKES_KEY | NO_BUCKET, run_check },
 	{ "probe", TAKES_BUCKET, run_probe },
@@ -945,7 +959,7 @@ int main(int argc, char **argv)
 	if ((c.bucket && !(flags & TAKES_BUCKET)) || (c.key && !(flags & TAKES_KEY)) ||
 	    (c.bucket && c.key) || (have_n && !(flags & TAKES_COUNT)) ||
 	    (c.bucket && (file || nargs > 0)) ||
-	    ((flags & TAKES_NAMES) ? file != NULL : nargs > 1) ||
+	    ((flags & TAKES_NAMES) ? file != NULL && (!(flags & OR_FILE) || nargs > 0) : nargs > 1) ||
 	    ((flags & NO_PIPELINE) && (file || nargs > 0)) ||
 	    (id_file && (run_arg || strcmp(c.cmd, "get") != 0))) {
 		cli_usage(usage_line);
@@ -981,6 +995,7 @@ int main(int argc, char **argv)
 	if (flags & TAKES_NAMES) {
 		c.names = argv + optind;
 		c.nnames = (size_t)nargs;
+		c.file = file;
 	} else if (!(flags & NO_PIPELINE) && c.bucket == NULL &&
 		   cli_load_config(file, nargs > 0 ? argv[optind] : NULL, &c.cfg) != 0) {
 		return CLI_USAGE;
