@@ -1201,6 +1201,26 @@ dataspoc-pipe.live01"
 
 # --- issue #29, item 20 -----------------------------------------------------------
 
+@test "add: a tap that ignores --about and extracts is stopped after 3 s, and nothing of it is shown" {
+	cat >"$BATS_TEST_TMPDIR/bin/tap-slow-about" <<-SH
+	#!/bin/sh
+	# (an extraction, whatever the arguments: how long it was let run is noted)
+	date +%s >"$BATS_TEST_TMPDIR/about-start"
+	trap 'date +%s >"$BATS_TEST_TMPDIR/about-end"; exit 143' TERM
+	echo '{"type":"RECORD","stream":"s","record":{"n":1}}'
+	sleep 30 &
+	wait
+	SH
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-slow-about"
+	printf '%s\n' tap-slow-about "" "$(bucket_url)" "" "" "" "" >answers
+	run -0 --separate-stderr dataspoc-pipe add slow <answers
+	refute_line --partial "says:"
+	[[ $stderr != *RECORD* ]]
+	# stopped by SIGTERM at 3 s (it was let run 10 s)
+	[ -s "$BATS_TEST_TMPDIR/about-end" ]
+	[ $(($(cat "$BATS_TEST_TMPDIR/about-end") - $(cat "$BATS_TEST_TMPDIR/about-start"))) -le 5 ]
+}
+
 @test "status -c FILE and logs -c FILE: the pipeline of a file, as run -c runs it" {
 	write_pipeline alpha cmdtap-ok
 	mv "$HOMEDIR/pipelines/alpha.yaml" alpha.yaml
