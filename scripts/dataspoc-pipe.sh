@@ -377,7 +377,12 @@ run_pipeline() {
 	trap 'signal=TERM; [ -n "$job" ] && kill -s TERM -- "-$job" 2>/dev/null' TERM
 	trap 'signal=HUP; [ -n "$job" ] && kill -s HUP -- "-$job" 2>/dev/null' HUP
 
-	say "Running: $label"
+	# (run --timestamps: the run's id, which the lines after it carry)
+	if [ -n "${DATASPOC_PIPE_TIMESTAMPS:-}" ]; then
+		say "Running: $label (run $run_id)"
+	else
+		say "Running: $label"
+	fi
 	# (its stderr goes to check.err, whose words have been said: a file
 	# made already, not one more to make and remove, issue #14)
 	if [ -n "$shard" ]; then
@@ -638,7 +643,34 @@ run_shards() {
 	exit $_rc
 }
 
+# stamp: each line of stdin with the UTC time it came and the id of the
+# run it belongs to ("-" before the run's "Running: NAME (run ID)" line),
+# for a log no one watches: cron's (run --timestamps, issue #29).
+stamp() {
+	_id=-
+	while IFS= read -r _l || [ -n "$_l" ]; do
+		case $_l in
+		'Running: '*' (run '*')') _id=${_l##*(run } _id=${_id%)} ;;
+		esac
+		printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$_id" "$_l"
+	done
+}
+
 cmd_run() {
+	# --timestamps: the same run, its stdout and stderr one stream, each
+	# line stamped; the run's exit status (the driver again, so that every
+	# program's words go through the stamp, said as they come)
+	case " $* " in
+	*' --timestamps '*)
+		for _a; do
+			shift
+			[ "$_a" = --timestamps ] || set -- "$@" "$_a"
+		done
+		exec 4>&1
+		_rc=$( { { DATASPOC_PIPE_TIMESTAMPS=1 "$self" run "$@" 2>&1 3>&- 4>&-; echo $? >&3; } |
+			stamp >&4; } 3>&1 )
+		exit "${_rc:-1}" ;;
+	esac
 	full=0 verbose=0 file= name= all=0 jobs= shard= shard_run= shards= plan=0 hold=0
 	while [ $# -gt 0 ]; do
 		case $1 in

@@ -983,8 +983,31 @@ usage: dataspoc-pipe manifest [--output text|json] BUCKET | -c FILE.yaml"
 
 # --- schedule ---------------------------------------------------------------------
 
+@test "run --timestamps: each line with the UTC time and the run's id, stdout and stderr as one; the run's exit status" {
+	write_pipeline alpha cmdtap-ok
+	run -0 --separate-stderr dataspoc-pipe run --timestamps alpha
+	assert_equal "$stderr" ""
+	local rid
+	rid=$(run_ids alpha | tail -n 1)
+	[ -n "$rid" ]
+	local t='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
+	assert_line --index 0 --regexp "^$t $rid Running: alpha \\(run $rid\\)\$"
+	assert_line --regexp "^$t $rid Done! 3 records in 1 stream\\(s\\)\$"
+	# every line stamped
+	run -1 grep -c -v -E "^$t $rid " <<<"$output"
+	assert_output 0
+	# a failure: its words on the same stream, its status
+	write_pipeline beta cmdtap-fail
+	run -1 --separate-stderr dataspoc-pipe run --timestamps beta
+	assert_equal "$stderr" ""
+	assert_line --regexp "^$t [0-9TZa-f-]+ dataspoc-pipe: run 'beta' failed: "
+	# before the run has an id: '-'
+	run -2 --separate-stderr dataspoc-pipe run --timestamps nosuch
+	assert_output --regexp "^$t - dataspoc-pipe: no pipeline 'nosuch' "
+}
+
 entry() {	# NAME CRON
-	printf '%s flock -n %s %s run %s >>%s 2>&1  # dataspoc-pipe:%s\n' "$2" \
+	printf '%s flock -n %s %s run --timestamps %s >>%s 2>&1  # dataspoc-pipe:%s\n' "$2" \
 		"$HOMEDIR/locks/$1.lock" "$SELF" "$1" "$HOMEDIR/logs/$1.log" "$1"
 }
 
@@ -1129,7 +1152,7 @@ dataspoc-pipe: schedule: crontab left unchanged"
 	add_cron alpha "@hourly"
 	run -0 dataspoc-pipe schedule install
 	run -0 cat "$FAKE_CRONTAB"
-	assert_output "@hourly DATASPOC_PIPE_HOME='$DATASPOC_PIPE_HOME' flock -n '$DATASPOC_PIPE_HOME/locks/alpha.lock' $SELF run alpha >>'$DATASPOC_PIPE_HOME/logs/alpha.log' 2>&1  # dataspoc-pipe:alpha"
+	assert_output "@hourly DATASPOC_PIPE_HOME='$DATASPOC_PIPE_HOME' flock -n '$DATASPOC_PIPE_HOME/locks/alpha.lock' $SELF run --timestamps alpha >>'$DATASPOC_PIPE_HOME/logs/alpha.log' 2>&1  # dataspoc-pipe:alpha"
 	: >"$FAKE_CRONTAB.broken"
 	run -1 --separate-stderr dataspoc-pipe schedule list
 	assert_equal "$stderr" "dataspoc-pipe: schedule: crontab -l failed: crontab: cannot connect to cron"
@@ -1162,7 +1185,7 @@ usage: dataspoc-pipe schedule install|remove|list [NAME...]"
 	add_cron alpha "@hourly"
 	run -0 dataspoc-pipe schedule install
 	run -0 cat "$FAKE_CRONTAB"
-	assert_output "@hourly DATASPOC_PIPE_HOME=$PWD/home2 flock -n $PWD/home2/locks/alpha.lock $SELF run alpha >>$PWD/home2/logs/alpha.log 2>&1  # dataspoc-pipe:alpha"
+	assert_output "@hourly DATASPOC_PIPE_HOME=$PWD/home2 flock -n $PWD/home2/locks/alpha.lock $SELF run --timestamps alpha >>$PWD/home2/logs/alpha.log 2>&1  # dataspoc-pipe:alpha"
 	[ -d "$PWD/home2/locks" ]
 	# the entry is the same from any folder, so a second install changes nothing
 	mkdir elsewhere
