@@ -383,6 +383,26 @@ json.dump(s, open("s1x.json", "w"))' "$x"
 	done
 }
 
+@test "a change with a value over 1 MiB is written out in pieces and is exact, both plugins" {
+	M=1048576
+	for plugin in wal2json pgoutput; do
+		pg_sql -d appdb "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots" >/dev/null
+		log_config c.json "\"logical_plugin\": \"$plugin\""
+		"$TAP" --config c.json --properties props.json >r1.jsonl
+		last_state r1.jsonl >s1.json
+		pg_sql -d appdb "UPDATE customers SET name = repeat('a', $M - 2) || '🚀' || repeat(E'é\"\\\\\\n\\t', 300000) WHERE id = 1;
+			DELETE FROM customers WHERE id = 100; INSERT INTO customers(id, name) VALUES (100, repeat('b', 3 * $M))"
+		"$TAP" --config c.json --properties props.json --state s1.json >r2.jsonl
+		grep '"type": "RECORD"' r2.jsonl | python3 -c 'import hashlib, json, sys
+for l in sys.stdin:
+    r = json.loads(l)["record"]
+    if not r["_sdc_deleted_at"]:
+        print("%d|%s|%d" % (r["id"], hashlib.md5(r["name"].encode()).hexdigest(), len(r["name"])))' >got
+		pg_sql -d appdb "SELECT id, md5(name), length(name) FROM customers WHERE id IN (1, 100) ORDER BY id" >want
+		diff -u want got
+	done
+}
+
 @test "debug_lsn: _sdc_lsn in the records and the schema" {
 	log_config c.json '"debug_lsn": "true"'
 	"$TAP" --config c.json --properties props.json >r1.jsonl

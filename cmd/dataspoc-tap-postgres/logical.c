@@ -46,6 +46,8 @@
 #define STATE_MS 1000
 /* Output is written in pieces of at least this size. */
 #define OUT_CHUNK (256 * 1024)
+/* A string value longer than this is written out a piece of this size at a time (as sync.c). */
+#define BIG_VALUE (1024 * 1024)
 /* A status update to the server at least this often (wal_sender_timeout is 60 s). */
 #define STATUS_MS 10000
 /* With nothing coming and the server's position still, it has nothing more to send. */
@@ -698,10 +700,32 @@ static void ensure_vals(struct ldb *d, size_t n)
 	d->olds = xrealloc(d->olds, d->cap * sizeof(*d->olds));
 }
 
-static void put_value(struct sb *out, const struct lcol *c, const struct cval *v)
+/*
+ * A value as value_json() prints it; a string over BIG_VALUE written out a
+ * piece at a time as it is printed (nothing after it in the record can fail),
+ * so that a huge value is not held again whole as JSON text.
+ */
+static void put_value(struct ldb *d, const struct lcol *c, const struct cval *v)
 {
-	value_json(out, c->kind, c->array, v->st == V_VAL ? v->p : "", v->st == V_VAL ? v->len : 0,
-		   v->st != V_VAL);
+	struct sb *out = &d->t->out;
+	const char *f = v->p;
+	size_t len = v->len;
+
+	if (v->st != V_VAL || len <= BIG_VALUE || c->kind != K_STRING || c->array) {
+		value_json(out, c->kind, c->array, v->st == V_VAL ? v->p : "", v->st == V_VAL ? v->len : 0,
+			   v->st != V_VAL);
+		return;
+	}
+	sb_addc(out, '"');
+	while (len) {
+		size_t cut = utf8_cut(f, len, BIG_VALUE);
+
+		py_quote_body(out, f, cut);
+		f += cut;
+		len -= cut;
+		flush_out(d->t, 0);	/* (a failed write is seen at the record's end) */
+	}
+	sb_addc(out, '"');
 }
 
 /* One RECORD: an insert or update (del 0: the selected columns there) or a delete (the key's). */
@@ -729,7 +753,7 @@ static void put_record(struct ldb *d, struct lrel *r, const struct cval *v, int 
 			sb_add(out, ", ", 2);
 		py_quotes(out, c->name);
 		sb_add(out, ": ", 2);
-		put_value(out, c, &v[i]);
+		put_value(d, c, &v[i]);
 	}
 	if (n)
 		sb_add(out, ", ", 2);
