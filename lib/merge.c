@@ -835,17 +835,39 @@ static int out_close(struct stream_merge *m)
  * last (a bound is in one file).  RESTART when a column had to widen in a
  * file with rows.
  */
-static int out_row(struct stream_merge *m, const char *key, size_t klen, const char *rec, size_t len)
+/* The output file a row of key goes to, open. */
+static int out_prepare(struct stream_merge *m, const char *key, size_t klen)
 {
-	struct json_span span = { rec, len, JSON_OBJECT };
 	size_t t = klen < m->tlen ? klen : m->tlen;
-	struct pq_fail f;
-	int r;
 
 	if (m->pw && m->rows >= (unsigned long long)m->limit && cmp_bytes(key, t, m->omax.buf, m->omax.len) != 0 &&
 	    out_close(m) != 0)
 		return -1;
 	if (m->pw == NULL && out_open(m) != 0)
+		return -1;
+	return 0;
+}
+
+/* A row of key added: the output's bounds. */
+static void out_added(struct stream_merge *m, const char *key, size_t klen)
+{
+	size_t t = klen < m->tlen ? klen : m->tlen;
+
+	if (m->rows++ == 0) {
+		sb_reset(&m->omin);
+		sb_add(&m->omin, key, t);
+	}
+	sb_reset(&m->omax);
+	sb_add(&m->omax, key, t);
+}
+
+static int out_row(struct stream_merge *m, const char *key, size_t klen, const char *rec, size_t len)
+{
+	struct json_span span = { rec, len, JSON_OBJECT };
+	struct pq_fail f;
+	int r;
+
+	if (out_prepare(m, key, klen) != 0)
 		return -1;
 	for (;;) {
 		r = pq_writer_add(m->pw, &span, &f);
@@ -862,12 +884,7 @@ static int out_row(struct stream_merge *m, const char *key, size_t klen, const c
 		if (pq_writer_rows(m->pw) > 0)
 			return RESTART;
 	}
-	if (m->rows++ == 0) {
-		sb_reset(&m->omin);
-		sb_add(&m->omin, key, t);
-	}
-	sb_reset(&m->omax);
-	sb_add(&m->omax, key, t);
+	out_added(m, key, klen);
 	return 0;
 }
 
@@ -895,20 +912,80 @@ static void out_undo(struct stream_merge *m)
 struct oldfile {
 	struct reader r;
 	const struct tfile *t;
-	int have;		/* a row is in r.rec, its order key in key */
-	struct sb key, prev;
+	int have;		/* a row is read, its order key in key */
+	int full;		/* ... and r.rec holds it as a record */
+	int typed;		/* its columns are all the schema's: rows copied value by value (out_copy()) */
+	size_t *col;		/* each column's in the schema (SIZE_MAX: none, the extra column) */
+	struct sb key, prev, json;
+	struct jcell { size_t i, j, off, len; } *jc;	/* out_copy()'s values given as JSON */
 };
+
+/* The current row's key into r->key, from its key columns alone (see reader_row()). */
+static int reader_key(struct reader *r, char *const *names, size_t n, const char **missing)
+{
+	size_t i, j, len;
+	const char *v;
+	uint32_t l32;
+	int num;
+
+	sb_reset(&r->key);
+	*missing = NULL;
+	for (i = 0; i < n; i++) {
+		sb_reset(&r->val);
+		if (r->keycol[i] == SIZE_MAX || pq_read_value_json(r->f, r->keycol[i], &r->val) != 0 ||
+		    (r->val.len == 4 && memcmp(r->val.buf, "null", 4) == 0)) {
+			*missing = names[i];
+			return 0;
+		}
+		v = r->val.buf;
+		len = r->val.len;
+		num = len > 2 && v[0] == '"';
+		for (j = 1; num && j + 1 < len; j++)
+			num = strchr("-+0123456789.eE", v[j]) != NULL && v[j] != '\0';
+		if (num) {
+			v++;
+			len -= 2;
+		}
+		l32 = (uint32_t)len;
+		sb_add(&r->key, &l32, sizeof(l32));
+		sb_add(&r->key, v, len);
+	}
+	return 0;
+}
+
+/* The open old file's row as a record in r.rec. */
+static int old_record(struct stream_merge *m, struct oldfile *o)
+{
+	const char *missing;
+	int deleted;
+
+	if (o->full)
+		return 0;
+	if (reader_row(&o->r, m->names, m->nnames, &missing, &deleted) != 0)
+		return -1;
+	o->full = 1;
+	return 0;
+}
 
 static int old_next(struct stream_merge *m, struct oldfile *o)
 {
 	const char *missing;
+	const unsigned char *p;
+	size_t len;
 	int deleted, n = pq_read_next_row(o->r.f);
 
-	o->have = 0;
+	o->have = o->full = 0;
 	if (n <= 0)
 		return n;
-	if (reader_row(&o->r, m->names, m->nnames, &missing, &deleted) != 0)
-		return -1;
+	if (o->typed && (o->r.extra == SIZE_MAX || pq_read_value_raw(o->r.f, o->r.extra, &p, &len) == 1)) {
+		/* the key alone: the row is copied value by value */
+		if (reader_key(&o->r, m->names, m->nnames, &missing) != 0)
+			return -1;
+	} else {
+		if (reader_row(&o->r, m->names, m->nnames, &missing, &deleted) != 0)
+			return -1;
+		o->full = 1;
+	}
 	if (missing) {
 		err_msg("'%s': a row without its key property '%s'", o->t->key, missing);
 		return -1;
@@ -934,7 +1011,144 @@ static int old_open(struct stream_merge *m, struct tfile *t, struct oldfile *o)
 	t->touched = 1;
 	if (reader_open(m->b, t->key, m->names, m->nnames, m->extra, &o->r) != 0)
 		return -1;
+	/* each column's in the schema, by name: a column it lacks is the extra column's, copied as JSON */
+	{
+		size_t i, j, nc = pq_read_ncolumns(o->r.f);
+
+		free(o->col);
+		free(o->jc);
+		o->col = xcalloc(nc + 1, sizeof(*o->col));
+		o->jc = xcalloc(nc + 1, sizeof(*o->jc));
+		o->typed = 1;
+		for (i = 0; i < nc; i++) {
+			const struct pq_read_column *c = pq_read_column(o->r.f, i);
+
+			o->col[i] = SIZE_MAX;
+			if (c->unsupported || i == o->r.extra)
+				continue;
+			for (j = 0; j < m->schema->n && o->col[i] == SIZE_MAX; j++)
+				if (!m->schema->cols[j].extra && m->schema->cols[j].name_len == c->name_len &&
+				    memcmp(m->schema->cols[j].name, c->name, c->name_len) == 0)
+					o->col[i] = j;
+			if (o->col[i] == SIZE_MAX)
+				o->typed = 0;
+		}
+	}
 	return old_next(m, o) < 0 ? -1 : 0;
+}
+
+static uint64_t le_bytes(const unsigned char *p, size_t n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+/*
+ * The open old file's row into the output value by value, not as JSON
+ * text: a value of the type its column has in the schema as it is, any
+ * other as JSON (parsed as a record's would be).  A value that needs its
+ * column widened sends the row as a record (out_row()).  0, RESTART, -1.
+ */
+static int out_copy(struct stream_merge *m, struct oldfile *o)
+{
+	size_t i, k, nj = 0, nc = pq_read_ncolumns(o->r.f);
+	struct pq_fail f;
+	int r;
+
+	if (o->full || !o->typed) {
+		if (old_record(m, o) != 0)
+			return -1;
+		return out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len);
+	}
+	if (out_prepare(m, o->key.buf, o->key.len) != 0 || pq_writer_row_begin(m->pw) != 0)
+		return -1;
+	sb_reset(&o->json);
+	for (i = 0; i < nc; i++) {
+		const struct pq_read_column *c = pq_read_column(o->r.f, i);
+		const unsigned char *p;
+		size_t n, j = o->col[i];
+
+		if (j == SIZE_MAX || pq_read_value_raw(o->r.f, i, &p, &n) == 1)
+			continue;
+		switch (m->schema->cols[j].kind) {
+		case PQ_INT64:
+			if (c->kind == PQ_READ_INT && (n == 4 || n == 8)) {
+				pq_writer_cell_int(m->pw, j, n == 4 ? (int64_t)(int32_t)(uint32_t)le_bytes(p, 4) :
+						   (int64_t)le_bytes(p, 8));
+				continue;
+			}
+			break;
+		case PQ_DOUBLE:
+			if (c->kind == PQ_READ_DOUBLE && n == 8) {
+				uint64_t u = le_bytes(p, 8);
+				double d;
+
+				memcpy(&d, &u, 8);
+				pq_writer_cell_double(m->pw, j, d);
+				continue;
+			}
+			break;
+		case PQ_BOOL:
+			if (c->kind == PQ_READ_BOOL && n >= 1) {
+				pq_writer_cell_int(m->pw, j, *p != 0);
+				continue;
+			}
+			break;
+		case PQ_STRING:
+		case PQ_TEXT:
+			if (c->kind == PQ_READ_STRING && util_utf8_valid(p, n)) {
+				pq_writer_cell_bytes(m->pw, j, p, n);
+				continue;
+			}
+			break;
+		case PQ_TIMESTAMP:
+			if (c->kind == PQ_READ_TIMESTAMP && c->unit == 6 && c->utc && n == 8) {
+				pq_writer_cell_int(m->pw, j, (int64_t)le_bytes(p, 8));
+				continue;
+			}
+			break;
+		case PQ_DATE:
+			if (c->kind == PQ_READ_DATE && n == 4) {
+				pq_writer_cell_int(m->pw, j, (int64_t)(int32_t)(uint32_t)le_bytes(p, 4));
+				continue;
+			}
+			break;
+		default:
+			break;
+		}
+		/* as JSON, parsed once every value is printed (the buffer may move as it grows) */
+		o->jc[nj].i = i;
+		o->jc[nj].j = j;
+		o->jc[nj].off = o->json.len;
+		if (pq_read_value_json(o->r.f, i, &o->json) != 0)
+			return -1;
+		o->jc[nj].len = o->json.len - o->jc[nj].off;
+		nj++;
+	}
+	for (k = 0; k < nj; k++) {
+		const char *v = o->json.buf + o->jc[k].off;
+		size_t n = o->jc[k].len;
+		struct json_span span = { v, n, v[0] == '"' ? JSON_STRING : v[0] == '{' ? JSON_OBJECT :
+					  v[0] == '[' ? JSON_ARRAY : v[0] == 't' ? JSON_TRUE : v[0] == 'f' ? JSON_FALSE :
+					  v[0] == 'n' ? JSON_NULL : JSON_NUMBER };
+
+		r = pq_writer_cell_json(m->pw, o->jc[k].j, &span, v[0] == '"' && memchr(v, '\\', n) != NULL, &f);
+		if (r == PQ_WIDEN) {
+			/* the row dropped; as a record, whose column out_row() widens */
+			if (old_record(m, o) != 0)
+				return -1;
+			return out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len);
+		}
+		if (r != 0)
+			return -1;
+	}
+	if (pq_writer_row_end(m->pw) != 0)
+		return -1;
+	out_added(m, o->key.buf, o->key.len);
+	return 0;
 }
 
 /*
@@ -951,10 +1165,13 @@ static int old_until(struct stream_merge *m, struct oldfile *o, const char *key,
 
 		if (c > 0)
 			break;
-		if (c < 0 && (x = out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len)) != 0)
+		if (c < 0 && (x = out_copy(m, o)) != 0)
 			return x;
-		if (c == 0 && eq)
+		if (c == 0 && eq) {
+			if (old_record(m, o) != 0)
+				return -1;
 			sb_add(eq, o->r.rec.buf, o->r.rec.len);
+		}
 		if (old_next(m, o) < 0)
 			return -1;
 	}
@@ -1037,6 +1254,9 @@ static int route(struct stream_merge *m)
 out:
 	old_close(&o);
 	reader_free(&o.r);
+	free(o.col);
+	free(o.jc);
+	sb_free(&o.json);
 	sb_free(&o.key);
 	sb_free(&o.prev);
 	return ret;

@@ -194,6 +194,24 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
  * singer_parse_members()), in order: the same result, without walking the
  * record again.
  */
+/*
+ * A record given cell by cell, not as JSON text: pq_writer_row_begin()
+ * (0, or -2 after a write error), then at most one value for each column i
+ * of the schema (a column given none is null): an INT64, TIMESTAMP
+ * (microseconds), DATE (days) or BOOL column's integer, a DOUBLE column's
+ * double, a STRING or TEXT column's bytes (UTF-8, kept by pointer until
+ * the row ends), or any column's JSON value (pq_writer_cell_json(): 0, or
+ * PQ_WIDEN as pq_writer_add() says it, f filled; the row is then to be
+ * dropped, begun again); then pq_writer_row_end() adds the row (0, or -2).
+ */
+int pq_writer_row_begin(struct pq_writer *pw);
+void pq_writer_cell_int(struct pq_writer *pw, size_t i, int64_t v);
+void pq_writer_cell_double(struct pq_writer *pw, size_t i, double v);
+void pq_writer_cell_bytes(struct pq_writer *pw, size_t i, const void *p, size_t n);
+int pq_writer_cell_json(struct pq_writer *pw, size_t i, const struct json_span *v, int esc, struct pq_fail *f);
+int pq_writer_row_end(struct pq_writer *pw);
+const struct pq_schema *pq_writer_schema(const struct pq_writer *pw);
+
 int pq_writer_add_members(struct pq_writer *pw, const char *rec, const struct json_member *m,
 			  size_t n, struct pq_fail *f);
 

@@ -110,6 +110,14 @@ int pq_read_next_row(struct pq_read_file *f);
  */
 int pq_read_value_json(struct pq_read_file *f, size_t i, struct sb *out);
 
+/*
+ * The current row's value of the selected column i as stored: 1 for a
+ * null; else 0 with *p and *n its PLAIN bytes (an INT32, INT64, FLOAT or
+ * DOUBLE little-endian, a BOOLEAN's byte, a BYTE_ARRAY's bytes), valid
+ * until the next pq_read_next_row().
+ */
+int pq_read_value_raw(struct pq_read_file *f, size_t i, const unsigned char **p, size_t *n);
+
 /* ---- exposed for the unit tests ---- */
 
 /*

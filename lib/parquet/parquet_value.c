@@ -1208,6 +1208,61 @@ int pq_writer_add(struct pq_writer *pw, const struct json_span *rec, struct pq_f
 	return add_end(pw);
 }
 
+int pq_writer_row_begin(struct pq_writer *pw)
+{
+	return add_begin(pw);
+}
+
+static struct pq_cell *cell_set(struct pq_writer *pw, size_t i)
+{
+	struct pq_cell *c = &pw->cells[i];
+
+	c->gen = pw->gen;
+	c->null = 0;
+	return c;
+}
+
+void pq_writer_cell_int(struct pq_writer *pw, size_t i, int64_t v)
+{
+	cell_set(pw, i)->i = v;
+}
+
+void pq_writer_cell_double(struct pq_writer *pw, size_t i, double v)
+{
+	cell_set(pw, i)->d = v;
+}
+
+void pq_writer_cell_bytes(struct pq_writer *pw, size_t i, const void *p, size_t n)
+{
+	struct pq_cell *c = cell_set(pw, i);
+
+	c->p = p ? p : "";
+	c->len = n;
+}
+
+int pq_writer_cell_json(struct pq_writer *pw, size_t i, const struct json_span *v, int esc, struct pq_fail *f)
+{
+	int r;
+
+	pw->cells[i].gen = pw->gen;
+	r = parse_value(pw, &pw->s->cols[i], v, esc, &pw->cells[i], f);
+	if (r != 0) {
+		f->column = i;
+		f->value = *v;
+	}
+	return r;
+}
+
+int pq_writer_row_end(struct pq_writer *pw)
+{
+	return add_end(pw);
+}
+
+const struct pq_schema *pq_writer_schema(const struct pq_writer *pw)
+{
+	return pw->s;
+}
+
 int pq_writer_add_members(struct pq_writer *pw, const char *rec, const struct json_member *m,
 			  size_t n, struct pq_fail *f)
 {

@@ -1810,6 +1810,17 @@ static void add_base64(struct sb *out, const unsigned char *p, size_t n)
 	sb_addc(out, '"');
 }
 
+int pq_read_value_raw(struct pq_read_file *f, size_t ci, const unsigned char **p, size_t *n)
+{
+	const struct cursor *c = &f->cur[ci];
+
+	if (c->null)
+		return 1;
+	*p = c->vp;
+	*n = c->vlen;
+	return 0;
+}
+
 int pq_read_value_json(struct pq_read_file *f, size_t ci, struct sb *out)
 {
 	const struct cursor *c = &f->cur[ci];
