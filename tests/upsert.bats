@@ -249,3 +249,37 @@ compact() {
 	done <f
 	[ "$(lens_rows "long/$name" | wc -l)" -eq 6 ]
 }
+
+@test "upsert: the rows a run does not touch are copied value for value (dates, date-times, booleans, doubles, escaped strings, objects, undeclared members), and read as before when a column widens" {
+	use_tap tap-ty
+	lake_pipeline ty tap-ty true "load_method: upsert"
+	schema='{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{"id":{"type":"integer"},"n":{"type":["null","integer"]},"d":{"type":["null","string"],"format":"date"},"ts":{"type":["null","string"],"format":"date-time"},"b":{"type":["null","boolean"]},"x":{"type":["null","number"]},"s":{"type":["null","string"]},"o":{"type":["null","object"]}}},"key_properties":["id"]}'
+	{
+		echo "$schema"
+		singer_records t <<-'EOF'
+		{"id":1,"n":-7,"d":"2026-12-01","ts":"2026-12-01T10:20:30.123456Z","b":true,"x":1.5,"s":"a \"q\" \\ é","o":{"k":[1,2]}}
+		{"id":2,"n":null,"d":null,"ts":null,"b":false,"x":-0.001,"s":"","o":null,"more":"undeclared"}
+		{"id":3,"n":9007199254740993,"x":1e300,"s":"line\nbreak"}
+		EOF
+	} >"$FAKE_DIR/tap-ty/out"
+	run -0 --separate-stderr dataspoc-pipe run ty
+	lens ty/t | jq -cS 'del(.dt)' | sort >before
+	# a run touching one key: the other two rows copied
+	{ echo "$schema"; singer_records t <<<'{"id":4,"n":1}'; } >"$FAKE_DIR/tap-ty/out"
+	run -0 --separate-stderr dataspoc-pipe run ty
+	# ids 1-4 in one file: 1-3 copied, as they read before
+	lens ty/t | jq -cS 'del(.dt) | select(.id != "4")' | sort >after
+	diff -u before after
+	# a run whose n is text: the column widens, the rows copied read their n as text
+	{ echo "$schema"; singer_records t <<<'{"id":4,"n":"four"}'; } >"$FAKE_DIR/tap-ty/out"
+	run -0 --separate-stderr dataspoc-pipe run ty
+	lens ty/t | jq -r '"\(.id) \(.n)"' | sort >n
+	expect_file n <<-'EOF'
+	1 -7
+	2 null
+	3 9007199254740993
+	4 four
+	EOF
+	lens ty/t | jq -cS 'del(.dt, .n) | select(.id != "4")' | sort >after
+	jq -cS 'del(.n)' before | sort | diff -u - after
+}
