@@ -237,7 +237,7 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	run -0 --separate-stderr dataspoc-pipe schedule install alpha
 	grep -c 'dataspoc-pipe:alpha$' "$FAKE_CRONTAB" >n
 	expect_file n <<<1
-	run -0 grep -F 'run alpha' "$FAKE_CRONTAB"
+	run -0 grep -F 'run --timestamps alpha' "$FAKE_CRONTAB"
 	refute_output --partial /usr/local/bin/dataspoc-pipe
 	run -0 --separate-stderr dataspoc-pipe schedule remove
 	expect_file "$FAKE_CRONTAB" <<<'0 0 * * * someone else'
