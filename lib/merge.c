@@ -1262,6 +1262,87 @@ out:
 	return ret;
 }
 
+/*
+ * New keys alone: the run's one staged file of the stream, its rows in key
+ * order, each key once, none deleted, no undeclared member (nor a note of
+ * what a record leaves out), all between the same two files of the table,
+ * at most a file's rows: it is the new file as pipe-sink wrote it, named
+ * by its range (only its keys read, nothing written).  1 when so (the
+ * plan's file renamed), 0 when not, -1.
+ */
+static int fast_new(struct stream_merge *m)
+{
+	struct reader r;
+	struct sb prev = SB_INIT, first = SB_INIT;
+	struct plan_file *f = NULL;
+	unsigned long long rows = 0;
+	size_t i, fi, tmin, tmax;
+	int ret = 0, k;
+
+	for (i = 0; i < m->p->nfiles; i++) {
+		if (strcmp(m->p->files[i].stream, m->s->name) != 0)
+			continue;
+		if (f)
+			return 0;
+		f = &m->p->files[i];
+	}
+	if (f == NULL || f->records > (unsigned long long)m->limit)
+		return 0;
+	for (i = 0; i < m->ntf; i++)
+		if (m->tf[i].touched)
+			return 0;
+	memset(&r, 0, sizeof(r));
+	if (reader_open(m->b, f->staged, m->names, m->nnames, m->extra, &r) != 0) {
+		ret = -1;
+		goto out;
+	}
+	while ((k = pq_read_next_row(r.f)) == 1) {
+		const unsigned char *v;
+		const char *missing;
+		size_t n;
+
+		if ((r.extra != SIZE_MAX && pq_read_value_raw(r.f, r.extra, &v, &n) == 0) ||
+		    (r.deleted != SIZE_MAX && pq_read_value_raw(r.f, r.deleted, &v, &n) == 0))
+			goto out;
+		if (reader_key(&r, m->names, m->nnames, &missing) != 0) {
+			ret = -1;
+			goto out;
+		}
+		if (missing)
+			goto out;	/* the merge says which */
+		merge_order_key(r.key.buf, r.key.len, &m->okey);
+		if (rows > 0 && cmp_bytes(prev.buf, prev.len, m->okey.buf, m->okey.len) >= 0)
+			goto out;
+		if (rows++ == 0)
+			sb_add(&first, m->okey.buf, m->okey.len);
+		sb_reset(&prev);
+		sb_add(&prev, m->okey.buf, m->okey.len);
+	}
+	if (k < 0) {
+		ret = -1;
+		goto out;
+	}
+	if (rows == 0 || rows > (unsigned long long)m->limit)
+		goto out;
+	tmin = first.len < m->tlen ? first.len : m->tlen;
+	tmax = prev.len < m->tlen ? prev.len : m->tlen;
+	/* the first file not wholly below the least key must start above the greatest */
+	for (fi = 0; fi < m->ntf && cmp_bytes(m->tf[fi].max.buf, m->tf[fi].max.len, first.buf, tmin) < 0; fi++)
+		;
+	if (fi < m->ntf && cmp_bytes(m->tf[fi].min.buf, m->tf[fi].min.len, prev.buf, tmax) <= 0)
+		goto out;
+	free(f->final);
+	f->final = layout_range_key(m->s->dir, m->date, m->safe, m->p->run_id, first.buf, tmin, prev.buf, tmax, rows);
+	f->records = rows;
+	m->written = rows;
+	ret = 1;
+out:
+	reader_free(&r);
+	sb_free(&prev);
+	sb_free(&first);
+	return ret;
+}
+
 /* Mark for a rewrite each run of SMALL_FILES or more neighbouring files of less than limit/16 rows. */
 static void mark_small(struct stream_merge *m)
 {
@@ -1365,7 +1446,7 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	struct sb why = SB_INIT, min = SB_INIT, max = SB_INIT;
 	char **list = NULL, **text = NULL, *prefix = NULL;
 	size_t nlist = 0, i, j, other = 0, nodes = 0;
-	int ret = -1, rebuild, r;
+	int ret = -1, rebuild, r = 0, fast = 0;
 	const char *keys = s->key_properties && strcmp(s->key_properties, "[]") != 0 ? s->key_properties : cfg_keys;
 
 	memset(&m, 0, sizeof(m));
@@ -1482,16 +1563,18 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	if ((m.codec = pq_codec_new(cfg->compression, cfg->compression_level, 0)) == NULL)
 		goto out;
 	snprintf(m.date, sizeof(m.date), "%.4s-%.2s-%.2s", p->run_id, p->run_id + 4, p->run_id + 6);
-	if (read_run(&m) != 0)
-		goto out;
 	mark_small(&m);
+	if (!rebuild && m.ninputs == 0 && (fast = fast_new(&m)) < 0)
+		goto out;
+	if (!fast && read_run(&m) != 0)
+		goto out;
 	/* a column widened in a file with rows: every file again, by the wider schema */
-	while ((r = route(&m)) == RESTART) {
+	while (!fast && (r = route(&m)) == RESTART) {
 		out_undo(&m);
 		if (sorter_rewind(&m.sorted) != 0)
 			goto out;
 	}
-	if (r != 0)
+	if (!fast && r != 0)
 		goto out;
 	for (i = 0; i < m.ntf; i++) {
 		if (!m.tf[i].touched)
@@ -1501,9 +1584,9 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	}
 	for (i = 0; i < m.ninputs; i++)
 		add_replace(p, s->name, m.inputs[i], 0);
-	/* the plan: the stream's staged files give way to the merged ones */
+	/* the plan: the stream's staged files give way to the merged ones (fast_new(): it is its own) */
 	j = 0;
-	for (i = 0; i < p->nfiles; i++) {
+	for (i = 0; i < p->nfiles && !fast; i++) {
 		if (strcmp(p->files[i].stream, s->name) == 0) {
 			free(p->files[i].stream);
 			free(p->files[i].staged);
@@ -1513,20 +1596,26 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		}
 		p->files[j++] = p->files[i];
 	}
-	p->files = xrealloc(p->files, (j + m.nfiles + 1) * sizeof(*p->files));
-	for (i = 0; i < m.nfiles; i++)
-		p->files[j++] = m.files[i];
-	p->nfiles = j;
-	m.nfiles = 0;
+	if (!fast) {
+		p->files = xrealloc(p->files, (j + m.nfiles + 1) * sizeof(*p->files));
+		for (i = 0; i < m.nfiles; i++)
+			p->files[j++] = m.files[i];
+		p->nfiles = j;
+		m.nfiles = 0;
+	}
 	{
 		struct sb kp = SB_INIT, types = SB_INIT;
 
 		json_quote_list(&kp, m.names, m.nnames);
 		free(s->key_properties);
 		s->key_properties = sb_detach(&kp);
-		pq_schema_types_json(m.schema, &types);
-		free(s->parquet_types);
-		s->parquet_types = sb_detach(&types);
+		if (!fast) {
+			/* (pipe-sink's stay with its file) */
+			pq_schema_types_json(m.schema, &types);
+			free(s->parquet_types);
+			s->parquet_types = sb_detach(&types);
+		}
+		sb_free(&types);
 	}
 	if (rebuild || m.ninputs || m.ntf == 0) {
 		/* every file of the table is new */
