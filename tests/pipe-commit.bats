@@ -230,15 +230,23 @@ shop/users"
 	grep -v " .dataspoc/logs/shop/$r2.json\$" <(bucket_snapshot) >after.snap
 	diff -u before.snap after.snap
 
-	# the plan's own error wins over -e
-	local r3=20260102T050000Z-333333
+	# without -e, the plan's own error; with it, the driver's words (what
+	# the terminal said, #29 item 5) over the plan's
+	local r3=20260102T050000Z-333333 r4=20260102T060000Z-444444
 	pipe-state get -r "$r3" shop >/dev/null
 	run -1 --separate-stderr pipe-sink -q -r "$r3" shop < <(head -n 3 dump.jsonl)
 	printf '%s\n' "$output" >plan3.jsonl
-	pipe-commit -a -e "pipe-sink exited with status 1" shop <plan3.jsonl
+	pipe-commit -a shop <plan3.jsonl
 	bucket_cat ".dataspoc/logs/shop/$r3.json" >log3.json
 	run -0 jq -r '.status + ": " + .error' log3.json
 	assert_output "failure: input ended without pipe-tap's end line: the tap or pipe-tap did not finish"
+	pipe-state get -r "$r4" shop >/dev/null
+	run -1 --separate-stderr pipe-sink -q -r "$r4" shop < <(head -n 3 dump.jsonl)
+	printf '%s\n' "$output" >plan4.jsonl
+	pipe-commit -a -e "interrupted by SIGINT" shop <plan4.jsonl
+	bucket_cat ".dataspoc/logs/shop/$r4.json" >log4.json
+	run -0 jq -r '.status + ": " + .error' log4.json
+	assert_output "failure: interrupted by SIGINT"
 	run -1 bucket_exists .dataspoc/state/shop/lock
 }
 
