@@ -1099,6 +1099,7 @@ static int out_copy(struct stream_merge *m, struct oldfile *o)
 			break;
 		case PQ_STRING:
 		case PQ_TEXT:
+		case PQ_NUMTEXT:
 			if (c->kind == PQ_READ_STRING && util_utf8_valid(p, n)) {
 				pq_writer_cell_bytes(m->pw, j, p, n);
 				continue;

@@ -28,6 +28,7 @@
  *	INT64 -> DOUBLE -> TEXT                      numbers that are not integers
  *	BOOL, STRING, TIMESTAMP, DATE -> TEXT
  *	NUMERIC (DECIMAL(p,s)) -> TEXT                  a number with more places, or digits
+ *	NUMTEXT -> TEXT                              a value that is not a number
  *	JSON (objects only, arrays only) -> JSON (any value)
  *
  * TEXT and JSON of any value hold every value; null fits every column.
@@ -58,7 +59,8 @@ enum pq_kind {
 	PQ_DATE,	/* string, format date: INT32 DATE */
 	PQ_JSON,	/* object, array, several types or none: the value's JSON text */
 	PQ_TEXT,	/* chosen to be a string: a string's contents, any other value's JSON text */
-	PQ_NUMERIC	/* number, multipleOf 10^-scale: DECIMAL(precision,scale), 16-byte FIXED_LEN_BYTE_ARRAY */
+	PQ_NUMERIC,	/* number, multipleOf 10^-scale: DECIMAL(precision,scale), 16-byte FIXED_LEN_BYTE_ARRAY */
+	PQ_NUMTEXT	/* number, multipleOf 10^-scale beyond DECIMAL(38): each value's plain decimal text, a STRING */
 };
 
 struct pq_column {

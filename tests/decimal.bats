@@ -39,7 +39,7 @@ duck() {
 	expect_file m <<<'"DECIMAL(12,2)"'
 }
 
-@test "decimal: pipelinewise's numeric(38,10) is exact as DECIMAL(38,10); unbounded numeric and values that do not fit widen as before" {
+@test "decimal: pipelinewise's numeric(38,10) is exact as DECIMAL(38,10); unbounded numeric is STRING; values that do not fit widen as before" {
 	use_tap tap-pwd
 	lake_pipeline pwd tap-pwd false
 	cp "$FX/pipelinewise-tap-postgres/run-full.jsonl" "$FAKE_DIR/tap-pwd/out"
@@ -89,4 +89,80 @@ duck() {
 	# ids 1 2 7..10 from run 1 (1.25 x 37), 3 4 updated (3.76, 5.01), 11 new (7.77), 5 6 deleted
 	duck "SELECT sum(amount)::VARCHAR AS s FROM read_parquet('@/**/*.parquet')" >sum
 	expect_file sum <<<'{"s":"62.79"}'
+}
+
+@test "decimal: an unconstrained numeric reads back as the same text from every file, whatever else each file holds" {
+	use_tap tap-pwu
+	lake_pipeline pwu tap-pwu true
+	# pipelinewise-tap-postgres's schema for numeric (tap-postgres's too): multipleOf 1e-38, maximum 1e62
+	local schema='{"type": "SCHEMA", "stream": "public-n", "schema": {"type": "object", "properties": {"id": {"type": ["integer"]}, "big": {"type": ["null", "number"], "exclusiveMaximum": true, "maximum": 100000000000000000000000000000000000000000000000000000000000000, "multipleOf": 1e-38, "exclusiveMinimum": true, "minimum": -100000000000000000000000000000000000000000000000000000000000000}}}, "key_properties": ["id"], "bookmark_properties": []}'
+	# run 1 as a full sync prints it (Decimal's text), first a value no double holds;
+	# run 2 as LOG_BASED prints it (through a double), every value a double holds
+	{
+		echo "$schema"
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 5, "big": 0.1000000000000000055511151231257827021181583404541015625}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 1, "big": 6000000042.00000000}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 2, "big": 0E-8}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 3, "big": -1.50}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 4, "big": 1E-20}}'
+	} >"$FAKE_DIR/tap-pwu/out"
+	run -0 --separate-stderr dataspoc-pipe run pwu
+	{
+		echo "$schema"
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 1, "big": 6000000042.0}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 2, "big": 0.0}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 3, "big": -1.5}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 4, "big": 1e-20}}'
+		echo '{"type": "RECORD", "stream": "public-n", "record": {"id": 5, "big": 0.1}}'
+	} >"$FAKE_DIR/tap-pwu/out"
+	run -0 --separate-stderr dataspoc-pipe run pwu
+	[[ $stderr != *warning* ]]
+	duck "SELECT id, big, typeof(big) AS t FROM read_parquet('@/raw/**/*.parquet', hive_partitioning=true, union_by_name=true) ORDER BY id, big" >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","big":"6000000042","t":"VARCHAR"}
+	{"id":"1","big":"6000000042","t":"VARCHAR"}
+	{"id":"2","big":"0","t":"VARCHAR"}
+	{"id":"2","big":"0","t":"VARCHAR"}
+	{"id":"3","big":"-1.5","t":"VARCHAR"}
+	{"id":"3","big":"-1.5","t":"VARCHAR"}
+	{"id":"4","big":"0.00000000000000000001","t":"VARCHAR"}
+	{"id":"4","big":"0.00000000000000000001","t":"VARCHAR"}
+	{"id":"5","big":"0.1","t":"VARCHAR"}
+	{"id":"5","big":"0.1000000000000000055511151231257827021181583404541015625","t":"VARCHAR"}
+	EOF
+	[ "$(bucket_keys raw/ | grep -c '\.parquet$')" = 2 ]
+	manifest_table pwu/public-n | jq -c '.columns[] | select(.name == "big") | .parquet_type' >m
+	expect_file m <<<'"STRING"'
+}
+
+@test "decimal: an unconstrained numeric's text is plain decimal, whatever the tap's exponent; an upsert merge keeps it" {
+	use_tap tap-pwx
+	lake_pipeline pwx tap-pwx true "load_method: upsert"
+	local i=0
+	local schema='{"type": "SCHEMA", "stream": "x", "schema": {"type": "object", "properties": {"id": {"type": ["integer"]}, "n": {"type": ["null", "number"], "exclusiveMaximum": true, "maximum": 100000000000000000000000000000000000000000000000000000000000000, "multipleOf": 1e-38, "exclusiveMinimum": true, "minimum": -100000000000000000000000000000000000000000000000000000000000000}}}, "key_properties": ["id"]}'
+	{
+		echo "$schema"
+		for v in 6.000000042e9 -0.0 12.3400e2 -1.5e-3 1E-400 1e131072 1e131073 -12.5e-131080 100 null 0.1; do
+			echo "{\"type\": \"RECORD\", \"stream\": \"x\", \"record\": {\"id\": $((++i)), \"n\": $v}}"
+		done
+	} >"$FAKE_DIR/tap-pwx/out"
+	run -0 --separate-stderr dataspoc-pipe run pwx
+	[[ $stderr != *warning* ]]
+	# run 2 updates id 11 only: the merge copies the other rows into its file
+	{ echo "$schema"; echo '{"type": "RECORD", "stream": "x", "record": {"id": 11, "n": 0.10}}'; } >"$FAKE_DIR/tap-pwx/out"
+	run -0 --separate-stderr dataspoc-pipe run pwx
+	duck "SELECT id, CASE WHEN length(n) > 40 THEN left(n, 3) || '..' || length(n) || '..' || right(n, 3) ELSE n END AS n, typeof(n) AS t FROM read_parquet('@/raw/**/*.parquet', hive_partitioning=true, union_by_name=true) ORDER BY id" >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","n":"6000000042","t":"VARCHAR"}
+	{"id":"2","n":"0","t":"VARCHAR"}
+	{"id":"3","n":"1234","t":"VARCHAR"}
+	{"id":"4","n":"-0.0015","t":"VARCHAR"}
+	{"id":"5","n":"0.0..402..001","t":"VARCHAR"}
+	{"id":"6","n":"100..131073..000","t":"VARCHAR"}
+	{"id":"7","n":"1e+131073","t":"VARCHAR"}
+	{"id":"8","n":"-1.25e-131079","t":"VARCHAR"}
+	{"id":"9","n":"100","t":"VARCHAR"}
+	{"id":"10","n":null,"t":"VARCHAR"}
+	{"id":"11","n":"0.1","t":"VARCHAR"}
+	EOF
 }

@@ -96,7 +96,7 @@ use_local_lake
 	{"id":"1","at":"-2208988800000000","big":"1$(printf '0%.0s' $(seq 400))","amount":"1234567890123456789012345678.0123456789"}
 	{"id":"10","at":"1735689599000000","big":"0","amount":"0.0000000000"}
 	{"id":"2","at":"1705320000000000","big":"0.1","amount":"0.1000000000"}
-	{"id":"3","at":"1721044800250000","big":"1E-400","amount":"-0.0000000001"}
+	{"id":"3","at":"1721044800250000","big":"0.$(printf '0%.0s' $(seq 399))1","amount":"-0.0000000001"}
 	{"id":"4","at":"1711846799999999","big":null,"amount":null}
 	{"id":"5","at":null,"big":null,"amount":null}
 	{"id":"6","at":"253402297199999000","big":"123456789012345678901234567890","amount":"9999999999999999999999999999.9999999999"}
@@ -105,9 +105,10 @@ use_local_lake
 	{"id":"9","at":"1714885505000000","big":"3.14159","amount":"2.5000000000"}
 	EOF
 	# numeric(38,10) is DECIMAL(38,10) (issue #27): 0E-10 and -1E-10 read back at its scale;
-	# the unbounded numeric keeps the text the tap printed
+	# the unbounded numeric is plain decimal text: the text the tap printed, 1E-400 written out
 	sed -n 's/^{"type": "RECORD", "stream": "public-items", "record": {.*, "big": \([^,]*\), "d": .*/\1/p' \
-		"$FIXTURES/pipelinewise-tap-postgres/run-full.jsonl" | sort >want
+		"$FIXTURES/pipelinewise-tap-postgres/run-full.jsonl" |
+		sed "s/^1E-400\$/0.$(printf '0%.0s' $(seq 399))1/" | sort >want
 	[ "$(wc -l <want)" -eq 10 ]
 	jq -r '.big // "null"' rows | sort >got
 	diff -u want got

@@ -449,6 +449,7 @@ static void schema_element(struct pq_thrift *t, const struct pq_column *col)
 	case PQ_DIGITS:
 	case PQ_STRING:
 	case PQ_TEXT:
+	case PQ_NUMTEXT:
 		pq_thrift_i32(t, 6, PQ_CT_UTF8);
 		pq_thrift_struct(t, 10);
 		pq_thrift_struct(t, 1);

@@ -26,6 +26,7 @@ const char *pq_kind_name(enum pq_kind k)
 	case PQ_JSON: return "JSON";
 	case PQ_TEXT: return "STRING";
 	case PQ_NUMERIC: return "DECIMAL";
+	case PQ_NUMTEXT: return "STRING";
 	}
 	return "?";
 }
@@ -174,15 +175,19 @@ static int power_of_ten(const struct json_span *v, int *e)
  * A number property that tap-postgres, pipelinewise-tap-postgres and
  * tap-mysql print for numeric(p,s)/decimal(p,s): multipleOf 10^-s (s >= 1),
  * and, when bounded, maximum 10^(p-s) (tap-mysql gives none: p is 38).
- * DECIMAL(p,s) when p <= 38: 1 with *prec and *scale set.
+ * DECIMAL(p,s) when p <= 38: 1 with *prec and *scale set; -1 for an exact
+ * decimal no DECIMAL(38) holds (an unconstrained numeric: multipleOf 1e-38,
+ * maximum 1e62), 0 for any other number.
  */
 static int numeric_of(const struct json_span *v, int *prec, int *scale)
 {
 	struct json_span m;
 	int e, digits = -1;
 
-	if (json_object_get(v, "multipleOf", &m) != 1 || !power_of_ten(&m, &e) || e >= 0 || -e > 38)
+	if (json_object_get(v, "multipleOf", &m) != 1 || !power_of_ten(&m, &e) || e >= 0)
 		return 0;
+	if (-e > 38)
+		return -1;
 	*scale = -e;
 	if (json_object_get(v, "maximum", &m) == 1) {
 		if (!power_of_ten(&m, &digits) || digits < 0)
@@ -191,7 +196,7 @@ static int numeric_of(const struct json_span *v, int *prec, int *scale)
 	} else {
 		*prec = 38;
 	}
-	return *prec <= 38 && *prec >= *scale;
+	return *prec <= 38 && *prec >= *scale ? 1 : -1;
 }
 
 static void schema_index(struct pq_schema *s, size_t i)
@@ -264,8 +269,13 @@ struct pq_schema *pq_schema_new(const char *schema, size_t len, char *const *tex
 			int prec = 0, scale = 0;
 
 			k = kind_of(&val, &want, &only_null, 0);
-			if (k == PQ_DOUBLE && numeric_of(&val, &prec, &scale))
-				k = PQ_NUMERIC;
+			if (k == PQ_DOUBLE) {
+				int r = numeric_of(&val, &prec, &scale);
+
+				k = r > 0 ? PQ_NUMERIC : r < 0 ? PQ_NUMTEXT : PQ_DOUBLE;
+				if (r <= 0)
+					prec = scale = 0;
+			}
 			if (chosen_text(name.buf ? name.buf : "", text)) {
 				k = PQ_TEXT;
 				want = JSON_NONE;

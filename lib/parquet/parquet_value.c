@@ -764,6 +764,88 @@ static int parse_scaled(const char *p, size_t n, int prec, int scale, unsigned c
 	return parse_decimal(digits, nd, out);
 }
 
+/* The most zeros plain_number() writes out: PostgreSQL numeric's 131072 digits before the point. */
+#define PLAIN_ZEROS_MAX 131072
+
+/*
+ * A JSON number's value as plain decimal text, appended to out: '-' when
+ * it is below zero, the integer digits ("0" when none), and '.' and the
+ * fraction without its trailing zeros when it has one, so that the same
+ * value always gives the same text (6000000042.00000000, 6000000042.0 and
+ * 6.000000042e9 give 6000000042; 0E-8 and -0.0 give 0; 1E-20 gives
+ * 0.00000000000000000001).  A value that would need more than
+ * PLAIN_ZEROS_MAX zeros written out gives its digits as D.DDDe+N (or e-N).
+ * -1 for an exponent beyond 10^15.
+ */
+static int plain_number(const char *p, size_t n, struct sb *out)
+{
+	const char *end = p + n, *q;
+	long long x = 0, nint = 0, nfrac = 0, first = -1, last = -1, i, nd, e, point;
+	int neg = 0, xneg = 0;
+
+	if (p < end && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	for (q = p; q < end && is_digit(*q); q++)
+		nint++;
+	if (q < end && *q == '.')
+		for (q++; q < end && is_digit(*q); q++)
+			nfrac++;
+	if (q < end && (*q == 'e' || *q == 'E')) {
+		q++;
+		if (q < end && (*q == '+' || *q == '-'))
+			xneg = *q++ == '-';
+		for (; q < end && is_digit(*q); q++) {
+			x = x * 10 + (*q - '0');
+			if (x > 1000000000000000LL)
+				return -1;
+		}
+	}
+	/* The digits S (the '.' skipped): S[i] is p[i], or p[i + 1] past the point. */
+#define S(i) p[(i) < nint ? (i) : (i) + 1]
+	for (i = 0; i < nint + nfrac; i++) {
+		if (S(i) != '0') {
+			if (first < 0)
+				first = i;
+			last = i;
+		}
+	}
+	if (first < 0) {
+		sb_addc(out, '0');
+		return 0;
+	}
+	/* The value is D x 10^e, D = S[first..last] (nd digits), point of them before the point. */
+	nd = last - first + 1;
+	e = (xneg ? -x : x) - nfrac + (nint + nfrac - 1 - last);
+	point = nd + e;
+	if (neg)
+		sb_addc(out, '-');
+	if (e > PLAIN_ZEROS_MAX || point < -PLAIN_ZEROS_MAX) {
+		sb_addc(out, S(first));
+		if (nd > 1)
+			sb_addc(out, '.');
+		for (i = first + 1; i <= last; i++)
+			sb_addc(out, S(i));
+		sb_addf(out, "e%c%lld", point > 0 ? '+' : '-', point > 0 ? point - 1 : 1 - point);
+		return 0;
+	}
+	if (point <= 0) {
+		sb_adds(out, "0.");
+		for (i = point; i < 0; i++)
+			sb_addc(out, '0');
+	}
+	for (i = 0; i < nd; i++) {
+		if (i == point && point > 0)
+			sb_addc(out, '.');
+		sb_addc(out, S(first + i));
+	}
+	for (i = 0; i < e; i++)
+		sb_addc(out, '0');
+#undef S
+	return 0;
+}
+
 static int widen(struct pq_fail *f, enum pq_kind need, enum json_type want, int mismatch, const char *why)
 {
 	f->need = need;
@@ -833,6 +915,15 @@ static int parse_value(struct pq_writer *pw, const struct pq_column *col, const 
 			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a number");
 		if (parse_scaled(v->p, v->len, col->precision, col->scale, cell->dec) != 0)
 			return widen(f, PQ_TEXT, JSON_NONE, 0, "does not fit the column's DECIMAL");
+		return 0;
+	case PQ_NUMTEXT:
+		if (v->type != JSON_NUMBER)
+			return widen(f, PQ_TEXT, JSON_NONE, 1, "is not a number");
+		cell->p = NULL;
+		cell->off = pw->scratch.len;
+		if (plain_number(v->p, v->len, &pw->scratch) != 0)
+			return widen(f, PQ_TEXT, JSON_NONE, 0, "has an exponent beyond 10^15");
+		cell->len = pw->scratch.len - cell->off;
 		return 0;
 	case PQ_DOUBLE:
 		if (v->type != JSON_NUMBER)
