@@ -136,9 +136,14 @@ sharded_submit() {
 	run -1 bucket_exists .dataspoc/state/wide/lock
 }
 
-# The array task of job $1 still running once the others have ended: "JOB_TASK".
+# The array task of job $1 still running once the others have ended, and
+# tap-many inside it waiting on hang-s05: "JOB_TASK".
 hung_task() {	# ARRAY-JOB
 	local end=$((SECONDS + 60)) t
+	until [ -e "$FAKE_DIR/tap-many/hanging-s05" ]; do
+		[ "$SECONDS" -lt "$end" ] || { echo "hung_task: no shard reached s05" >&2; return 1; }
+		sleep 0.2
+	done
 	while :; do
 		t=$(squeue -h -j "$1" -o '%i %T')
 		if [ "$(wc -l <<<"$t")" -eq 1 ] && [[ $t == *" RUNNING" ]]; then
