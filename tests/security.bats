@@ -82,8 +82,9 @@ no_secret() {
 start_blocked() {
 	: >"$T/block"
 	rm -f "$T/ready" "$T/release"
-	# (a script's background jobs ignore SIGINT unless told otherwise)
-	env --default-signal=INT dataspoc-pipe run sec >run.out 2>run.err &
+	# (a script's background jobs ignore SIGINT unless told otherwise, and
+	# SIGHUP too when the suite runs under nohup)
+	env --default-signal=INT,HUP dataspoc-pipe run sec >run.out 2>run.err &
 	DRIVER=$!
 	BG_PIDS="$BG_PIDS $DRIVER"
 	wait_for "$T/ready"
@@ -126,7 +127,7 @@ start_blocked() {
 pipe_tap_signal() {	# SIGNAL N
 	local pt st=0 tap
 	: >"$T/block"
-	env --default-signal=INT pipe-tap sec </dev/null >dump 2>err &
+	env --default-signal=INT,HUP pipe-tap sec </dev/null >dump 2>err &
 	pt=$!
 	BG_PIDS="$BG_PIDS $pt"
 	wait_for "$T/ready"
@@ -217,7 +218,7 @@ driver_signal() {	# SIGNAL N
 	sec_pipeline sec "streams: [s]" "catalog_flag: properties"
 	echo '{"streams":[{"tap_stream_id":"s","stream":"s","schema":{"type":"object","properties":{}},"metadata":[{"breadcrumb":[],"metadata":{}}]}]}' >"$T/out"
 	: >"$T/block"
-	env --default-signal=INT pipe-tap sec </dev/null >dump 2>err &
+	env --default-signal=INT,HUP pipe-tap sec </dev/null >dump 2>err &
 	pt=$!
 	BG_PIDS="$BG_PIDS $pt"
 	wait_for "$T/ready"
