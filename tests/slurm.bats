@@ -211,6 +211,43 @@ hung_task() {	# ARRAY-JOB
 	[ "$(many_rows wide | wc -l)" -eq 60 ]
 }
 
+@test "slurm: a shard run twice (its command submitted again with the run id, after its array task ended) lands every row once" {
+	many_pipeline wide
+	mkdir -p "$FAKE_DIR/tap-many"
+	# one task held on s05, so that the commit waits while another shard runs again
+	: >"$FAKE_DIR/tap-many/hang-s05"
+	run -0 dataspoc-pipe export slurm -o jobs --shards 3 wide
+	sharded_submit wide
+	task=$(hung_task "$shards_job")
+	again=$(((${task#*_} + 1) % 3))
+	run -0 sbatch --parsable --chdir="$PWD/jobs-out" \
+		--wrap="exec $(command -v dataspoc-pipe) run wide --shard $again/3 --run-id $run_id"
+	local twice=$output
+	run -0 slurm_wait "$twice"
+	assert_output "- COMPLETED 0:0"
+	run -0 cat "jobs-out/slurm-$twice.out"
+	assert_line --regexp "^Staged: shard $again/3 of run $run_id \\([0-9]+ records\\)$"
+	rm "$FAKE_DIR/tap-many/hang-s05"
+	run -0 slurm_wait "$shards_job"
+	assert_output "0 COMPLETED 0:0
+1 COMPLETED 0:0
+2 COMPLETED 0:0"
+	run -0 slurm_wait "$commit_job"
+	assert_output "- COMPLETED 0:0"
+	run -0 cat "jobs-out/slurm-$commit_job.out"
+	assert_line "Done! 60 records in 12 stream(s)"
+	# the shard's streams were extracted twice, and land once
+	[ -n "$(sort "$FAKE_DIR/tap-many/extracted" | uniq -d)" ]
+	many_rows wide >got
+	[ "$(wc -l <got)" -eq 60 ]
+	[ "$(sort -u got | wc -l)" -eq 60 ]
+	run -0 dataspoc-pipe logs --output json wide
+	[ "$(grep -c '"status":"success"' <<<"$output")" -eq 1 ]
+	run -0 bucket_keys .dataspoc/staging/
+	assert_output ""
+	run -1 bucket_exists .dataspoc/state/wide/lock
+}
+
 @test "slurm: a PostgreSQL table split across 3 array tasks, in the snapshot the plan job holds: every row once, one commit" {
 	pg_sql -d appdb "DROP TABLE IF EXISTS big; CREATE TABLE big(id int primary key, t text);
 		INSERT INTO big SELECT i, md5(i::text) FROM generate_series(1, 60000) i"
