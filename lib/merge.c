@@ -178,6 +178,28 @@ static int reader_open(struct bucket *b, const char *key, char *const *names, si
 }
 
 /*
+ * One part of a key, a column's value as JSON, onto KEY: its length, then its
+ * bytes; a number kept as a string (a column widened to text) is the same key
+ * as the number.
+ */
+static void key_add_part(struct sb *key, const char *v, size_t len)
+{
+	uint32_t l32;
+	size_t j;
+	int num = len > 2 && v[0] == '"';
+
+	for (j = 1; num && j + 1 < len; j++)
+		num = strchr("-+0123456789.eE", v[j]) != NULL && v[j] != '\0';
+	if (num) {
+		v++;
+		len -= 2;
+	}
+	l32 = (uint32_t)len;
+	sb_add(key, &l32, sizeof(l32));
+	sb_add(key, v, len);
+}
+
+/*
  * The current row as a record (r->rec) and its key (r->key: each part's
  * length and bytes; NULL *missing when a part is null or absent, naming
  * it), and whether _sdc_deleted_at is set.
@@ -239,28 +261,13 @@ static int reader_row(struct reader *r, char *const *names, size_t n, const char
 	}
 	sb_addc(&r->rec, '}');
 	for (i = 0; i < n; i++) {
-		size_t k = r->keycol[i], len, j;
-		const char *v;
-		uint32_t l32;
-		int num;
+		size_t k = r->keycol[i];
 
 		if (k == SIZE_MAX || r->voff[k] == SIZE_MAX) {
 			*missing = names[i];
 			return 0;
 		}
-		v = r->rec.buf + r->voff[k];
-		len = r->vlen[k];
-		/* a number kept as a string (a column widened to text) is the same key */
-		num = len > 2 && v[0] == '"';
-		for (j = 1; num && j + 1 < len; j++)
-			num = strchr("-+0123456789.eE", v[j]) != NULL && v[j] != '\0';
-		if (num) {
-			v++;
-			len -= 2;
-		}
-		l32 = (uint32_t)len;
-		sb_add(&r->key, &l32, sizeof(l32));
-		sb_add(&r->key, v, len);
+		key_add_part(&r->key, r->rec.buf + r->voff[k], r->vlen[k]);
 	}
 	return 0;
 }
@@ -923,10 +930,7 @@ struct oldfile {
 /* The current row's key into r->key, from its key columns alone (see reader_row()). */
 static int reader_key(struct reader *r, char *const *names, size_t n, const char **missing)
 {
-	size_t i, j, len;
-	const char *v;
-	uint32_t l32;
-	int num;
+	size_t i;
 
 	sb_reset(&r->key);
 	*missing = NULL;
@@ -937,18 +941,7 @@ static int reader_key(struct reader *r, char *const *names, size_t n, const char
 			*missing = names[i];
 			return 0;
 		}
-		v = r->val.buf;
-		len = r->val.len;
-		num = len > 2 && v[0] == '"';
-		for (j = 1; num && j + 1 < len; j++)
-			num = strchr("-+0123456789.eE", v[j]) != NULL && v[j] != '\0';
-		if (num) {
-			v++;
-			len -= 2;
-		}
-		l32 = (uint32_t)len;
-		sb_add(&r->key, &l32, sizeof(l32));
-		sb_add(&r->key, v, len);
+		key_add_part(&r->key, r->val.buf, r->val.len);
 	}
 	return 0;
 }
