@@ -552,6 +552,19 @@ run_pipeline() {
 	exit 1
 }
 
+# hold_start NAME: the tap started in the background ($_hold) to export the
+# snapshot of NAME's split table into $tmp/snapshot.json and hold it; waits
+# until it is there (0) or the tap has ended (1, its words in $tmp/hold.err).
+hold_start() {
+	DATASPOC_PIPE_PG_HOLD=$tmp/snapshot.json DATASPOC_PIPE_PID=$$ \
+		pipe-tap "$1" </dev/null >/dev/null 2>"$tmp/hold.err" &
+	_hold=$!
+	while [ ! -e "$tmp/snapshot.json" ] && kill -0 "$_hold" 2>/dev/null; do
+		sleep 0.1
+	done
+	[ -e "$tmp/snapshot.json" ]
+}
+
 # hold_snapshot NAME RUN: for a run split on an engine (run --hold --run-id
 # RUN), the snapshot of a table split across the shards (shard-split):
 # exported and held by the tap, staged in the bucket for the shards (pipe-shard
@@ -566,13 +579,7 @@ hold_snapshot() {
 	open_private_dir || exit 1
 	trap 'rm -rf "$tmp"' EXIT
 	trap '' HUP
-	DATASPOC_PIPE_PG_HOLD=$tmp/snapshot.json DATASPOC_PIPE_PID=$$ \
-		pipe-tap "$1" </dev/null >/dev/null 2>"$tmp/hold.err" &
-	_hold=$!
-	while [ ! -e "$tmp/snapshot.json" ] && kill -0 "$_hold" 2>/dev/null; do
-		sleep 0.1
-	done
-	if [ ! -e "$tmp/snapshot.json" ]; then
+	if ! hold_start "$1"; then
 		sed 's/^/dataspoc-pipe: /' "$tmp/hold.err" >&2
 		err "hold: no snapshot of run $2 of '$1' was exported"
 		exit 1
@@ -610,13 +617,7 @@ run_shards() {
 		# commit refuses.
 		open_private_dir || exit 1
 		trap 'rm -rf "$tmp"' EXIT
-		DATASPOC_PIPE_PG_HOLD=$tmp/snapshot.json DATASPOC_PIPE_PID=$$ \
-			pipe-tap "$4" </dev/null >/dev/null 2>"$tmp/hold.err" &
-		_hold=$!
-		while [ ! -e "$tmp/snapshot.json" ] && kill -0 "$_hold" 2>/dev/null; do
-			sleep 0.1
-		done
-		if [ -e "$tmp/snapshot.json" ]; then
+		if hold_start "$4"; then
 			DATASPOC_PIPE_PG_SNAPSHOT=$tmp/snapshot.json
 			export DATASPOC_PIPE_PG_SNAPSHOT
 		else
