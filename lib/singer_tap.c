@@ -439,7 +439,8 @@ void singer_tap_warn_unknown(jv obj, const char *const *known, size_t n, const c
 
 		for (k = 0; k < n && strcmp(ks, known[k]) != 0; k++)
 			;
-		if (k == n)
+		/* (a key of "_..." is a comment: the Python tool's templates write "_comment") */
+		if (k == n && ks[0] != '_')
 			err_warn("config '%s': %s%skey '%s' ignored", file, where ? where : "",
 				 where ? ": " : "", ks);
 		jv_free(key);

@@ -138,7 +138,8 @@ int singer_tap_select_one(const char *what, const char *file, const char *stream
 			  char ***drop, size_t *ndrop);
 
 /* Warn "config 'file': [where: ]key 'K' ignored" for each member of object
- * obj not among the n strings of known (where may be NULL). */
+ * obj not among the n strings of known (where may be NULL); a key that
+ * begins with "_" is a comment ("_comment", as the Python tool writes). */
 void singer_tap_warn_unknown(jv obj, const char *const *known, size_t n, const char *file,
 			     const char *where);
 

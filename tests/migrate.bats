@@ -321,10 +321,12 @@ raw/mock_tap/users/users_0000.parquet.bak$'
 	BG_PIDS="$BG_PIDS $SHEETS_PID"
 	mkdir -p "$BATS_TEST_TMPDIR/sheets/1AbC-x_9"
 	printf 'id,name\n1,ana\n2,bo\n' >"$BATS_TEST_TMPDIR/sheets/1AbC-x_9/7.csv"
-	# its howto's two files (docs/howto-google-sheets-s3.md), its table and run log
+	# its howto's two files (docs/howto-google-sheets-s3.md), its table and run log;
+	# the source file as its add wrote it from tap_templates.py, with a _comment
 	mkdir -p "$DATASPOC_PIPE_HOME/sources"
 	cat >"$DATASPOC_PIPE_HOME/sources/my-sheet.json" <<-'EOF2'
 	{
+	  "_comment": "a public sheet: paste its address",
 	  "url": "https://docs.google.com/spreadsheets/d/1AbC-x_9/edit?gid=7#gid=7",
 	  "sheet_name": "orders"
 	}
@@ -357,4 +359,16 @@ Done! 2 records in 1 stream(s)
 	EOF2
 	run -0 cat "$BATS_TEST_TMPDIR/requests"
 	assert_line "/spreadsheets/d/1AbC-x_9/export?format=csv&gid=7"
+}
+
+@test "migrate: the _comment the Python tool's templates put in a tap's config is a comment, not a key to warn about" {
+	py_parquet raw/t/t_0000.parquet <<<'{"id":1,"name":"a"}'
+	printf '{"_comment": "read the Parquet files of a table", "path": "%s", "stream_name": "t"}\n' \
+		"$BUCKET_DIR/raw/t" >pq.json
+	run -0 --separate-stderr "$PIPE_BIN/dataspoc-tap-parquet" --config pq.json --discover
+	assert_equal "$stderr" ""
+	# a key of ours misspelt is still said
+	printf '{"_comment": "x", "path": "%s", "stream_nam": "t"}\n' "$BUCKET_DIR/raw/t" >pq2.json
+	run -0 --separate-stderr "$PIPE_BIN/dataspoc-tap-parquet" --config pq2.json --discover
+	assert_equal "$stderr" "dataspoc-tap-parquet: warning: config 'pq2.json': key 'stream_nam' ignored"
 }
