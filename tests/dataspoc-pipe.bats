@@ -427,7 +427,9 @@ Done! 5 records in 2 stream(s)
 		sleep 0.2
 	done
 	EOF
-	script -qec '(sleep 1.5; kill -INT $$) & exec dataspoc-pipe run dies' /dev/null >tty.out || :
+	# (a suite started in the background inherits SIGINT ignored: give it back)
+	script -qec '(sleep 1.5; kill -INT $$) & exec env --default-signal=INT dataspoc-pipe run dies' \
+		/dev/null >tty.out || :
 	grep -q $'\r\033\[K  s: [0-9] record' tty.out
 	run -1 grep -a $'records*\\.\\.\\.[^\r]*dataspoc-pipe:' tty.out
 	grep -a -q -E $'(^|\r\033\[K)dataspoc-pipe: run .dies. failed: interrupted by SIGINT\r*$' tty.out
