@@ -544,12 +544,18 @@ run_pipeline() {
 	# unless the engine runs it again)
 	[ -n "$shard" ] || pipe-commit -a -t "$tmp/tap.log" -e "$failed" "$@" <"$tmp/plan"
 	err "run '$label' failed: $(user_terms "$failed")"
-	case $signal in
+	exit_signalled "$signal"
+	exit 1
+}
+
+# exit_signalled SIGNAL: exit 128+n for INT, TERM or HUP (the signal that
+# ended the work); with none, return.
+exit_signalled() {
+	case $1 in
 	INT) exit 130 ;;
 	TERM) exit 143 ;;
 	HUP) exit 129 ;;
 	esac
-	exit 1
 }
 
 # hold_start NAME: the tap started in the background ($_hold) to export the
@@ -898,11 +904,7 @@ run_all() {
 	[ -z "$failed_names" ] ||
 		err "run --all: failed: $(printf '%s\n' $failed_names | LC_ALL=C sort | paste -sd ' ' -)"
 	[ -z "$unstarted" ] || err "run --all: interrupted by SIG$signal, not started:$unstarted"
-	case $signal in
-	INT) exit 130 ;;
-	TERM) exit 143 ;;
-	HUP) exit 129 ;;
-	esac
+	exit_signalled "$signal"
 	[ "$failed" -eq 0 ] || exit 1
 	exit 0
 }
@@ -1150,11 +1152,7 @@ cmd_compact() {
 	fi
 	pipe-commit -a -e "$failed" "$name" <"$tmp/plan" >/dev/null
 	err "compact '$name' failed: $failed"
-	case $signal in
-	INT) exit 130 ;;
-	TERM) exit 143 ;;
-	HUP) exit 129 ;;
-	esac
+	exit_signalled "$signal"
 	exit 1
 }
 
