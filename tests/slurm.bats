@@ -103,6 +103,19 @@ sharded_submit() {
 	commit_job=$(sed -E 's/.* commit job ([0-9]+)$/\1/' <<<"$line")
 }
 
+# sharded_done SUMMARY: the 3 array tasks of $shards_job and the commit job
+# $commit_job completed, the commit saying SUMMARY.
+sharded_done() {
+	run -0 slurm_wait "$shards_job"
+	assert_output "0 COMPLETED 0:0
+1 COMPLETED 0:0
+2 COMPLETED 0:0"
+	run -0 slurm_wait "$commit_job"
+	assert_output "- COMPLETED 0:0"
+	run -0 cat "jobs-out/slurm-$commit_job.out"
+	assert_line "$1"
+}
+
 @test "slurm: a sharded run's exported script: a job array of 3 shards and one commit after them lands every row once" {
 	many_pipeline plain
 	many_pipeline wide
@@ -112,14 +125,7 @@ sharded_submit() {
 	run -0 grep -c -e '--array=0-2 ' -e '--dependency=afterany:' jobs/wide.sbatch
 	assert_output 2
 	sharded_submit wide
-	run -0 slurm_wait "$shards_job"
-	assert_output "0 COMPLETED 0:0
-1 COMPLETED 0:0
-2 COMPLETED 0:0"
-	run -0 slurm_wait "$commit_job"
-	assert_output "- COMPLETED 0:0"
-	run -0 cat "jobs-out/slurm-$commit_job.out"
-	assert_line "Done! 60 records in 12 stream(s)"
+	sharded_done "Done! 60 records in 12 stream(s)"
 	# one commit of every shard's rows, as an unsharded run lands them
 	many_rows plain >want
 	many_rows wide >got
@@ -228,14 +234,7 @@ hung_task() {	# ARRAY-JOB
 	run -0 cat "jobs-out/slurm-$twice.out"
 	assert_line --regexp "^Staged: shard $again/3 of run $run_id \\([0-9]+ records\\)$"
 	rm "$FAKE_DIR/tap-many/hang-s05"
-	run -0 slurm_wait "$shards_job"
-	assert_output "0 COMPLETED 0:0
-1 COMPLETED 0:0
-2 COMPLETED 0:0"
-	run -0 slurm_wait "$commit_job"
-	assert_output "- COMPLETED 0:0"
-	run -0 cat "jobs-out/slurm-$commit_job.out"
-	assert_line "Done! 60 records in 12 stream(s)"
+	sharded_done "Done! 60 records in 12 stream(s)"
 	# the shard's streams were extracted twice, and land once
 	[ -n "$(sort "$FAKE_DIR/tap-many/extracted" | uniq -d)" ]
 	many_rows wide >got
@@ -267,14 +266,7 @@ hung_task() {	# ARRAY-JOB
 	export DATASPOC_PIPE_HOLD_POLL=1
 	run -0 dataspoc-pipe export slurm -o jobs --shards 3 big
 	sharded_submit big
-	run -0 slurm_wait "$shards_job"
-	assert_output "0 COMPLETED 0:0
-1 COMPLETED 0:0
-2 COMPLETED 0:0"
-	run -0 slurm_wait "$commit_job"
-	assert_output "- COMPLETED 0:0"
-	run -0 cat "jobs-out/slurm-$commit_job.out"
-	assert_line "Done! 60,000 records in 1 stream(s)"
+	sharded_done "Done! 60,000 records in 1 stream(s)"
 	# each task read a part, in the held snapshot
 	local i
 	for i in 0 1 2; do
