@@ -1514,8 +1514,9 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	}
 	if (other) {
 		err_msg("stream '%s': its table '%s' holds %zu file(s) that are not merged by key (landed "
-			"append-only, or by hand): run once with --full to rebuild it as an upsert table",
-			s->name, s->dir, other);
+			"append-only, or by hand): 'dataspoc-pipe compact %s %s' merges them by key once, or "
+			"run once with --full to rebuild it as an upsert table",
+			s->name, s->dir, other, cfg->name, s->name);
 		goto out;
 	}
 	if (m.ntf > 1)

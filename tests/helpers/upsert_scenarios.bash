@@ -292,6 +292,7 @@ scenario_upsert_append_table() {
 	lake_pipeline sw tap-sw true "load_method: upsert"
 	run -1 --separate-stderr dataspoc-pipe run sw
 	[[ $stderr == *"stream 'users': its table 'raw/sw/users' holds 1 file(s) that are not merged by key"* ]]
+	[[ $stderr == *"'dataspoc-pipe compact sw users' merges them by key once"* ]]
 	run -0 --separate-stderr dataspoc-pipe run --full sw
 	lens_rows sw/users >rows
 	expect_file rows <<<'{"id":"1","name":"ana2"}'
