@@ -128,11 +128,16 @@ struct job {
 	unsigned long long rewritten;
 };
 
-/* Add the plan's file for the output just closed. */
-static void add_file(struct job *j, const char *staged, const char *final, uint64_t rows, uint64_t bytes)
+/* Close the output *pw (set to NULL) and add the plan's file for it: 0, -1. */
+static int close_file(struct job *j, struct pq_writer **pw, const char *staged, const char *final, uint64_t rows)
 {
 	struct plan_file *pf;
+	uint64_t bytes = 0;
+	int c = pq_writer_close(*pw, &bytes);
 
+	*pw = NULL;
+	if (c != 0)
+		return -1;
 	j->p->files = xrealloc(j->p->files, (j->p->nfiles + 1) * sizeof(*j->p->files));
 	pf = &j->p->files[j->p->nfiles++];
 	memset(pf, 0, sizeof(*pf));
@@ -142,6 +147,7 @@ static void add_file(struct job *j, const char *staged, const char *final, uint6
 	pf->records = rows;
 	pf->bytes = bytes;
 	pf->unit = 1;
+	return 0;
 }
 
 /*
@@ -212,28 +218,15 @@ static int merge_files(struct job *j, struct cfile *v, size_t n)
 				goto out;
 			rows++;
 			total++;
-			if (pq_writer_reached(pw, j->cfg->max_file_size)) {
-				uint64_t size = 0;
-				int c = pq_writer_close(pw, &size);
-
-				pw = NULL;
-				if (c != 0)
-					goto out;
-				add_file(j, staged, final, rows, size);
-			}
+			if (pq_writer_reached(pw, j->cfg->max_file_size) &&
+			    close_file(j, &pw, staged, final, rows) != 0)
+				goto out;
 		}
 		pq_read_free(f);
 		f = NULL;
 	}
-	if (pw) {
-		uint64_t size = 0;
-		int c = pq_writer_close(pw, &size);
-
-		pw = NULL;
-		if (c != 0)
-			goto out;
-		add_file(j, staged, final, rows, size);
-	}
+	if (pw && close_file(j, &pw, staged, final, rows) != 0)
+		goto out;
 	for (i = 0; i < n; i++) {
 		struct plan_replace *rp;
 
