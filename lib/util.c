@@ -256,6 +256,33 @@ int util_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int util_replace_file(const char *path, const void *data, size_t len)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), ok, saved;
+
+	if (fd < 0) {
+		free(tmp);
+		return -1;
+	}
+	ok = util_write_all(fd, data, len) == 0;
+	saved = errno;
+	if (close(fd) != 0 && ok) {
+		ok = 0;
+		saved = errno;
+	}
+	if (ok && rename(tmp, path) != 0) {
+		ok = 0;
+		saved = errno;
+	}
+	if (!ok) {
+		unlink(tmp);
+		errno = saved;
+	}
+	free(tmp);
+	return ok ? 0 : -1;
+}
+
 void util_strv_free(char **v)
 {
 	char **p;

@@ -59,6 +59,13 @@ int util_read_file(const char *path, struct sb *out, struct stat *st);
 /* Write all of data to fd, through EINTR and short writes.  0, or -1 with errno set. */
 int util_write_all(int fd, const void *data, size_t len);
 
+/*
+ * Replace the file at path with data: written to path.tmp, then renamed
+ * over it (a reader sees the old file or the new one).  0, or -1 with errno
+ * set (path.tmp removed).
+ */
+int util_replace_file(const char *path, const void *data, size_t len);
+
 /* Free a NULL-terminated vector of strings and the vector (NULL: nothing). */
 void util_strv_free(char **v);
 

@@ -145,14 +145,13 @@ int split_hold(struct tap *t)
 {
 	const char *path = getenv("DATASPOC_PIPE_PG_HOLD");
 	struct sb doc = SB_INIT, sql = SB_INIT, name = SB_INIT;
-	char *snap = NULL, *bs = NULL, *size = NULL, *tmp = NULL;
+	char *snap = NULL, *bs = NULL, *size = NULL;
 	PGconn *conn;
 	PGresult *res;
 	sigset_t set;
 	struct timespec ts;
 	size_t i;
 	int ret = EXIT_FAIL, sig, first = 1;
-	FILE *f;
 
 	/* (blocked before the snapshot exists: SIGTERM comes to sigwait() below) */
 	sigemptyset(&set);
@@ -205,9 +204,7 @@ int split_hold(struct tap *t)
 		sb_addf(&doc, ": %llu", pages);
 	}
 	sb_adds(&doc, "}}\n");
-	tmp = xasprintf("%s.tmp", path);
-	if ((f = fopen(tmp, "w")) == NULL || fwrite(doc.buf, 1, doc.len, f) != doc.len ||
-	    fclose(f) != 0 || rename(tmp, path) != 0) {
+	if (util_replace_file(path, doc.buf, doc.len) != 0) {
 		err_msg("cannot write the run's snapshot to '%s':", path);
 		goto out;
 	}
@@ -219,7 +216,6 @@ out:
 	free(snap);
 	free(bs);
 	free(size);
-	free(tmp);
 	sb_free(&doc);
 	sb_free(&sql);
 	sb_free(&name);

@@ -213,19 +213,13 @@ static char *source_key(struct ctx *c)
 static int get_source(struct ctx *c)
 {
 	struct sb text = SB_INIT;
-	char *key = source_key(c), *tmp = NULL;
-	FILE *f;
+	char *key = source_key(c);
 	int r = bucket_get(c->b, key, &text), ret = r < 0 ? -1 : 0;
 
-	if (r == 0) {
-		tmp = xasprintf("%s.tmp", c->source_file);
-		if ((f = fopen(tmp, "w")) == NULL || fwrite(text.buf, 1, text.len, f) != text.len ||
-		    fclose(f) != 0 || rename(tmp, c->source_file) != 0) {
-			err_msg("cannot write the run's source object to '%s':", c->source_file);
-			ret = -1;
-		}
+	if (r == 0 && util_replace_file(c->source_file, text.buf, text.len) != 0) {
+		err_msg("cannot write the run's source object to '%s':", c->source_file);
+		ret = -1;
 	}
-	free(tmp);
 	free(key);
 	sb_free(&text);
 	return ret;
