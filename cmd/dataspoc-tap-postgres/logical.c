@@ -46,8 +46,6 @@
 #define STATE_MS 1000
 /* Output is written in pieces of at least this size. */
 #define OUT_CHUNK (256 * 1024)
-/* A string value longer than this is written out a piece of this size at a time (as sync.c). */
-#define BIG_VALUE (1024 * 1024)
 /* A status update to the server at least this often (wal_sender_timeout is 60 s). */
 #define STATUS_MS 10000
 /* With nothing coming and the server's position still, it has nothing more to send. */

@@ -28,12 +28,6 @@
 #define BOOKMARK_PERIOD 1000
 /* Output is written in pieces of at least this size. */
 #define OUT_CHUNK (256 * 1024)
-/*
- * A string value longer than this is written out in pieces of this size as
- * it is printed, so that a huge row costs its COPY message (which libpq
- * holds, and hands over as a copy) and a piece, not its JSON text as well.
- */
-#define BIG_VALUE (1024 * 1024)
 /* The most work_mem a sync asks for its sort, in bytes. */
 #define SORT_MEM_MAX "268435456"
 

@@ -157,6 +157,12 @@ void py_quote(struct sb *out, const char *s, size_t len);
 void py_quote_body(struct sb *out, const char *s, size_t len);
 /* Where to end a piece of s[0..len) of about want bytes: not inside a UTF-8 sequence. */
 size_t utf8_cut(const char *s, size_t len, size_t want);
+/*
+ * A string value longer than this is written out in pieces of this size as
+ * it is printed (sync.c, logical.c), so that a huge row costs its COPY or
+ * change message and a piece, not its JSON text as well.
+ */
+#define BIG_VALUE (1024 * 1024)
 static inline void py_quotes(struct sb *out, const char *s);
 /* Append a validated value as simplejson.dumps() prints it (", ", ": "). */
 void py_dump(struct sb *out, const struct json_span *v);
