@@ -87,6 +87,17 @@ static int names_has(const struct json_span *list, const struct json_span *name)
 	return 0;
 }
 
+/* Add the member k:v to the object out, with a ',' before it unless *first. */
+static void add_member(struct sb *out, int *first, const struct json_span *k, const struct json_span *v)
+{
+	if (!*first)
+		sb_addc(out, ',');
+	*first = 0;
+	sb_add(out, k->p, k->len);
+	sb_addc(out, ':');
+	sb_add(out, v->p, v->len);
+}
+
 int absent_fill(const char *rec, size_t len, const char *prev, size_t plen, struct sb *out)
 {
 	struct json_span obj = { rec, len, JSON_OBJECT }, pobj = { prev, plen, JSON_OBJECT };
@@ -106,12 +117,7 @@ int absent_fill(const char *rec, size_t len, const char *prev, size_t plen, stru
 	while (json_object_next(&obj, &pos, &k, &v)) {
 		if (json_string_equal(&k, ABSENT_MEMBER, 0))
 			continue;
-		if (!first)
-			sb_addc(out, ',');
-		first = 0;
-		sb_add(out, k.p, k.len);
-		sb_addc(out, ':');
-		sb_add(out, v.p, v.len);
+		add_member(out, &first, &k, &v);
 	}
 	/* the names: JSON strings as the marker holds them (json_quote's), compared byte for byte */
 	ppos = 0;
@@ -123,12 +129,7 @@ int absent_fill(const char *rec, size_t len, const char *prev, size_t plen, stru
 			continue;
 		while (prev && json_object_next(&pobj, &qpos, &pk, &pv)) {
 			if (pk.len == k.len && memcmp(pk.p, k.p, k.len) == 0 && !json_string_equal(&pk, ABSENT_MEMBER, 0)) {
-				if (!first)
-					sb_addc(out, ',');
-				first = 0;
-				sb_add(out, pk.p, pk.len);
-				sb_addc(out, ':');
-				sb_add(out, pv.p, pv.len);
+				add_member(out, &first, &pk, &pv);
 				found = 1;
 				break;
 			}
