@@ -22,20 +22,12 @@ struct cfile {
 	char *shape;		/* its columns' names and types, exactly: files merge when equal */
 };
 
-/* The extra column's name: one or more '_', then "extra" (lib/parquet's rule). */
-static int extra_name(const struct pq_read_column *c)
-{
-	return c->name_len >= 6 && memcmp(c->name + c->name_len - 5, "extra", 5) == 0 &&
-	       strspn(c->name, "_") == c->name_len - 5;
-}
-
 /* Read key's footer into cf: its rows, its schema and shape (both NULL when a column cannot be read). */
 static int file_info(struct bucket *b, const char *key, struct cfile *cf)
 {
 	struct sb data = SB_INIT, schema = SB_INIT, shape = SB_INIT;
 	struct pq_read_file *f;
 	size_t i, n;
-	int first = 1, ok = 1;
 
 	if (bucket_get(b, key, &data) != 0) {
 		err_msg("cannot read '%s'", key);
@@ -48,29 +40,15 @@ static int file_info(struct bucket *b, const char *key, struct cfile *cf)
 		return -1;
 	}
 	cf->rows = pq_read_rows(f);
-	sb_adds(&schema, "{\"type\":\"object\",\"properties\":{");
-	n = pq_read_ncolumns(f);
-	for (i = 0; i < n; i++) {
-		const struct pq_read_column *c = pq_read_column(f, i);
+	if (pq_read_file_schema(f, &schema) == 0) {
+		n = pq_read_ncolumns(f);
+		for (i = 0; i < n; i++) {
+			const struct pq_read_column *c = pq_read_column(f, i);
 
-		if (c->unsupported) {
-			ok = 0;
-			break;
+			json_quote(&shape, c->name, c->name_len);
+			sb_addf(&shape, ":%d/%d/%d/%d/%d/%d/%d/%d;", c->physical, c->type_length, (int)c->kind,
+				c->scale, c->precision, c->unit, c->utc, c->optional);
 		}
-		json_quote(&shape, c->name, c->name_len);
-		sb_addf(&shape, ":%d/%d/%d/%d/%d/%d/%d/%d;", c->physical, c->type_length, (int)c->kind, c->scale,
-			c->precision, c->unit, c->utc, c->optional);
-		if (extra_name(c))
-			continue;
-		if (!first)
-			sb_addc(&schema, ',');
-		first = 0;
-		json_quote(&schema, c->name, c->name_len);
-		sb_addc(&schema, ':');
-		pq_read_schema_json(c, &schema);
-	}
-	sb_adds(&schema, "}}");
-	if (ok) {
 		cf->schema = sb_detach(&schema);
 		cf->shape = sb_detach(&shape);
 	}
@@ -97,7 +75,7 @@ static int row_record(struct pq_read_file *f, struct sb *rec, struct sb *val)
 			return -1;
 		if (val->len == 4 && memcmp(val->buf, "null", 4) == 0)
 			continue;
-		if (extra_name(c) && val->len >= 2 && val->buf[0] == '{') {
+		if (pq_read_extra_name(c) && val->len >= 2 && val->buf[0] == '{') {
 			if (val->len > 2) {
 				if (!first)
 					sb_addc(rec, ',');

@@ -1664,8 +1664,6 @@ static char *file_schema(struct bucket *b, const char *key)
 {
 	struct sb data = SB_INIT, out = SB_INIT;
 	struct pq_read_file *f;
-	size_t i, n;
-	int first = 1;
 
 	if (bucket_get(b, key, &data) != 0) {
 		err_msg("cannot read '%s'", key);
@@ -1676,23 +1674,7 @@ static char *file_schema(struct bucket *b, const char *key)
 		sb_free(&data);
 		return NULL;
 	}
-	sb_adds(&out, "{\"type\":\"object\",\"properties\":{");
-	n = pq_read_ncolumns(f);
-	for (i = 0; i < n; i++) {
-		const struct pq_read_column *c = pq_read_column(f, i);
-
-		if (c->unsupported || (c->name_len >= 6 && c->name[c->name_len - 6] == '_' &&
-				       memcmp(c->name + c->name_len - 5, "extra", 5) == 0 &&
-				       strspn(c->name, "_") == c->name_len - 5))
-			continue;
-		if (!first)
-			sb_addc(&out, ',');
-		first = 0;
-		json_quote(&out, c->name, c->name_len);
-		sb_addc(&out, ':');
-		pq_read_schema_json(c, &out);
-	}
-	sb_adds(&out, "}}");
+	pq_read_file_schema(f, &out);
 	pq_read_free(f);
 	sb_free(&data);
 	return sb_detach(&out);

@@ -97,6 +97,20 @@ void pq_read_select(struct pq_read_file *f, size_t i, int on);
 void pq_read_schema_json(const struct pq_read_column *c, struct sb *out);
 
 /*
+ * 1 when column c is named as lib/parquet names the extra column (one or
+ * more '_', then "extra"), else 0.
+ */
+int pq_read_extra_name(const struct pq_read_column *c);
+
+/*
+ * Append the JSON Schema of f's columns to out, {"type":"object",
+ * "properties":{...}} (pq_read_schema_json() for each), the extra column
+ * (pq_read_extra_name()) and unsupported columns left out; the number of
+ * unsupported columns.
+ */
+size_t pq_read_file_schema(const struct pq_read_file *f, struct sb *out);
+
+/*
  * Move to the next row.  1 with a row, 0 after the last one, -1 on error
  * (a selected column unsupported, a page that is damaged or uses what the
  * reader lacks).

@@ -270,17 +270,13 @@ struct layout {
  */
 static int extra_column(const struct pq_read_file *f)
 {
-	size_t n = pq_read_ncolumns(f), u = 0;
+	size_t n = pq_read_ncolumns(f);
 	const struct pq_read_column *c;
 
 	if (n == 0 || strncmp(pq_read_created_by(f), "dataspoc-pipe ", 14) != 0)
 		return -1;
 	c = pq_read_column(f, n - 1);
-	if (c->kind != PQ_READ_JSON)
-		return -1;
-	while (u < c->name_len && c->name[u] == '_')
-		u++;
-	return u > 0 && c->name_len - u == 5 && memcmp(c->name + u, "extra", 5) == 0 ? (int)(n - 1) : -1;
+	return c->kind == PQ_READ_JSON && pq_read_extra_name(c) ? (int)(n - 1) : -1;
 }
 
 /*

@@ -1987,3 +1987,35 @@ void pq_read_schema_json(const struct pq_read_column *c, struct sb *out)
 	else
 		sb_addf(out, "{\"type\":\"%s\"%s}", type, extra);
 }
+
+int pq_read_extra_name(const struct pq_read_column *c)
+{
+	return c->name_len >= 6 && memcmp(c->name + c->name_len - 5, "extra", 5) == 0 &&
+	       strspn(c->name, "_") == c->name_len - 5;
+}
+
+size_t pq_read_file_schema(const struct pq_read_file *f, struct sb *out)
+{
+	size_t i, n = pq_read_ncolumns(f), bad = 0;
+	int first = 1;
+
+	sb_adds(out, "{\"type\":\"object\",\"properties\":{");
+	for (i = 0; i < n; i++) {
+		const struct pq_read_column *c = pq_read_column(f, i);
+
+		if (c->unsupported) {
+			bad++;
+			continue;
+		}
+		if (pq_read_extra_name(c))
+			continue;
+		if (!first)
+			sb_addc(out, ',');
+		first = 0;
+		json_quote(out, c->name, c->name_len);
+		sb_addc(out, ':');
+		pq_read_schema_json(c, out);
+	}
+	sb_adds(out, "}}");
+	return bad;
+}
