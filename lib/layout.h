@@ -99,6 +99,21 @@ char *layout_data_key(const char *dir, unsigned unders, const char *date, const 
 char *layout_part_key(const char *dir, const char *folder, const char *safe, const char *run_id,
 		      unsigned index, const char *suffix, const char *ext);
 
+/*
+ * The VALUE of a Hive folder KEY=VALUE of partition_by (lib/sink/sink_part.c)
+ * for the record field's value v at granularity gran (enum
+ * config_granularity): a date-time's UTC day (2024-01-31), hour
+ * (2024-01-31T13), month (2024-01) or year (2024); a string, number or
+ * boolean itself, percent-encoded ([A-Za-z0-9_-] and a '.' not leading
+ * stay), appended to out (scratch: a decoded string): 1; 0 when it has
+ * none (null, not of that shape, or with value empty or over
+ * LAYOUT_PART_VALUE_MAX bytes): its folder is LAYOUT_PART_NULL.
+ */
+#define LAYOUT_PART_NULL "__HIVE_DEFAULT_PARTITION__"
+#define LAYOUT_PART_VALUE_MAX 128
+struct json_span;
+int layout_part_value(int gran, const struct json_span *v, struct sb *out, struct sb *scratch);
+
 /* 1 when the n bytes at p name a Hive folder of data files: "K=V", K not empty, no leading '.'. */
 int layout_hive_folder(const char *p, size_t n);
 

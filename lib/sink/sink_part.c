@@ -28,15 +28,14 @@
 #include "config.h"
 #include "err.h"
 #include "json.h"
+#include "layout.h"
 #include "parquet.h"
 #include "recwriter.h"
 #include "singer.h"
 #include "util.h"
 
-#define PART_NULL "__HIVE_DEFAULT_PARTITION__"
-
 /* Folders of one stream in one run at most: more is a field of too many values. */
-enum { PART_MAX = 10000, PART_VALUE_MAX = 128 };
+enum { PART_MAX = 10000 };
 
 /* The property named name of schema (compact JSON text) into *prop: 1, or 0. */
 static int property(const char *schema, const char *name, struct json_span *prop)
@@ -98,105 +97,6 @@ static int resolve_key(struct sink *s, struct stream *st, const struct json_span
 	return check_key(s, st, st->schema, rec);
 }
 
-/* Bytes of a value, percent-encoded for a folder name: [A-Za-z0-9_-] and a '.' not leading stay. */
-static void encode(struct sb *out, const char *p, size_t n)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)p[i];
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    c == '_' || c == '-' || (c == '.' && i > 0)) {
-			sb_addc(out, (char)c);
-		} else {
-			sb_addc(out, '%');
-			sb_addc(out, hex[c >> 4]);
-			sb_addc(out, hex[c & 15]);
-		}
-	}
-}
-
-static int digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* The contents of the JSON string v: in place, or decoded into scratch. */
-static void contents(const struct json_span *v, struct sb *scratch, const char **p, size_t *n)
-{
-	if (memchr(v->p + 1, '\\', v->len - 2) == NULL) {
-		*p = v->p + 1;
-		*n = v->len - 2;
-		return;
-	}
-	sb_reset(scratch);
-	json_string_decode(v, scratch);
-	*p = scratch->buf ? scratch->buf : "";
-	*n = scratch->len;
-}
-
-/* v's VALUE (see above) appended to out: 1, or 0 when it has none (the null folder). */
-static int value_folder(int gran, const struct json_span *v, struct sb *out, struct sb *scratch)
-{
-	const char *p;
-	size_t n;
-	int64_t us;
-	int32_t days;
-	time_t t;
-	struct tm tm;
-	int year;
-
-	if (gran == CONFIG_GRAN_VALUE) {
-		if (v->type == JSON_STRING) {
-			contents(v, scratch, &p, &n);
-		} else if (v->type == JSON_NUMBER || v->type == JSON_TRUE || v->type == JSON_FALSE) {
-			p = v->p;
-			n = v->len;
-		} else {
-			return 0;
-		}
-		if (n == 0 || n > PART_VALUE_MAX)
-			return 0;
-		encode(out, p, n);
-		return 1;
-	}
-	if (v->type != JSON_STRING)
-		return 0;
-	contents(v, scratch, &p, &n);
-	if (pq_parse_timestamp(p, n, &us) == 0) {
-		t = (time_t)(us / 1000000 - (us % 1000000 < 0));
-	} else if (n >= 10 && pq_parse_date(p, 10, &days) == 0 &&
-		   (n == 10 || ((p[10] == 'T' || p[10] == 't' || p[10] == ' ') && n >= 13 &&
-				digit(p[11]) && digit(p[12]) && (p[11] - '0') * 10 + (p[12] - '0') < 24))) {
-		/* a date, or a date-time without an offset: taken as UTC */
-		t = (time_t)days * 86400 + (n == 10 ? 0 : ((p[11] - '0') * 10 + (p[12] - '0')) * 3600);
-	} else {
-		return 0;
-	}
-	if (gmtime_r(&t, &tm) == NULL)
-		return 0;
-	year = tm.tm_year + 1900;
-	if (year < 1 || year > 9999)
-		return 0;
-	switch (gran) {
-	case CONFIG_GRAN_HOUR:
-		sb_addf(out, "%04d-%02d-%02dT%02d", year, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
-		break;
-	case CONFIG_GRAN_MONTH:
-		sb_addf(out, "%04d-%02d", year, tm.tm_mon + 1);
-		break;
-	case CONFIG_GRAN_YEAR:
-		sb_addf(out, "%04d", year);
-		break;
-	default:
-		sb_addf(out, "%04d-%02d-%02d", year, tm.tm_mon + 1, tm.tm_mday);
-		break;
-	}
-	return 1;
-}
-
 /* The folder of record rec of parent st into s->folder, "KEY=VALUE". */
 static void folder_of(struct sink *s, const struct stream *st, const struct json_span *rec,
 		      const struct singer_msg *from)
@@ -222,8 +122,8 @@ static void folder_of(struct sink *s, const struct stream *st, const struct json
 	} else {
 		found = json_object_get(rec, field, &v) == 1;
 	}
-	if (!found || !value_folder(st->part_gran, &v, &s->folder, &s->name))
-		sb_adds(&s->folder, PART_NULL);
+	if (!found || !layout_part_value(st->part_gran, &v, &s->folder, &s->name))
+		sb_adds(&s->folder, LAYOUT_PART_NULL);
 }
 
 static uint64_t part_hash(size_t parent, const char *folder, size_t n)
