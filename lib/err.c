@@ -22,25 +22,53 @@ void err_init(const char *argv0)
 	err_prog = slash ? slash + 1 : argv0;
 }
 
-/* The last err_msg() line without "prog: ", for err_last_cause(). */
+/*
+ * The last err_msg() line without "prog: ", for err_last_cause(), and where
+ * its cause starts in it (0: the whole line is its own cause).
+ */
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 static char last_said[1024];
+static size_t last_cause_at;
 static unsigned long said_any;
 
-static void remember(const char *line, size_t n)
+static void remember(const char *line, size_t n, size_t cause_at)
 {
 	if (n >= sizeof(last_said))
 		n = sizeof(last_said) - 1;
+	if (cause_at >= n)
+		cause_at = 0;
 	pthread_mutex_lock(&last_lock);
 	memcpy(last_said, line, n);
 	last_said[n] = '\0';
+	last_cause_at = cause_at;
 	said_any++;
 	pthread_mutex_unlock(&last_lock);
 }
 
+/*
+ * Of a line of the shape "cannot VERB 'SUBJECT': CAUSE", the length of the
+ * format's part before CAUSE ("cannot %s '%s': "; with a format ending
+ * "'%s':", strerror's cause, the whole format), else 0.  The shape is the
+ * format's, not the printed line's: a subject (a path, a key, a stream's
+ * name) may hold "': " itself.
+ */
+static size_t cause_fmt_len(const char *fmt)
+{
+	const char *q, *end;
+	size_t flen = strlen(fmt);
+
+	if (strncmp(fmt, "cannot ", 7) != 0 || (q = strchr(fmt, '\'')) == NULL)
+		return 0;
+	if ((end = strstr(q + 1, "': ")) != NULL && end[3] != '\0')
+		return (size_t)(end + 3 - fmt);
+	if (flen >= 2 && strcmp(fmt + flen - 2, "':") == 0 && fmt + flen - 2 > q)
+		return flen;
+	return 0;
+}
+
 static int last(char *buf, size_t size, int cause_only)
 {
-	const char *cause, *q;
+	const char *cause;
 	int ret = -1;
 
 	if (size == 0)
@@ -48,11 +76,8 @@ static int last(char *buf, size_t size, int cause_only)
 	buf[0] = '\0';
 	pthread_mutex_lock(&last_lock);
 	if (said_any) {
-		cause = last_said;
-		/* "cannot VERB 'SUBJECT': CAUSE" */
-		q = cause_only && strncmp(last_said, "cannot ", 7) == 0 ? strchr(last_said, '\'') : NULL;
-		if (q && (q = strstr(q + 1, "': ")) != NULL && q[3] != '\0')
-			cause = q + 3;
+		/* "cannot VERB 'SUBJECT': CAUSE", as vmsg() found it in its format */
+		cause = last_said + (cause_only ? last_cause_at : 0);
 		snprintf(buf, size, "%s", cause);
 		ret = 0;
 	}
@@ -104,13 +129,27 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	char buf[4096];
 	int saved = errno;
-	size_t n, flen = strlen(fmt), prog_len;
+	size_t n, flen = strlen(fmt), prog_len, cause_at = 0, head = *prefix ? 0 : cause_fmt_len(fmt);
 	int r;
 
 	r = snprintf(buf, sizeof(buf), "%s: %s%s%s", err_prog, err_context ? err_context : "",
 		     err_context ? ": " : "", prefix);
 	n = r < 0 ? 0 : (size_t)r;
 	prog_len = n < sizeof(buf) ? n : 0;
+	if (head && head < 512) {
+		/* how long the format's part before the cause prints, with the
+		 * same arguments (those after it are not used) */
+		char part[512];
+		va_list aq;
+
+		memcpy(part, fmt, head);
+		part[head] = '\0';
+		va_copy(aq, ap);
+		r = vsnprintf(NULL, 0, part, aq);
+		va_end(aq);
+		/* (a format ending "':": strerror's cause comes after a blank) */
+		cause_at = r < 0 ? 0 : (size_t)r + (head == flen ? 1 : 0);
+	}
 	if (n < sizeof(buf)) {
 		r = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
 		n += r < 0 ? 0 : (size_t)r;
@@ -122,7 +161,7 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	if (n >= sizeof(buf) - 1)
 		n = sizeof(buf) - 2;
 	if (*prefix == '\0' && n > prog_len)
-		remember(buf + prog_len, n - prog_len);
+		remember(buf + prog_len, n - prog_len, cause_at);
 	buf[n++] = '\n';
 	if (write(STDERR_FILENO, buf, n) < 0) {
 		/* nothing left to tell anyone */

@@ -67,7 +67,8 @@ void err_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * follows its quoted subject ("cannot write 'x': No space left on device"
  * gives "No space left on device"; lib/store's lines all read "cannot VERB
  * 'SUBJECT': CAUSE"), else the whole line, without the program's name.
- * Copied into buf (size bytes, cut short if need be); 0, or -1 (buf empty)
+ * Where the subject ends is found in err_msg()'s format, not in the printed
+ * line, whose subject (a path, a key) may hold "': " itself.  Copied into buf (size bytes, cut short if need be); 0, or -1 (buf empty)
  * when no line was said.  Warnings do not count.
  */
 int err_last_cause(char *buf, size_t size);

@@ -493,6 +493,18 @@ raw/shop/users/dt=2026-01-02/users_${RID}_0000.jsonl.gz"
 	assert_output "failure: cannot create '${STAGE}orders_${RID}_0000.jsonl.zst' in $BUCKET_URL: Not a directory"
 }
 
+@test "a bucket whose path holds \"': \": the plan's error ends with the cause the terminal said, not a piece of the path (#29)" {
+	BUCKET_DIR="$BATS_TEST_TMPDIR/it': a lake"
+	BUCKET_URL="file://$BUCKET_DIR"
+	sed -i "s|^  bucket: .*|  bucket: \"$BUCKET_URL\"|" "$DATASPOC_PIPE_HOME/pipelines/shop.yaml"
+	mkdir -p "$BUCKET_DIR/.dataspoc"
+	: >"$BUCKET_DIR/.dataspoc/staging"
+	run -1 --separate-stderr pipe-sink -q -r "$RID" shop <dump.jsonl
+	assert_stderr "pipe-sink: cannot create directory '$BUCKET_DIR/.dataspoc/staging/shop': Not a directory"
+	run -0 jq -r 'select(.type == "end") | .status + ": " + .error' <<<"$output"
+	assert_output "failure: cannot create '${STAGE}orders_${RID}_0000.jsonl.zst' in $BUCKET_URL: Not a directory"
+}
+
 @test "stdout on a full device: exit 1, write error" {
 	run -1 --separate-stderr sh -c 'pipe-sink -q -r "$1" shop <dump.jsonl >/dev/full' sh "$RID"
 	assert_stderr "pipe-sink: write error: No space left on device"

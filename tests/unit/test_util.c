@@ -1,4 +1,5 @@
 /* Unit tests of the run ids of util.c, and of err.c's last line said. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,22 @@ int main(void)
 		   "err: the cause after the quoted subject: %s", buf);
 		ok(err_last(buf, sizeof(buf)) == 0 && strncmp(buf, "cannot write '/b/", 17) == 0,
 		   "err: the whole line, without the program's name: %s", buf);
+		/* a subject holding "': " is the subject still: the cause is what followed it */
+		err_msg("cannot write '%s': %s", "/lake/it': x/f.jsonl", "No space left on device");
+		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "No space left on device") == 0,
+		   "err: a subject with \"': \" in it: %s", buf);
+		errno = ENOTDIR;
+		err_msg("cannot create directory '%s':", "/lake/it': x/s");
+		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, strerror(ENOTDIR)) == 0,
+		   "err: a subject with \"': \" in it, strerror's cause: %s", buf);
+		err_context = "pipeline 'p'";
+		err_msg("cannot write '%s': %s", "k", "No space left on device");
+		err_context = NULL;
+		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "No space left on device") == 0,
+		   "err: a line said in a context: the cause still: %s", buf);
+		err_msg("cannot read '%s': column '%s': %s", "f': g", "c", "not a number");
+		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "column 'c': not a number") == 0,
+		   "err: the cause of a cause's own quotes is all that follows the subject: %s", buf);
 		err_msg("no bucket directory given");
 		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "no bucket directory given") == 0,
 		   "err: a line of another shape is its own cause");
