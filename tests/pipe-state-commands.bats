@@ -91,7 +91,9 @@ put_manifest() {
 	run -0 --separate-stderr pipe-state --help
 	assert_line "  logs      print the pipeline's last run logs, newest first"
 	assert_line "  probe     write, read back, list and delete a probe object in the bucket,"
-	assert_line "  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;"
+	assert_line "  -b BUCKET    list, manifest, probe, objects, fetch: this bucket, instead of"
+	assert_line "               a pipeline's;"
+	assert_line "  fetch     write the object -p KEY to standard output"
 	assert_line "               check: the bucket to check"
 	write_pipeline shop tap-shop
 	local usage
@@ -124,6 +126,44 @@ put_manifest() {
 	assert_equal "$(err_line 1)" "$(printf '%s\n' "$usage" | head -n 1)"
 	# none of that touched the bucket
 	bucket_untouched
+}
+
+# --- objects, fetch: scripts/lake's door ------------------------------------------
+
+@test "objects lists the keys under a prefix with their versions; fetch writes one object; -p with -b" {
+	mkdir -p b/raw/t/dt=2026-01-01 b/.dataspoc
+	printf 'one' >b/raw/t/dt=2026-01-01/a.parquet
+	printf 'two\n' >b/raw/t/b.parquet
+	printf '{}' >b/.dataspoc/manifest.json
+	run -0 --separate-stderr pipe-state objects -p raw/ -b b
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp $'^4\\.[0-9]+\\.[0-9]{9}\traw/t/b\\.parquet$'
+	assert_line --index 1 --regexp $'^3\\.[0-9]+\\.[0-9]{9}\traw/t/dt=2026-01-01/a\\.parquet$'
+	local before=${lines[1]}
+	run -0 --separate-stderr pipe-state objects -b b
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 0 --regexp $'\t\\.dataspoc/manifest\\.json$'
+	# a changed object has another version
+	printf 'uno' >b/raw/t/dt=2026-01-01/a.parquet
+	touch -d '2001-01-01' b/raw/t/dt=2026-01-01/a.parquet
+	run -0 --separate-stderr pipe-state objects -p raw/t/dt= -b b
+	assert_equal "${#lines[@]}" 1
+	[ "${lines[0]}" != "$before" ]
+	run -0 --separate-stderr pipe-state fetch -p raw/t/b.parquet -b b
+	assert_equal "$output" "two"
+	pipe-state fetch -p raw/t/b.parquet -b b | cmp - b/raw/t/b.parquet
+	run -1 --separate-stderr pipe-state fetch -p raw/nope -b "$PWD/b"
+	assert_equal "$stderr" "pipe-state: no object 'raw/nope' in $PWD/b"
+	run -2 --separate-stderr pipe-state fetch -b b
+	assert_equal "$stderr" "pipe-state: fetch: give the object's key with -p KEY"
+	run -1 --separate-stderr pipe-state fetch -p ../x -b b
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	# the one bucket rule
+	run -2 --separate-stderr pipe-state objects -b s3:/b
+	assert_equal "$stderr" "pipe-state: bucket 's3:/b' is not a valid URL (expected a directory, file:///abs/dir, s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix])"
+	# -p is a key of the bucket only for these two
+	run -2 --separate-stderr pipe-state check -p bucket -b b
+	assert_equal "$(err_line 0)" "usage: pipe-state get [-f] [-r RUN_ID | -i FILE] NAME | show NAME | set NAME < STATE | clear --force NAME |"
 }
 
 # --- logs -----------------------------------------------------------------------

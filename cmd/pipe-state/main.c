@@ -4,7 +4,7 @@
  * the pipeline's run lock and recovers what a dead run left); the other
  * commands are for people and for the dataspoc-pipe driver: show, set,
  * clear, list, unlock; logs, status, manifest; check, probe and validate
- * (validate.c); new-run-id, pipelines, file, check-name, check-cron and
+ * (validate.c); objects and fetch (objects.c); new-run-id, pipelines, file, check-name, check-cron and
  * check-format.
  */
 #include <errno.h>
@@ -35,6 +35,7 @@ static const char usage_line[] =
 	"       list NAME|-b BUCKET | unlock NAME|-b BUCKET | logs [-n K] [-o jsonl|json|text] NAME |\n"
 	"       status [-o table|json] [NAME...] | manifest [-o json|table] NAME|-b BUCKET |\n"
 	"       check [-p KEY] NAME|-b BUCKET | probe NAME|-b BUCKET | validate [-o text|json] [NAME...] |\n"
+	"       objects [-p PREFIX] NAME|-b BUCKET | fetch -p KEY NAME|-b BUCKET |\n"
 	"       new-run-id | pipelines | check-name NAME | file NAME | check-cron EXPR |\n"
 	"       cron-as cron|systemd EXPR | check-format COMMAND FORMAT\n"
 	"       (-c FILE.yaml may replace NAME)";
@@ -42,7 +43,7 @@ static const char usage_line[] =
 static const char help_text[] =
 	"usage: pipe-state COMMAND [options] NAME\n"
 	"       pipe-state COMMAND [options] -c FILE.yaml\n"
-	"       pipe-state list|unlock|manifest|probe [options] -b BUCKET\n"
+	"       pipe-state list|unlock|manifest|probe|objects|fetch [options] -b BUCKET\n"
 	"       pipe-state status [-o table|json] [NAME... | -c FILE.yaml]\n"
 	"       pipe-state validate [-o text|json] [NAME...]\n"
 	"\n"
@@ -72,6 +73,10 @@ static const char help_text[] =
 	"            config.yaml's default bucket, and fails when there is none)\n"
 	"  probe     write, read back, list and delete a probe object in the bucket,\n"
 	"            and see whether it honours conditional creates\n"
+	"  objects   print \"VERSION<TAB>KEY\" for each object under -p PREFIX (default:\n"
+	"            all), sorted by key; VERSION is the store's (an ETag), or a\n"
+	"            local object's size and change time, or - when there is none\n"
+	"  fetch     write the object -p KEY to standard output\n"
 	"  validate  check each pipeline (default: every pipeline) as dataspoc-pipe\n"
 	"            validate does: config, tap (pipe-tap -n), transform (pipe-sink\n"
 	"            -n, when there is one), bucket (the probe), secrets and\n"
@@ -93,7 +98,8 @@ static const char help_text[] =
 /* (a string of its own: C11 compilers need take no string over 4095 bytes) */
 static const char help_options[] =
 	"Options:\n"
-	"  -b BUCKET    list, manifest, probe: this bucket, instead of a pipeline's;\n"
+	"  -b BUCKET    list, manifest, probe, objects, fetch: this bucket, instead of\n"
+	"               a pipeline's;\n"
 	"               check: the bucket to check\n"
 	"  -c FILE      the pipeline file, instead of NAME\n"
 	"  -f, --full   get: print {} (the run ignores the saved state)\n"
@@ -111,7 +117,8 @@ static const char help_options[] =
 	"  -p KEY       check: print one setting of the loaded config (bucket, path,\n"
 	"               compression, incremental, cron, tap, name, file; shard-split:\n"
 	"               true when source.metadata splits a stream across shards);\n"
-	"               nothing when it is not set\n"
+	"               nothing when it is not set; objects: the prefix of the keys\n"
+	"               (\"raw/pg/\"); fetch: the object's key\n"
 	"  -r RUN_ID    get: the run's id (default $DATASPOC_RUN_ID)\n"
 	"  -h, --help   this help\n"
 	"  --version    its version\n";
@@ -661,6 +668,16 @@ static int run_unlock(struct ctx *c)
 }
 static int run_manifest(struct ctx *c) { return cmd_manifest(c->b, c->fmt); }
 static int run_probe(struct ctx *c) { return cmd_probe(c->b); }
+static int run_objects(struct ctx *c) { return objects_list(c->b, c->key); }
+
+static int run_fetch(struct ctx *c)
+{
+	if (c->key == NULL) {
+		err_msg("fetch: give the object's key with -p KEY");
+		return CLI_USAGE;
+	}
+	return objects_fetch(c->b, c->key);
+}
 
 static int run_logs(struct ctx *c)
 {
@@ -806,6 +823,7 @@ static int run_file(struct ctx *c)
 #define NO_BUCKET	0x20	/* the pipeline's bucket is not opened */
 #define NEEDS_FORCE	0x40	/* --force */
 #define OR_FILE		0x80	/* with TAKES_NAMES: or -c FILE alone */
+#define KEY_IN_BUCKET	0x100	/* -p KEY is a key of the bucket: with -b too */
 
 static const struct command {
 	const char *name;
@@ -823,6 +841,8 @@ static const struct command {
 	{ "manifest", TAKES_BUCKET, run_manifest },
 	{ "check", TAKES_BUCKET | TAKES_KEY | NO_BUCKET, run_check },
 	{ "probe", TAKES_BUCKET, run_probe },
+	{ "objects", TAKES_BUCKET | TAKES_KEY | KEY_IN_BUCKET, run_objects },
+	{ "fetch", TAKES_BUCKET | TAKES_KEY | KEY_IN_BUCKET, run_fetch },
 	{ "validate", TAKES_NAMES | NO_BUCKET, run_validate },
 	{ "new-run-id", NO_PIPELINE | NO_BUCKET, run_new_run_id },
 	{ "pipelines", NO_PIPELINE | NO_BUCKET, run_pipelines },
@@ -957,7 +977,7 @@ int main(int argc, char **argv)
 	nargs = argc - optind;
 	c.one = !have_n;
 	if ((c.bucket && !(flags & TAKES_BUCKET)) || (c.key && !(flags & TAKES_KEY)) ||
-	    (c.bucket && c.key) || (have_n && !(flags & TAKES_COUNT)) ||
+	    (c.bucket && c.key && !(flags & KEY_IN_BUCKET)) || (have_n && !(flags & TAKES_COUNT)) ||
 	    (c.bucket && (file || nargs > 0)) ||
 	    ((flags & TAKES_NAMES) ? file != NULL && (!(flags & OR_FILE) || nargs > 0) : nargs > 1) ||
 	    ((flags & NO_PIPELINE) && (file || nargs > 0)) ||
