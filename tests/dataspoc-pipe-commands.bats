@@ -1275,6 +1275,10 @@ usage: dataspoc-pipe logs [-n K] [--output text|json|jsonl] NAME | -c FILE.yaml"
 	[ -x "$inst/usr/bin/dataspoc-pipe" ]
 	run -0 "$inst/usr/bin/dataspoc-lake" --help
 	assert_line --index 0 --partial "usage: scripts/lake BUCKET"
+	# it reads buckets through the pipe-state installed beside it (the bucket rule is its)
+	[ ! -x /usr/bin/pipe-state ] && [ ! -x /bin/pipe-state ]
+	run -2 --separate-stderr env PATH=/usr/bin:/bin "$inst/usr/bin/dataspoc-lake" S3://lake
+	assert_stderr "lake: bucket 'S3://lake': the scheme is written in lower case, as in s3://lake"
 	make -C "$top" -s uninstall O="${PIPE_BIN%/bin}" DESTDIR="$inst" PREFIX=/usr >make.out 2>&1
 	[ ! -e "$inst/usr/bin/dataspoc-lake" ]
 }
