@@ -825,3 +825,84 @@ for l in sys.stdin:
 	diff -u want got
 	pg_sql -d appdb "DROP TABLE other.huge"
 }
+
+# Two streams of appdb selected, FULL_TABLE, in props.json (the views' key: id).
+props_two() {
+	"$TAP" --config tap.json --discover >cat.json
+	python3 -c 'import json, sys
+c = json.load(open("cat.json"))
+c["streams"] = [s for s in c["streams"] if s["tap_stream_id"] in sys.argv[1:]]
+for s in c["streams"]:
+    s["metadata"][0]["metadata"].update({"selected": True, "replication-method": "FULL_TABLE",
+        "view-key-properties": ["id"]})
+json.dump(c, open("props.json", "w"))' "$@"
+}
+
+@test "COPY read off the socket: a row of many reads exact, notices during it as libpq prints them, the COMMIT and the next stream after it" {
+	pg_sql -d appdb "CREATE FUNCTION other.noisy(i int) RETURNS int LANGUAGE plpgsql AS \$\$ BEGIN
+			IF i IN (1, 3000) THEN RAISE NOTICE 'row %', i USING DETAIL = 'a detail', HINT = 'a hint'; END IF;
+			RETURN i; END \$\$;
+		CREATE VIEW other.v_noisy AS SELECT other.noisy(i) AS id,
+			CASE WHEN i = 2000 THEN repeat(md5(i::text) || E'\\\\\\t\"é', 300000) ELSE md5(i::text) END AS t
+			FROM generate_series(1, 5000) i;
+		TRUNCATE other.events; INSERT INTO other.events VALUES (1, '2024-01-01', 'after')"
+	props_two appdb-other-v_noisy appdb-other-events
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file got.jsonl
+	# libpq's words for a notice (verbosity default): no CONTEXT
+	assert_equal "$stderr" "$(printf 'NOTICE:  row %s\nDETAIL:  a detail\nHINT:  a hint\n' 1 3000)"
+	run -0 jq -r 'select(.type == "RECORD") | .stream' got.jsonl
+	[ "$(grep -c v_noisy <<<"$output")" -eq 5000 ]
+	[ "$(grep -c '^events$' <<<"$output")" -eq 1 ]
+	# the 12 MiB value, read off the socket in many pieces, exact
+	jq -r 'select(.type == "RECORD" and .stream == "v_noisy") | .record | "\(.id)|\(.t)"' got.jsonl | md5sum >got
+	pg_sql -d appdb "SELECT id || '|' || t FROM other.v_noisy" | md5sum >want
+	diff -u want got
+	# each stream ended: its last ACTIVATE_VERSION and STATE
+	run -0 jq -c 'select(.type == "STATE") | .value.currently_syncing' got.jsonl
+	assert_line --index -1 null
+	pg_sql -d appdb "DROP VIEW other.v_noisy; DROP FUNCTION other.noisy(int)"
+}
+
+@test "an error mid-COPY is the server's one line, exit 1, the rows before it out whole" {
+	pg_sql -d appdb "CREATE FUNCTION other.boom(i int) RETURNS int LANGUAGE plpgsql AS \$\$ BEGIN
+			IF i = 4000 THEN RAISE EXCEPTION 'boom at %', i; END IF; RETURN i; END \$\$;
+		CREATE VIEW other.v_boom AS SELECT other.boom(i) AS id, repeat(md5(i::text), 4) AS t
+			FROM generate_series(1, 5000) i"
+	props_two appdb-other-v_boom
+	run -1 --separate-stderr "$TAP" --config tap.json --properties props.json
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "dataspoc-tap-postgres: cannot read table 'other.v_boom' (host '127.0.0.1' port $PG_PORT database 'appdb'): boom at 4000 CONTEXT: PL/pgSQL function other.boom(integer) line 2 at RAISE" ]] ||
+		{ echo "$stderr" >&2; false; }
+	out_file got.jsonl
+	# every line whole, the rows the server sent before the error, in order
+	run -0 jq -r 'select(.type == "RECORD") | .record.id' got.jsonl
+	[ "${#lines[@]}" -ge 1 ] && [ "${#lines[@]}" -lt 4000 ]
+	[ "${lines[-1]}" -eq "${#lines[@]}" ]
+	pg_sql -d appdb "DROP VIEW other.v_boom; DROP FUNCTION other.boom(int)"
+}
+
+@test "an SSL connection is read through libpq, alike" {
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-keyout "$PG_DIR/data/server.key" -out "$PG_DIR/data/server.crt" 2>/dev/null
+	chmod 600 "$PG_DIR/data/server.key"
+	if [ "$(id -u)" = 0 ]; then chown "$PG_OWNER:$PG_GROUP" "$PG_DIR/data/server.key" "$PG_DIR/data/server.crt"; fi
+	pg_sql "ALTER SYSTEM SET ssl = on"
+	pg_sql "SELECT pg_reload_conf()" >/dev/null
+	pg_sql -d appdb "CREATE TABLE other.ssl(id int primary key, body text, f float8);
+		INSERT INTO other.ssl VALUES (1, repeat(E'a\\\\b\\té', 500000), 1.5), (2, 'b', NULL)"
+	props_two appdb-other-ssl
+	jq '.ssl = "true"' tap.json >ssl.json
+	run -0 --separate-stderr "$TAP" --config ssl.json --properties props.json
+	pg_sql "ALTER SYSTEM RESET ssl"
+	pg_sql "SELECT pg_reload_conf()" >/dev/null
+	out_file ssl.jsonl
+	jq '.sslmode = "disable"' tap.json >plain.json
+	run -0 --separate-stderr "$TAP" --config plain.json --properties props.json
+	out_file plain.jsonl
+	diff <(untimed ssl.jsonl) <(untimed plain.jsonl)
+	jq -r 'select(.type == "RECORD") | .record.body' plain.jsonl | md5sum >got
+	pg_sql -d appdb "SELECT body FROM other.ssl ORDER BY id" | md5sum >want
+	diff -u want got
+	pg_sql -d appdb "DROP TABLE other.ssl"
+}

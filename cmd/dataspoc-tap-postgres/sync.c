@@ -442,32 +442,23 @@ printed:
 	return row_end(r);
 }
 
+/* One COPY message as a RECORD (copy_out()'s row). */
+static int copy_row(void *arg, const char *p, size_t n)
+{
+	struct run *r = arg;
+
+	return r->binary ? row_bin(r, (const unsigned char *)p, n) : row(r, p, n);
+}
+
 /* Run COPY (sql) TO STDOUT, each row a RECORD. */
 static int copy_rows(struct run *r, const char *sql)
 {
-	PGresult *res = PQexec(r->conn, sql);
-	char *buf;
-	int n, rc = 0;
+	PGresult *bad;
+	int rc = copy_out(r->conn, sql, copy_row, r, &bad);
 
-	if (PQresultStatus(res) != PGRES_COPY_OUT) {
-		rc = fail(r, res, "read");
-		PQclear(res);
-		return rc;
-	}
-	PQclear(res);
-	while ((n = PQgetCopyData(r->conn, &buf, 0)) > 0) {
-		if (rc == 0)
-			rc = r->binary ? row_bin(r, (const unsigned char *)buf, (size_t)n) : row(r, buf, (size_t)n);
-		PQfreemem(buf);
-	}
-	/* -1: the end (or an error the result says); -2: the connection failed */
-	while ((res = PQgetResult(r->conn)) != NULL) {
-		if (rc == 0 && PQresultStatus(res) != PGRES_COMMAND_OK)
-			rc = fail(r, res, "read");
-		PQclear(res);
-	}
-	if (rc == 0 && n == -2)
-		rc = fail(r, NULL, "read");
+	if (rc < 0)
+		rc = fail(r, bad, "read");
+	PQclear(bad);
 	return rc;
 }
 

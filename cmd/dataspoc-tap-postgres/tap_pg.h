@@ -13,6 +13,7 @@
  *	conn.c		connections (libpq): parameters, one-line errors
  *	discover.c	--discover: the catalog of every database reachable
  *	sync.c		a stream's FULL_TABLE or INCREMENTAL sync through COPY
+ *	copyout.c	COPY ... TO STDOUT, its rows read off the socket
  *	value.c		one COPY field as tap-postgres prints its value
  *	binary.c	a field of COPY's binary format as its type's text
  *	logical.c	LOG_BASED: the slot, the first copy in its snapshot,
@@ -251,6 +252,19 @@ int discover(struct tap *t);
 int sync_stream(struct tap *t, struct stream *s);
 /* Now as the taps print time_extracted (ISO 8601, UTC, microseconds), and in us. */
 void now_iso(char *buf, size_t size, long long *us);
+
+/* ---- copyout.c ---- */
+
+/*
+ * Send sql, a COPY ... TO STDOUT, and call row(arg, p, n) for each of its
+ * CopyData messages, each read once, into a buffer of its size (through
+ * libpq on an encrypted connection); after row() fails, the rest is read
+ * and dropped.  0; row()'s status; or -1 when the server or the connection
+ * failed: *bad is the error's result (NULL: PQerrorMessage() says), to
+ * PQclear().  Either way the connection has no result left to read.
+ */
+int copy_out(PGconn *conn, const char *sql, int (*row)(void *arg, const char *p, size_t n), void *arg,
+	     PGresult **bad);
 
 /* ---- value.c ---- */
 
