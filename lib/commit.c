@@ -352,7 +352,7 @@ static int python_ran(struct bucket *b, const struct plan *p, const char *name)
  * the version they append to on every run).  A folder with no recorded
  * version keeps its files: they may be of the version activated now.
  */
-static int replaces(const struct plan *p, size_t i, char *const *versions)
+static int replaces(const struct plan *p, size_t i, const struct manifest_rec *rec)
 {
 	const struct plan_stream *s = &p->streams[i];
 
@@ -363,11 +363,49 @@ static int replaces(const struct plan *p, size_t i, char *const *versions)
 		return 1;
 	if (p->replace && !(s->load_method && strcmp(s->load_method, "append-only") == 0))
 		return 1;
+	/* --full lands the whole table anew: in its new folders, the old ones go */
+	if (p->full && plan_refolded(&p->streams[i], rec[i].column))
+		return 1;
 	if (s->activated == NULL)
 		return 0;
-	if (versions[i] == NULL)
+	if (rec[i].version == NULL)
 		return 2;
-	return strcmp(versions[i], s->activated) != 0;
+	return strcmp(rec[i].version, s->activated) != 0;
+}
+
+int commit_refolds(struct bucket *b, const struct plan *p)
+{
+	struct manifest_rec *rec = xcalloc(p->nstreams + 1, sizeof(*rec));
+	size_t i;
+	int ret = manifest_recorded(b, p, rec, 0);
+
+	/* the manifest is a catalog: a commit goes on without it (finish()) */
+	if (ret < 0) {
+		err_warn("the manifest could not be read: whether a stream's partition_by changed is not checked");
+		ret = 0;
+	}
+	for (i = 0; i < p->nstreams && ret >= 0; i++) {
+		const struct plan_stream *s = &p->streams[i];
+		char *key;
+
+		if (!plan_refolded(&p->streams[i], rec[i].column))
+			continue;
+		/* an upsert table's --full is rebuilt whole by pipe-merge */
+		if (p->full || replaces(p, i, rec) == 1) {
+			ret = 1;
+			continue;
+		}
+		key = plan_folder_key(s);
+		err_msg("stream '%s': partition_by puts its files in folders '%s=', but the table in '%s' has "
+			"its files in folders '%s=', and DuckDB cannot read a table of both (\"Hive partition "
+			"mismatch\"): run once with --full to land the whole table anew in the new folders (its "
+			"old files go), or set partition_by back",
+			s->name, key, s->dir, rec[i].column);
+		free(key);
+		ret = -1;
+	}
+	manifest_recs_free(rec, p->nstreams);
+	return ret;
 }
 
 /* The files pipe-merge's replace lines name, once the merged ones are published. */
@@ -395,9 +433,9 @@ static int delete_replaced(struct bucket *b, const struct plan *p)
 static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 {
 	struct owner_cache c = { NULL, NULL, 0 };
-	char **versions = xcalloc(p->nstreams + 1, sizeof(*versions));
+	struct manifest_rec *rec = xcalloc(p->nstreams + 1, sizeof(*rec));
 	size_t i, j;
-	int ret = 0, activated = 0, methods = 0;
+	int ret = 0, activated = 0, methods = 0, versions;
 
 	for (i = 0; i < p->nstreams; i++) {
 		activated |= p->streams[i].activated != NULL;
@@ -405,14 +443,15 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 	}
 	/* the replaced files pipe-merge named go first: the merged ones are published */
 	ret = delete_replaced(b, p);
-	if (ret == 0 && (!p->replace || methods) && activated && manifest_table_versions(b, p, versions) != 0)
+	versions = (!p->replace || methods) && activated;
+	if (ret == 0 && (versions || p->full) && manifest_recorded(b, p, rec, versions) != 0)
 		ret = -1;
 	for (i = 0; i < p->nstreams && ret == 0; i++) {
 		const struct plan_stream *s = &p->streams[i];
 		char *prefix;
 		char **keys = NULL;
 		size_t n = 0, foreign = 0, kept = 0;
-		int how = replaces(p, i, versions), py = -2;
+		int how = replaces(p, i, rec), py = -2;
 
 		if (how == 0)
 			continue;
@@ -451,9 +490,7 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 	}
 	for (i = 0; i < c.n; i++)
 		free(c.ids[i]);
-	for (i = 0; i < p->nstreams; i++)
-		free(versions[i]);
-	free(versions);
+	manifest_recs_free(rec, p->nstreams);
 	free(c.ids);
 	free(c.mine);
 	return ret;
@@ -820,7 +857,9 @@ int commit_publish(struct bucket *b, const struct plan *p)
 
 	runlock_init(&f, b, p->pipeline, p->run_id);
 	plan_format(p, &text);
-	if (runlock_check(&f, "saving the pending commit") == 0 &&
+	/* (a checkpoint's units wait for the run's end when it refolds a table: must_wait()) */
+	if ((p->checkpoint || commit_refolds(b, p) >= 0) &&
+	    runlock_check(&f, "saving the pending commit") == 0 &&
 	    bucket_put(b, pending, text.buf, text.len) == 0)
 		ret = finish(b, p, pending, &f) == 0 ? 0 : -1;
 	runlock_free(&f);

@@ -22,6 +22,17 @@
 int commit_publish(struct bucket *b, const struct plan *p);
 
 /*
+ * A table's Hive folders name one key (DESIGN.md, "Partitions"): a stream
+ * of p whose partition_by lands its files in folders of another key than
+ * the manifest records for its table (partition_by changed) is refused,
+ * with an error naming the way out, unless the run replaces the table's
+ * files (a snapshot, an overwrite, a new table version, --full), which
+ * its end does.  0 none refolded (or the manifest could not be read: a
+ * warning), 1 some the run's end replaces, -1 refused.
+ */
+int commit_refolds(struct bucket *b, const struct plan *p);
+
+/*
  * A run that started after run_id and committed (a success log), or whose
  * commit is pending: 1 with its id in *later (newly allocated), 0 none,
  * -1 error.  A plan of run_id published after it would set the state back.

@@ -177,6 +177,23 @@ static int new_version(jv t, const char *activated)
 	return r;
 }
 
+/* 1 when a --full run lands table t anew in the folders of its new partition_by (see commit.c). */
+static int relaid(jv t, const struct plan *p, const struct plan_stream *s)
+{
+	jv part;
+	char *column;
+	int r;
+
+	if (!p->full)
+		return 0;
+	part = jvx_get(t, "partition");
+	column = jvx_string(part, "column");
+	r = plan_refolded(s, column);
+	jv_free(part);
+	free(column);
+	return r;
+}
+
 static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 		       const char *table, const char *location, const char *now, int same_run)
 {
@@ -200,9 +217,10 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	else if (s->load_method && strcmp(s->load_method, "overwrite") == 0)
 		total = run_rows;
 	else if (s->load_method && strcmp(s->load_method, "append-only") == 0)
-		total = new_version(t, s->activated) ? run_rows : total + (double)s->records;
+		total = new_version(t, s->activated) || relaid(t, p, s) ? run_rows : total + (double)s->records;
 	else
-		total = p->replace || new_version(t, s->activated) ? run_rows : total + (double)s->records;
+		total = p->replace || new_version(t, s->activated) || relaid(t, p, s) ? run_rows :
+			total + (double)s->records;
 	stats = jv_object_set(stats, jv_string("total_rows"), jv_number(total));
 	/* a compact extracts nothing: the table's rows are what they were */
 	if (!p->compact) {
@@ -796,7 +814,7 @@ out:
 	return ret;
 }
 
-int manifest_table_versions(struct bucket *b, const struct plan *p, char **versions)
+int manifest_recorded(struct bucket *b, const struct plan *p, struct manifest_rec *rec, int warn)
 {
 	struct sb text = SB_INIT, why = SB_INIT;
 	jv m, tables;
@@ -804,7 +822,7 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 	int r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);
 
 	for (i = 0; i < p->nstreams; i++)
-		versions[i] = NULL;
+		rec[i].version = rec[i].column = NULL;
 	if (r != 0) {
 		sb_free(&text);
 		return r < 0 ? -1 : 0;
@@ -812,10 +830,11 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 	m = manifest_parse(text.buf, text.len, &why);
 	sb_free(&text);
 	if (jv_get_kind(m) != JV_KIND_OBJECT) {
-		/* the update rebuilds it; no version is known meanwhile, so nothing is dropped */
-		err_warn("%s/%s is unreadable (%s): the table versions it recorded are unknown, so the "
-			 "earlier files of the streams that activated one are kept", bucket_url(b),
-			 LAYOUT_MANIFEST_KEY, why.buf);
+		/* the update rebuilds it; nothing is known meanwhile, so nothing is dropped */
+		if (warn)
+			err_warn("%s/%s is unreadable (%s): the table versions it recorded are unknown, so "
+				 "the earlier files of the streams that activated one are kept", bucket_url(b),
+				 LAYOUT_MANIFEST_KEY, why.buf);
 		jv_free(m);
 		sb_free(&why);
 		return 0;
@@ -825,9 +844,14 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 	if (jv_get_kind(tables) == JV_KIND_OBJECT) {
 		jv_object_foreach(tables, k, v) {
 			for (i = 0; i < p->nstreams; i++) {
-				if (versions[i] == NULL && jv_get_kind(v) == JV_KIND_OBJECT &&
-				    table_at(v, p->streams[i].dir))
-					versions[i] = recorded_version(v);
+				if (rec[i].version == NULL && rec[i].column == NULL &&
+				    jv_get_kind(v) == JV_KIND_OBJECT && table_at(v, p->streams[i].dir)) {
+					jv part = jvx_get(v, "partition");
+
+					rec[i].version = recorded_version(v);
+					rec[i].column = jvx_string(part, "column");
+					jv_free(part);
+				}
 			}
 			jv_free(k);
 			jv_free(v);
@@ -835,6 +859,17 @@ int manifest_table_versions(struct bucket *b, const struct plan *p, char **versi
 	}
 	jv_free(tables);
 	return 0;
+}
+
+void manifest_recs_free(struct manifest_rec *rec, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(rec[i].version);
+		free(rec[i].column);
+	}
+	free(rec);
 }
 
 int manifest_update(struct bucket *b, const struct plan *p)

@@ -18,13 +18,22 @@
  */
 #define MANIFEST_EMPTY "{\"version\":\"" MANIFEST_VERSION "\",\"updated_at\":null,\"tables\":{}}"
 
+/* What the manifest records of the table in one of a plan's streams' folder. */
+struct manifest_rec {
+	char *version;	/* its "table_version" (the version last activated there), raw JSON, or NULL */
+	char *column;	/* its "partition"'s "column": the key of its Hive folders, or NULL */
+};
+
 /*
- * The table version the manifest records for each of the plan's streams
- * (its "table_version", the version last activated in its folder), as raw
- * JSON into versions[i] (newly allocated), or NULL; an unreadable manifest
- * gives none, with a warning.  0 or -1.
+ * What the manifest records of each of the plan's streams' tables, into
+ * rec[i] (members newly allocated, NULL when not recorded); an unreadable
+ * manifest records nothing (with a warning that the versions are unknown,
+ * when warn).  0 or -1.
  */
-int manifest_table_versions(struct bucket *b, const struct plan *p, char **versions);
+int manifest_recorded(struct bucket *b, const struct plan *p, struct manifest_rec *rec, int warn);
+
+/* Free rec[0..n) and rec. */
+void manifest_recs_free(struct manifest_rec *rec, size_t n);
 
 /*
  * Merge the plan's tables into .dataspoc/manifest.json (under the manifest

@@ -491,3 +491,31 @@ void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct pl
 	out->unit = all->nunits ? all->unit_base + upto : 0;
 	out->checkpoint = upto <= all->nunits;
 }
+
+char *plan_folder_key(const struct plan_stream *s)
+{
+	struct json_span part, col;
+	struct sb out = SB_INIT;
+	size_t errpos;
+	const char *errmsg;
+
+	if (s->partition && json_validate(s->partition, strlen(s->partition), &part, &errpos, &errmsg) == 0 &&
+	    json_object_get(&part, "column", &col) == 1 && col.type == JSON_STRING) {
+		json_string_decode(&col, &out);
+		return sb_detach(&out);
+	}
+	return xstrdup("dt");
+}
+
+int plan_refolded(const struct plan_stream *s, const char *column)
+{
+	char *key;
+	int r;
+
+	if (column == NULL)
+		return 0;
+	key = plan_folder_key(s);
+	r = strcmp(key, column) != 0;
+	free(key);
+	return r;
+}

@@ -137,4 +137,15 @@ void plan_format_part(const struct plan *p, int run_line, struct sb *out);
  */
 void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct plan *out);
 
+/* The key of the Hive folders stream s's files land in: its partition's "column", or dt. */
+char *plan_folder_key(const struct plan_stream *s);
+
+/*
+ * 1 when s lands its files in folders of another key than column (NULL:
+ * not known), the key of its table's folders the manifest records: its
+ * partition_by changed.  DuckDB's hive_partitioning refuses a table whose
+ * files are in folders of two keys ("Hive partition mismatch").
+ */
+int plan_refolded(const struct plan_stream *s, const char *column);
+
 #endif

@@ -23,3 +23,7 @@ load helpers/partition_scenarios
 	scenario_part_collision
 }
 
+@test "s3 partition: changing partition_by: a run that would mix two folder keys fails, nothing published; --full lands the table anew in the new folders" {
+	scenario_part_refold
+}
+

@@ -22,6 +22,10 @@ load helpers/partition_scenarios
 	scenario_part_collision
 }
 
+@test "partition: changing partition_by: a run that would mix two folder keys fails, nothing published; --full lands the table anew in the new folders" {
+	scenario_part_refold
+}
+
 @test "partition: checkpoints publish each unit's folders" {
 	use_tap tap-pk
 	lake_pipeline pk tap-pk true 'partition_by: {field: created_at, granularity: year}'
@@ -43,6 +47,36 @@ load helpers/partition_scenarios
 	["2","2024"]
 	["3","2023"]
 	EOF
+	manifest_table pk/orders | jq -c '.stats.total_rows' >n
+	expect_file n <<<3
+}
+
+@test "partition: changing partition_by with checkpoints: refused at the first, nothing published; with --full the units wait for the run's end" {
+	use_tap tap-pk
+	lake_pipeline pk tap-pk true
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pk.yaml"
+	part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z"}' >"$FAKE_DIR/tap-pk/out"
+	run -0 --separate-stderr dataspoc-pipe run pk
+	lake_pipeline pk tap-pk true 'partition_by: {field: created_at, granularity: year}'
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pk.yaml"
+	{
+		part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z"}'
+		part_orders <<<'{"id":2,"created_at":"2024-05-01T00:00:00Z"}' | tail -n +2
+		part_orders <<<'{"id":3,"created_at":"2023-06-01T00:00:00Z"}' | tail -n +2
+	} >"$FAKE_DIR/tap-pk/out"
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	run -1 --separate-stderr dataspoc-pipe run pk
+	[[ $stderr == *"stream 'orders': partition_by puts its files in folders 'created_at_year='"* ]]
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff before.snap after.snap
+	run -0 --separate-stderr dataspoc-pipe run pk --full
+	[[ $stderr == *"checkpoint 1 waits: a table moves to the folders of its new partition_by only when the run ends"* ]]
+	bucket_files | sed -E 's/_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_[0-9]{4}\.parquet$//' | sort | uniq -c | awk '{print $1, $2}' >folders
+	expect_file folders <<-'EOF'
+	2 raw/pk/orders/created_at_year=2023/orders
+	1 raw/pk/orders/created_at_year=2024/orders
+	EOF
+	[ "$(LENS_HIVE=1 lens pk/orders | wc -l)" -eq 3 ]
 	manifest_table pk/orders | jq -c '.stats.total_rows' >n
 	expect_file n <<<3
 }

@@ -269,34 +269,39 @@ out:
  */
 static int must_wait(struct bucket *b, const struct plan *slice)
 {
-	char **versions;
+	struct manifest_rec *rec;
 	size_t i, j;
 	int r;
 
-	/* (records without a table version never wait: no manifest to read) */
+	r = commit_refolds(b, slice);
+	if (r != 0) {
+		if (r == 1)
+			err_warn("checkpoint %u waits: a table moves to the folders of its new partition_by only "
+				 "when the run ends", slice->unit);
+		return r;
+	}
+	/* (records without a table version never wait) */
 	for (i = 0; i < slice->nfiles && slice->files[i].version == NULL; i++)
 		;
 	if (i == slice->nfiles)
 		return 0;
-	versions = xcalloc(slice->nstreams + 1, sizeof(*versions));
-	r = manifest_table_versions(b, slice, versions);
+	rec = xcalloc(slice->nstreams + 1, sizeof(*rec));
+	r = manifest_recorded(b, slice, rec, 1);
 
 	for (i = 0; r == 0 && i < slice->nfiles; i++) {
 		const struct plan_file *f = &slice->files[i];
 
 		for (j = 0; f->version && j < slice->nstreams; j++) {
-			if (strcmp(slice->streams[j].name, f->stream) == 0 && versions[j] &&
-			    strcmp(versions[j], f->version) != 0) {
+			if (strcmp(slice->streams[j].name, f->stream) == 0 && rec[j].version &&
+			    strcmp(rec[j].version, f->version) != 0) {
 				err_warn("checkpoint %u waits: stream '%s' lands table version %s, which replaces version %s only when the run ends",
-					 slice->unit, f->stream, f->version, versions[j]);
+					 slice->unit, f->stream, f->version, rec[j].version);
 				r = 1;
 				break;
 			}
 		}
 	}
-	for (i = 0; i < slice->nstreams; i++)
-		free(versions[i]);
-	free(versions);
+	manifest_recs_free(rec, slice->nstreams);
 	return r;
 }
 

@@ -122,3 +122,50 @@ scenario_part_collision() {
 	run -0 bucket_files
 	assert_output ""
 }
+
+# Changing partition_by of an incremental table: a run that would put its files
+# in folders of another key beside the old ones (a table DuckDB refuses: "Hive
+# partition mismatch") fails, nothing published, the state kept; --full lands
+# the whole table anew in the new folders, the old ones gone, in one commit.
+scenario_part_refold() {
+	use_tap tap-pr
+	lake_pipeline pr tap-pr true
+	part_orders >"$FAKE_DIR/tap-pr/out" <<-'EOF'
+	{"id":1,"created_at":"2024-01-31T10:00:00Z"}
+	{"id":2,"created_at":"2024-02-01T10:00:00Z"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run pr
+	lake_pipeline pr tap-pr true 'partition_by: created_at'
+	part_orders >"$FAKE_DIR/tap-pr/out" <<<'{"id":3,"created_at":"2024-02-02T10:00:00Z"}'
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	run -1 --separate-stderr dataspoc-pipe run pr
+	[[ $stderr == *"stream 'orders': partition_by puts its files in folders 'created_at_day=', but the table in 'raw/pr/orders' has its files in folders '_dt=', and DuckDB cannot read a table of both"*"run once with --full to land the whole table anew in the new folders"* ]]
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff before.snap after.snap
+	[ "$(lens pr/orders | wc -l)" -eq 2 ]
+	# --full: the whole table in the new folders, the _dt= ones gone (part_orders has a field dt)
+	part_orders >"$FAKE_DIR/tap-pr/out" <<-'EOF'
+	{"id":1,"created_at":"2024-01-31T10:00:00Z"}
+	{"id":2,"created_at":"2024-02-01T10:00:00Z"}
+	{"id":3,"created_at":"2024-02-02T10:00:00Z"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run pr --full
+	bucket_files | sed -E 's/_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_[0-9]{4}\.parquet$//' | sort >folders
+	expect_file folders <<-'EOF'
+	raw/pr/orders/created_at_day=2024-01-31/orders
+	raw/pr/orders/created_at_day=2024-02-01/orders
+	raw/pr/orders/created_at_day=2024-02-02/orders
+	EOF
+	LENS_HIVE=1 lens pr/orders | jq -c '[.id, .created_at_day]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1",19753]
+	["2",19754]
+	["3",19755]
+	EOF
+	manifest_table pr/orders | jq -c '[.partition.column, .stats.total_rows]' >m
+	expect_file m <<<'["created_at_day",3]'
+	# and the next incremental run appends as before
+	part_orders >"$FAKE_DIR/tap-pr/out" <<<'{"id":4,"created_at":"2024-02-02T11:00:00Z"}'
+	run -0 --separate-stderr dataspoc-pipe run pr
+	[ "$(LENS_HIVE=1 lens pr/orders | wc -l)" -eq 4 ]
+}
