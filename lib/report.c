@@ -16,6 +16,8 @@
 
 /* ---- run logs ---- */
 
+static int parse_log(const char *log, struct json_span *v);
+
 static void list_add(char ***v, size_t *n, size_t *cap, char *s)
 {
 	if (*n + 1 >= *cap) {
@@ -26,7 +28,18 @@ static void list_add(char ***v, size_t *n, size_t *cap, char *s)
 	(*v)[*n] = NULL;
 }
 
-int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n)
+/* A compact log's "command": "compact" (dataspoc-pipe compact's run, not an extraction). */
+static int log_is_compact(const struct json_span *v)
+{
+	struct json_span c;
+
+	return json_object_get(v, "command", &c) == 1 && c.type == JSON_STRING &&
+	       json_string_equal(&c, "compact", 0);
+}
+
+/* report_logs(); with until_extraction, max is ignored: the logs up to the newest that is no compact's. */
+static int read_logs(struct bucket *b, const char *pipeline, size_t max, int until_extraction,
+		     char ***logs, size_t *n)
 {
 	char *prefix = layout_log_key(pipeline, NULL);
 	size_t plen = strlen(prefix), nkeys = 0, cap = 0, i;
@@ -68,6 +81,8 @@ int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs
 		}
 		json_compact(&v, &compact);
 		list_add(logs, n, &cap, sb_detach(&compact));
+		if (until_extraction && !log_is_compact(&v))
+			i = 0;	/* (the loop ends) */
 		sb_free(&text);
 	}
 	if (*logs == NULL)
@@ -82,6 +97,33 @@ out:
 	util_strv_free(keys);
 	free(prefix);
 	return ret;
+}
+
+int report_logs(struct bucket *b, const char *pipeline, size_t max, char ***logs, size_t *n)
+{
+	return read_logs(b, pipeline, max, 0, logs, n);
+}
+
+int report_last_extraction(struct bucket *b, const char *pipeline, char ***logs, const char **extraction,
+			   const char **compact)
+{
+	size_t n, i;
+	struct json_span v;
+
+	*extraction = *compact = NULL;
+	if (read_logs(b, pipeline, 0, 1, logs, &n) != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (parse_log((*logs)[i], &v) != 0)
+			continue;
+		if (!log_is_compact(&v)) {
+			*extraction = (*logs)[i];
+			break;
+		}
+		if (*compact == NULL)
+			*compact = (*logs)[i];
+	}
+	return 0;
 }
 
 /* ---- a failure kept on this machine ---- */
@@ -440,6 +482,15 @@ static void status_json(const struct report_status *rows, size_t n, struct sb *o
 			else
 				json_member(out, &v, f->member);
 		}
+		if (!rows[i].error && rows[i].compact != NULL && parse_log(rows[i].compact, &v) == 0) {
+			sb_adds(out, ",\"last_compact\":{\"run_id\":");
+			json_member(out, &v, "run_id");
+			sb_adds(out, ",\"started_at\":");
+			json_member(out, &v, "started_at");
+			sb_adds(out, ",\"status\":");
+			json_member(out, &v, "status");
+			sb_addc(out, '}');
+		}
 		sb_addc(out, '}');
 		sb_adds(out, i + 1 < n ? ",\n" : "\n]\n");
 	}
@@ -490,6 +541,20 @@ void report_status(const struct report_status *rows, size_t n, int json, struct 
 	}
 	table_format(&t, out);
 	table_free(&t);
+	/* a compact since the last extraction, which the table does not show */
+	for (i = 0; i < n; i++) {
+		struct json_span v, m;
+
+		if (rows[i].error || rows[i].compact == NULL || parse_log(rows[i].compact, &v) != 0)
+			continue;
+		sb_addf(out, "%s: compacted since: ", rows[i].name);
+		m = member(&v, "started_at");
+		add_text(out, &m);
+		sb_addc(out, ' ');
+		m = member(&v, "status");
+		add_text(out, &m);
+		sb_addc(out, '\n');
+	}
 }
 
 /* ---- manifest ---- */

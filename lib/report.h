@@ -47,6 +47,17 @@ void report_log_text(const char *log, struct sb *out);
 void report_failed_count(struct sb *out, unsigned long long landed, unsigned long long read);
 
 /*
+ * What status shows of pipeline: its last extraction, the newest run log
+ * that is not a compact's ("command": "compact", which extracts nothing),
+ * in *extraction (NULL: none), and a compact's log newer than it in
+ * *compact (NULL: none), both pointing into *logs (the logs read, newest
+ * first, down to that extraction; freed with util_strv_free()).  0, or -1
+ * on a bucket error (reported).
+ */
+int report_last_extraction(struct bucket *b, const char *pipeline, char ***logs, const char **extraction,
+			   const char **compact);
+
+/*
  * A failure the bucket could not be told of (a scheduled run without the
  * shell's credentials: issue #29 item 9), kept on this machine, in the home:
  * <home>/logs/NAME.failure.json, a run log of one line, {"pipeline",
@@ -65,7 +76,8 @@ const char *report_newest(const char *pipeline, const char *log, char **local);
 /* One pipeline in a status report. */
 struct report_status {
 	const char *name;
-	const char *log;	/* its newest run log (compact JSON), or NULL: never run */
+	const char *log;	/* its last extraction's run log (compact JSON), or NULL: never run */
+	const char *compact;	/* the log of a compact newer than it, or NULL */
 	int error;		/* its config or bucket could not be read */
 	const char *why;	/* error: what was said of it, or NULL */
 };
@@ -86,7 +98,11 @@ struct report_status {
  * its records_read (a failure's; null when missing), error its error (a
  * failure's reason, else null); a pipeline never run has status "no runs"
  * (the Python tool's word), one that could not be read "error" with why in
- * error (null when nothing was said), and nulls.
+ * error (null when nothing was said), and nulls; and ours, last_compact:
+ * {"run_id", "started_at", "status"} of a compact run after the last
+ * extraction, only then.  The table says such a compact on a line of its
+ * own after the table: "orders: compacted since: 2026-12-01T09:00:00Z
+ * success".
  */
 void report_status(const struct report_status *rows, size_t n, int json, struct sb *out);
 

@@ -377,7 +377,7 @@ static int cmd_status(char **names, size_t n, const char *file, enum format fmt)
 	struct report_status *rows;
 	char **all = NULL, ***logs, **why, **local, *file_name = NULL;
 	struct sb out = SB_INIT;
-	size_t i, nlogs;
+	size_t i;
 	int ret = CLI_OK, unknown = 0, missing;
 
 	if (file) {
@@ -426,9 +426,9 @@ static int cmd_status(char **names, size_t n, const char *file, enum format fmt)
 		context = xasprintf("pipeline '%s'", cfg.name);
 		err_context = context;
 		b = bucket_open_account(cfg.bucket, cfg.endpoint_url, cfg.account_name);
-		if (b && report_logs(b, cfg.name, 1, &logs[i], &nlogs) == 0) {
+		if (b && report_last_extraction(b, cfg.name, &logs[i], &rows[i].log, &rows[i].compact) == 0) {
 			/* a later failure the bucket could not be told of */
-			rows[i].log = report_newest(cfg.name, logs[i][0], &local[i]);
+			rows[i].log = report_newest(cfg.name, rows[i].log, &local[i]);
 			rows[i].error = 0;
 		} else if (err_said() != mark && err_last(said, sizeof(said)) == 0) {
 			rows[i].why = why[i] = xstrdup(said);
