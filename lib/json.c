@@ -1200,6 +1200,28 @@ void json_string_decode(const struct json_span *s, struct sb *out)
 	out->buf[out->len] = '\0';
 }
 
+size_t json_string_decode_in_place(char *lit, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)lit + 1;
+	const unsigned char *end = (const unsigned char *)lit + len - 1;
+	const unsigned char *q;
+	unsigned char *o = (unsigned char *)lit;
+
+	/* o stays behind p (the opening quote, then escapes that shrink); an escape is read whole before it is written */
+	while (p < end) {
+		q = memchr(p, '\\', (size_t)(end - p));
+		if (q == NULL)
+			q = end;
+		memmove(o, p, (size_t)(q - p));
+		o += q - p;
+		p = q;
+		if (p < end)
+			o += decode_escape(&p, o);
+	}
+	*o = '\0';
+	return (size_t)((char *)o - lit);
+}
+
 static unsigned lower(unsigned c)
 {
 	return c - 'A' < 26 ? c | 0x20 : c;

@@ -162,6 +162,14 @@ int json_array_next(const struct json_span *arr, size_t *pos,
 void json_string_decode(const struct json_span *s, struct sb *out);
 
 /*
+ * json_string_decode() in place: the validated JSON string literal
+ * lit[0..len) (its quotes included) replaced by its decoded contents, from
+ * lit[0], NUL-terminated (decoded, a literal is at least 2 bytes shorter).
+ * The decoded length.  For a huge value, which is then not copied.
+ */
+size_t json_string_decode_in_place(char *lit, size_t len);
+
+/*
  * 1 when the decoded contents of the validated JSON_STRING span s equal the
  * C string str (ignoring ASCII case when icase is set), else 0.  No allocation.
  */

@@ -851,6 +851,20 @@ static void test_decode(void)
 	json_string_decode(&s, &out);
 	is_str(out.buf, "", "decode: empty string into a new sb is \"\"");
 	sb_free(&out);
+	/* in place: the same bytes, from the literal's first byte, NUL after them */
+	{
+		char lit[sizeof(in)];
+
+		memcpy(lit, in, sizeof(in));
+		is_int(json_string_decode_in_place(lit, sizeof(in) - 1), sizeof(want) - 1, "decode in place: length");
+		ok(memcmp(lit, want, sizeof(want)) == 0, "decode in place: bytes, NUL after them");
+		memcpy(lit, "\"\"", 3);
+		is_int(json_string_decode_in_place(lit, 2), 0, "decode in place: empty");
+		ok(lit[0] == '\0', "decode in place: empty is \"\"");
+		memcpy(lit, "\"\\ud83d\\ude00x\"", 16);
+		is_int(json_string_decode_in_place(lit, 15), 5, "decode in place: a surrogate pair right after the quote");
+		ok(memcmp(lit, "\xf0\x9f\x98\x80x", 6) == 0, "decode in place: its bytes");
+	}
 }
 
 static void test_equal(void)
