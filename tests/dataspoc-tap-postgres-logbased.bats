@@ -403,6 +403,32 @@ for l in sys.stdin:
 	done
 }
 
+@test "values over 1 MiB in an update's new and old rows (REPLICA IDENTITY FULL) and a delete's, exact, both plugins" {
+	pg_sql -d appdb "ALTER TABLE customers REPLICA IDENTITY FULL"
+	for plugin in wal2json pgoutput; do
+		pg_sql -d appdb "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots" >/dev/null
+		log_config c.json "\"logical_plugin\": \"$plugin\""
+		"$TAP" --config c.json --properties props.json >r1.jsonl
+		last_state r1.jsonl >s1.json
+		pg_sql -d appdb "UPDATE customers SET name = repeat(E'\\u00e9\\\\\"\\n' || md5(random()::text), 100000) WHERE id = 2"
+		pg_sql -d appdb "SELECT id, md5(name), length(name) FROM customers WHERE id = 2" >want
+		pg_sql -d appdb "UPDATE customers SET name = name || E'\\\\x', amount = 99 WHERE id = 2"
+		pg_sql -d appdb "SELECT id, md5(name), length(name) FROM customers WHERE id = 2" >>want
+		pg_sql -d appdb "DELETE FROM customers WHERE id = 2"
+		echo "deleted ['_sdc_deleted_at', 'id']" >>want
+		"$TAP" --config c.json --properties props.json --state s1.json >r2.jsonl
+		grep '"type": "RECORD"' r2.jsonl | python3 -c 'import hashlib, json, sys
+for l in sys.stdin:
+    r = json.loads(l)["record"]
+    if not r["_sdc_deleted_at"]:
+        print("%d|%s|%d" % (r["id"], hashlib.md5(r["name"].encode()).hexdigest(), len(r["name"])))
+    else:
+        print("deleted %s" % sorted(r))' >got
+		diff -u want got
+		pg_sql -d appdb "INSERT INTO customers(id, name) VALUES (2, 'back')"
+	done
+}
+
 @test "debug_lsn: _sdc_lsn in the records and the schema" {
 	log_config c.json '"debug_lsn": "true"'
 	"$TAP" --config c.json --properties props.json >r1.jsonl

@@ -184,8 +184,12 @@ struct cval {
 	const char *p;
 	size_t len;
 	int st;			/* V_VAL, V_NULL, V_ABSENT */
-	size_t off;		/* in the scratch buffer, before p is known */
+	size_t off;		/* in the scratch buffer, before p is known; or W2J_* */
 };
+
+/* cval.off of a wal2json string over BIG_VALUE: p..p+len its literal, to decode in place; decoded. */
+#define W2J_IN_PLACE ((size_t)-2)
+#define W2J_DONE ((size_t)-3)
 
 enum { V_VAL, V_NULL, V_ABSENT };
 
@@ -214,6 +218,7 @@ struct ldb {
 	struct sb deleted_at;	/* the value for this transaction */
 	struct sb suffix_tail;	/* , "time_extracted": T}\n */
 	struct sb scratch;
+	char *w2j_msg;		/* the wal2json message being read, where big strings are decoded */
 	struct cval *vals, *olds;
 	size_t cap;
 	unsigned long long since_state;
@@ -1148,7 +1153,12 @@ static void w2j_val(struct ldb *d, const struct json_span *v, struct cval *c)
 		return;
 	}
 	c->st = V_VAL;
-	if (v->type == JSON_STRING) {
+	if (v->type == JSON_STRING && v->len > BIG_VALUE) {
+		/* decoded in place by w2j_fix(), not copied: a huge value is held once */
+		c->p = v->p;
+		c->len = v->len;
+		c->off = W2J_IN_PLACE;
+	} else if (v->type == JSON_STRING) {
 		size_t at = d->scratch.len;
 
 		json_string_decode(v, &d->scratch);
@@ -1160,11 +1170,28 @@ static void w2j_val(struct ldb *d, const struct json_span *v, struct cval *c)
 	}
 }
 
-static void w2j_fix(struct ldb *d, struct cval *v, size_t n)
+/*
+ * The values' text where w2j_val() left it: in the scratch buffer, or a big
+ * string decoded in place in the message (once: a value of v that is one of
+ * done[], already fixed, is taken from there).
+ */
+static void w2j_fix(struct ldb *d, struct cval *v, const struct cval *done, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (v[i].st == V_VAL && v[i].off != (size_t)-1)
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].st != V_VAL || v[i].off == (size_t)-1 || v[i].off == W2J_DONE)
+			continue;
+		if (v[i].off != W2J_IN_PLACE) {
 			v[i].p = d->scratch.buf + v[i].off;
+		} else if (done && done[i].st == V_VAL && done[i].off == W2J_DONE && done[i].p == v[i].p) {
+			v[i] = done[i];
+		} else {
+			char *lit = d->w2j_msg + (v[i].p - d->w2j_msg);
+
+			v[i].len = json_string_decode_in_place(lit, v[i].len);
+			v[i].p = lit;
+			v[i].off = W2J_DONE;
+		}
+	}
 }
 
 /*
@@ -1246,7 +1273,7 @@ static struct lrel *w2j_rel(struct ldb *d, struct lstream *ls)
 	return &d->rels[d->nrels++];
 }
 
-static int wal2json_msg(struct ldb *d, const char *p, size_t n, uint64_t wal_lsn)
+static int wal2json_msg(struct ldb *d, char *p, size_t n, uint64_t wal_lsn)
 {
 	static const char *const keys[] = { "action", "timestamp", "lsn", "nextlsn", "schema", "table",
 					    "columns", "identity" };
@@ -1299,6 +1326,7 @@ static int wal2json_msg(struct ldb *d, const char *p, size_t n, uint64_t wal_lsn
 		return truncated(d, ls);
 	rel = w2j_rel(d, ls);
 	sb_reset(&d->scratch);
+	d->w2j_msg = p;
 	if (a != 'D') {
 		if (v[6].type != JSON_ARRAY)
 			return -1;
@@ -1326,8 +1354,10 @@ static int wal2json_msg(struct ldb *d, const char *p, size_t n, uint64_t wal_lsn
 		for (size_t i = 0; i < rel->ncols; i++)
 			if (d->vals[i].st == V_ABSENT && d->olds[i].st != V_ABSENT)
 				d->vals[i] = d->olds[i];
-	w2j_fix(d, d->vals, rel->ncols);
-	w2j_fix(d, d->olds, rel->ncols);
+	if (v[7].type == JSON_ARRAY)
+		w2j_fix(d, d->olds, NULL, rel->ncols);
+	if (a != 'D')
+		w2j_fix(d, d->vals, v[7].type == JSON_ARRAY ? d->olds : NULL, rel->ncols);
 	return change(d, rel, a, d->vals, v[7].type == JSON_ARRAY ? d->olds : NULL, lsn);
 }
 
