@@ -177,31 +177,92 @@ static char *log_string(const char *log, const char *key)
 	return sb_detach(&out);
 }
 
-const char *report_newest(const char *pipeline, const char *log, char **local)
+/*
+ * The failure kept for pipeline (compact JSON, freed by the caller) and its
+ * run id in *run_id (freed by the caller), or NULL: none, or not a run log
+ * of a run id.
+ */
+static char *local_failure(const char *pipeline, char **run_id)
 {
 	char *dir = local_failure_dir(), *path = xasprintf("%s/%s.failure.json", dir, pipeline);
-	struct sb text = SB_INIT;
-	char *mine = NULL, *theirs = NULL;
-	const char *ret = log;
+	struct sb text = SB_INIT, compact = SB_INIT;
+	struct json_span v;
+	char *ret = NULL;
 
-	*local = NULL;
-	if (util_read_file(path, &text, NULL) == 0 && text.len > 0) {
-		while (text.len && text.buf[text.len - 1] == '\n')
-			text.buf[--text.len] = '\0';
-		mine = log_string(text.buf, "run_id");
-		theirs = log_string(log, "run_id");
-		/* run ids sort by time; a log of the Python tool's has none: older */
-		if (mine && util_run_id_ok(mine) && (theirs == NULL || strcmp(mine, theirs) > 0)) {
-			*local = sb_detach(&text);
-			ret = *local;
+	*run_id = NULL;
+	if (util_read_file(path, &text, NULL) == 0 && text.len > 0 &&
+	    parse_log(text.buf, &v) == 0 && v.type == JSON_OBJECT) {
+		json_compact(&v, &compact);
+		*run_id = log_string(compact.buf, "run_id");
+		if (*run_id && util_run_id_ok(*run_id)) {
+			ret = sb_detach(&compact);
+		} else {
+			free(*run_id);
+			*run_id = NULL;
 		}
 	}
+	sb_free(&compact);
 	sb_free(&text);
-	free(mine);
-	free(theirs);
 	free(path);
 	free(dir);
 	return ret;
+}
+
+/* Whether log a is of a later run than b: run ids sort by time; a log of the Python tool's has none: older. */
+static int later_run(const char *a_id, const char *b)
+{
+	char *theirs = log_string(b, "run_id");
+	int later = a_id && (theirs == NULL || strcmp(a_id, theirs) > 0);
+
+	free(theirs);
+	return later;
+}
+
+const char *report_newest(const char *pipeline, const char *log, char **local)
+{
+	char *mine = NULL, *text = local_failure(pipeline, &mine);
+	const char *ret = log;
+
+	*local = NULL;
+	if (text && (log == NULL || later_run(mine, log))) {
+		*local = text;
+		ret = text;
+	} else {
+		free(text);
+	}
+	free(mine);
+	return ret;
+}
+
+void report_logs_local(const char *pipeline, size_t max, char ***logs, size_t *n)
+{
+	char *mine = NULL, *text = local_failure(pipeline, &mine), *theirs;
+	size_t i, at;
+
+	if (text == NULL)
+		return;
+	/* where it goes, newest first; none if the bucket has its log too */
+	for (at = 0; at < *n && !later_run(mine, (*logs)[at]); at++) {
+		theirs = log_string((*logs)[at], "run_id");
+		if (theirs && strcmp(theirs, mine) == 0)
+			at = *n + 1;
+		free(theirs);
+	}
+	if (at > *n || (max && at >= max)) {
+		free(text);
+		free(mine);
+		return;
+	}
+	*logs = xrealloc(*logs, (*n + 2) * sizeof(**logs));
+	for (i = *n + 1; i > at; i--)
+		(*logs)[i] = (*logs)[i - 1];
+	(*logs)[at] = text;
+	(*n)++;
+	if (max && *n > max) {
+		free((*logs)[*n - 1]);
+		(*logs)[--*n] = NULL;
+	}
+	free(mine);
 }
 
 /* ---- formatting values ---- */
@@ -429,6 +490,16 @@ void report_log_text(const char *log, struct sb *out)
 		else
 			json_compact(&m, out);
 		sb_addc(out, '\n');
+	}
+	/* a failure kept on this machine, the bucket having refused its log */
+	m = member(&v, "logged");
+	if (m.type == JSON_STRING && json_string_equal(&m, "locally", 0)) {
+		struct json_span p = member(&v, "pipeline");
+
+		log_line(out, "logged");
+		sb_addf(out, "on this machine only, in %s/logs/", config_home());
+		add_text(out, &p);
+		sb_adds(out, ".failure.json (the bucket did not take it)\n");
 	}
 	/* the tap's last words, as the failure log kept them (secrets masked) */
 	m = member(&v, "tap_stderr");

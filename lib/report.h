@@ -73,6 +73,14 @@ int report_local_failure(const char *pipeline, const char *run_id, const char *e
  */
 const char *report_newest(const char *pipeline, const char *log, char **local);
 
+/*
+ * The logs of pipeline (report_logs()'s, *n of them, the last max; 0: all)
+ * with the failure kept on this machine (above) among them, in its place
+ * by its run id, unless the bucket holds its log or it is older than the
+ * max kept.
+ */
+void report_logs_local(const char *pipeline, size_t max, char ***logs, size_t *n);
+
 /* One pipeline in a status report. */
 struct report_status {
 	const char *name;

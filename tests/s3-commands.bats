@@ -105,7 +105,7 @@ alpha     -         error          -        -"
 	assert_equal "$stderr" "pipe-state: warning: skipping run log $(bucket_url)/.dataspoc/logs/alpha/29990101T000000Z-ffffff.json: unexpected end of input"
 }
 
-@test "s3: a scheduled run without the shell's credentials fails; its failure shows in status, kept in the home (#29 item 9)" {
+@test "s3: a scheduled run without the shell's credentials fails; its failure shows in status and logs, kept in the home (#29 item 9)" {
 	write_pipeline alpha cmdtap-ok
 	run -0 dataspoc-pipe run alpha
 	# as cron runs it: none of the shell's AWS_* keys
@@ -120,9 +120,33 @@ alpha     -         error          -        -"
 	assert_output "failure: $why"
 	run -0 --separate-stderr dataspoc-pipe status alpha
 	assert_line --index 1 --regexp '^alpha +[0-9T:Z-]+ +failure '
+	# logs shows it too, newest, before the bucket's: text, json, jsonl
+	local failed ok
+	failed=$(jq -r .run_id "$HOMEDIR/logs/alpha.failure.json")
+	ok=$(run_ids alpha | tail -n 1)
+	run -0 --separate-stderr dataspoc-pipe logs alpha
+	assert_line --index 0 "Run $failed: failure"
+	assert_line "  error     $why"
+	assert_line "  logged    on this machine only, in $HOMEDIR/logs/alpha.failure.json (the bucket did not take it)"
+	run -0 --separate-stderr dataspoc-pipe logs -o json alpha
+	run -0 jq -r '.run_id + " " + .status + " " + .logged + ": " + .error' <<<"$output"
+	assert_output "$failed failure locally: $why"
+	run -0 --separate-stderr dataspoc-pipe logs -n 5 -o jsonl alpha
+	run -0 jq -r '.run_id + " " + .status' <<<"$output"
+	assert_output "$failed failure
+$ok success"
 	# a later run that the bucket logs is the newest again
 	run -0 dataspoc-pipe run alpha
 	run -0 dataspoc-pipe status -o json alpha
 	run -0 jq -r '.[0].status' <<<"$output"
+	assert_output success
+	# and logs lists the kept failure in its place, between the two runs
+	run -0 --separate-stderr dataspoc-pipe logs -n 5 -o jsonl alpha
+	run -0 jq -r .status <<<"$output"
+	assert_output "success
+failure
+success"
+	run -0 --separate-stderr dataspoc-pipe logs -n 1 -o jsonl alpha
+	run -0 jq -r .status <<<"$output"
 	assert_output success
 }

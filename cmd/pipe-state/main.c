@@ -343,6 +343,8 @@ static int cmd_logs(struct bucket *b, const struct pipe_config *cfg, size_t max,
 
 	if (report_logs(b, cfg->name, max, &logs, &n) != 0)
 		return CLI_FAILED;
+	/* a failure the bucket could not be told of, as status shows it */
+	report_logs_local(cfg->name, max, &logs, &n);
 	if (fmt == FMT_JSON && one) {
 		sb_adds(&out, n ? logs[0] : "null");
 		sb_addc(&out, '\n');
