@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <yaml.h>
@@ -19,6 +18,7 @@
 #include "config.h"
 #include "err.h"
 #include "sb.h"
+#include "util.h"
 
 #define FILE_MAX (1024 * 1024)
 #define DEPTH_MAX 64
@@ -301,38 +301,9 @@ int config_get_str(struct yctx *c, const yaml_node_t *n, const char *what,
 
 int config_unknown_warn;
 
-/* The edit distance of a and b (insert, delete, replace, swap two); 99 past 32 bytes. */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i, j, d[33][33];
-
-	if (la > 32 || lb > 32)
-		return 99;
-	for (i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (i = 1; i <= la; i++) {
-		for (j = 1; j <= lb; j++) {
-			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	}
-	return d[la][lb];
-}
-
 /*
- * The known key name is a typo of, or NULL: within one edit of a key of up
- * to 5 letters, two of a longer one (compresion, bucekt, incremental's
- * enabeld), case aside.
+ * The known key name is a typo of (util_typo_distance()), or NULL: the
+ * nearest (compresion, bucekt, incremental's enabeld).
  */
 static const char *typo_of(const char *name, const struct keys *ks)
 {
@@ -340,9 +311,9 @@ static const char *typo_of(const char *name, const struct keys *ks)
 	size_t i, bestd = 10;
 
 	for (i = 0; i < ks->n; i++) {
-		size_t d = strcasecmp(name, ks->names[i]) == 0 ? 1 : distance(name, ks->names[i]);
+		size_t d = util_typo_distance(name, ks->names[i]);
 
-		if (d <= (strlen(ks->names[i]) <= 5 ? 1u : 2u) && d < bestd) {
+		if (d < bestd) {
 			best = ks->names[i];
 			bestd = d;
 		}

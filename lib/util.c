@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -424,4 +425,38 @@ int util_utf8_valid(const void *data, size_t n)
 		i += need + 1;
 	}
 	return 1;
+}
+
+size_t util_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, d[33][33];
+
+	if (la > 32 || lb > 32)
+		return 99;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+size_t util_typo_distance(const char *name, const char *known)
+{
+	size_t d = strcasecmp(name, known) == 0 ? 1 : util_edit_distance(name, known);
+
+	return d <= (strlen(known) <= 5 ? 1u : 2u) ? d : (size_t)-1;
 }

@@ -132,6 +132,17 @@ int util_remove_tree(const char *dir);
 /* Seconds since the epoch, as a double (for durations). */
 double util_now(void);
 
+/* The edit distance of a and b (insert, delete, replace, swap two); 99 past 32 bytes. */
+size_t util_edit_distance(const char *a, const char *b);
+
+/*
+ * How far name, a typo of known, is from it: within one edit of a name of
+ * up to 5 letters, two of a longer one, case aside (a difference of case
+ * alone counts 1); (size_t)-1 when it is no typo of it.  What "did you
+ * mean" is said of (config keys, columns).
+ */
+size_t util_typo_distance(const char *name, const char *known);
+
 /* 1 when data[0..n) is well-formed UTF-8 (no overlongs, surrogates or past U+10FFFF). */
 int util_utf8_valid(const void *data, size_t n);
 
