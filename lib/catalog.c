@@ -263,19 +263,56 @@ static void edit_stream(const struct json_span *st, int selected, int select_kno
 }
 
 /*
+ * Why column name of stream st is not selected, as a tap reads the
+ * catalog's metadata of breadcrumb ["properties", name] (singer-python's
+ * rule): "inclusion": "automatic" is selected; "unsupported" is not;
+ * else "selected": false is not.  NULL: it is selected.
+ */
+static const char *column_unselected(const struct json_span *st, const char *name)
+{
+	struct json_span md, el, bc, m, a, v;
+	size_t pos = 0, bpos;
+
+	if (json_object_get(st, "metadata", &md) != 1 || md.type != JSON_ARRAY)
+		return NULL;
+	while (json_array_next(&md, &pos, &el)) {
+		if (el.type != JSON_OBJECT || json_object_get(&el, "breadcrumb", &bc) != 1 ||
+		    bc.type != JSON_ARRAY || json_object_get(&el, "metadata", &m) != 1 ||
+		    m.type != JSON_OBJECT)
+			continue;
+		bpos = 0;
+		if (!json_array_next(&bc, &bpos, &a) || !json_string_equal(&a, "properties", 0) ||
+		    !json_array_next(&bc, &bpos, &a) || a.type != JSON_STRING ||
+		    !json_string_equal(&a, name, 0) || json_array_next(&bc, &bpos, &a))
+			continue;
+		if (json_object_get(&m, "inclusion", &v) == 1 && json_string_equal(&v, "automatic", 0))
+			return NULL;
+		if (json_object_get(&m, "inclusion", &v) == 1 && json_string_equal(&v, "unsupported", 0))
+			return "its catalog metadata says \"inclusion\": \"unsupported\": the tap cannot extract its type";
+		if (json_object_get(&m, "selected", &v) == 1 && v.type == JSON_FALSE)
+			return "its catalog metadata says \"selected\": false";
+		return NULL;
+	}
+	return NULL;
+}
+
+/*
  * A replication-key that source.metadata (pattern pat) gives stream st:
- * when st's schema lists its columns and that is none of them, bad is set
- * to the message, in the user's terms: where it is written (where_json:
- * config.h's metadata_where), "no such column", and the columns there are.
+ * when st's schema lists its columns and that is none of them, or one that
+ * is not selected, bad is set to the message, in the user's terms: where
+ * it is written (where_json: config.h's metadata_where), "no such column"
+ * (with "did you mean" a column near it: util_typo_distance()) and the
+ * columns there are, or "not a selected column" and why (the tap would say
+ * either as "not a selected column" of its temporary catalog).
  */
 static void check_replication_key(const struct json_span *st, const struct sb *id, const char *pat,
 				  const struct json_span *mk, const struct json_span *mv,
 				  const char *where_json, struct sb *bad)
 {
 	struct json_span schema, props, col, w, wp, wk;
-	struct sb key = SB_INIT, name = SB_INIT, cols = SB_INIT, at = SB_INIT;
-	size_t pos = 0, errpos;
-	const char *errmsg;
+	struct sb key = SB_INIT, name = SB_INIT, cols = SB_INIT, at = SB_INIT, near = SB_INIT;
+	size_t pos = 0, errpos, neard = (size_t)-1;
+	const char *errmsg, *why = NULL;
 
 	if (bad->len || mv->type != JSON_STRING)
 		return;
@@ -286,11 +323,21 @@ static void check_replication_key(const struct json_span *st, const struct sb *i
 	    json_object_get(&schema, "properties", &props) != 1 || props.type != JSON_OBJECT)
 		goto out;
 	json_string_decode(mv, &name);
-	if (json_object_get(&props, name.buf, &col) == 1)
+	if (name.buf == NULL)
+		sb_adds(&name, "");
+	if (json_object_get(&props, name.buf, &col) == 1 && (why = column_unselected(st, name.buf)) == NULL)
 		goto out;
-	while (json_object_next(&props, &pos, &col, &w)) {
+	while (why == NULL && json_object_next(&props, &pos, &col, &w)) {
+		size_t start = cols.len + (cols.len ? 2 : 0), d;
+
 		sb_adds(&cols, cols.len ? ", " : "");
 		json_string_decode(&col, &cols);
+		d = util_typo_distance(name.buf, cols.buf + start);
+		if (d < neard) {
+			neard = d;
+			sb_reset(&near);
+			sb_adds(&near, cols.buf + start);
+		}
 	}
 	if (where_json && json_validate(where_json, strlen(where_json), &w, &errpos, &errmsg) == 0 &&
 	    w.type == JSON_OBJECT && json_object_get(&w, pat, &wp) == 1 && wp.type == JSON_OBJECT &&
@@ -298,13 +345,21 @@ static void check_replication_key(const struct json_span *st, const struct sb *i
 		json_string_decode(&wk, &at);
 		sb_adds(&at, ": ");
 	}
-	sb_addf(bad, "%ssource.metadata.%s.%s '%s': stream '%s' has no such column (its columns: %s)",
-		at.buf ? at.buf : "", pat, key.buf, name.buf, id->buf, cols.len ? cols.buf : "none");
+	if (why)
+		sb_addf(bad, "%ssource.metadata.%s.%s '%s': column '%s' of stream '%s' is not a selected column (%s)",
+			at.buf ? at.buf : "", pat, key.buf, name.buf, name.buf, id->buf, why);
+	else if (near.len)
+		sb_addf(bad, "%ssource.metadata.%s.%s '%s': stream '%s' has no such column: did you mean '%s'? (its columns: %s)",
+			at.buf ? at.buf : "", pat, key.buf, name.buf, id->buf, near.buf, cols.buf);
+	else
+		sb_addf(bad, "%ssource.metadata.%s.%s '%s': stream '%s' has no such column (its columns: %s)",
+			at.buf ? at.buf : "", pat, key.buf, name.buf, id->buf, cols.len ? cols.buf : "none");
 out:
 	sb_free(&key);
 	sb_free(&name);
 	sb_free(&cols);
 	sb_free(&at);
+	sb_free(&near);
 }
 
 /* catalog_select(), but 1 when a name in streams is not offered (reported only with report). */

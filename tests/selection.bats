@@ -52,7 +52,7 @@ Done! 20 records in 1 stream(s)
 	run -1 grep -q -- '--catalog' "$FAKE_DIR/seltap-pg/calls"
 }
 
-@test "a replication-key in source.metadata that is no column: the YAML line named, 'no such column', the columns there are; nothing run" {
+@test "a replication-key in source.metadata that is no column: the YAML line named, 'no such column', 'did you mean' the column near it, the columns there are; nothing run" {
 	pg_pipeline pg appdb-public-customers \
 		'metadata:' '  "appdb-public-*": {replication-method: INCREMENTAL, replication-key: updatd_at}'
 	run -2 --separate-stderr dataspoc-pipe run pg
@@ -60,11 +60,34 @@ Done! 20 records in 1 stream(s)
 	local cols
 	cols=$(jq -r '.streams[] | select(.tap_stream_id == "appdb-public-customers") | .schema.properties | keys_unsorted | join(", ")' \
 		"$PG_FIXTURES/discover-catalog.json")
-	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'updatd_at': stream 'appdb-public-customers' has no such column (its columns: $cols)"
+	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'updatd_at': stream 'appdb-public-customers' has no such column: did you mean 'updated_at'? (its columns: $cols)"
 	[ -z "$(bucket_files)" ]
 	# validate says so too
 	run -1 --separate-stderr dataspoc-pipe validate pg
 	assert_line --partial "pg: tap: FAIL: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata"
+	# a name near no column: no guess
+	pg_pipeline pg appdb-public-customers \
+		'metadata:' '  "appdb-public-*": {replication-method: INCREMENTAL, replication-key: modified}'
+	run -2 --separate-stderr dataspoc-pipe run pg
+	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'modified': stream 'appdb-public-customers' has no such column (its columns: $cols)"
+}
+
+@test "a replication-key in source.metadata that is a column not selected: the YAML line named, 'not a selected column' and why, never the tap's temporary catalog; nothing run" {
+	jq '(.streams[] | select(.tap_stream_id == "appdb-public-customers") | .metadata[] | select(.breadcrumb == ["properties", "updated_at"]) | .metadata.selected) = false' \
+		"$PG_FIXTURES/discover-catalog.json" >mine.json
+	pg_pipeline pg appdb-public-customers \
+		'metadata:' '  "appdb-public-*": {replication-method: INCREMENTAL, replication-key: updated_at}' \
+		"catalog: $BATS_TEST_TMPDIR/mine.json"
+	run -2 --separate-stderr dataspoc-pipe run pg
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'updated_at': column 'updated_at' of stream 'appdb-public-customers' is not a selected column (its catalog metadata says \"selected\": false)"
+	[ -z "$(bucket_files)" ]
+	# a type the tap cannot extract: not selected either
+	jq '(.streams[] | select(.tap_stream_id == "appdb-public-customers") | .metadata[] | select(.breadcrumb == ["properties", "updated_at"]) | .metadata.inclusion) = "unsupported"' \
+		"$PG_FIXTURES/discover-catalog.json" >mine.json
+	run -2 --separate-stderr dataspoc-pipe run pg
+	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'updated_at': column 'updated_at' of stream 'appdb-public-customers' is not a selected column (its catalog metadata says \"inclusion\": \"unsupported\": the tap cannot extract its type)"
+	[ -z "$(bucket_files)" ]
 }
 
 @test "without a replication method tap-postgres extracts nothing, as the real one does" {
