@@ -906,3 +906,39 @@ json.dump(c, open("props.json", "w"))' "$@"
 	diff -u want got
 	pg_sql -d appdb "DROP TABLE other.ssl"
 }
+
+# The rows of other.few (1 to 3) through a pg_refuse.py proxy started with $1:
+# the tap's output in got, its stderr in err; the proxy's stderr in proxy.err.
+# The tap's exit status is the function's.
+few_through_proxy() {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.few; CREATE TABLE other.few(id int primary key, v text);
+		INSERT INTO other.few SELECT i, 'v' || i FROM generate_series(1, 3) i"
+	properties_for other few '{"replication-method": "FULL_TABLE"}'
+	python3 "$BATS_TEST_DIRNAME/servers/pg_refuse.py" "$1" proxy.port "$PG_PORT" 2>proxy.err &
+	proxy=$!
+	wait_for proxy.port
+	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
+	st=0
+	PGTZ=UTC "$TAP" --config t2.json --properties props.json >got 2>err || st=$?
+	kill "$proxy"
+	wait "$proxy" || true
+	return "$st"
+}
+
+@test "COPY read off the socket: a ParameterStatus and a notice between its rows are read past, every row out" {
+	few_through_proxy --inject-copy
+	run -0 cat err
+	assert_output 'NOTICE:  injected mid-COPY'
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output "$(printf '{"id":%d,"v":"v%d"}\n' 1 1 2 2 3 3)"
+	run -0 cat proxy.err
+	assert_output 'injected 1'
+}
+
+@test "a COPY message whose length says less than its header is libpq's lost synchronization, one line, exit 1" {
+	run -1 few_through_proxy --break-copy-length
+	run -0 cat err
+	assert_output "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): lost synchronization with server: got message type \"d\", length 3"
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output '{"id":1,"v":"v1"}'
+}

@@ -6,8 +6,9 @@
  * On a connection that is not encrypted (no SSL, no GSSAPI) the COPY is sent
  * with PQsendQuery() and its messages are read off the socket here, each
  * row's straight into one buffer of its size: CopyOutResponse, CopyData,
- * CopyDone, and the NoticeResponse, ParameterStatus and NotificationResponse
- * that may come between them.  Any other message (ErrorResponse, or the
+ * CopyDone, and the NoticeResponse (printed as libpq prints it),
+ * ParameterStatus and NotificationResponse (dropped: libpq keeps the
+ * parameter's last value) that may come between them.  Any other message (ErrorResponse, or the
  * CommandComplete of a COPY without CopyDone) is only peeked at and left in
  * the socket, as is everything after CopyDone: libpq, still waiting for the
  * query's results (PGASYNC_BUSY), reads them with PQgetResult() as it would
@@ -155,7 +156,7 @@ static int copy_libpq(PGconn *conn, int (*row)(void *, const char *, size_t), vo
 }
 
 int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, size_t), void *arg,
-	     PGresult **bad)
+	     PGresult **bad, struct sb *why)
 {
 	char *msg = NULL;
 	size_t cap = 0;
@@ -177,8 +178,10 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 		if (read_full(fd, (char *)h, 5) != 0)
 			break;
 		len = bin_be32(h + 1);
-		if (len < 4 || len - 4 > (uint32_t)INT32_MAX) {
-			/* (what libpq calls lost synchronization: the connection is no use) */
+		if (len < 4 || len > (uint32_t)INT32_MAX) {
+			/* the connection is no use: libpq's words, and libpq finds it closed */
+			sb_addf(why, "lost synchronization with server: got message type \"%c\", length %d",
+				type, (int32_t)len);
 			shutdown(fd, SHUT_RDWR);
 			failed = 1;
 			break;
@@ -207,7 +210,7 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 results:
 	/* CommandComplete and ReadyForQuery, or the error, as libpq reads them */
 	while ((res = PQgetResult(conn)) != NULL) {
-		if (*bad == NULL && PQresultStatus(res) != PGRES_COMMAND_OK)
+		if (*bad == NULL && !failed && PQresultStatus(res) != PGRES_COMMAND_OK)
 			*bad = res;
 		else
 			PQclear(res);

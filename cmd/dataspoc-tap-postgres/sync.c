@@ -125,13 +125,17 @@ static void add_ident(PGconn *conn, const char *name, struct sb *out)
 	PQfreemem(q);
 }
 
-static int fail(struct run *r, PGresult *res, const char *what)
+/* The error of res (NULL: of the connection), or the text said (not NULL). */
+static int fail_said(struct run *r, PGresult *res, const char *what, const char *said)
 {
 	struct sb where = SB_INIT, why = SB_INIT;
 	const char *code;
 
 	pg_where(&r->t->conf, r->s->dbname, &where);
-	pg_error_line(r->conn, res, &why);
+	if (said)
+		sb_adds(&why, said);
+	else
+		pg_error_line(r->conn, res, &why);
 	/* undefined_column: a column dropped since the catalog was discovered */
 	if (res && (code = PQresultErrorField(res, PG_DIAG_SQLSTATE)) && strcmp(code, "42703") == 0)
 		sb_adds(&why, ": the catalog is older than the table; discover it again (--discover;"
@@ -141,6 +145,11 @@ static int fail(struct run *r, PGresult *res, const char *what)
 	sb_free(&where);
 	sb_free(&why);
 	return EXIT_FAIL;
+}
+
+static int fail(struct run *r, PGresult *res, const char *what)
+{
+	return fail_said(r, res, what, NULL);
 }
 
 /* Unescape COPY text field f[0..len) into r->field when it holds a backslash. */
@@ -454,11 +463,13 @@ static int copy_row(void *arg, const char *p, size_t n)
 static int copy_rows(struct run *r, const char *sql)
 {
 	PGresult *bad;
-	int rc = copy_out(r->conn, sql, copy_row, r, &bad);
+	struct sb why = SB_INIT;
+	int rc = copy_out(r->conn, sql, copy_row, r, &bad, &why);
 
 	if (rc < 0)
-		rc = fail(r, bad, "read");
+		rc = fail_said(r, bad, "read", why.len ? why.buf : NULL);
 	PQclear(bad);
+	sb_free(&why);
 	return rc;
 }
 

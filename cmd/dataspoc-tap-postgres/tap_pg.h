@@ -260,11 +260,12 @@ void now_iso(char *buf, size_t size, long long *us);
  * CopyData messages, each read once, into a buffer of its size (through
  * libpq on an encrypted connection); after row() fails, the rest is read
  * and dropped.  0; row()'s status; or -1 when the server or the connection
- * failed: *bad is the error's result (NULL: PQerrorMessage() says), to
+ * failed: why says why when the messages were not as the protocol says,
+ * else *bad is the error's result (NULL: PQerrorMessage() says), to
  * PQclear().  Either way the connection has no result left to read.
  */
 int copy_out(PGconn *conn, const char *sql, int (*row)(void *arg, const char *p, size_t n), void *arg,
-	     PGresult **bad);
+	     PGresult **bad, struct sb *why);
 
 /* ---- value.c ---- */
 

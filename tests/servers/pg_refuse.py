@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""pg_refuse.py [--break-copy | --break-copy-tail] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
+"""pg_refuse.py [--break-copy | --break-copy-tail | --break-copy-length | --inject-copy] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
 refuses settings, or sends COPY data not as the protocol says.
 
 A proxy on 127.0.0.1 (its port written to PORT-FILE) to the server on
@@ -11,7 +11,9 @@ With --break-copy, the second CopyData message the server sends on a
 connection (a binary COPY's second row: the first comes with the header) gets
 a field count of 0x7fff, and "broke N" is counted on stderr; with
 --break-copy-tail, the length of its last field (a FULL_TABLE COPY's xmin,
-8 bytes) says 7.
+8 bytes) says 7; with --break-copy-length, the message's own length says 3
+(less than itself: what libpq calls lost synchronization); with --inject-copy,
+a ParameterStatus and a NoticeResponse come before it ("injected N").
 Runs until killed.
 """
 import os
@@ -58,7 +60,7 @@ def pump(src, dst):
     shut(src, dst)
 
 
-def server_to_client(s, c, untyped, tail=False):
+def server_to_client(s, c, untyped, mode):
     """The server's answers: one byte for each SSL or GSS request the
     client made (untyped says, in order: 'request', then 'startup'), then
     typed messages, the second CopyData broken."""
@@ -72,7 +74,20 @@ def server_to_client(s, c, untyped, tail=False):
             body = read(s, struct.unpack('!i', head[1:])[0] - 4)
             if head[:1] == b'd':
                 copydata += 1
-                if copydata == 2 and tail and len(body) >= 12:
+                if copydata == 2 and mode == '--inject-copy':
+                    ps = b'application_name\0injected\0'
+                    nt = b'SNOTICE\0VNOTICE\0C00000\0Minjected mid-COPY\0\0'
+                    c.sendall(b'S' + struct.pack('!i', len(ps) + 4) + ps +
+                              b'N' + struct.pack('!i', len(nt) + 4) + nt)
+                    with lock:
+                        broke += 1
+                        print('injected %d' % broke, file=sys.stderr, flush=True)
+                elif copydata == 2 and mode == '--break-copy-length':
+                    head = head[:1] + struct.pack('!i', 3)
+                    with lock:
+                        broke += 1
+                        print('broke %d' % broke, file=sys.stderr, flush=True)
+                elif copydata == 2 and mode == '--break-copy-tail' and len(body) >= 12:
                     body = body[:-12] + struct.pack('!i', 7) + body[-8:]
                     with lock:
                         broke += 1
@@ -124,8 +139,9 @@ def client_to_server(c, s, words, untyped):
 
 def main():
     args = sys.argv[1:]
-    break_copy = args[:1] in (['--break-copy'], ['--break-copy-tail'])
-    tail = args[:1] == ['--break-copy-tail']
+    modes = ('--break-copy', '--break-copy-tail', '--break-copy-length', '--inject-copy')
+    mode = args[0] if args[:1] and args[0] in modes else None
+    break_copy = mode is not None
     if break_copy:
         args = args[1:]
     port_file, upstream = args[0], int(args[1])
@@ -143,7 +159,7 @@ def main():
         untyped = queue.Queue()
         threading.Thread(target=client_to_server, args=(c, s, words, untyped), daemon=True).start()
         if break_copy:
-            threading.Thread(target=server_to_client, args=(s, c, untyped, tail), daemon=True).start()
+            threading.Thread(target=server_to_client, args=(s, c, untyped, mode), daemon=True).start()
         else:
             threading.Thread(target=pump, args=(s, c), daemon=True).start()
 
