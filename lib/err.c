@@ -23,24 +23,31 @@ void err_init(const char *argv0)
 }
 
 /*
- * The last err_msg() line without "prog: ", for err_last_cause(), and where
- * its cause starts in it (0: the whole line is its own cause).
+ * The last err_msg() lines without "prog: ", for err_last_cause() and
+ * err_first_cause(): line k (counting from 1) in said[k % SAID_KEPT], with
+ * where its cause starts in it (0: the whole line is its own cause).
  */
+#define SAID_KEPT 8
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
-static char last_said[1024];
-static size_t last_cause_at;
+static struct {
+	char line[1024];
+	size_t cause_at;
+} said[SAID_KEPT];
 static unsigned long said_any;
 
 static void remember(const char *line, size_t n, size_t cause_at)
 {
-	if (n >= sizeof(last_said))
-		n = sizeof(last_said) - 1;
+	size_t k;
+
+	if (n >= sizeof(said[0].line))
+		n = sizeof(said[0].line) - 1;
 	if (cause_at >= n)
 		cause_at = 0;
 	pthread_mutex_lock(&last_lock);
-	memcpy(last_said, line, n);
-	last_said[n] = '\0';
-	last_cause_at = cause_at;
+	k = (said_any + 1) % SAID_KEPT;
+	memcpy(said[k].line, line, n);
+	said[k].line[n] = '\0';
+	said[k].cause_at = cause_at;
 	said_any++;
 	pthread_mutex_unlock(&last_lock);
 }
@@ -66,23 +73,36 @@ static size_t cause_fmt_len(const char *fmt)
 	return 0;
 }
 
-static int last(char *buf, size_t size, int cause_only)
+/* Line k said (the last: said_any; 0: the first said after mark, or the oldest kept). */
+static int said_line(char *buf, size_t size, int cause_only, unsigned long mark, int first)
 {
-	const char *cause;
+	unsigned long k;
 	int ret = -1;
 
 	if (size == 0)
 		return -1;
 	buf[0] = '\0';
 	pthread_mutex_lock(&last_lock);
-	if (said_any) {
+	if (said_any > mark) {
+		k = first ? mark + 1 : said_any;
+		if (said_any - k >= SAID_KEPT)
+			k = said_any - SAID_KEPT + 1;
 		/* "cannot VERB 'SUBJECT': CAUSE", as vmsg() found it in its format */
-		cause = last_said + (cause_only ? last_cause_at : 0);
-		snprintf(buf, size, "%s", cause);
+		snprintf(buf, size, "%s", said[k % SAID_KEPT].line + (cause_only ? said[k % SAID_KEPT].cause_at : 0));
 		ret = 0;
 	}
 	pthread_mutex_unlock(&last_lock);
 	return ret;
+}
+
+static int last(char *buf, size_t size, int cause_only)
+{
+	return said_line(buf, size, cause_only, 0, 0);
+}
+
+int err_first_cause(unsigned long mark, char *buf, size_t size)
+{
+	return said_line(buf, size, 1, mark, 1);
 }
 
 unsigned long err_said(void)

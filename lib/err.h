@@ -19,7 +19,8 @@
  *
  * A reason said the first way reaches stderr only.  A caller that records the
  * failure where stderr does not go (the sink's plan, hence the run log, issue
- * #29) takes the cause of the line just said with err_last_cause().
+ * #29) takes the cause of the line said with err_last_cause(), or of the
+ * first said since a mark with err_first_cause().
  */
 #ifndef PIPE_ERR_H
 #define PIPE_ERR_H
@@ -72,6 +73,14 @@ void err_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * when no line was said.  Warnings do not count.
  */
 int err_last_cause(char *buf, size_t size);
+
+/*
+ * The cause, as err_last_cause() takes it, of the first err_msg() line said
+ * after mark (an err_said() count): the root one, when what failed then
+ * said more (a failed write, then its failed cleanup); of the oldest line
+ * kept when more than 8 were said since.  0, or -1 (buf empty) when none was.
+ */
+int err_first_cause(unsigned long mark, char *buf, size_t size);
 
 /* The whole last err_msg() line, as err_last_cause() takes it: 0, or -1. */
 int err_last(char *buf, size_t size);

@@ -338,6 +338,24 @@ every_request() {
 	expect_file log.got <<<"failure cannot write '$staged' in s3://$S3_BUCKET: $cause"
 }
 
+@test "s3 faults: UploadPart fails, then its abort: the run log's cause is the root one, UploadPart's, as the terminal's first line says it, not the abort's after it (#29)" {
+	EV_EVENTS=1000 ev_out 1
+	run -0 --separate-stderr dataspoc-pipe run ev
+	ev_out 1
+	with_faults rate=1 kinds=500 only='^(PUT [^ ]*[?&]partNumber=|DELETE [^ ]*[?&]uploadId=)' after=1
+	export DATASPOC_PIPE_S3_RETRIES=2
+	run -1 --separate-stderr dataspoc-pipe run ev
+	local rid staged cause="UploadPart: HTTP 500 InternalError: We encountered an internal error. Please try again. (gave up after 3 attempts)"
+	rid=$(sed -n 's|^forwarded 200 POST /[^/]*/\.dataspoc/staging/ev/\([^/]*\)/.*?uploads=$|\1|p' "$PROXY_LOG")
+	staged=".dataspoc/staging/ev/$rid/events_${rid}_0000.jsonl"
+	assert_equal "${stderr_lines[0]}" "dataspoc-pipe: cannot write 's3://$S3_BUCKET/$staged': $cause"
+	# the abort failed too, and said so after it
+	assert_regex "${stderr_lines[1]}" "^dataspoc-pipe: cannot abort the upload of 's3://$S3_BUCKET/$staged': AbortMultipartUpload: HTTP 500 "
+	assert_equal "${stderr_lines[-1]}" "dataspoc-pipe: run 'ev' failed: cannot write '$staged' in s3://$S3_BUCKET: $cause"
+	jq -r '.status + " " + .error' "$S3_DIR/$S3_BUCKET/.dataspoc/logs/ev/$rid.json._S3rver_object" >log.got
+	expect_file log.got <<<"failure cannot write '$staged' in s3://$S3_BUCKET: $cause"
+}
+
 # --- one answer lost after the work was done --------------------------------------
 
 # lost_answer KIND REGEX: the first request matching REGEX ("METHOD URL")

@@ -29,7 +29,8 @@ static void fail_with(struct sink *s, const char *fmt, va_list ap, int said)
 	size_t n;
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	if (said && err_last_cause(cause, sizeof(cause)) == 0) {
+	/* the root cause: the first line said, not what its cleanup said after it */
+	if (said && err_first_cause(s->said_mark, cause, sizeof(cause)) == 0) {
 		n = strlen(buf);
 		snprintf(buf + n, sizeof(buf) - n, ": %s", cause);
 	}
@@ -657,6 +658,7 @@ int sink_run(struct bucket *b, const struct pipe_config *cfg,
 
 	memset(&s, 0, sizeof(s));
 	memset(plan, 0, sizeof(*plan));
+	s.said_mark = err_said();
 	s.b = b;
 	s.cfg = cfg;
 	s.opt = opt;

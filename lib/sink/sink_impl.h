@@ -131,6 +131,7 @@ struct sink {
 	int tty;
 	int live;		/* a live progress line is on the terminal */
 	int reported;		/* the bucket already printed why it failed */
+	unsigned long said_mark;	/* err_said() when the sink started */
 	unsigned long long error_line;	/* the input line the plan's error is about */
 	char **selected;	/* streams pipe-tap selected (ids and names), or NULL: all */
 	size_t nselected;
@@ -154,8 +155,10 @@ int sink_checkpoints(const struct sink *s);
 void sink_fail(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * sink_fail() for a failure the bucket has said on stderr (s->reported is
- * set): the cause it said (err_last_cause()) ends the plan's error, so that
- * the run log keeps it ("...: No space left on device", issue #29).
+ * set): the cause it said first since the sink started (err_first_cause():
+ * the root one, not a failed cleanup's said after it) ends the plan's
+ * error, so that the run log keeps it ("...: No space left on device",
+ * issue #29).
  */
 void sink_fail_said(struct sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

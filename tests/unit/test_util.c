@@ -111,6 +111,24 @@ int main(void)
 		err_msg("cannot read '%s': column '%s': %s", "f': g", "c", "not a number");
 		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "column 'c': not a number") == 0,
 		   "err: the cause of a cause's own quotes is all that follows the subject: %s", buf);
+		/* the first line said since a mark: the root cause, not a cleanup's after it */
+		{
+			unsigned long mark = err_said();
+			int i;
+
+			ok(err_first_cause(mark, buf, sizeof(buf)) == -1 && buf[0] == '\0',
+			   "err: nothing said since the mark");
+			err_msg("cannot write '%s': %s", "k", "UploadPart: HTTP 500");
+			err_msg("cannot abort the upload of '%s': %s", "k", "AbortMultipartUpload: HTTP 500");
+			ok(err_first_cause(mark, buf, sizeof(buf)) == 0 && strcmp(buf, "UploadPart: HTTP 500") == 0,
+			   "err: the first cause since the mark: %s", buf);
+			ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "AbortMultipartUpload: HTTP 500") == 0,
+			   "err: the last cause is the last line's: %s", buf);
+			for (i = 0; i < 9; i++)
+				err_msg("cannot try '%s': %d", "k", i);
+			ok(err_first_cause(mark, buf, sizeof(buf)) == 0 && strcmp(buf, "1") == 0,
+			   "err: past 8 lines, the oldest kept: %s", buf);
+		}
 		err_msg("no bucket directory given");
 		ok(err_last_cause(buf, sizeof(buf)) == 0 && strcmp(buf, "no bucket directory given") == 0,
 		   "err: a line of another shape is its own cause");
