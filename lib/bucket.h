@@ -162,6 +162,17 @@ int bucket_exists(struct bucket *b, const char *key);
 int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n);
 
 /*
+ * bucket_list(), and in *versions, at each key's index, the version the
+ * listing gave for it (S3, GCS: its ETag; Azure: its Etag; quotes and all),
+ * or NULL where it gave none (a local bucket, a store that sends none):
+ * what a cache of the objects keys its copies by.  *versions is freed with
+ * free() for each and for the array (its NULLs are holes, not its end: n
+ * says how many).
+ */
+int bucket_list_versions(struct bucket *b, const char *prefix, char ***keys, char ***versions,
+			 size_t *n);
+
+/*
  * Stream a new object: open, write any number of times, then close to make
  * it complete, or abort to remove what was written.  A writer that is
  * neither closed nor aborted leaves at most a partial object under its key

@@ -18,10 +18,10 @@
 #include "util.h"
 
 /*
- * The version of key into buf: the store's (S3, Azure: the ETag), a local
- * object's size and change time ("SIZE.SECONDS.NANOSECONDS"), else "-"
- * (GCS: the store keeps none here).  1, 0 when key is gone, -1 after an
- * error was said.
+ * The version of key into buf when its listing gave none: the store's (a
+ * HEAD: an ETag), a local object's size and change time
+ * ("SIZE.SECONDS.NANOSECONDS"), else "-".  1, 0 when key is gone, -1 after
+ * an error was said.
  */
 static int object_version(struct bucket *b, const char *key, char *buf, size_t size)
 {
@@ -45,25 +45,42 @@ static int object_version(struct bucket *b, const char *key, char *buf, size_t s
 	return r;
 }
 
+/* "VERSION<TAB>KEY": a version's control bytes (none expected) as '_', so it stays one field. */
+static void print_object(const char *version, const char *key)
+{
+	const char *p;
+
+	for (p = version; *p; p++)
+		putchar((unsigned char)*p < 0x20 || *p == 0x7f ? '_' : *p);
+	printf("\t%s\n", key);
+}
+
 int objects_list(struct bucket *b, const char *prefix)
 {
-	char **keys = NULL, version[512];
+	char **keys = NULL, **versions = NULL, version[512];
 	size_t n = 0, i;
 	int r, ret = CLI_FAILED;
 
-	if (bucket_list(b, prefix ? prefix : "", &keys, &n) != 0)
+	if (bucket_list_versions(b, prefix ? prefix : "", &keys, &versions, &n) != 0)
 		return CLI_FAILED;
 	for (i = 0; i < n; i++) {
+		if (versions[i]) {
+			print_object(versions[i], keys[i]);
+			continue;
+		}
 		r = object_version(b, keys[i], version, sizeof(version));
 		if (r < 0)
 			goto out;
 		/* (a key gone since the listing is left out) */
 		if (r == 1)
-			printf("%s\t%s\n", version, keys[i]);
+			print_object(version, keys[i]);
 	}
 	ret = CLI_OK;
 out:
 	util_strv_free(keys);
+	for (i = 0; i < n; i++)
+		free(versions[i]);
+	free(versions);
 	return ret;
 }
 

@@ -288,7 +288,7 @@ static int az_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 	snprintf(page, sizeof(page), "%ld", z->page_size);
 	for (;;) {
 		struct http_call c;
-		char **keys = NULL;
+		char **keys = NULL, **versions = NULL;
 		size_t n = 0, i;
 
 		http_call_init(&c, "list", "ListBlobs", "GET", NULL);
@@ -305,7 +305,7 @@ static int az_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 			http_call_free(&c);
 			goto out;
 		}
-		if (az_xml_list(c.resp.buf, c.resp.len, &keys, &n, &next) < 0) {
+		if (az_xml_list_versions(c.resp.buf, c.resp.len, &keys, &versions, &n, &next) < 0) {
 			snprintf(c.why, sizeof(c.why), "cannot read the answer (page %d)", pages + 1);
 			c.status = -1;
 			az_report(z, &c, prefix);
@@ -315,9 +315,11 @@ static int az_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 		http_call_free(&c);
 		for (i = 0; i < n; i++) {
 			if (strncmp(keys[i], full, strlen(full)) == 0 && bucket_key_ok(keys[i] + plen))
-				bucket_keys_add(out, keys[i] + plen, strlen(keys[i] + plen));
+				bucket_keys_add_version(out, keys[i] + plen, strlen(keys[i] + plen),
+							versions[i]);
 		}
 		util_strv_free(keys);
+		util_strv_free(versions);
 		pages++;
 		if (next.len == 0)
 			break;

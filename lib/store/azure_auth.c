@@ -530,11 +530,19 @@ fail:
 
 int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct sb *next)
 {
-	struct sb name = SB_INIT;
-	char **v = NULL;
+	return az_xml_list_versions(xml, len, keys, NULL, nkeys, next);
+}
+
+int az_xml_list_versions(const char *xml, size_t len, char ***keys, char ***versions,
+			 size_t *nkeys, struct sb *next)
+{
+	struct sb name = SB_INIT, etag = SB_INIT;
+	char **v = NULL, **ver = NULL;
 	size_t n = 0, cap = 0, pos;
 
 	*keys = NULL;
+	if (versions)
+		*versions = NULL;
 	*nkeys = 0;
 	sb_reset(next);
 	if (xml == NULL || http_find(xml, len, 0, "<EnumerationResults") == len)
@@ -555,10 +563,17 @@ int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct
 				      http_find(xml, close, tag, "Encoded=\"true\"") < close;
 
 			if (!encoded && http_xml_next(xml + start, end - start, "Name", &p, &name)) {
+				size_t e = 0;
+
 				if (n + 1 >= cap) {
 					cap = cap ? 2 * cap : 64;
 					v = xrealloc(v, cap * sizeof(*v));
+					if (versions)
+						ver = xrealloc(ver, cap * sizeof(*ver));
 				}
+				if (versions)
+					ver[n] = http_xml_next(xml + start, end - start, "Etag", &e, &etag)
+						 ? xstrndup(etag.buf, etag.len) : xstrdup("");
 				v[n++] = xstrndup(name.buf, name.len);
 			}
 		}
@@ -571,8 +586,15 @@ int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct
 		v = xmalloc(sizeof(*v));
 	v[n] = NULL;
 	*keys = v;
+	if (versions) {
+		if (ver == NULL)
+			ver = xmalloc(sizeof(*ver));
+		ver[n] = NULL;
+		*versions = ver;
+	}
 	*nkeys = n;
 	sb_free(&name);
+	sb_free(&etag);
 	return 0;
 }
 

@@ -163,6 +163,14 @@ void az_target_free(struct az_target *t);
  */
 int az_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys, struct sb *next);
 
+/*
+ * az_xml_list() with each blob's <Properties><Etag> ("" when it has none) at
+ * the same index of *versions (NULL-terminated, freed with util_strv_free());
+ * versions NULL: none.
+ */
+int az_xml_list_versions(const char *xml, size_t len, char ***keys, char ***versions,
+			 size_t *nkeys, struct sb *next);
+
 /* An error body's <Code> and <Message> (its first line) into code and msg (reset). */
 void az_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg);
 

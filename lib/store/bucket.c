@@ -373,13 +373,21 @@ int bucket_exists(struct bucket *b, const char *key)
 	return b->ops->exists(b, key);
 }
 
-void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len)
+void bucket_keys_add_version(struct bucket_keys *k, const char *key, size_t len,
+			     const char *version)
 {
 	if (k->n + 1 >= k->cap) {
 		k->cap = k->cap ? 2 * k->cap : 64;
 		k->v = xrealloc(k->v, k->cap * sizeof(*k->v));
+		k->ver = xrealloc(k->ver, k->cap * sizeof(*k->ver));
 	}
+	k->ver[k->n] = version && *version ? xstrdup(version) : NULL;
 	k->v[k->n++] = xstrndup(key, len);
+}
+
+void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len)
+{
+	bucket_keys_add_version(k, key, len, NULL);
 }
 
 size_t bucket_part_fill(char **buf, size_t *cap, size_t *len, size_t part, const void *data,
@@ -411,12 +419,26 @@ static int cmp_keys(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n)
+/* A key and its version, sorted together. */
+struct key_version {
+	char *key, *version;
+};
+
+static int cmp_key_versions(const void *a, const void *b)
 {
-	struct bucket_keys k = { NULL, 0, 0 };
+	return strcmp(((const struct key_version *)a)->key, ((const struct key_version *)b)->key);
+}
+
+int bucket_list_versions(struct bucket *b, const char *prefix, char ***keys, char ***versions,
+			 size_t *n)
+{
+	struct bucket_keys k = { NULL, NULL, 0, 0 };
+	struct key_version *kv;
 	size_t i;
 
 	*keys = NULL;
+	if (versions)
+		*versions = NULL;
 	if (n)
 		*n = 0;
 	if (!prefix_ok(prefix)) {
@@ -424,19 +446,48 @@ int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n)
 		return -1;
 	}
 	if (b->ops->list(b, prefix, &k) < 0) {
-		for (i = 0; i < k.n; i++)
+		for (i = 0; i < k.n; i++) {
 			free(k.v[i]);
+			free(k.ver[i]);
+		}
 		free(k.v);
+		free(k.ver);
 		return -1;
 	}
-	if (k.v == NULL)
+	if (k.v == NULL) {
 		k.v = xmalloc(sizeof(*k.v));
-	qsort(k.v, k.n, sizeof(*k.v), cmp_keys);
+		k.ver = xmalloc(sizeof(*k.ver));
+	}
+	if (versions == NULL) {
+		for (i = 0; i < k.n; i++)
+			free(k.ver[i]);
+		free(k.ver);
+		qsort(k.v, k.n, sizeof(*k.v), cmp_keys);
+	} else {
+		kv = xcalloc(k.n ? k.n : 1, sizeof(*kv));
+		for (i = 0; i < k.n; i++) {
+			kv[i].key = k.v[i];
+			kv[i].version = k.ver[i];
+		}
+		qsort(kv, k.n, sizeof(*kv), cmp_key_versions);
+		for (i = 0; i < k.n; i++) {
+			k.v[i] = kv[i].key;
+			k.ver[i] = kv[i].version;
+		}
+		free(kv);
+		k.ver[k.n] = NULL;
+		*versions = k.ver;
+	}
 	k.v[k.n] = NULL;
 	*keys = k.v;
 	if (n)
 		*n = k.n;
 	return 0;
+}
+
+int bucket_list(struct bucket *b, const char *prefix, char ***keys, size_t *n)
+{
+	return bucket_list_versions(b, prefix, keys, NULL, n);
 }
 
 struct bucket_writer *bucket_writer_open(struct bucket *b, const char *key)

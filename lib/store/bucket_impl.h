@@ -26,14 +26,22 @@
 #include "bucket.h"
 #include "sb.h"
 
-/* A growable array of keys filled by ops->list. */
+/*
+ * A growable array of keys filled by ops->list, and beside each the version
+ * its listing gave (ver[i]; NULL: none).
+ */
 struct bucket_keys {
 	char **v;
+	char **ver;
 	size_t n, cap;
 };
 
-/* Append a copy of key[0..len) to k. */
+/* Append a copy of key[0..len) to k, with no version. */
 void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len);
+
+/* Append a copy of key[0..len) to k, and of version (NULL or "": none). */
+void bucket_keys_add_version(struct bucket_keys *k, const char *key, size_t len,
+			     const char *version);
 
 /*
  * A store's writer buffers one part (S3) or block (Azure) of at most part
@@ -68,7 +76,10 @@ struct bucket_ops {
 	int (*del_lock)(struct bucket *b, const char *key);
 	int (*move)(struct bucket *b, const char *from, const char *to);
 	int (*exists)(struct bucket *b, const char *key);
-	/* Add every key starting with prefix to out; on -1, bucket.c frees out. */
+	/*
+	 * Add every key starting with prefix to out, with its version when the
+	 * listing gives one (bucket_list_versions()); on -1, bucket.c frees out.
+	 */
 	int (*list)(struct bucket *b, const char *prefix, struct bucket_keys *out);
 	/* bucket_sweep(); NULL: the store leaves no temporary files (0) */
 	int (*sweep)(struct bucket *b, const char *dir);

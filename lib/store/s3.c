@@ -336,7 +336,7 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 			{ "continuation-token", token.buf },
 		};
 		struct http_call c;
-		char **keys = NULL;
+		char **keys = NULL, **versions = NULL;
 		size_t n = 0, i;
 		int truncated = 0;
 
@@ -350,7 +350,8 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 			http_call_free(&c);
 			goto out;
 		}
-		if (s3_xml_list(c.resp.buf, c.resp.len, &keys, &n, &truncated, &next) < 0) {
+		if (s3_xml_list_versions(c.resp.buf, c.resp.len, &keys, &versions, &n, &truncated,
+					 &next) < 0) {
 			snprintf(c.why, sizeof(c.why), "cannot read the answer (page %d)", pages + 1);
 			c.status = -1;
 			s3_report(s, &c, NULL);
@@ -361,9 +362,11 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 		for (i = 0; i < n; i++) {
 			/* "dir/" markers and keys no caller can name are passed over */
 			if (strncmp(keys[i], full, strlen(full)) == 0 && bucket_key_ok(keys[i] + plen))
-				bucket_keys_add(out, keys[i] + plen, strlen(keys[i] + plen));
+				bucket_keys_add_version(out, keys[i] + plen, strlen(keys[i] + plen),
+							versions[i]);
 		}
 		util_strv_free(keys);
+		util_strv_free(versions);
 		pages++;
 		if (!truncated)
 			break;

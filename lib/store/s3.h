@@ -42,6 +42,14 @@ int s3_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg);
 int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 		int *truncated, struct sb *next);
 
+/*
+ * s3_xml_list() with each key's <ETag> (unescaped, quotes and all; "" when
+ * the page has none) at the same index of *versions (NULL-terminated,
+ * freed with util_strv_free()); versions NULL: none.
+ */
+int s3_xml_list_versions(const char *xml, size_t len, char ***keys, char ***versions,
+			 size_t *nkeys, int *truncated, struct sb *next);
+
 /* The hex SHA-256 of data (64 characters and a NUL). */
 void s3_sha256_hex(const void *data, size_t len, char hex[65]);
 

@@ -86,12 +86,20 @@ int s3_xml_error(const char *xml, size_t len, struct sb *code, struct sb *msg)
 int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 		int *truncated, struct sb *next)
 {
+	return s3_xml_list_versions(xml, len, keys, NULL, nkeys, truncated, next);
+}
+
+int s3_xml_list_versions(const char *xml, size_t len, char ***keys, char ***versions,
+			 size_t *nkeys, int *truncated, struct sb *next)
+{
 	struct sb text = SB_INIT, contents = SB_INIT, key = SB_INIT;
 	size_t pos = 0, n = 0, cap = 8;
-	char **v = xcalloc(cap, sizeof(*v));
+	char **v = xcalloc(cap, sizeof(*v)), **ver = versions ? xcalloc(cap, sizeof(*ver)) : NULL;
 	int encoded = 0, ret = -1;
 
 	*keys = NULL;
+	if (versions)
+		*versions = NULL;
 	*nkeys = 0;
 	*truncated = 0;
 	sb_reset(next);
@@ -129,19 +137,33 @@ int s3_xml_list(const char *xml, size_t len, char ***keys, size_t *nkeys,
 		if (n + 1 >= cap) {
 			cap *= 2;
 			v = xrealloc(v, cap * sizeof(*v));
+			if (ver)
+				ver = xrealloc(ver, cap * sizeof(*ver));
+		}
+		if (ver) {
+			/* (the ETag's quotes unescaped: "&quot;..&quot;" is "\"..\"") */
+			kpos = start;
+			ver[n] = http_xml_next(xml, end, "ETag", &kpos, &text) ? xstrdup(text.buf) : xstrdup("");
+			ver[n + 1] = NULL;
 		}
 		v[n++] = sb_detach(&key);
 		v[n] = NULL;
 		pos = end + 11;
 	}
 	*keys = v;
+	if (versions)
+		*versions = ver;
 	*nkeys = n;
-	v = NULL;
+	v = ver = NULL;
 	ret = 0;
 out:
 	if (v) {
 		v[n] = NULL;
 		util_strv_free(v);
+	}
+	if (ver) {
+		ver[n] = NULL;
+		util_strv_free(ver);
 	}
 	sb_free(&text);
 	sb_free(&contents);

@@ -254,6 +254,23 @@ static void test_xml(void)
 	ok(next.len == 0, "no marker on the last page");
 	util_strv_free(keys);
 	ok(az_xml_list("<Error/>", 8, &keys, &n, &next) < 0, "not a page: refused");
+	{
+		char **vers = NULL;
+
+		ok(az_xml_list_versions(page, sizeof(page) - 1, &keys, &vers, &n, &next) == 0 && n == 2,
+		   "a page with versions");
+		if (n == 2) {
+			is_str(vers[0], "0x1", "a blob's Etag");
+			is_str(vers[1], "", "no Etag: \"\" (and the encoded blob's passed over with its name)");
+			ok(vers[2] == NULL, "versions NULL-terminated");
+		}
+		util_strv_free(keys);
+		util_strv_free(vers);
+		ok(az_xml_list_versions(last, sizeof(last) - 1, &keys, &vers, &n, &next) == 0 && n == 0 &&
+		   vers != NULL && vers[0] == NULL, "an empty last page: no versions");
+		util_strv_free(keys);
+		util_strv_free(vers);
+	}
 
 	az_xml_error(err, sizeof(err) - 1, &code, &msg);
 	is_str(code.buf, "BlobNotFound", "the error's code");

@@ -429,6 +429,29 @@ static void test_xml(void)
 	ok(next.len == 0, "no token");
 	util_strv_free(keys);
 
+	{
+		static const char etags[] =
+			"<ListBucketResult><Contents><Key>b</Key><ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag>"
+			"</Contents><Contents><Key>a</Key><Size>0</Size></Contents>"
+			"<Contents><ETag>\"mp-2\"</ETag><Key>c</Key></Contents></ListBucketResult>";
+		char **vers = NULL;
+
+		is_int(s3_xml_list_versions(etags, strlen(etags), &keys, &vers, &n, &trunc, &next), 0,
+		       "list page with ETags parsed");
+		is_int(n, 3, "three keys, three versions");
+		if (n == 3) {
+			is_str(vers[0], "\"9b2cf535f27731c974343645a3985328\"", "an ETag, its quotes unescaped");
+			is_str(vers[1], "", "no ETag: \"\"");
+			is_str(keys[2], "c", "the key after its ETag");
+			is_str(vers[2], "\"mp-2\"", "an ETag before its key");
+			ok(vers[3] == NULL, "versions NULL-terminated");
+		}
+		util_strv_free(keys);
+		util_strv_free(vers);
+		is_int(s3_xml_list_versions("<Error/>", 8, &keys, &vers, &n, &trunc, &next), -1,
+		       "not a ListBucketResult (versions)");
+		ok(keys == NULL && vers == NULL, "nothing returned on error");
+	}
 	is_int(s3_xml_list("<Error/>", 8, &keys, &n, &trunc, &next), -1, "not a ListBucketResult");
 	is_int(s3_xml_list("<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>%zz</Key></Contents></ListBucketResult>",
 			   102, &keys, &n, &trunc, &next), -1, "undecodable key refused");
