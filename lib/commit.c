@@ -388,7 +388,8 @@ int commit_refolds(struct bucket *b, const struct plan *p)
 		const struct plan_stream *s = &p->streams[i];
 		char *key;
 
-		if (!plan_refolded(&p->streams[i], rec[i].column))
+		/* (a stream that lands no file, its partition then unknown, mixes nothing) */
+		if (!plan_lands(p, s->name) || !plan_refolded(&p->streams[i], rec[i].column))
 			continue;
 		/* an upsert table's --full is rebuilt whole by pipe-merge */
 		if (p->full || replaces(p, i, rec) == 1) {

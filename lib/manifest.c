@@ -255,9 +255,12 @@ static jv table_update(jv t, const struct plan *p, const struct plan_stream *s,
 	t = jv_object_set(t, jv_string("compression"), jv_string(p->compression ? p->compression : "zstd"));
 	if (s->activated)
 		t = jv_object_set(t, jv_string("table_version"), jv_parse(s->activated));
-	/* the Hive folders of its files: partition_by's, or dt= of the run's date */
-	t = jv_object_set(t, jv_string("partition"), s->partition ? jv_parse(s->partition) :
-			  jv_parse("{\"by\":\"_extraction_date\",\"granularity\":\"day\",\"column\":\"dt\"}"));
+	/* the Hive folders of its files: partition_by's, or dt= of the run's date (kept when it lands none) */
+	if (s->partition)
+		t = jv_object_set(t, jv_string("partition"), jv_parse(s->partition));
+	else if (plan_lands(p, s->name) || !jv_object_has(jv_copy(t), jv_string("partition")))
+		t = jv_object_set(t, jv_string("partition"),
+				  jv_parse("{\"by\":\"_extraction_date\",\"granularity\":\"day\",\"column\":\"dt\"}"));
 	if (!p->compact || !jv_object_has(jv_copy(t), jv_string("last_extraction")))
 		t = jv_object_set(t, jv_string("last_extraction"), jv_string(now));
 	t = jv_object_set(t, jv_string("stats"), stats);

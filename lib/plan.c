@@ -519,3 +519,13 @@ int plan_refolded(const struct plan_stream *s, const char *column)
 	free(key);
 	return r;
 }
+
+int plan_lands(const struct plan *p, const char *stream)
+{
+	size_t i;
+
+	for (i = 0; i < p->nfiles; i++)
+		if (strcmp(p->files[i].stream, stream) == 0)
+			return 1;
+	return 0;
+}

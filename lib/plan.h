@@ -137,6 +137,9 @@ void plan_format_part(const struct plan *p, int run_line, struct sb *out);
  */
 void plan_slice(const struct plan *all, unsigned after, unsigned upto, struct plan *out);
 
+/* 1 when p has a file of stream (its name): the run lands rows of it in the table. */
+int plan_lands(const struct plan *p, const char *stream);
+
 /* The key of the Hive folders stream s's files land in: its partition's "column", or dt. */
 char *plan_folder_key(const struct plan_stream *s);
 

@@ -111,3 +111,20 @@ load helpers/partition_scenarios
 	manifest_table pm/t | jq -c '.partition' >m
 	expect_file m <<<'{"by":"_extraction_date","granularity":"day","column":"_dt"}'
 }
+
+@test "partition: a run that lands no record of a partitioned stream changes nothing, and the manifest keeps its partition: the next run lands as before" {
+	use_tap tap-pe
+	lake_pipeline pe tap-pe true 'partition_by: created_at'
+	part_orders >"$FAKE_DIR/tap-pe/out" <<<'{"id":1,"created_at":"2024-01-31T10:00:00Z"}'
+	run -0 --separate-stderr dataspoc-pipe run pe
+	bucket_files >before
+	part_orders >"$FAKE_DIR/tap-pe/out" </dev/null
+	run -0 --separate-stderr dataspoc-pipe run pe
+	bucket_files >after
+	diff before after
+	manifest_table pe/orders | jq -c '.partition' >m
+	expect_file m <<<'{"by":"created_at","granularity":"day","column":"created_at_day"}'
+	part_orders >"$FAKE_DIR/tap-pe/out" <<<'{"id":2,"created_at":"2024-02-01T10:00:00Z"}'
+	run -0 --separate-stderr dataspoc-pipe run pe
+	[ "$(lens pe/orders | wc -l)" -eq 2 ]
+}
