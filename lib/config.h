@@ -79,7 +79,8 @@
  *                     <table>/FIELD_GRANULARITY=VALUE/ (docs/LAKE.md,
  *                     Partitions); without a granularity, day when the
  *                     stream's SCHEMA says format date-time or date, else
- *                     value.  Not with load_method upsert (yet).
+ *                     value.  With load_method upsert a key is in the
+ *                     folder of its latest value only (lib/merge.c).
  *   incremental:
  *     enabled:        true/false/yes/no/on/off, any case; default false
  *     checkpoint_every: a duration (30s, 15m, 1h) or a size of records

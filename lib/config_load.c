@@ -219,13 +219,6 @@ int config_load_merge(struct yctx *c, struct dest *d, const struct dest *def, st
 				   "cannot be merged by key: its files are only appended to)", file, l->line);
 			return -1;
 		}
-		if (cfg->partition_by) {
-			config_say("%s:%zu: load_method upsert cannot be used with destination.partition_by "
-				   "'%s' yet: an upsert table's files are laid out by the hash of the key, and a "
-				   "key whose partition value changes would be in two folders", file, l->line,
-				   cfg->partition_by);
-			return -1;
-		}
 	}
 	return 0;
 }

@@ -305,12 +305,12 @@ static int b32_get(const char *p, const char *end, struct sb *out)
 	return 0;
 }
 
-char *layout_range_key(const char *dir, const char *date, const char *safe, const char *run_id,
+char *layout_range_key(const char *dir, const char *folder, const char *safe, const char *run_id,
 		       const void *min, size_t nmin, const void *max, size_t nmax, unsigned long long rows)
 {
 	struct sb s = SB_INIT;
 
-	sb_addf(&s, "%s/dt=%s/%s_%s_r", dir, date, safe, run_id);
+	sb_addf(&s, "%s/%s/%s_%s_r", dir, folder, safe, run_id);
 	b32_add(&s, min, nmin);
 	sb_addc(&s, '-');
 	b32_add(&s, max, nmax);

@@ -16,6 +16,7 @@
  *                                                when the stream has a dt column)
  *   DIR/K=V/SAFE_R_NNNN.EXT                      ... of a table with partition_by
  *   DIR/dt=D/SAFE_R_rMIN-MAX-N.parquet           a file of an upsert table: its keys' range, rows
+ *   DIR/K=V/SAFE_R_rMIN-MAX-N.parquet            ... of an upsert table with partition_by
  *   DIR/dt=D/SAFE_R_hNNNN.parquet                ... of older versions: node NNNN of a hash trie
  *
  * P is a pipeline's name, R a run id.  Each builder returns a new string.
@@ -136,13 +137,14 @@ unsigned long layout_node_of(const char *key);
 
 /*
  * A file of an upsert table's key range layout (lib/merge.h):
- * DIR/dt=DATE/SAFE_RUN_rMIN-MAX-ROWS.parquet, MIN and MAX the bounds of
+ * DIR/FOLDER/SAFE_RUN_rMIN-MAX-ROWS.parquet (FOLDER: dt=DATE, or the Hive
+ * folder KEY=VALUE of partition_by), MIN and MAX the bounds of
  * its keys' order bytes (nmin and nmax bytes, base32: 0-9a-v), ROWS its
  * rows; and the bounds (into min and max) and rows of a key of that
  * shape: 1, or 0 for another shape.  layout_data_key_split() reads it as
  * a data file too.
  */
-char *layout_range_key(const char *dir, const char *date, const char *safe, const char *run_id,
+char *layout_range_key(const char *dir, const char *folder, const char *safe, const char *run_id,
 		       const void *min, size_t nmin, const void *max, size_t nmax, unsigned long long rows);
 int layout_range_of(const char *key, struct sb *min, struct sb *max, unsigned long long *rows);
 

@@ -748,9 +748,42 @@ static FILE *spill_file(void)
 /* A file of the table in the key range layout. */
 struct tfile {
 	char *key;
+	const char *folder;	/* with partition_by: its Hive folder (in key), else NULL */
+	size_t nfolder;
 	struct sb min, max;	/* the bounds of its keys' order keys (their first tlen bytes) */
 	unsigned long long rows;
 	int touched;		/* rewritten by this run */
+};
+
+/* An old file being merged: its rows in key order. */
+struct oldfile {
+	struct reader r;
+	const struct tfile *t;
+	int have;		/* a row is read, its order key in key */
+	int full;		/* ... and r.rec holds it as a record */
+	int typed;		/* its columns are all the schema's: rows copied value by value (out_copy()) */
+	size_t *col;		/* each column's in the schema (SIZE_MAX: none, the extra column) */
+	struct sb key, prev, json;
+	struct jcell { size_t i, j, off, len; } *jc;	/* out_copy()'s values given as JSON */
+};
+
+/*
+ * A part of the table whose files' ranges never overlap, merged on its
+ * own: the whole table (its files in the dt= folders of their runs, the
+ * new ones in dt= of this run's date), or, with partition_by, one Hive
+ * folder KEY=VALUE.
+ */
+struct folder {
+	char *name;		/* where its new files go: dt=DATE, or KEY=VALUE */
+	struct tfile *tf;	/* its files, by their bounds (a slice of stream_merge's) */
+	size_t ntf;
+	size_t fi;		/* route(): its next file */
+	struct oldfile o;	/* route(): its file being merged */
+	/* its output file being written */
+	struct pq_writer *pw;
+	char *staged;
+	unsigned long long rows;
+	struct sb omin, omax;
 };
 
 struct stream_merge {
@@ -765,19 +798,22 @@ struct stream_merge {
 	const char *extra;	/* the extra column's name */
 	struct pq_codec *codec;
 	char *safe;		/* the stream's file name part */
-	char date[11];
+	char date[14];		/* dt=DATE of the run */
 	size_t tlen;		/* order_prefix() */
 	long limit;		/* rows of a file */
 	struct sorter sorted;
 	char **inputs;		/* the files read as the run's first records (a table of older layouts) */
 	size_t ninputs;
-	struct tfile *tf;	/* the table's files, by their bounds */
+	struct tfile *tf;	/* the table's files, by folder (partition_by), then by their bounds */
 	size_t ntf;
-	/* the output file being written */
-	struct pq_writer *pw;
-	char *staged;
-	unsigned long long rows;
-	struct sb omin, omax;
+	struct folder **dirs;	/* the parts merged on their own: one without partition_by */
+	size_t ndirs;
+	/* partition_by: the record field, its granularity, the folders' KEY (NULL: none) */
+	int parted;		/* destination.partition_by is set: a folder per value */
+	char *pby, *pcol;
+	int pgran;
+	struct folder *plast;	/* the folder of the last row placed */
+	struct sb pname, pscratch;
 	unsigned nout;
 	struct plan_file *files;	/* the merged files */
 	size_t nfiles;
@@ -788,51 +824,51 @@ struct stream_merge {
 
 #define RESTART 2
 
-static int out_open(struct stream_merge *m)
+static int out_open(struct stream_merge *m, struct folder *d)
 {
 	struct pq_options opt;
 	struct bucket_writer *w;
 	char *staging = layout_staging_prefix(m->p->pipeline, m->p->run_id);
 
-	m->staged = xasprintf("%s%s_%s_m%04u.parquet", staging, m->safe, m->p->run_id, ++m->nout);
+	d->staged = xasprintf("%s%s_%s_m%04u.parquet", staging, m->safe, m->p->run_id, ++m->nout);
 	free(staging);
 	memset(&opt, 0, sizeof(opt));
 	opt.codec = m->codec;
 	opt.row_group_rows = m->cfg->row_group_rows;
 	opt.row_group_size = m->cfg->row_group_size;
-	m->rows = 0;
-	if ((w = bucket_writer_open(m->b, m->staged)) == NULL)
+	d->rows = 0;
+	if ((w = bucket_writer_open(m->b, d->staged)) == NULL)
 		return -1;
-	if ((m->pw = pq_writer_open(w, m->schema, &opt)) == NULL)
+	if ((d->pw = pq_writer_open(w, m->schema, &opt)) == NULL)
 		return -1;
 	return 0;
 }
 
 /* Close the output file, if one is open: a merged file of the plan, named by its bounds. */
-static int out_close(struct stream_merge *m)
+static int out_close(struct stream_merge *m, struct folder *d)
 {
 	struct plan_file *f;
 	uint64_t size = 0;
 	int c;
 
-	if (m->pw == NULL)
+	if (d->pw == NULL)
 		return 0;
-	c = pq_writer_close(m->pw, &size);
-	m->pw = NULL;
+	c = pq_writer_close(d->pw, &size);
+	d->pw = NULL;
 	if (c != 0)
 		return -1;
 	m->files = xrealloc(m->files, (m->nfiles + 1) * sizeof(*m->files));
 	f = &m->files[m->nfiles++];
 	memset(f, 0, sizeof(*f));
 	f->stream = xstrdup(m->s->name);
-	f->staged = m->staged;
-	m->staged = NULL;
-	f->final = layout_range_key(m->s->dir, m->date, m->safe, m->p->run_id, m->omin.buf, m->omin.len,
-				    m->omax.buf, m->omax.len, m->rows);
-	f->records = m->rows;
+	f->staged = d->staged;
+	d->staged = NULL;
+	f->final = layout_range_key(m->s->dir, d->name, m->safe, m->p->run_id, d->omin.buf, d->omin.len,
+				    d->omax.buf, d->omax.len, d->rows);
+	f->records = d->rows;
 	f->bytes = size;
 	f->unit = 1;
-	m->written += m->rows;
+	m->written += d->rows;
 	return 0;
 }
 
@@ -843,41 +879,42 @@ static int out_close(struct stream_merge *m)
  * file with rows.
  */
 /* The output file a row of key goes to, open. */
-static int out_prepare(struct stream_merge *m, const char *key, size_t klen)
+static int out_prepare(struct stream_merge *m, struct folder *d, const char *key, size_t klen)
 {
 	size_t t = klen < m->tlen ? klen : m->tlen;
 
-	if (m->pw && m->rows >= (unsigned long long)m->limit && cmp_bytes(key, t, m->omax.buf, m->omax.len) != 0 &&
-	    out_close(m) != 0)
+	if (d->pw && d->rows >= (unsigned long long)m->limit && cmp_bytes(key, t, d->omax.buf, d->omax.len) != 0 &&
+	    out_close(m, d) != 0)
 		return -1;
-	if (m->pw == NULL && out_open(m) != 0)
+	if (d->pw == NULL && out_open(m, d) != 0)
 		return -1;
 	return 0;
 }
 
 /* A row of key added: the output's bounds. */
-static void out_added(struct stream_merge *m, const char *key, size_t klen)
+static void out_added(struct stream_merge *m, struct folder *d, const char *key, size_t klen)
 {
 	size_t t = klen < m->tlen ? klen : m->tlen;
 
-	if (m->rows++ == 0) {
-		sb_reset(&m->omin);
-		sb_add(&m->omin, key, t);
+	if (d->rows++ == 0) {
+		sb_reset(&d->omin);
+		sb_add(&d->omin, key, t);
 	}
-	sb_reset(&m->omax);
-	sb_add(&m->omax, key, t);
+	sb_reset(&d->omax);
+	sb_add(&d->omax, key, t);
 }
 
-static int out_row(struct stream_merge *m, const char *key, size_t klen, const char *rec, size_t len)
+static int out_row(struct stream_merge *m, struct folder *d, const char *key, size_t klen, const char *rec,
+		   size_t len)
 {
 	struct json_span span = { rec, len, JSON_OBJECT };
 	struct pq_fail f;
 	int r;
 
-	if (out_prepare(m, key, klen) != 0)
+	if (out_prepare(m, d, key, klen) != 0)
 		return -1;
 	for (;;) {
-		r = pq_writer_add(m->pw, &span, &f);
+		r = pq_writer_add(d->pw, &span, &f);
 		if (r == 0)
 			break;
 		if (r != PQ_WIDEN)
@@ -888,10 +925,10 @@ static int out_row(struct stream_merge *m, const char *key, size_t klen, const c
 			return -1;
 		}
 		pq_schema_widen(m->schema, &f);
-		if (pq_writer_rows(m->pw) > 0)
+		if (pq_writer_rows(d->pw) > 0)
 			return RESTART;
 	}
-	out_added(m, key, klen);
+	out_added(m, d, key, klen);
 	return 0;
 }
 
@@ -900,11 +937,15 @@ static void out_undo(struct stream_merge *m)
 {
 	size_t i;
 
-	if (m->pw)
-		pq_writer_abort(m->pw);
-	m->pw = NULL;
-	free(m->staged);
-	m->staged = NULL;
+	for (i = 0; i < m->ndirs; i++) {
+		struct folder *d = m->dirs[i];
+
+		if (d->pw)
+			pq_writer_abort(d->pw);
+		d->pw = NULL;
+		free(d->staged);
+		d->staged = NULL;
+	}
 	for (i = 0; i < m->nfiles; i++) {
 		bucket_delete(m->b, m->files[i].staged);
 		free(m->files[i].stream);
@@ -914,18 +955,6 @@ static void out_undo(struct stream_merge *m)
 	m->nfiles = 0;
 	m->written = 0;
 }
-
-/* An old file being merged: its rows in key order. */
-struct oldfile {
-	struct reader r;
-	const struct tfile *t;
-	int have;		/* a row is read, its order key in key */
-	int full;		/* ... and r.rec holds it as a record */
-	int typed;		/* its columns are all the schema's: rows copied value by value (out_copy()) */
-	size_t *col;		/* each column's in the schema (SIZE_MAX: none, the extra column) */
-	struct sb key, prev, json;
-	struct jcell { size_t i, j, off, len; } *jc;	/* out_copy()'s values given as JSON */
-};
 
 /* The current row's key into r->key, from its key columns alone (see reader_row()). */
 static int reader_key(struct reader *r, char *const *names, size_t n, const char **missing)
@@ -1045,8 +1074,9 @@ static uint64_t le_bytes(const unsigned char *p, size_t n)
  * other as JSON (parsed as a record's would be).  A value that needs its
  * column widened sends the row as a record (out_row()).  0, RESTART, -1.
  */
-static int out_copy(struct stream_merge *m, struct oldfile *o)
+static int out_copy(struct stream_merge *m, struct folder *d)
 {
+	struct oldfile *o = &d->o;
 	size_t i, k, nj = 0, nc = pq_read_ncolumns(o->r.f);
 	struct pq_fail f;
 	int r;
@@ -1054,9 +1084,9 @@ static int out_copy(struct stream_merge *m, struct oldfile *o)
 	if (o->full || !o->typed) {
 		if (old_record(m, o) != 0)
 			return -1;
-		return out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len);
+		return out_row(m, d, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len);
 	}
-	if (out_prepare(m, o->key.buf, o->key.len) != 0 || pq_writer_row_begin(m->pw) != 0)
+	if (out_prepare(m, d, o->key.buf, o->key.len) != 0 || pq_writer_row_begin(d->pw) != 0)
 		return -1;
 	sb_reset(&o->json);
 	for (i = 0; i < nc; i++) {
@@ -1069,7 +1099,7 @@ static int out_copy(struct stream_merge *m, struct oldfile *o)
 		switch (m->schema->cols[j].kind) {
 		case PQ_INT64:
 			if (c->kind == PQ_READ_INT && (n == 4 || n == 8)) {
-				pq_writer_cell_int(m->pw, j, n == 4 ? (int64_t)(int32_t)(uint32_t)le_bytes(p, 4) :
+				pq_writer_cell_int(d->pw, j, n == 4 ? (int64_t)(int32_t)(uint32_t)le_bytes(p, 4) :
 						   (int64_t)le_bytes(p, 8));
 				continue;
 			}
@@ -1077,16 +1107,16 @@ static int out_copy(struct stream_merge *m, struct oldfile *o)
 		case PQ_DOUBLE:
 			if (c->kind == PQ_READ_DOUBLE && n == 8) {
 				uint64_t u = le_bytes(p, 8);
-				double d;
+				double dv;
 
-				memcpy(&d, &u, 8);
-				pq_writer_cell_double(m->pw, j, d);
+				memcpy(&dv, &u, 8);
+				pq_writer_cell_double(d->pw, j, dv);
 				continue;
 			}
 			break;
 		case PQ_BOOL:
 			if (c->kind == PQ_READ_BOOL && n >= 1) {
-				pq_writer_cell_int(m->pw, j, *p != 0);
+				pq_writer_cell_int(d->pw, j, *p != 0);
 				continue;
 			}
 			break;
@@ -1094,19 +1124,19 @@ static int out_copy(struct stream_merge *m, struct oldfile *o)
 		case PQ_TEXT:
 		case PQ_NUMTEXT:
 			if (c->kind == PQ_READ_STRING && util_utf8_valid(p, n)) {
-				pq_writer_cell_bytes(m->pw, j, p, n);
+				pq_writer_cell_bytes(d->pw, j, p, n);
 				continue;
 			}
 			break;
 		case PQ_TIMESTAMP:
 			if (c->kind == PQ_READ_TIMESTAMP && c->unit == 6 && c->utc && n == 8) {
-				pq_writer_cell_int(m->pw, j, (int64_t)le_bytes(p, 8));
+				pq_writer_cell_int(d->pw, j, (int64_t)le_bytes(p, 8));
 				continue;
 			}
 			break;
 		case PQ_DATE:
 			if (c->kind == PQ_READ_DATE && n == 4) {
-				pq_writer_cell_int(m->pw, j, (int64_t)(int32_t)(uint32_t)le_bytes(p, 4));
+				pq_writer_cell_int(d->pw, j, (int64_t)(int32_t)(uint32_t)le_bytes(p, 4));
 				continue;
 			}
 			break;
@@ -1129,29 +1159,30 @@ static int out_copy(struct stream_merge *m, struct oldfile *o)
 					  v[0] == '[' ? JSON_ARRAY : v[0] == 't' ? JSON_TRUE : v[0] == 'f' ? JSON_FALSE :
 					  v[0] == 'n' ? JSON_NULL : JSON_NUMBER };
 
-		r = pq_writer_cell_json(m->pw, o->jc[k].j, &span, v[0] == '"' && memchr(v, '\\', n) != NULL, &f);
+		r = pq_writer_cell_json(d->pw, o->jc[k].j, &span, v[0] == '"' && memchr(v, '\\', n) != NULL, &f);
 		if (r == PQ_WIDEN) {
 			/* the row dropped; as a record, whose column out_row() widens */
 			if (old_record(m, o) != 0)
 				return -1;
-			return out_row(m, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len);
+			return out_row(m, d, o->key.buf, o->key.len, o->r.rec.buf, o->r.rec.len);
 		}
 		if (r != 0)
 			return -1;
 	}
-	if (pq_writer_row_end(m->pw) != 0)
+	if (pq_writer_row_end(d->pw) != 0)
 		return -1;
-	out_added(m, o->key.buf, o->key.len);
+	out_added(m, d, o->key.buf, o->key.len);
 	return 0;
 }
 
 /*
- * Copy the open old file's rows whose key is below key (all: key NULL);
- * drop the one equal to it, kept in eq (when not NULL) for what the run's
- * record leaves out (lib/absent.h).
+ * Copy the open old file of folder d's rows whose key is below key (all:
+ * key NULL) into d's output; drop the one equal to it, kept in eq (when
+ * not NULL) for what the run's record leaves out (lib/absent.h).
  */
-static int old_until(struct stream_merge *m, struct oldfile *o, const char *key, size_t klen, struct sb *eq)
+static int old_until(struct stream_merge *m, struct folder *d, const char *key, size_t klen, struct sb *eq)
 {
+	struct oldfile *o = &d->o;
 	int x;
 
 	while (o->have) {
@@ -1159,11 +1190,13 @@ static int old_until(struct stream_merge *m, struct oldfile *o, const char *key,
 
 		if (c > 0)
 			break;
-		if (c < 0 && (x = out_copy(m, o)) != 0)
+		if (c < 0 && (x = out_copy(m, d)) != 0)
 			return x;
 		if (c == 0 && eq) {
 			if (old_record(m, o) != 0)
 				return -1;
+			/* (in two folders, never written so: the last one's) */
+			sb_reset(eq);
 			sb_add(eq, o->r.rec.buf, o->r.rec.len);
 		}
 		if (old_next(m, o) < 0)
@@ -1179,53 +1212,103 @@ static void old_close(struct oldfile *o)
 	o->have = 0;
 }
 
+/* A folder of the table, with no file (yet): its index. */
+static struct folder *folder_add(struct stream_merge *m, const char *name, size_t len)
+{
+	struct folder *d = xcalloc(1, sizeof(*d));
+
+	d->name = xstrndup(name, len);
+	m->dirs = xrealloc(m->dirs, (m->ndirs + 1) * sizeof(*m->dirs));
+	m->dirs[m->ndirs++] = d;
+	return d;
+}
+
+/*
+ * The folder of a row (record rec) of a table with partition_by: the Hive
+ * folder of its own value (layout_part_value(), as pipe-sink places it),
+ * or the one without a value.
+ */
+static struct folder *folder_of(struct stream_merge *m, const char *rec, size_t len)
+{
+	struct json_span r, v;
+	size_t errpos, i;
+	const char *errmsg;
+
+	sb_reset(&m->pname);
+	sb_adds(&m->pname, m->pcol);
+	sb_addc(&m->pname, '=');
+	if (json_validate(rec, len, &r, &errpos, &errmsg) != 0 || r.type != JSON_OBJECT ||
+	    json_object_get(&r, m->pby, &v) != 1 || !layout_part_value(m->pgran, &v, &m->pname, &m->pscratch))
+		sb_adds(&m->pname, LAYOUT_PART_NULL);
+	if (m->plast && strcmp(m->plast->name, m->pname.buf) == 0)
+		return m->plast;
+	for (i = 0; i < m->ndirs; i++)
+		if (strcmp(m->dirs[i]->name, m->pname.buf) == 0)
+			return m->plast = m->dirs[i];
+	return m->plast = folder_add(m, m->pname.buf, m->pname.len);
+}
+
 /*
  * The table's files and the run's records, both in key order, into the
- * output: a file the run's keys fall in is rewritten with them; keys
- * between files are new, written to files of their own (or with a file
- * rewritten next to them); a file passed over untouched ends the output
- * file (the output's bounds never overlap a file that stays).  0,
- * RESTART, -1.
+ * output, folder by folder (struct folder; one without partition_by): a
+ * file the run's keys fall in is rewritten, without them; a key's row goes
+ * to its folder's output (partition_by: the folder of its own value, so a
+ * key whose value moved leaves its old folder's file and lands in its new
+ * folder); keys between files are new, written to files of their own (or
+ * with a file rewritten next to them); a file passed over untouched ends
+ * its folder's output file (the output's bounds never overlap a file that
+ * stays).  0, RESTART, -1.
  */
 static int route(struct stream_merge *m)
 {
-	struct oldfile o;
 	struct item it;
-	size_t fi = 0, t;
+	size_t g, t;
 	int n, x, ret = -1;
 
-	memset(&o, 0, sizeof(o));
 	memset(&it, 0, sizeof(it));
+	for (g = 0; g < m->ndirs; g++)
+		m->dirs[g]->fi = 0;
 	for (;;) {
+		struct folder *to;
+
 		if ((n = sorter_next(&m->sorted, &it)) < 0)
 			goto out;
 		t = n ? (it.klen < m->tlen ? it.klen : m->tlen) : 0;
-		/* the files wholly below the key (every file left at the end) */
-		while (fi < m->ntf && (n == 0 || cmp_bytes(m->tf[fi].max.buf, m->tf[fi].max.len, it.key, t) < 0)) {
-			struct tfile *tf = &m->tf[fi++];
+		/* each folder's files wholly below the key (every file left at the end) */
+		for (g = 0; g < m->ndirs; g++) {
+			struct folder *d = m->dirs[g];
 
-			if (o.t == NULL && tf->touched && old_open(m, tf, &o) != 0)
-				goto out;	/* marked for the small files' compaction */
-			if (o.t == tf) {
-				if ((x = old_until(m, &o, NULL, 0, NULL)) != 0) {
-					ret = x;
+			while (d->fi < d->ntf &&
+			       (n == 0 || cmp_bytes(d->tf[d->fi].max.buf, d->tf[d->fi].max.len, it.key, t) < 0)) {
+				struct tfile *tf = &d->tf[d->fi++];
+
+				if (d->o.t == NULL && tf->touched && old_open(m, tf, &d->o) != 0)
+					goto out;	/* marked for the small files' compaction */
+				if (d->o.t == tf) {
+					if ((x = old_until(m, d, NULL, 0, NULL)) != 0) {
+						ret = x;
+						goto out;
+					}
+					old_close(&d->o);
+				} else if (out_close(m, d) != 0) {
 					goto out;
 				}
-				old_close(&o);
-			} else if (out_close(m) != 0) {
-				goto out;
 			}
 		}
 		if (n == 0)
 			break;
+		/* the key's row, in whichever folder's file it is: dropped there */
 		sb_reset(&m->eq);
-		if (fi < m->ntf && cmp_bytes(m->tf[fi].min.buf, m->tf[fi].min.len, it.key, t) <= 0) {
-			/* in file fi */
-			if (o.t != &m->tf[fi] && old_open(m, &m->tf[fi], &o) != 0)
-				goto out;
-			if ((x = old_until(m, &o, it.key, it.klen, &m->eq)) != 0) {
-				ret = x;
-				goto out;
+		for (g = 0; g < m->ndirs; g++) {
+			struct folder *d = m->dirs[g];
+
+			if (d->fi < d->ntf && cmp_bytes(d->tf[d->fi].min.buf, d->tf[d->fi].min.len, it.key, t) <= 0) {
+				if (d->o.t != &d->tf[d->fi] && old_open(m, &d->tf[d->fi], &d->o) != 0)
+					goto out;
+				if ((x = old_until(m, d, it.key, it.klen, &m->eq)) != 0) {
+					ret = x;
+					goto out;
+				}
 			}
 		}
 		if (it.deleted && m->hard_delete)
@@ -1239,20 +1322,22 @@ static int route(struct stream_merge *m)
 			it.rec = m->fill.buf;
 			it.rlen = m->fill.len;
 		}
-		if ((x = out_row(m, it.key, it.klen, it.rec, it.rlen)) != 0) {
+		if (m->parted && m->pcol == NULL) {
+			err_msg("stream '%s': the plan says no partition of its records", m->s->name);
+			goto out;
+		}
+		to = m->parted ? folder_of(m, it.rec, it.rlen) : m->dirs[0];
+		if ((x = out_row(m, to, it.key, it.klen, it.rec, it.rlen)) != 0) {
 			ret = x;
 			goto out;
 		}
 	}
-	ret = out_close(m);
+	ret = 0;
+	for (g = 0; g < m->ndirs && ret == 0; g++)
+		ret = out_close(m, m->dirs[g]);
 out:
-	old_close(&o);
-	reader_free(&o.r);
-	free(o.col);
-	free(o.jc);
-	sb_free(&o.json);
-	sb_free(&o.key);
-	sb_free(&o.prev);
+	for (g = 0; g < m->ndirs; g++)
+		old_close(&m->dirs[g]->o);
 	return ret;
 }
 
@@ -1337,19 +1422,27 @@ out:
 	return ret;
 }
 
-/* Mark for a rewrite each run of SMALL_FILES or more neighbouring files of less than limit/16 rows. */
+/*
+ * Mark for a rewrite each run of SMALL_FILES or more neighbouring files
+ * (of one folder) of less than limit/16 rows.
+ */
 static void mark_small(struct stream_merge *m)
 {
-	size_t i, j, k;
+	size_t g, i, j, k;
 
-	for (i = 0; i < m->ntf; i = j) {
-		for (j = i; j < m->ntf && m->tf[j].rows < (unsigned long long)m->limit / 16; j++)
-			;
-		if (j - i >= SMALL_FILES)
-			for (k = i; k < j; k++)
-				m->tf[k].touched = 1;
-		if (j == i)
-			j++;
+	for (g = 0; g < m->ndirs; g++) {
+		struct tfile *tf = m->dirs[g]->tf;
+		size_t ntf = m->dirs[g]->ntf;
+
+		for (i = 0; i < ntf; i = j) {
+			for (j = i; j < ntf && tf[j].rows < (unsigned long long)m->limit / 16; j++)
+				;
+			if (j - i >= SMALL_FILES)
+				for (k = i; k < j; k++)
+					tf[k].touched = 1;
+			if (j == i)
+				j++;
+		}
 	}
 }
 
@@ -1412,11 +1505,77 @@ out:
 	return ret;
 }
 
+/* By folder (partition_by), then by bounds. */
 static int cmp_tfile(const void *a, const void *b)
 {
 	const struct tfile *x = a, *y = b;
+	int c = x->folder && y->folder ? cmp_bytes(x->folder, x->nfolder, y->folder, y->nfolder) : 0;
 
-	return cmp_bytes(x->min.buf, x->min.len, y->min.buf, y->min.len);
+	return c ? c : cmp_bytes(x->min.buf, x->min.len, y->min.buf, y->min.len);
+}
+
+/* The Hive folder a file of the table is in (its parent's name), its length into *n. */
+static const char *parent_folder(const char *key, size_t *n)
+{
+	const char *end = strrchr(key, '/'), *p = end;
+
+	while (p && p > key && p[-1] != '/')
+		p--;
+	*n = end ? (size_t)(end - p) : 0;
+	return end ? p : key;
+}
+
+/* partition_by's field, granularity and folder KEY, from the plan's stream line ({"by","granularity","column"}). */
+static void partition_of(struct stream_merge *m, const char *part)
+{
+	struct json_span o, by, gran, col;
+	struct sb v = SB_INIT;
+	size_t errpos;
+	const char *errmsg;
+	int g;
+
+	if (part == NULL || json_validate(part, strlen(part), &o, &errpos, &errmsg) != 0 || o.type != JSON_OBJECT ||
+	    json_object_get(&o, "by", &by) != 1 || by.type != JSON_STRING ||
+	    json_object_get(&o, "granularity", &gran) != 1 || gran.type != JSON_STRING ||
+	    json_object_get(&o, "column", &col) != 1 || col.type != JSON_STRING ||
+	    json_string_equal(&by, "_extraction_date", 0))
+		return;
+	for (g = CONFIG_GRAN_DAY; g <= CONFIG_GRAN_VALUE; g++)
+		if (json_string_equal(&gran, config_granularity_name((enum config_granularity)g), 0))
+			m->pgran = g;
+	if (m->pgran == 0)
+		return;
+	json_string_decode(&by, &v);
+	m->pby = sb_detach(&v);
+	json_string_decode(&col, &v);
+	m->pcol = sb_detach(&v);
+}
+
+static void folders_free(struct stream_merge *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->ndirs; i++) {
+		struct folder *d = m->dirs[i];
+
+		if (d->pw)
+			pq_writer_abort(d->pw);
+		free(d->staged);
+		free(d->name);
+		old_close(&d->o);
+		reader_free(&d->o.r);
+		free(d->o.col);
+		free(d->o.jc);
+		sb_free(&d->o.json);
+		sb_free(&d->o.key);
+		sb_free(&d->o.prev);
+		sb_free(&d->omin);
+		sb_free(&d->omax);
+		free(d);
+	}
+	free(m->dirs);
+	m->dirs = NULL;
+	m->ndirs = 0;
 }
 
 static void add_replace(struct plan *p, const char *stream, const char *key, unsigned long long rows)
@@ -1439,8 +1598,8 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	struct table_info ti;
 	struct sb why = SB_INIT, min = SB_INIT, max = SB_INIT;
 	char **list = NULL, **text = NULL, *prefix = NULL;
-	size_t nlist = 0, i, j, other = 0, nodes = 0;
-	int ret = -1, rebuild, r = 0, fast = 0;
+	size_t nlist = 0, i, j, other = 0, nodes = 0, moved = 0;
+	int ret = -1, rebuild, r = 0, fast = 0, parted = cfg->partition_by != NULL;
 	const char *keys = s->key_properties && strcmp(s->key_properties, "[]") != 0 ? s->key_properties : cfg_keys;
 
 	memset(&m, 0, sizeof(m));
@@ -1480,6 +1639,8 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		goto out;
 	}
 	m.tlen = order_prefix(m.safe);
+	if (parted)
+		partition_of(&m, s->partition);	/* (none when the run placed no record) */
 	/* the table's files: by key range; of the hash trie of older versions (read whole, once) */
 	prefix = xasprintf("%s/", s->dir);
 	if (bucket_list(b, prefix, &list, &nlist) != 0)
@@ -1498,11 +1659,25 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 		}
 		if (layout_range_of(list[i], &min, &max, &rows)) {
 			struct tfile *t;
+			size_t nf;
+			const char *f = parent_folder(list[i], &nf);
 
+			/* in a folder of the table's partition: dt=, or partition_by's KEY= */
+			if (parted ? (m.pcol && (nf <= strlen(m.pcol) || strncmp(f, m.pcol, strlen(m.pcol)) != 0 ||
+						  f[strlen(m.pcol)] != '=')) :
+			    layout_date_folder(f) == 0) {
+				if (moved++ == 0)
+					sb_add(&why, f, nf);
+				continue;
+			}
 			m.tf = xrealloc(m.tf, (m.ntf + 1) * sizeof(*m.tf));
 			t = &m.tf[m.ntf++];
 			memset(t, 0, sizeof(*t));
 			t->key = xstrdup(list[i]);
+			if (parted) {
+				t->folder = t->key + (f - list[i]);
+				t->nfolder = nf;
+			}
 			sb_add(&t->min, min.buf, min.len);
 			sb_add(&t->max, max.buf, max.len);
 			t->rows = rows;
@@ -1519,9 +1694,19 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 			s->name, s->dir, other, cfg->name, s->name);
 		goto out;
 	}
+	if (moved) {
+		err_msg("stream '%s': its table '%s' holds %zu file(s) in folders of another layout ('%s'%s): "
+			"partition_by changed since they landed; run once with --full to rebuild the table in "
+			"folders of %s", s->name, s->dir, moved, why.buf, moved > 1 ? ", ..." : "",
+			parted ? m.pcol : "dt=");
+		goto out;
+	}
 	if (m.ntf > 1)
 		qsort(m.tf, m.ntf, sizeof(*m.tf), cmp_tfile);
 	for (i = 1; i < m.ntf; i++) {
+		if (m.tf[i].folder && cmp_bytes(m.tf[i - 1].folder, m.tf[i - 1].nfolder, m.tf[i].folder,
+						 m.tf[i].nfolder) != 0)
+			continue;	/* (ranges overlap across folders) */
 		if (cmp_bytes(m.tf[i - 1].max.buf, m.tf[i - 1].max.len, m.tf[i].min.buf, m.tf[i].min.len) >= 0) {
 			/* not of one table (never written so): a rebuild from their rows */
 			nodes++;
@@ -1557,9 +1742,26 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 			m.extra = m.schema->cols[i].name;
 	if ((m.codec = pq_codec_new(cfg->compression, cfg->compression_level, 0)) == NULL)
 		goto out;
-	snprintf(m.date, sizeof(m.date), "%.4s-%.2s-%.2s", p->run_id, p->run_id + 4, p->run_id + 6);
+	snprintf(m.date, sizeof(m.date), "dt=%.4s-%.2s-%.2s", p->run_id, p->run_id + 4, p->run_id + 6);
+	/* the parts merged on their own: the table, or each folder of partition_by */
+	if (!parted) {
+		struct folder *d = folder_add(&m, m.date, strlen(m.date));
+
+		d->tf = m.tf;
+		d->ntf = m.ntf;
+	}
+	for (i = 0; parted && i < m.ntf; i = j) {
+		struct folder *d = folder_add(&m, m.tf[i].folder, m.tf[i].nfolder);
+
+		for (j = i; j < m.ntf && cmp_bytes(m.tf[j].folder, m.tf[j].nfolder, m.tf[i].folder, m.tf[i].nfolder) == 0;
+		     j++)
+			;
+		d->tf = m.tf + i;
+		d->ntf = j - i;
+	}
+	m.parted = parted;
 	mark_small(&m);
-	if (!rebuild && m.ninputs == 0 && (fast = fast_new(&m)) < 0)
+	if (!rebuild && !parted && m.ninputs == 0 && (fast = fast_new(&m)) < 0)
 		goto out;
 	if (!fast && read_run(&m) != 0)
 		goto out;
@@ -1622,9 +1824,11 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	}
 	ret = 0;
 out:
-	if (m.pw)
-		pq_writer_abort(m.pw);
-	free(m.staged);
+	folders_free(&m);
+	free(m.pby);
+	free(m.pcol);
+	sb_free(&m.pname);
+	sb_free(&m.pscratch);
 	for (i = 0; i < m.nfiles; i++) {
 		free(m.files[i].stream);
 		free(m.files[i].staged);
@@ -1649,8 +1853,6 @@ out:
 	sb_free(&m.buf);
 	sb_free(&m.eq);
 	sb_free(&m.fill);
-	sb_free(&m.omin);
-	sb_free(&m.omax);
 	sb_free(&why);
 	sb_free(&min);
 	sb_free(&max);
@@ -1680,8 +1882,63 @@ static char *file_schema(struct bucket *b, const char *key)
 	return sb_detach(&out);
 }
 
+/* By run id (then key): the oldest first, whichever folder of partition_by a file is in. */
+static int cmp_by_run(const void *a, const void *b)
+{
+	const struct plan_file *x = a, *y = b;
+	char *dx = NULL, *sx = NULL, *rx = NULL, *dy = NULL, *sy = NULL, *ry = NULL;
+	const char *f, *c;
+	int r = 0;
+
+	if (layout_data_key_split(x->staged, &dx, &sx, &rx, &f, &c) == 0 &&
+	    layout_data_key_split(y->staged, &dy, &sy, &ry, &f, &c) == 0)
+		r = strcmp(rx, ry);
+	free(dx);
+	free(sx);
+	free(rx);
+	free(dy);
+	free(sy);
+	free(ry);
+	return r ? r : strcmp(x->staged, y->staged);
+}
+
+/*
+ * The partition of a table with partition_by (the plan's stream line's
+ * "partition"): the manifest's, when it is of the same field, else the
+ * config's with its granularity said; NULL (said) when neither.
+ */
+static char *compact_partition(const struct pipe_config *cfg, jv t, const char *stream)
+{
+	jv part = jv_object_get(jv_copy(t), jv_string("partition"));
+	char *by = jv_get_kind(part) == JV_KIND_OBJECT ? jvx_string(part, "by") : NULL, *ret = NULL, *col = NULL;
+	struct sb out = SB_INIT;
+
+	if (by && strcmp(by, cfg->partition_by) == 0) {
+		ret = dump(jv_copy(part));
+	} else if (cfg->partition_granularity != CONFIG_GRAN_AUTO) {
+		const char *g = config_granularity_name(cfg->partition_granularity);
+
+		sb_adds(&out, "{\"by\":");
+		json_quote(&out, cfg->partition_by, strlen(cfg->partition_by));
+		sb_addf(&out, ",\"granularity\":\"%s\",\"column\":", g);
+		col = xasprintf("%s_%s", cfg->partition_by, g);
+		json_quote(&out, col, strlen(col));
+		sb_addc(&out, '}');
+		ret = sb_detach(&out);
+	} else {
+		err_msg("compact: stream '%s': its table was not landed by partition_by '%s': say its granularity "
+			"(partition_by: {field: %s, granularity: day}), or run once with --full", stream,
+			cfg->partition_by, cfg->partition_by);
+	}
+	free(by);
+	free(col);
+	jv_free(part);
+	sb_free(&out);
+	return ret;
+}
+
 /* Add to p the stream of table t (a manifest table of the pipeline) and its files. */
-static int compact_table(struct bucket *b, jv t, struct plan *p)
+static int compact_table(struct bucket *b, const struct pipe_config *cfg, jv t, struct plan *p)
 {
 	char *dir = jvx_string(t, "path"), *name = jvx_string(t, "stream"), *prefix = NULL;
 	char **list = NULL;
@@ -1737,6 +1994,12 @@ static int compact_table(struct bucket *b, jv t, struct plan *p)
 	}
 	if (nfiles == 0)
 		err_warn("compact: stream '%s' has no file in '%s'", s->name, s->dir);
+	if (cfg->partition_by) {
+		/* a folder per value: the listing is by folder, not by run */
+		qsort(p->files + p->nfiles - nfiles, nfiles, sizeof(*p->files), cmp_by_run);
+		if ((s->partition = compact_partition(cfg, t, s->name)) == NULL)
+			goto out;
+	}
 	ret = 0;
 out:
 	jv_free(kp);
@@ -1765,7 +2028,7 @@ static int compact_add(struct bucket *b, const struct pipe_config *cfg, jv t, co
 	config_stream_load(cfg, name, &method, &hard, &keys);
 	if (method == CONFIG_LOAD_UPSERT) {
 		if (lm == NULL || strcmp(lm, "upsert") != 0)
-			ret = compact_table(b, t, p);
+			ret = compact_table(b, cfg, t, p);
 	} else if (method == CONFIG_LOAD_APPEND) {
 		struct plan_stream *s;
 		jv st = jv_object_get(jv_copy(t), jv_string("stats"));

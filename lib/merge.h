@@ -12,7 +12,10 @@
  * of their own.  A file holds about $DATASPOC_PIPE_MERGE_ROWS rows at most
  * (default 1,000,000); SMALL_FILES neighbouring small files are merged.  A
  * table of the hash layout of older versions (_h<node>.parquet files) is
- * rewritten whole on its next run.  See DESIGN.md.
+ * rewritten whole on its next run.  With destination.partition_by each Hive
+ * folder of the table is laid out so, and each row is written into the
+ * folder of its own value: a key is in one folder, and leaves its old one
+ * when its value moves.  See DESIGN.md.
  */
 #ifndef PIPE_MERGE_H
 #define PIPE_MERGE_H

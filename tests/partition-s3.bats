@@ -27,3 +27,21 @@ load helpers/partition_scenarios
 	scenario_part_refold
 }
 
+load helpers/upsert_scenarios
+load helpers/partition_upsert_scenarios
+
+@test "s3 partition upsert: a key whose value moves leaves its old folder in the same commit; deletes, left-out properties (the partition field too), unchanged runs" {
+	scenario_part_upsert_moves
+}
+
+@test "s3 partition upsert: null and unparsable values in the null folder, a key leaving and entering it; --full rebuilds every folder" {
+	scenario_part_upsert_null_full
+}
+
+@test "s3 partition upsert: checkpoints merge each unit; a key moved between units ends in one folder" {
+	scenario_part_upsert_checkpoints
+}
+
+@test "s3 partition upsert: compact NAME STREAM merges a partitioned append-only table by key into the folders of its rows' values" {
+	scenario_part_upsert_compact
+}

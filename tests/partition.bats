@@ -81,11 +81,8 @@ load helpers/partition_scenarios
 	expect_file n <<<3
 }
 
-@test "partition: config: upsert with partition_by is refused naming file:line; a bad granularity, a folder-breaking field" {
+@test "partition: config: a bad granularity, a folder-breaking field" {
 	use_tap tap-pu
-	lake_pipeline pu tap-pu true 'partition_by: created_at' 'load_method: upsert'
-	run -2 --separate-stderr dataspoc-pipe run pu
-	[[ $stderr == *"$DATASPOC_PIPE_HOME/pipelines/pu.yaml:6: load_method upsert cannot be used with destination.partition_by 'created_at' yet"* ]]
 	lake_pipeline pu tap-pu true 'partition_by: {field: created_at, granularity: week}'
 	run -2 --separate-stderr dataspoc-pipe run pu
 	[[ $stderr == *"destination.partition_by.granularity must be day, hour, month, year or value, not 'week'"* ]]
@@ -127,4 +124,23 @@ load helpers/partition_scenarios
 	part_orders >"$FAKE_DIR/tap-pe/out" <<<'{"id":2,"created_at":"2024-02-01T10:00:00Z"}'
 	run -0 --separate-stderr dataspoc-pipe run pe
 	[ "$(lens pe/orders | wc -l)" -eq 2 ]
+}
+
+load helpers/upsert_scenarios
+load helpers/partition_upsert_scenarios
+
+@test "partition upsert: a key whose value moves leaves its old folder in the same commit; deletes, left-out properties (the partition field too), unchanged runs" {
+	scenario_part_upsert_moves
+}
+
+@test "partition upsert: null and unparsable values in the null folder, a key leaving and entering it; --full rebuilds every folder" {
+	scenario_part_upsert_null_full
+}
+
+@test "partition upsert: checkpoints merge each unit; a key moved between units ends in one folder" {
+	scenario_part_upsert_checkpoints
+}
+
+@test "partition upsert: compact NAME STREAM merges a partitioned append-only table by key into the folders of its rows' values; again, nothing changes" {
+	scenario_part_upsert_compact
 }

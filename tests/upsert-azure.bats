@@ -13,6 +13,7 @@ load helpers/upsert_scenarios
 load helpers/checkpoint_scenarios
 load helpers/pipeline_scenarios
 load helpers/compact_scenarios
+load helpers/partition_upsert_scenarios
 
 @test "az upsert: updates replace, re-sent rows count once, later records win" {
 	scenario_upsert_updates
@@ -52,4 +53,12 @@ load helpers/compact_scenarios
 
 @test "az upsert: a property a record leaves out keeps the table's value (a TOASTed column an update left), one sent as null sets null, the run's earlier record fills a later one" {
 	scenario_upsert_absent
+}
+
+@test "az partition upsert: a key whose value moves leaves its old folder in the same commit; deletes, left-out properties (the partition field too), unchanged runs" {
+	scenario_part_upsert_moves
+}
+
+@test "az partition upsert: compact NAME STREAM merges a partitioned append-only table by key into the folders of its rows' values" {
+	scenario_part_upsert_compact
 }

@@ -72,7 +72,7 @@ static void test_names(void)
 
 	order(&x, a);
 	order(&y, b);
-	key = layout_range_key("raw/s/t", "2026-12-03", "t", "20261203T100000Z-000abc", x.buf, x.len, y.buf,
+	key = layout_range_key("raw/s/t", "dt=2026-12-03", "t", "20261203T100000Z-000abc", x.buf, x.len, y.buf,
 			       y.len, 42);
 	ok(strncmp(key, "raw/s/t/dt=2026-12-03/t_20261203T100000Z-000abc_r", 49) == 0 &&
 	   strcmp(key + strlen(key) - 11, "-42.parquet") == 0, "range key: %s", key);
