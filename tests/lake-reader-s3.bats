@@ -52,3 +52,35 @@ load helpers/lake_reader_scenarios
 	printf '1 forwarded 200 GET /%s\n1 forwarded 200 GET /%s/.dataspoc/manifest.json\n' "$S3_BUCKET" "$S3_BUCKET" >want
 	diff -u want requests
 }
+
+@test "lake reader s3: -c FILE.yaml reads the pipeline's bucket through its endpoint_url: a gs:// lake on s3rver, cached" {
+	reader_setup
+	use_tap tap-lk
+	# gs:// takes no endpoint from the environment: only a pipeline's endpoint_url
+	BUCKET_URL=gs://$S3_BUCKET
+	lake_pipeline lk tap-lk true "endpoint_url: $S3_ENDPOINT"
+	users_run '{"id":1,"name":"ana"}' '{"id":2,"name":"bo"}'
+	local yaml=$DATASPOC_PIPE_HOME/pipelines/lk.yaml
+	unset AWS_ENDPOINT_URL
+	run -0 --separate-stderr "$LAKE" -c "$yaml"
+	assert_line --index 2 --regexp "^lk/users +2 +- +gs://$S3_BUCKET/raw/lk/users\$"
+	run -0 --separate-stderr "$LAKE" -c "$yaml" users --json
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 1 '{"id":"2","name":"bo","_extra":null,"dt":"'"$(date -u +%F)"'"}'
+	run -0 fetched
+	assert_output "$(bucket_files)"
+	run -0 --separate-stderr "$LAKE" -c "$yaml" --sql 'SELECT count(*) AS n FROM users'
+	assert_equal "${lines[2]}" 2
+	run -0 fetched
+	assert_output ""
+	# the door named the pipeline, never its endpoint or a credential
+	! grep -q -F -e "$S3_ENDPOINT" -e "$AWS_SECRET_ACCESS_KEY" "$DOOR_LOG"
+	# with -c, what follows is the table
+	run -2 --separate-stderr "$LAKE" -c "$yaml" "gs://$S3_BUCKET"
+	assert_stderr "lake: gs://$S3_BUCKET: no such table in gs://$S3_BUCKET (tables: lk/users)"
+	run -2 --separate-stderr "$LAKE" -c "$yaml" users extra
+	assert_stderr "lake: extra: one bucket and at most one table (usage: scripts/lake BUCKET [TABLE [-n N]] [--json] | scripts/lake BUCKET --sql QUERY [--json] (-c FILE.yaml may replace BUCKET))"
+	run -2 --separate-stderr "$LAKE" -c nope.yaml
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "lake: "*"nope.yaml"* ]]
+}
