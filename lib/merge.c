@@ -1262,12 +1262,16 @@ static struct folder *folder_of(struct stream_merge *m, const char *rec, size_t 
 static int route(struct stream_merge *m)
 {
 	struct item it;
-	size_t g, t;
+	size_t g, t, nlive = 0;
+	size_t *live = xcalloc(m->ndirs + 1, sizeof(*live));	/* the folders with files left */
 	int n, x, ret = -1;
 
 	memset(&it, 0, sizeof(it));
-	for (g = 0; g < m->ndirs; g++)
+	for (g = 0; g < m->ndirs; g++) {
 		m->dirs[g]->fi = 0;
+		if (m->dirs[g]->ntf > 0)
+			live[nlive++] = g;
+	}
 	for (;;) {
 		struct folder *to;
 
@@ -1275,8 +1279,8 @@ static int route(struct stream_merge *m)
 			goto out;
 		t = n ? (it.klen < m->tlen ? it.klen : m->tlen) : 0;
 		/* each folder's files wholly below the key (every file left at the end) */
-		for (g = 0; g < m->ndirs; g++) {
-			struct folder *d = m->dirs[g];
+		for (g = 0; g < nlive;) {
+			struct folder *d = m->dirs[live[g]];
 
 			while (d->fi < d->ntf &&
 			       (n == 0 || cmp_bytes(d->tf[d->fi].max.buf, d->tf[d->fi].max.len, it.key, t) < 0)) {
@@ -1294,13 +1298,18 @@ static int route(struct stream_merge *m)
 					goto out;
 				}
 			}
+			/* a folder whose files are all passed is walked no more (keys above a partition) */
+			if (d->fi >= d->ntf)
+				live[g] = live[--nlive];
+			else
+				g++;
 		}
 		if (n == 0)
 			break;
 		/* the key's row, in whichever folder's file it is: dropped there */
 		sb_reset(&m->eq);
-		for (g = 0; g < m->ndirs; g++) {
-			struct folder *d = m->dirs[g];
+		for (g = 0; g < nlive; g++) {
+			struct folder *d = m->dirs[live[g]];
 
 			if (d->fi < d->ntf && cmp_bytes(d->tf[d->fi].min.buf, d->tf[d->fi].min.len, it.key, t) <= 0) {
 				if (d->o.t != &d->tf[d->fi] && old_open(m, &d->tf[d->fi], &d->o) != 0)
@@ -1338,6 +1347,7 @@ static int route(struct stream_merge *m)
 out:
 	for (g = 0; g < m->ndirs; g++)
 		old_close(&m->dirs[g]->o);
+	free(live);
 	return ret;
 }
 
