@@ -297,73 +297,173 @@ static const char *column_unselected(const struct json_span *st, const char *nam
 }
 
 /*
- * A replication-key that source.metadata (pattern pat) gives stream st:
+ * A replication-key, name, of stream st, written at at ("FILE:LINE:COL: "
+ * or "") as label (source.metadata.PAT.replication-key, replication-key):
  * when st's schema lists its columns and that is none of them, or one that
  * is not selected, bad is set to the message, in the user's terms: where
- * it is written (where_json: config.h's metadata_where), "no such column"
- * (with "did you mean" a column near it: util_typo_distance()) and the
- * columns there are, or "not a selected column" and why (the tap would say
- * either as "not a selected column" of its temporary catalog).
+ * it is written, "no such column" (with "did you mean" a column near it:
+ * util_typo_distance()) and the columns there are, or "not a selected
+ * column" and why (the tap would say either as "not a selected column" of
+ * its temporary catalog).
  */
-static void check_replication_key(const struct json_span *st, const struct sb *id, const char *pat,
-				  const struct json_span *mk, const struct json_span *mv,
-				  const char *where_json, struct sb *bad)
+static void check_key_column(const struct json_span *st, const struct sb *id, const char *name,
+			     const char *at, const char *label, struct sb *bad)
 {
-	struct json_span schema, props, col, w, wp, wk;
-	struct sb key = SB_INIT, name = SB_INIT, cols = SB_INIT, at = SB_INIT, near = SB_INIT;
-	size_t pos = 0, errpos, neard = (size_t)-1;
-	const char *errmsg, *why = NULL;
+	struct json_span schema, props, col, w;
+	struct sb cols = SB_INIT, near = SB_INIT;
+	size_t pos = 0, neard = (size_t)-1;
+	const char *why = NULL;
 
-	if (bad->len || mv->type != JSON_STRING)
-		return;
-	json_string_decode(mk, &key);
-	if (strcmp(key.buf, "replication-key") != 0 && strcmp(key.buf, "replication_key") != 0)
-		goto out;
 	if (json_object_get(st, "schema", &schema) != 1 || schema.type != JSON_OBJECT ||
 	    json_object_get(&schema, "properties", &props) != 1 || props.type != JSON_OBJECT)
-		goto out;
-	json_string_decode(mv, &name);
-	if (name.buf == NULL)
-		sb_adds(&name, "");
-	if (json_object_get(&props, name.buf, &col) == 1 && (why = column_unselected(st, name.buf)) == NULL)
-		goto out;
+		return;
+	if (json_object_get(&props, name, &col) == 1 && (why = column_unselected(st, name)) == NULL)
+		return;
 	while (why == NULL && json_object_next(&props, &pos, &col, &w)) {
 		size_t start = cols.len + (cols.len ? 2 : 0), d;
 
 		sb_adds(&cols, cols.len ? ", " : "");
 		json_string_decode(&col, &cols);
-		d = util_typo_distance(name.buf, cols.buf + start);
+		d = util_typo_distance(name, cols.buf + start);
 		if (d < neard) {
 			neard = d;
 			sb_reset(&near);
 			sb_adds(&near, cols.buf + start);
 		}
 	}
+	if (why)
+		sb_addf(bad, "%s%s '%s': column '%s' of stream '%s' is not a selected column (%s)",
+			at, label, name, name, id->buf, why);
+	else if (near.len)
+		sb_addf(bad, "%s%s '%s': stream '%s' has no such column: did you mean '%s'? (its columns: %s)",
+			at, label, name, id->buf, near.buf, cols.buf);
+	else
+		sb_addf(bad, "%s%s '%s': stream '%s' has no such column (its columns: %s)",
+			at, label, name, id->buf, cols.len ? cols.buf : "none");
+	sb_free(&cols);
+	sb_free(&near);
+}
+
+static int is_replication_key(const char *key)
+{
+	return strcmp(key, "replication-key") == 0 || strcmp(key, "replication_key") == 0;
+}
+
+/*
+ * A replication-key that source.metadata (pattern pat) gives stream st,
+ * checked (check_key_column()), named where it is written (where_json:
+ * config.h's metadata_where).
+ */
+static void check_replication_key(const struct json_span *st, const struct sb *id, const char *pat,
+				  const struct json_span *mk, const struct json_span *mv,
+				  const char *where_json, struct sb *bad)
+{
+	struct json_span w, wp, wk;
+	struct sb key = SB_INIT, name = SB_INIT, at = SB_INIT, label = SB_INIT;
+	size_t errpos;
+	const char *errmsg;
+
+	if (bad->len || mv->type != JSON_STRING)
+		return;
+	json_string_decode(mk, &key);
+	if (!is_replication_key(key.buf))
+		goto out;
+	json_string_decode(mv, &name);
+	if (name.buf == NULL)
+		sb_adds(&name, "");
 	if (where_json && json_validate(where_json, strlen(where_json), &w, &errpos, &errmsg) == 0 &&
 	    w.type == JSON_OBJECT && json_object_get(&w, pat, &wp) == 1 && wp.type == JSON_OBJECT &&
 	    json_object_get(&wp, key.buf, &wk) == 1 && wk.type == JSON_STRING) {
 		json_string_decode(&wk, &at);
 		sb_adds(&at, ": ");
 	}
-	if (why)
-		sb_addf(bad, "%ssource.metadata.%s.%s '%s': column '%s' of stream '%s' is not a selected column (%s)",
-			at.buf ? at.buf : "", pat, key.buf, name.buf, name.buf, id->buf, why);
-	else if (near.len)
-		sb_addf(bad, "%ssource.metadata.%s.%s '%s': stream '%s' has no such column: did you mean '%s'? (its columns: %s)",
-			at.buf ? at.buf : "", pat, key.buf, name.buf, id->buf, near.buf, cols.buf);
-	else
-		sb_addf(bad, "%ssource.metadata.%s.%s '%s': stream '%s' has no such column (its columns: %s)",
-			at.buf ? at.buf : "", pat, key.buf, name.buf, id->buf, cols.len ? cols.buf : "none");
+	sb_addf(&label, "source.metadata.%s.%s", pat, key.buf);
+	check_key_column(st, id, name.buf, at.buf ? at.buf : "", label.buf, bad);
 out:
 	sb_free(&key);
 	sb_free(&name);
-	sb_free(&cols);
 	sb_free(&at);
-	sb_free(&near);
+	sb_free(&label);
 }
 
-/* catalog_select(), but 1 when a name in streams is not offered (reported only with report). */
-static int select_streams(const char *text, size_t len, const char *origin,
+static int has_override(const struct overrides *o, const char *key)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (strcmp(o->v[i].key, key) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether stream st's own stream-level metadata says "selected": true. */
+static int catalog_selected(const struct json_span *st)
+{
+	struct json_span md, el, bc, m, v;
+	size_t pos = 0;
+
+	if (json_object_get(st, "metadata", &md) != 1 || md.type != JSON_ARRAY)
+		return 0;
+	while (json_array_next(&md, &pos, &el)) {
+		if (el.type == JSON_OBJECT && json_object_get(&el, "breadcrumb", &bc) == 1 &&
+		    is_empty_array(&bc) && json_object_get(&el, "metadata", &m) == 1 && m.type == JSON_OBJECT)
+			return json_object_get(&m, "selected", &v) == 1 && v.type == JSON_TRUE;
+	}
+	return 0;
+}
+
+/*
+ * The replication-key of stream st in a catalog of the user's own
+ * (source.catalog, the file origin, text its bytes), in its stream-level
+ * metadata, when source.metadata does not set one (o): checked
+ * (check_key_column()), named FILE:LINE:COL of its value.
+ */
+static void check_own_replication_key(const struct json_span *st, const struct sb *id,
+				      const struct overrides *o, const char *text, const char *origin,
+				      struct sb *bad)
+{
+	struct json_span md, el, bc, m, v;
+	struct sb name = SB_INIT, at = SB_INIT;
+	size_t pos = 0, line = 1, col = 1;
+	const char *p, *key = NULL;
+
+	if (bad->len || has_override(o, "replication-key") || has_override(o, "replication_key"))
+		return;
+	if (json_object_get(st, "metadata", &md) != 1 || md.type != JSON_ARRAY)
+		return;
+	while (json_array_next(&md, &pos, &el)) {
+		if (el.type == JSON_OBJECT && json_object_get(&el, "breadcrumb", &bc) == 1 &&
+		    is_empty_array(&bc) && json_object_get(&el, "metadata", &m) == 1 && m.type == JSON_OBJECT) {
+			if (json_object_get(&m, "replication-key", &v) == 1)
+				key = "replication-key";
+			else if (json_object_get(&m, "replication_key", &v) == 1)
+				key = "replication_key";
+			break;
+		}
+	}
+	if (key == NULL || v.type != JSON_STRING)
+		return;
+	for (p = text; p < v.p; p++) {
+		if (*p == '\n') {
+			line++;
+			col = 1;
+		} else if (((unsigned char)*p & 0xc0) != 0x80) {
+			col++;
+		}
+	}
+	json_string_decode(&v, &name);
+	if (name.buf == NULL)
+		sb_adds(&name, "");
+	sb_addf(&at, "%s:%zu:%zu: ", origin, line, col);
+	check_key_column(st, id, name.buf, at.buf, key, bad);
+	sb_free(&name);
+	sb_free(&at);
+}
+
+/*
+ * catalog_select(), but 1 when a name in streams is not offered (reported
+ * only with report); own: the catalog is the user's (source.catalog, the
+ * file origin), whose replication-keys are checked too.
+ */
+static int select_streams(const char *text, size_t len, const char *origin, int own,
 			  char *const *streams, const char *metadata_json, const char *where_json,
 			  struct sb *out, struct sb *selected, int report)
 {
@@ -463,6 +563,9 @@ static int select_streams(const char *text, size_t len, const char *origin,
 				sel = 0;
 				ov_set(&o, NULL, "selected", &json_false);
 			}
+			/* (without source.streams, the catalog's own selection holds) */
+			if (own && (sel || (!streams && !has_override(&o, "selected") && catalog_selected(&st))))
+				check_own_replication_key(&st, &id, &o, text, origin, &stream_bad);
 			if (sel && stream_bad.len && !bad.len)
 				sb_add(&bad, stream_bad.buf, stream_bad.len);
 			sb_free(&stream_bad);
@@ -518,7 +621,7 @@ int catalog_select(const char *text, size_t len, const char *origin,
 		   char *const *streams, const char *metadata_json,
 		   struct sb *out, struct sb *selected)
 {
-	return select_streams(text, len, origin, streams, metadata_json, NULL, out, selected, 1) == 0 ? 0 : -1;
+	return select_streams(text, len, origin, 0, streams, metadata_json, NULL, out, selected, 1) == 0 ? 0 : -1;
 }
 
 /* A file beside the pipeline's YAML file: DIR/NAME<suffix>. */
@@ -879,7 +982,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 			err_msg("cannot read the catalog '%s':", cfg->catalog_file);
 			goto out;
 		}
-		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+		r = select_streams(text.buf ? text.buf : "", text.len, origin, 1, cfg->streams,
 				   cfg->metadata_json, cfg->metadata_where, &edited, selected, 1);
 	} else {
 		origin = xasprintf("the catalog of %s", cfg->tap_argv[0]);
@@ -905,7 +1008,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 		}
 		if (cache->discovered)
 			fresh_in_run(1);
-		r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+		r = select_streams(text.buf ? text.buf : "", text.len, origin, 0, cfg->streams,
 				   cfg->metadata_json, cfg->metadata_where, &edited, selected, cache->discovered);
 		/* a cached catalog may predate the stream: ask the tap once more */
 		if (r == 1 && !cache->discovered) {
@@ -914,7 +1017,7 @@ int catalog_prepare(const struct pipe_config *cfg, char *const *config_args,
 				sb_reset(selected);
 			if (rediscover(cfg, config_args, cache, log, origin, &text) != 0)
 				goto out;
-			r = select_streams(text.buf ? text.buf : "", text.len, origin, cfg->streams,
+			r = select_streams(text.buf ? text.buf : "", text.len, origin, 0, cfg->streams,
 					   cfg->metadata_json, cfg->metadata_where, &edited, selected, 1);
 		}
 	}

@@ -187,6 +187,32 @@ Done! 2 records in 1 stream(s)
 	run -1 grep -q -- '--discover' "$FAKE_DIR/seltap-sdk/calls"
 }
 
+@test "source.catalog's own replication-key that is no column, with source.streams: that file's line named, 'no such column', did you mean; never the tap's temporary catalog" {
+	jq '(.streams[] | select(.tap_stream_id == "appdb-public-customers") | .metadata[] | select(.breadcrumb == []) | .metadata) += {"selected": true, "replication-method": "INCREMENTAL", "replication-key": "updatd_at"}' \
+		"$PG_FIXTURES/discover-catalog.json" >mine.json
+	cat >"$DATASPOC_PIPE_HOME/pipelines/pg.yaml" <<-YAML
+	source:
+	  tap: seltap-pg
+	  streams: [appdb-public-customers]
+	  catalog: $BATS_TEST_TMPDIR/mine.json
+	destination:
+	$(bucket_yaml)
+	  format: jsonl
+	YAML
+	local line col cols
+	line=$(grep -n '"replication-key": "updatd_at"' mine.json | cut -d: -f1)
+	col=$(sed -n "${line}p" mine.json | awk '{ print index($0, "\"updatd_at\"") }')
+	cols=$(jq -r '.streams[] | select(.tap_stream_id == "appdb-public-customers") | .schema.properties | keys_unsorted | join(", ")' mine.json)
+	run -2 --separate-stderr dataspoc-pipe run pg
+	assert_output ""
+	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $BATS_TEST_TMPDIR/mine.json:$line:$col: replication-key 'updatd_at': stream 'appdb-public-customers' has no such column: did you mean 'updated_at'? (its columns: $cols)"
+	[ -z "$(bucket_files)" ]
+	# (without streams or metadata the file itself is given to the tap, which names it)
+	# source.metadata's replication-key is the one the tap gets: it is checked, not the catalog's
+	sed -i 's|^  catalog: .*|&\n  metadata:\n    appdb-public-customers: {replication-key: updated_at}|' "$DATASPOC_PIPE_HOME/pipelines/pg.yaml"
+	run -0 --separate-stderr dataspoc-pipe run pg
+}
+
 # py_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]: a pipeline of seltap-py
 # (or of $PY_TAP).
 py_pipeline() {
