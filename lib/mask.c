@@ -144,6 +144,8 @@ static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t 
 struct mask {
 	char **needles;		/* longest first */
 	size_t n;
+	char **from, **to;	/* mask_rename()'s */
+	size_t nren;
 };
 
 struct needles {
@@ -303,11 +305,27 @@ void mask_free(struct mask *m)
 	for (i = 0; i < m->n; i++)
 		free(m->needles[i]);
 	free(m->needles);
+	for (i = 0; i < m->nren; i++) {
+		free(m->from[i]);
+		free(m->to[i]);
+	}
+	free(m->from);
+	free(m->to);
 	free(m);
 }
 
-/* Replace every occurrence of needle in text by MASK_WORD. */
-static void mask_value(struct sb *text, const char *needle)
+void mask_rename(struct mask *m, const char *from, const char *to)
+{
+	if (m == NULL || *from == '\0')
+		return;
+	m->from = xrealloc(m->from, (m->nren + 1) * sizeof(*m->from));
+	m->to = xrealloc(m->to, (m->nren + 1) * sizeof(*m->to));
+	m->from[m->nren] = xstrdup(from);
+	m->to[m->nren++] = xstrdup(to);
+}
+
+/* Replace every occurrence of needle in text by word. */
+static void replace_all(struct sb *text, const char *needle, const char *word)
 {
 	size_t n = strlen(needle);
 	struct sb out = SB_INIT;
@@ -317,11 +335,17 @@ static void mask_value(struct sb *text, const char *needle)
 		return;
 	for (p = text->buf; (hit = memmem(p, text->len - (size_t)(p - text->buf), needle, n)); p = hit + n) {
 		sb_add(&out, p, (size_t)(hit - p));
-		sb_adds(&out, MASK_WORD);
+		sb_adds(&out, word);
 	}
 	sb_add(&out, p, text->len - (size_t)(p - text->buf));
 	sb_free(text);
 	*text = out;
+}
+
+/* Replace every occurrence of needle in text by MASK_WORD. */
+static void mask_value(struct sb *text, const char *needle)
+{
+	replace_all(text, needle, MASK_WORD);
 }
 
 struct masking {
@@ -346,6 +370,8 @@ void mask_apply(const struct mask *m, struct sb *text)
 
 	if (text->len == 0)
 		return;
+	for (i = 0; m && i < m->nren; i++)
+		replace_all(text, m->from[i], m->to[i]);
 	for (i = 0; m && i < m->n; i++)
 		mask_value(text, m->needles[i]);
 	mk.s = text->buf;

@@ -50,6 +50,13 @@ struct mask;
  */
 struct mask *mask_new(const struct pipe_config *cfg);
 void mask_apply(const struct mask *m, struct sb *text);
+
+/*
+ * Besides its secrets, m says from (a private file's path, which nobody
+ * can look at: the tap's temporary config, state and catalog) as to (what
+ * people wrote it from: the pipeline's file:line:col), before masking.
+ */
+void mask_rename(struct mask *m, const char *from, const char *to);
 void mask_free(struct mask *m);
 
 /* mask_new(cfg), mask_apply(), mask_free(): for one text. */

@@ -430,6 +430,31 @@ struct run {
 	char *error;			/* why it failed, for the end line; NULL: it did not */
 };
 
+/*
+ * A private file's path, in what the tap says, as what people wrote it
+ * from (issue #29: "properties '/tmp/dataspoc-pipe.X/catalog.json': ...",
+ * a file that is gone when it is read): its config, the pipeline's
+ * file:line:col of source.config; its catalog, the pipeline's file and
+ * what made it; its state, the pipeline's saved state.
+ */
+static void name_private(struct run *r, const char *path)
+{
+	const struct pipe_config *cfg = r->cfg;
+	char *to;
+
+	if (path == r->config_path && cfg->tap_config_line)
+		to = xasprintf("%s:%zu:%zu (source.config)", cfg->file, cfg->tap_config_line, cfg->tap_config_col);
+	else if (path == r->config_path)
+		to = xasprintf("%s (source.config)", cfg->file);
+	else if (path == r->catalog_path)
+		to = xasprintf("%s (source.streams and source.metadata applied to %s)", cfg->file,
+			       cfg->catalog_file ? "source.catalog" : "the tap's catalog");
+	else
+		to = xasprintf("the saved state of pipeline %s", cfg->name);
+	mask_rename(r->mask, path, to);
+	free(to);
+}
+
 static void run_init(struct run *r, const struct pipe_config *cfg, const struct tap_options *opt)
 {
 	struct child_process child = CHILD_PROCESS_INIT;
@@ -570,6 +595,7 @@ static int catalog_arguments(struct run *r, char *conf)
 	r->cache.recheck = !r->opt->check || getenv("DATASPOC_PIPE_RUN_DIR") != NULL;
 	if (cfg->streams || cfg->metadata_json) {
 		r->catalog_path = xasprintf("%s/catalog.json", r->dir);
+		name_private(r, r->catalog_path);
 		if (catalog_prepare(cfg, config_args, &r->cache, r->catalog_path, &r->clog,
 				    &r->selected) != 0) {
 			if (child_guard_signal() || child_driver_gone())
@@ -607,6 +633,7 @@ static int tap_arguments(struct run *r, const char *state, size_t state_len, int
 			r->error = private_error("the tap's config", r->tmpdir, errno);
 			return -1;
 		}
+		name_private(r, r->config_path);
 		conf = r->config_path;
 	} else if (cfg->tap_config_file) {
 		conf = cfg->tap_config_file;
@@ -620,6 +647,7 @@ static int tap_arguments(struct run *r, const char *state, size_t state_len, int
 			r->error = private_error("the state file", r->tmpdir, errno);
 			return -1;
 		}
+		name_private(r, r->state_path);
 		child_push(&r->child, "--state");
 		child_push(&r->child, r->state_path);
 	}
@@ -968,6 +996,8 @@ int tap_run(const struct pipe_config *cfg, const char *state, size_t state_len,
 			err_msg("%s", r.error);
 			goto out;
 		}
+		if (r.config_path)
+			name_private(&r, r.config_path);
 		source_check(&r, out_fd);
 		goto out;
 	}

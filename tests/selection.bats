@@ -213,6 +213,30 @@ Done! 2 records in 1 stream(s)
 	run -0 --separate-stderr dataspoc-pipe run pg
 }
 
+@test "what the tap says of its config and catalog names the pipeline's file (and source.config's line), never the temporary files pipe-tap gave it (#29 item 13)" {
+	# (dataspoc-tap-postgres checks them before it connects: no server needed)
+	cat >"$DATASPOC_PIPE_HOME/pipelines/pg.yaml" <<-YAML
+	source:
+	  tap: dataspoc-tap-postgres
+	  config: {host: 127.0.0.1, port: 1, password: pw, dbname: appdb}
+	  catalog: $PG_FIXTURES/discover-catalog.json
+	  streams: [appdb-public-customers]
+	  metadata:
+	    appdb-public-customers: {replication-method: INCREMENTL}
+	destination:
+	$(bucket_yaml)
+	  format: jsonl
+	YAML
+	local file=$DATASPOC_PIPE_HOME/pipelines/pg.yaml
+	run -1 --separate-stderr dataspoc-pipe run pg
+	assert_equal "${stderr_lines[1]}" "  | dataspoc-tap-postgres: config '$file:3:11 (source.config)': 'user' is required"
+	sed -i 's/{host:/{user: u, host:/' "$file"
+	run -1 --separate-stderr dataspoc-pipe run pg
+	assert_equal "${stderr_lines[1]}" "  | dataspoc-tap-postgres: properties '$file (source.streams and source.metadata applied to source.catalog)': stream 'appdb-public-customers': unknown replication-method 'INCREMENTL' (FULL_TABLE, INCREMENTAL or LOG_BASED; or set default_replication_method in the config)"
+	[[ $stderr != *"/dataspoc-pipe."* ]]
+	[ -z "$(bucket_files)" ]
+}
+
 # py_pipeline NAME STREAM [EXTRA-SOURCE-LINE...]: a pipeline of seltap-py
 # (or of $PY_TAP).
 py_pipeline() {
@@ -317,7 +341,7 @@ Done! 1 record in 1 stream(s)
 	py_pipeline py a
 	run -0 sh -c 'dataspoc-pipe run -v py 2>err'
 	sed -E 's#/[^ ]+#F#g' err >err.f
-	grep -qx 'INFO seltap-py --config F --discover' err.f
+	grep -qx 'INFO seltap-py --config F (source.config) --discover' err.f
 	grep -qx 'seltap-py: error: unrecognized arguments: --about' err.f
 }
 
@@ -356,7 +380,7 @@ Done! 1 record in 1 stream(s)
 	assert_output ""
 	sed -E 's#/[^ ]+#F#g' <<<"$stderr" >err.f
 	expect_file err.f <<-EOF
-	INFO seltap-py --config F --discover
+	INFO seltap-py --config F (source.config) --discover
 	CRITICAL cannot connect to the database
 	pipe-tap: seltap-py --discover failed with status 1
 	EOF
