@@ -83,7 +83,8 @@ add_cron() {	# NAME CRON
 	# what --full does to the tables, not only to the state
 	run -0 dataspoc-pipe help run
 	assert_output --partial "so the table holds a second copy of every row it had, unless the tap"
-	assert_output --partial "one, remove its folder first. Upsert (load_method: upsert): the table is"
+	assert_output --partial "changed, when the run's files, in the new folders, replace those in the old;"
+	assert_output --partial "to start a table anew otherwise, remove its folder first. Upsert"
 	# every form of a bucket, az:// among them, where a bucket is asked for
 	run -0 dataspoc-pipe help add
 	assert_output --partial "s3://bucket[/prefix], gs://bucket[/prefix] or az://container[/prefix];"
