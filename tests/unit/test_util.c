@@ -114,7 +114,6 @@ int main(void)
 		/* the first line said since a mark: the root cause, not a cleanup's after it */
 		{
 			unsigned long mark = err_said();
-			int i;
 
 			ok(err_first_cause(mark, buf, sizeof(buf)) == -1 && buf[0] == '\0',
 			   "err: nothing said since the mark");
