@@ -144,3 +144,7 @@ load helpers/partition_upsert_scenarios
 @test "partition upsert: compact NAME STREAM merges a partitioned append-only table by key into the folders of its rows' values; again, nothing changes" {
 	scenario_part_upsert_compact
 }
+
+@test "partition upsert: a snapshot pipeline merges by key too; a moved key is in its new folder only" {
+	scenario_part_upsert_snapshot
+}

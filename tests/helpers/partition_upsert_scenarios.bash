@@ -232,3 +232,27 @@ scenario_part_upsert_compact() {
 	pu_folders | awk '{print $2}' >folders
 	expect_file folders <<<'raw/pc2/orders/updated_at_day=2024-01-03'
 }
+
+# A snapshot pipeline (incremental: false) with upsert: its runs merge by key
+# as an incremental one's do; a key whose value moved is in its new folder only.
+scenario_part_upsert_snapshot() {
+	use_tap tap-ps2
+	lake_pipeline ps2 tap-ps2 false 'partition_by: updated_at' 'load_method: upsert'
+	pu_sends tap-ps2 <<-'EOF'
+	{"id":1,"updated_at":"2024-01-01T10:00:00Z","name":"a","big":"B1","_sdc_deleted_at":null}
+	{"id":2,"updated_at":"2024-01-02T10:00:00Z","name":"b","big":"B2","_sdc_deleted_at":null}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run ps2
+	pu_sends tap-ps2 <<<'{"id":1,"updated_at":"2024-01-03T10:00:00Z","name":"a2","_sdc_deleted_at":null}'
+	run -0 --separate-stderr dataspoc-pipe run ps2
+	pu_rows ps2/orders >rows
+	expect_file rows <<-'EOF'
+	{"id":"1","name":"a2","big":"B1","day":19725,"folder":19725}
+	{"id":"2","name":"b","big":"B2","day":19724,"folder":19724}
+	EOF
+	pu_folders | awk '{print $2}' >folders
+	expect_file folders <<-'EOF'
+	raw/ps2/orders/updated_at_day=2024-01-02
+	raw/ps2/orders/updated_at_day=2024-01-03
+	EOF
+}
