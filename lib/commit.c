@@ -364,7 +364,7 @@ static int replaces(const struct plan *p, size_t i, const struct manifest_rec *r
 	if (p->replace && !(s->load_method && strcmp(s->load_method, "append-only") == 0))
 		return 1;
 	/* --full lands the whole table anew: in its new folders, the old ones go */
-	if (p->full && plan_refolded(&p->streams[i], rec[i].column))
+	if (p->full && plan_refolded(p, s, rec[i].column))
 		return 1;
 	if (s->activated == NULL)
 		return 0;
@@ -388,8 +388,7 @@ int commit_refolds(struct bucket *b, const struct plan *p)
 		const struct plan_stream *s = &p->streams[i];
 		char *key;
 
-		/* (a stream that lands no file, its partition then unknown, mixes nothing) */
-		if (!plan_lands(p, s->name) || !plan_refolded(&p->streams[i], rec[i].column))
+		if (!plan_refolded(p, s, rec[i].column))
 			continue;
 		/* an upsert table's --full is rebuilt whole by pipe-merge */
 		if (p->full || replaces(p, i, rec) == 1) {

@@ -188,7 +188,7 @@ static int relaid(jv t, const struct plan *p, const struct plan_stream *s)
 		return 0;
 	part = jvx_get(t, "partition");
 	column = jvx_string(part, "column");
-	r = plan_refolded(s, column);
+	r = plan_refolded(p, s, column);
 	jv_free(part);
 	free(column);
 	return r;

@@ -2056,6 +2056,11 @@ static int compact_add(struct bucket *b, const struct pipe_config *cfg, jv t, co
 			s->table_rows = (unsigned long long)jvx_number(st, "total_rows", 0);
 		}
 		jv_free(st);
+		/* and their folders: the manifest keeps saying their key */
+		st = jv_object_get(jv_copy(t), jv_string("partition"));
+		if (jv_get_kind(st) == JV_KIND_OBJECT)
+			s->partition = dump(jv_copy(st));
+		jv_free(st);
 		if (s->dir == NULL) {
 			err_msg("compact: a table of the manifest has no path");
 			ret = -1;

@@ -507,12 +507,13 @@ char *plan_folder_key(const struct plan_stream *s)
 	return xstrdup("dt");
 }
 
-int plan_refolded(const struct plan_stream *s, const char *column)
+int plan_refolded(const struct plan *p, const struct plan_stream *s, const char *column)
 {
 	char *key;
 	int r;
 
-	if (column == NULL)
+	/* a compact keeps each file in its folder; a stream landing no file has no partition said */
+	if (column == NULL || p->compact || !plan_lands(p, s->name))
 		return 0;
 	key = plan_folder_key(s);
 	r = strcmp(key, column) != 0;

@@ -144,11 +144,13 @@ int plan_lands(const struct plan *p, const char *stream);
 char *plan_folder_key(const struct plan_stream *s);
 
 /*
- * 1 when s lands its files in folders of another key than column (NULL:
- * not known), the key of its table's folders the manifest records: its
- * partition_by changed.  DuckDB's hive_partitioning refuses a table whose
- * files are in folders of two keys ("Hive partition mismatch").
+ * 1 when p lands files of its stream s in folders of another key than
+ * column (NULL: not known), the key of its table's folders the manifest
+ * records: its partition_by changed.  DuckDB's hive_partitioning refuses a
+ * table whose files are in folders of two keys ("Hive partition mismatch").
+ * Never for a compact (each file stays in its folder) nor a stream that
+ * lands no file (its partition is not said).
  */
-int plan_refolded(const struct plan_stream *s, const char *column);
+int plan_refolded(const struct plan *p, const struct plan_stream *s, const char *column);
 
 #endif

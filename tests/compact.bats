@@ -9,6 +9,7 @@ use_local_lake
 load helpers/upsert_scenarios
 load helpers/pipeline_scenarios
 load helpers/compact_scenarios
+load helpers/partition_scenarios
 
 @test "compact: an append-only table's small files merged into files of max_file_size, every row kept, state kept, logged; again, nothing changes" {
 	scenario_compact_append
@@ -64,4 +65,32 @@ run"
 	run -0 --separate-stderr dataspoc-pipe status -o json cs
 	run -0 jq -c '.[0].last_compact' <<<"$output"
 	assert_output null
+}
+
+@test "compact: an append-only table with partition_by: each folder's small files merged, every row of every folder kept; its partition kept in the manifest, so the next run lands as before" {
+	use_tap tap-cp
+	lake_pipeline cp tap-cp true 'partition_by: {field: created_at, granularity: year}'
+	part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z"}' >"$FAKE_DIR/tap-cp/out"
+	run -0 --separate-stderr dataspoc-pipe run cp
+	part_orders <<<'{"id":2,"created_at":"2023-06-01T00:00:00Z"}' >"$FAKE_DIR/tap-cp/out"
+	run -0 --separate-stderr dataspoc-pipe run cp
+	part_orders <<<'{"id":3,"created_at":"2024-06-01T00:00:00Z"}' >"$FAKE_DIR/tap-cp/out"
+	run -0 --separate-stderr dataspoc-pipe run cp
+	run -0 --separate-stderr dataspoc-pipe compact cp
+	bucket_files | sed -E 's/_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_[0-9]+\.parquet$//' | sort | uniq -c | awk '{print $1, $2}' >folders
+	expect_file folders <<-'EOF'
+	1 raw/cp/orders/created_at_year=2023/orders
+	1 raw/cp/orders/created_at_year=2024/orders
+	EOF
+	LENS_HIVE=1 lens cp/orders | jq -c '[.id, .created_at_year]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","2023"]
+	["2","2023"]
+	["3","2024"]
+	EOF
+	manifest_table cp/orders | jq -c '[.partition.column, .stats.total_rows]' >m
+	expect_file m <<<'["created_at_year",3]'
+	part_orders <<<'{"id":4,"created_at":"2024-07-01T00:00:00Z"}' >"$FAKE_DIR/tap-cp/out"
+	run -0 --separate-stderr dataspoc-pipe run cp
+	[ "$(LENS_HIVE=1 lens cp/orders | wc -l)" -eq 4 ]
 }
