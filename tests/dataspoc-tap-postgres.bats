@@ -919,7 +919,8 @@ few_through_proxy() {
 	wait_for proxy.port
 	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
 	st=0
-	PGTZ=UTC "$TAP" --config t2.json --properties props.json >got 2>err || st=$?
+	# (a tap that waits for bytes that never come ends, 124)
+	PGTZ=UTC timeout 60 "$TAP" --config t2.json --properties props.json >got 2>err || st=$?
 	kill "$proxy"
 	wait "$proxy" || true
 	return "$st"
@@ -939,6 +940,28 @@ few_through_proxy() {
 	run -1 few_through_proxy --break-copy-length
 	run -0 cat err
 	assert_output "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): lost synchronization with server: got message type \"d\", length 3"
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output '{"id":1,"v":"v1"}'
+}
+
+@test "COPY read off the socket one byte at a time: every message's header and body split at each byte, the rows as read whole" {
+	few_through_proxy --trickle || { cat err >&2; false; }
+	run -0 cat err
+	assert_output ''
+	untimed got >trickled
+	PGTZ=UTC run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	printf '%s\n' "$output" >direct
+	diff -u <(untimed direct) trickled
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output "$(printf '{"id":%d,"v":"v%d"}\n' 1 1 2 2 3 3)"
+}
+
+@test "a connection closed halfway through a COPY message is one line, exit 1, the rows before it out" {
+	run -1 few_through_proxy --cut-copy
+	run -0 cat err
+	[ "${#lines[@]}" -eq 1 ]
+	[[ $output == "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): server closed the connection unexpectedly"* ]] ||
+		{ echo "$output" >&2; false; }
 	run -0 jq -c 'select(.type == "RECORD") | .record' got
 	assert_output '{"id":1,"v":"v1"}'
 }

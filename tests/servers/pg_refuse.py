@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""pg_refuse.py [--break-copy | --break-copy-tail | --break-copy-length | --inject-copy] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
+"""pg_refuse.py [--break-copy | --break-copy-tail | --break-copy-length | --inject-copy | --cut-copy |
+--nul-copy | --long-copy-done | --empty-copy | --trickle] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
 refuses settings, or sends COPY data not as the protocol says.
 
 A proxy on 127.0.0.1 (its port written to PORT-FILE) to the server on
@@ -13,7 +14,12 @@ a field count of 0x7fff, and "broke N" is counted on stderr; with
 --break-copy-tail, the length of its last field (a FULL_TABLE COPY's xmin,
 8 bytes) says 7; with --break-copy-length, the message's own length says 3
 (less than itself: what libpq calls lost synchronization); with --inject-copy,
-a ParameterStatus and a NoticeResponse come before it ("injected N").
+a ParameterStatus and a NoticeResponse come before it ("injected N"); with
+--cut-copy, the connection ends halfway through it ("cut N"); with
+--nul-copy, a message of type 0 (no such type) comes before it, with
+--empty-copy an empty CopyData ("injected N"); with --long-copy-done, the
+CopyDone's length says 65540 ("broke N"); with --trickle, every COPY message
+(CopyOutResponse, CopyData, CopyDone) comes one byte at a time.
 Runs until killed.
 """
 import os
@@ -22,6 +28,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 SSL_REQUEST, GSS_REQUEST = 80877103, 80877104
 lock = threading.Lock()
@@ -82,6 +89,17 @@ def server_to_client(s, c, untyped, mode):
                     with lock:
                         broke += 1
                         print('injected %d' % broke, file=sys.stderr, flush=True)
+                elif copydata == 2 and mode in ('--nul-copy', '--empty-copy'):
+                    c.sendall((b'\0' if mode == '--nul-copy' else b'd') + struct.pack('!i', 4))
+                    with lock:
+                        broke += 1
+                        print('injected %d' % broke, file=sys.stderr, flush=True)
+                elif copydata == 2 and mode == '--cut-copy':
+                    c.sendall(head + body[:len(body) // 2])
+                    with lock:
+                        broke += 1
+                        print('cut %d' % broke, file=sys.stderr, flush=True)
+                    break
                 elif copydata == 2 and mode == '--break-copy-length':
                     head = head[:1] + struct.pack('!i', 3)
                     with lock:
@@ -92,11 +110,21 @@ def server_to_client(s, c, untyped, mode):
                     with lock:
                         broke += 1
                         print('broke %d' % broke, file=sys.stderr, flush=True)
-                elif copydata == 2 and len(body) >= 2:
+                elif copydata == 2 and mode == '--break-copy' and len(body) >= 2:
                     body = b'\x7f\xff' + body[2:]
                     with lock:
                         broke += 1
                         print('broke %d' % broke, file=sys.stderr, flush=True)
+            if head[:1] == b'c' and mode == '--long-copy-done':
+                head = head[:1] + struct.pack('!i', 65540)
+                with lock:
+                    broke += 1
+                    print('broke %d' % broke, file=sys.stderr, flush=True)
+            if head[:1] in (b'H', b'd', b'c') and mode == '--trickle':
+                for i in range(len(head + body)):
+                    c.sendall((head + body)[i:i + 1])
+                    time.sleep(0.0002)
+                continue
             c.sendall(head + body)
     except (EOFError, OSError):
         pass
@@ -139,7 +167,8 @@ def client_to_server(c, s, words, untyped):
 
 def main():
     args = sys.argv[1:]
-    modes = ('--break-copy', '--break-copy-tail', '--break-copy-length', '--inject-copy')
+    modes = ('--break-copy', '--break-copy-tail', '--break-copy-length', '--inject-copy', '--cut-copy',
+             '--nul-copy', '--long-copy-done', '--empty-copy', '--trickle')
     mode = args[0] if args[:1] and args[0] in modes else None
     break_copy = mode is not None
     if break_copy:
@@ -155,6 +184,7 @@ def main():
     os.rename(port_file + '.tmp', port_file)
     while True:
         c, _ = ls.accept()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s = socket.create_connection(('127.0.0.1', upstream))
         untyped = queue.Queue()
         threading.Thread(target=client_to_server, args=(c, s, words, untyped), daemon=True).start()
