@@ -965,3 +965,13 @@ few_through_proxy() {
 	run -0 jq -c 'select(.type == "RECORD") | .record' got
 	assert_output '{"id":1,"v":"v1"}'
 }
+
+@test "a message of type 0 mid-COPY is not read past as a known one: one line, exit 1" {
+	run -1 few_through_proxy --nul-copy
+	run -0 cat err
+	[ "${#lines[@]}" -eq 1 ]
+	[[ $output == "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): unexpected response from server; first received character was \""* ]] ||
+		{ echo "$output" >&2; false; }
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output '{"id":1,"v":"v1"}'
+}

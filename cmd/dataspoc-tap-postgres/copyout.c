@@ -171,7 +171,8 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 		rc = copy_libpq(conn, row, arg, bad);
 		goto results;
 	}
-	while ((type = peek_type(fd)) >= 0 && strchr("HdcNSA", type) != NULL) {
+	/* (a type 0 is no message's: strchr() would find the string's end) */
+	while ((type = peek_type(fd)) > 0 && strchr("HdcNSA", type) != NULL) {
 		unsigned char h[5];
 		uint32_t len;
 
