@@ -975,3 +975,9 @@ few_through_proxy() {
 	run -0 jq -c 'select(.type == "RECORD") | .record' got
 	assert_output '{"id":1,"v":"v1"}'
 }
+
+@test "a CopyDone whose length is past any such message's is libpq's lost synchronization, not a wait for bytes that never come" {
+	run -1 few_through_proxy --long-copy-done
+	run -0 cat err
+	assert_output "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): lost synchronization with server: got message type \"c\", length 65540"
+}

@@ -179,7 +179,9 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 		if (read_full(fd, (char *)h, 5) != 0)
 			break;
 		len = bin_be32(h + 1);
-		if (len < 4 || len > (uint32_t)INT32_MAX) {
+		/* libpq's bounds: a message's length counts itself; only CopyData, a
+		 * notice or a notification is ever over 30000 bytes */
+		if (len < 4 || len > (uint32_t)INT32_MAX || (len > 30000 && strchr("dNA", type) == NULL)) {
 			/* the connection is no use: libpq's words, and libpq finds it closed */
 			sb_addf(why, "lost synchronization with server: got message type \"%c\", length %d",
 				type, (int32_t)len);
