@@ -981,3 +981,11 @@ few_through_proxy() {
 	run -0 cat err
 	assert_output "dataspoc-tap-postgres: cannot read table 'other.few' (host '127.0.0.1' port $(cat proxy.port) database 'appdb'): lost synchronization with server: got message type \"c\", length 65540"
 }
+
+@test "an empty CopyData between rows is dropped, as libpq drops it: every row out" {
+	few_through_proxy --empty-copy || { cat err >&2; false; }
+	run -0 cat err
+	assert_output ''
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output "$(printf '{"id":%d,"v":"v%d"}\n' 1 1 2 2 3 3)"
+}

@@ -190,6 +190,8 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 			break;
 		}
 		len -= 4;
+		if (type == 'd' && len == 0)
+			continue;	/* an empty CopyData: libpq drops it */
 		if ((type == 'd' && rc == 0) || type == 'N') {
 			/* the row in one buffer of its size, kept for the next when small */
 			if (cap < len || cap > 2 * (size_t)len + BIG_VALUE) {
