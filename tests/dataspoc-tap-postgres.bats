@@ -989,3 +989,49 @@ few_through_proxy() {
 	run -0 jq -c 'select(.type == "RECORD") | .record' got
 	assert_output "$(printf '{"id":%d,"v":"v%d"}\n' 1 1 2 2 3 3)"
 }
+
+@test "SIGTERM to a tap waiting mid-COPY for bytes that do not come ends it at once" {
+	pg_sql -d appdb "DROP TABLE IF EXISTS other.few; CREATE TABLE other.few(id int primary key, v text);
+		INSERT INTO other.few SELECT i, 'v' || i FROM generate_series(1, 3) i"
+	properties_for other few '{"replication-method": "FULL_TABLE"}'
+	python3 "$BATS_TEST_DIRNAME/servers/pg_refuse.py" --stall-copy proxy.port "$PG_PORT" 2>proxy.err &
+	proxy=$!
+	wait_for proxy.port
+	jq --argjson p "$(cat proxy.port)" '.port = $p' tap.json >t2.json
+	"$TAP" --config t2.json --properties props.json >got 2>err &
+	tap=$!
+	for _ in $(seq 1 "$WAIT_LIMIT"0); do
+		grep -q stalled proxy.err && break
+		sleep 0.1
+	done
+	grep -q stalled proxy.err
+	sleep 0.5	# (the tap in its wait for the row)
+	kill -TERM "$tap"
+	st=0
+	timeout 5 tail --pid="$tap" -f /dev/null || st=$?
+	kill "$proxy"
+	wait "$proxy" || true
+	[ "$st" -eq 0 ]		# (124: still running 5 s after)
+	st=0
+	wait "$tap" || st=$?
+	[ "$st" -eq 143 ]
+}
+
+@test "a Unix-socket connection (host a directory) reads its COPY off the socket alike: big value, NULLs, the next stream" {
+	pg_sql -d appdb "CREATE TABLE other.unix(id int primary key, body text, f float8);
+		INSERT INTO other.unix VALUES (1, repeat(E'a\\\\b\\té', 500000), 1.5), (2, 'b', NULL), (3, NULL, NULL);
+		TRUNCATE other.events; INSERT INTO other.events VALUES (1, '2024-01-01', 'after')"
+	props_two appdb-other-unix appdb-other-events
+	jq --arg h "$PG_DIR/sock" '.host = $h' tap.json >unix.json
+	run -0 --separate-stderr "$TAP" --config unix.json --properties props.json
+	out_file unix.jsonl
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	out_file tcp.jsonl
+	diff <(untimed tcp.jsonl) <(untimed unix.jsonl)
+	run -0 jq -r 'select(.type == "RECORD") | .stream' unix.jsonl
+	assert_output "$(printf 'events\nunix\nunix\nunix')"
+	jq -r 'select(.type == "RECORD" and .stream == "unix") | .record.body // "NULL"' unix.jsonl | md5sum >got
+	pg_sql -d appdb "SELECT coalesce(body, 'NULL') FROM other.unix ORDER BY id" | md5sum >want
+	diff -u want got
+	pg_sql -d appdb "DROP TABLE other.unix"
+}

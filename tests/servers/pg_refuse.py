@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """pg_refuse.py [--break-copy | --break-copy-tail | --break-copy-length | --inject-copy | --cut-copy |
---nul-copy | --long-copy-done | --empty-copy | --trickle] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
+--nul-copy | --long-copy-done | --empty-copy | --trickle | --stall-copy] PORT-FILE UPSTREAM-PORT WORD...: a PostgreSQL that
 refuses settings, or sends COPY data not as the protocol says.
 
 A proxy on 127.0.0.1 (its port written to PORT-FILE) to the server on
@@ -19,7 +19,8 @@ a ParameterStatus and a NoticeResponse come before it ("injected N"); with
 --nul-copy, a message of type 0 (no such type) comes before it, with
 --empty-copy an empty CopyData ("injected N"); with --long-copy-done, the
 CopyDone's length says 65540 ("broke N"); with --trickle, every COPY message
-(CopyOutResponse, CopyData, CopyDone) comes one byte at a time.
+(CopyOutResponse, CopyData, CopyDone) comes one byte at a time; with
+--stall-copy, the second CopyData never comes ("stalled N").
 Runs until killed.
 """
 import os
@@ -94,6 +95,12 @@ def server_to_client(s, c, untyped, mode):
                     with lock:
                         broke += 1
                         print('injected %d' % broke, file=sys.stderr, flush=True)
+                elif copydata == 2 and mode == '--stall-copy':
+                    with lock:
+                        broke += 1
+                        print('stalled %d' % broke, file=sys.stderr, flush=True)
+                    while True:
+                        time.sleep(60)
                 elif copydata == 2 and mode == '--cut-copy':
                     c.sendall(head + body[:len(body) // 2])
                     with lock:
@@ -168,7 +175,7 @@ def client_to_server(c, s, words, untyped):
 def main():
     args = sys.argv[1:]
     modes = ('--break-copy', '--break-copy-tail', '--break-copy-length', '--inject-copy', '--cut-copy',
-             '--nul-copy', '--long-copy-done', '--empty-copy', '--trickle')
+             '--nul-copy', '--long-copy-done', '--empty-copy', '--trickle', '--stall-copy')
     mode = args[0] if args[:1] and args[0] in modes else None
     break_copy = mode is not None
     if break_copy:
