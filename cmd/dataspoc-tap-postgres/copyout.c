@@ -7,8 +7,11 @@
  * with PQsendQuery() and its messages are read off the socket here, each
  * row's straight into one buffer of its size: CopyOutResponse, CopyData,
  * CopyDone, and the NoticeResponse (printed as libpq prints it),
- * ParameterStatus and NotificationResponse (dropped: libpq keeps the
- * parameter's last value) that may come between them.  Any other message (ErrorResponse, or the
+ * ParameterStatus and NotificationResponse that may come between them: the
+ * last two dropped (libpq keeps the parameter's value it had, and queues no
+ * notification: the tap asks for neither, LISTENs to nothing, and a server
+ * since PostgreSQL 14 reports a parameter's change just before
+ * ReadyForQuery, which libpq reads itself).  Any other message (ErrorResponse, or the
  * CommandComplete of a COPY without CopyDone) is only peeked at and left in
  * the socket, as is everything after CopyDone: libpq, still waiting for the
  * query's results (PGASYNC_BUSY), reads them with PQgetResult() as it would
