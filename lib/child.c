@@ -184,6 +184,8 @@ void child_guard_set_signal(int sig)
  * copied to our stderr as they come.
  */
 #define LOG_KEEP (64 * 1024)
+/* a line without a newline held to be masked whole, at most (errlog_add()) */
+#define LOG_HOLD (16 * LOG_KEEP)
 
 struct child_log {
 	int fd;			/* the file, appended to; -1: none (yet) */
@@ -260,9 +262,10 @@ static void errlog_emit(struct child_log *l, const char *p, size_t n)
 }
 
 /*
- * With a mask, whole lines (or LOG_KEEP bytes without a newline) are
- * masked before they are written or shown; the end of a last line comes
- * at errlog_close().
+ * With a mask, whole lines are masked before they are written or shown;
+ * a line longer than LOG_KEEP without its newline yet, in pieces cut where
+ * no secret, private path or credential-shaped part spans (mask_cut());
+ * the end of a last line comes at errlog_close().
  */
 static void errlog_add(struct child_log *l, const char *p, size_t n)
 {
@@ -278,7 +281,12 @@ static void errlog_add(struct child_log *l, const char *p, size_t n)
 	last = memrchr(l->line.buf, '\n', l->line.len);
 	if (last == NULL && l->line.len <= LOG_KEEP)
 		return;
-	k = last ? (size_t)(last + 1 - l->line.buf) : l->line.len;
+	k = last ? (size_t)(last + 1 - l->line.buf) : mask_cut(l->mask, l->line.buf, l->line.len);
+	/* (a line that no cut masks apart: held up to LOG_HOLD, then whole) */
+	if (k == 0 && l->line.len <= LOG_HOLD)
+		return;
+	if (k == 0)
+		k = l->line.len;
 	sb_add(&text, l->line.buf, k);
 	mask_apply(l->mask, &text);
 	errlog_emit(l, text.buf, text.len);

@@ -75,11 +75,16 @@ static int word_byte(unsigned char c)
 
 /*
  * The credential-shaped parts of s[0..len), in order, each as [from, to)
- * to hit(): the value of "NAME=value", "NAME: value", "\"NAME\": \"value\""
+ * to hit(), with start where what makes it one begins (its NAME, the
+ * scheme): the value of "NAME=value", "NAME: value", "\"NAME\": \"value\""
  * with a secret-looking NAME (after an Authorization's colon, the rest of
- * the line), and the password of "scheme://user:password@host".
+ * the line), and the password of "scheme://user:password@host".  With
+ * open_end, s is a piece of a longer text: a part that the end of s leaves
+ * unfinished (a NAME with no value yet, "scheme:", "scheme://user:pa") is
+ * one too, up to len.
  */
-static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t from, size_t to), void *ctx)
+static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t start, size_t from, size_t to),
+		       void *ctx, int open_end)
 {
 	size_t i = 0;
 
@@ -89,6 +94,14 @@ static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t 
 		int kind;
 
 		if (!word_byte((unsigned char)s[i])) {
+			size_t st = i;
+
+			while (st > 0 && word_byte((unsigned char)s[st - 1]))
+				st--;
+			if (open_end && s[i] == ':' && (i + 1 == len || (i + 2 == len && s[i + 1] == '/'))) {
+				hit(ctx, st, len, len);
+				return;
+			}
 			if (s[i] == ':' && i + 2 < len && s[i + 1] == '/' && s[i + 2] == '/') {
 				/* scheme://user:password@ */
 				size_t u = i + 3, c = 0, at;
@@ -98,9 +111,13 @@ static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t 
 					if (s[at] == ':' && !c)
 						c = at;
 				if (at < len && s[at] == '@' && c && c + 1 < at) {
-					hit(ctx, c + 1, at);
+					hit(ctx, st, c + 1, at);
 					i = at;
 					continue;
+				}
+				if (open_end && at == len) {
+					hit(ctx, st, len, len);
+					return;
 				}
 			}
 			i++;
@@ -114,6 +131,10 @@ static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t 
 			v++;
 		while (v < len && s[v] == ' ')
 			v++;
+		if (open_end && (v >= len || (s[v] == ':' && v + 1 == len)) && name_kind(s + w, e - w)) {
+			hit(ctx, w, len, len);
+			return;
+		}
 		if (v >= len || (s[v] != '=' && s[v] != ':') || (s[v] == ':' && v + 1 < len && s[v + 1] == '/'))
 			continue;
 		kind = name_kind(s + w, e - w);
@@ -126,6 +147,10 @@ static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t 
 			q = (unsigned char)s[v];
 			v++;
 		}
+		if (open_end && v >= len) {
+			hit(ctx, w, len, len);
+			return;
+		}
 		for (ve = v; ve < len && s[ve] != '\n' &&
 		     (q ? (unsigned char)s[ve] != q
 			: kind == 2 ? s[ve] != '\r'
@@ -133,7 +158,7 @@ static void scan_parts(const char *s, size_t len, void (*hit)(void *ctx, size_t 
 		     ve++)
 			;
 		if (ve > v) {
-			hit(ctx, v, ve);
+			hit(ctx, w, v, ve);
 			i = ve;
 		}
 	}
@@ -153,8 +178,9 @@ struct needles {
 	const char *s;
 };
 
-static void add_part(void *ctx, size_t from, size_t to)
+static void add_part(void *ctx, size_t start, size_t from, size_t to)
 {
+	(void)start;
 	struct needles *nd = ctx;
 
 	if (to - from >= MIN_ALONE) {
@@ -168,7 +194,7 @@ static void add_parts(struct sb *vals, const char *s, size_t len)
 {
 	struct needles nd = { vals, s };
 
-	scan_parts(s, len, add_part, &nd);
+	scan_parts(s, len, add_part, &nd, 0);
 }
 
 /*
@@ -354,10 +380,11 @@ struct masking {
 	struct sb out;
 };
 
-static void mask_part(void *ctx, size_t from, size_t to)
+static void mask_part(void *ctx, size_t start, size_t from, size_t to)
 {
 	struct masking *mk = ctx;
 
+	(void)start;
 	sb_add(&mk->out, mk->s + mk->done, from - mk->done);
 	sb_adds(&mk->out, MASK_WORD);
 	mk->done = to;
@@ -375,12 +402,64 @@ void mask_apply(const struct mask *m, struct sb *text)
 	for (i = 0; m && i < m->n; i++)
 		mask_value(text, m->needles[i]);
 	mk.s = text->buf;
-	scan_parts(text->buf, text->len, mask_part, &mk);
+	scan_parts(text->buf, text->len, mask_part, &mk, 0);
 	if (mk.done == 0 && mk.out.len == 0)
 		return;
 	sb_add(&mk.out, text->buf + mk.done, text->len - mk.done);
 	sb_free(text);
 	*text = mk.out;
+}
+
+/* mask_cut()'s: a part that spans cut moves it to the part's start. */
+static void cut_part(void *ctx, size_t start, size_t from, size_t to)
+{
+	size_t *cut = ctx;
+
+	(void)from;
+	if (start < *cut && to > *cut)
+		*cut = start;
+}
+
+/* A needle's occurrence in s[0..len) that spans cut moves it to its start (1: moved). */
+static int cut_needle(const char *s, size_t len, const char *needle, size_t *cut)
+{
+	size_t n = strlen(needle), from = *cut >= n ? *cut - n + 1 : 0;
+	const char *hit;
+
+	if (n < 2 || from >= *cut)
+		return 0;
+	hit = memmem(s + from, (*cut + n - 1 < len ? *cut + n - 1 : len) - from, needle, n);
+	if (hit == NULL || (size_t)(hit - s) >= *cut)
+		return 0;
+	*cut = (size_t)(hit - s);
+	return 1;
+}
+
+size_t mask_cut(const struct mask *m, const char *s, size_t len)
+{
+	size_t hold = 1, cut, was, i;
+
+	for (i = 0; m && i < m->n; i++)
+		if (strlen(m->needles[i]) > hold)
+			hold = strlen(m->needles[i]);
+	for (i = 0; m && i < m->nren; i++)
+		if (strlen(m->from[i]) > hold)
+			hold = strlen(m->from[i]);
+	if (len <= hold)
+		return 0;
+	cut = len - hold;
+	do {
+		was = cut;
+		/* not inside a word (a NAME cut in two is no NAME) */
+		while (cut > 0 && word_byte((unsigned char)s[cut - 1]) && word_byte((unsigned char)s[cut]))
+			cut--;
+		for (i = 0; m && i < m->nren; i++)
+			cut_needle(s, len, m->from[i], &cut);
+		for (i = 0; m && i < m->n; i++)
+			cut_needle(s, len, m->needles[i], &cut);
+		scan_parts(s, len, cut_part, &cut, 1);
+	} while (cut != was && cut > 0);
+	return cut;
 }
 
 void mask_text(const struct pipe_config *cfg, struct sb *text)

@@ -59,6 +59,15 @@ void mask_apply(const struct mask *m, struct sb *text);
 void mask_rename(struct mask *m, const char *from, const char *to);
 void mask_free(struct mask *m);
 
+/*
+ * Where a piece s[0..len) of a longer text (a line too long to be held
+ * whole) can be cut, to be masked apart from what follows: no secret, no
+ * private path, no credential-shaped part (its NAME to its value's end,
+ * one the end of s leaves unfinished too) and no word spans the cut.  0:
+ * nowhere yet.
+ */
+size_t mask_cut(const struct mask *m, const char *s, size_t len);
+
 /* mask_new(cfg), mask_apply(), mask_free(): for one text. */
 void mask_text(const struct pipe_config *cfg, struct sb *text);
 

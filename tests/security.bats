@@ -406,3 +406,29 @@ no_credential() {
 	# the secrets are really where no_credential looks (it can fail)
 	run -1 no_credential "$T/stderr"
 }
+
+@test "secrets: a line longer than what is held (64 KiB) is cut where no secret, no name=value and no URL's password spans the cut" {
+	# the tap prints 64 KiB and the start of each secret, waits, then the rest:
+	# the first piece is masked and shown before the rest has come
+	rm "$BATS_TEST_TMPDIR/bin/tap-sec"
+	cat >"$BATS_TEST_TMPDIR/bin/tap-sec" <<-EOF
+	#!/bin/sh
+	cat >/dev/null </dev/null
+	x=\$(head -c 65530 /dev/zero | tr '\\0' x)
+	printf '%s' "\$x" >&2; printf 'hunter2-Zq8' >&2; sleep 0.4
+	printf 'sPassw0rd %s' "\$x" >&2; printf ' token=abc' >&2; sleep 0.4
+	printf 'DEF-ghi-jkl1 %s' "\$x" >&2; printf ' postgres://etl:mno' >&2; sleep 0.4
+	printf 'PQR-stu9@db.example/x\\n' >&2
+	exit 1
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-sec"
+	run -1 --separate-stderr dataspoc-pipe run -v sec
+	printf '%s\n%s\n' "$output" "$stderr" >"$BATS_TEST_TMPDIR/term"
+	bucket_cat ".dataspoc/logs/sec/$(run_ids sec | tail -n 1).json" | jq -r '.tap_stderr[]' >"$BATS_TEST_TMPDIR/logged"
+	for f in term logged; do
+		! grep -qaF -e "$PASSWORD" -e abcDEF-ghi-jkl1 -e mnoPQR-stu9 "$BATS_TEST_TMPDIR/$f" ||
+			{ echo "a secret in $f" >&2; false; }
+	done
+	grep -qaF 'token=*** ' "$BATS_TEST_TMPDIR/term"
+	grep -qaF 'postgres://etl:***@db.example/x' "$BATS_TEST_TMPDIR/term"
+}
