@@ -18,3 +18,7 @@ load helpers/lake_reader_scenarios
 	WRONG_WHY='403|AuthorizationFailure|AuthenticationFailed|authenticat'
 	scenario_reader_errors
 }
+
+@test "lake reader az: a manifest location climbing out with '..' is refused; nothing outside the cache written or removed" {
+	scenario_reader_dotdot
+}

@@ -84,3 +84,7 @@ load helpers/lake_reader_scenarios
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	[[ $stderr == "lake: "*"nope.yaml"* ]]
 }
+
+@test "lake reader s3: a manifest location climbing out with '..' is refused; nothing outside the cache written or removed" {
+	scenario_reader_dotdot
+}

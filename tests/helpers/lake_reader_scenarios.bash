@@ -149,3 +149,35 @@ scenario_reader_errors() {
 	run -2 --separate-stderr "$LAKE" "$upper://lake"
 	assert_stderr "lake: bucket '$upper://lake': the scheme is written in lower case, as in $scheme://lake"
 }
+
+# A manifest whose location climbs out of the bucket ('..', with its scheme or
+# relative): refused in one line (the store's rule for a prefix), nothing written
+# or removed outside the cache (whose pruning walks the location's folder).
+scenario_reader_dotdot() {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	users_run '{"id":1,"name":"ana"}'
+	mkdir -p "$BATS_TEST_TMPDIR/victim"
+	echo precious >"$BATS_TEST_TMPDIR/victim/keep.parquet.v-0000000000000000"
+	echo precious >"$BATS_TEST_TMPDIR/victim/other"
+	# (the cache's table folder is 4 below BATS_TEST_TMPDIR: cache/dataspoc-pipe/lake/HASH)
+	local m
+	m=$(bucket_cat .dataspoc/manifest.json |
+		jq -c --arg l "$(bucket_url)/raw/../../../../../victim" '.tables["lk/users"].location = $l')
+	printf '%s\n' "$m" | bucket_put .dataspoc/manifest.json
+	run -1 --separate-stderr "$LAKE" "$(bucket_url)" users --json
+	assert_output ""
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "lake: "*"'..'"* ]] || { echo "$stderr"; false; }
+	[ -f "$BATS_TEST_TMPDIR/victim/keep.parquet.v-0000000000000000" ]
+	[ -f "$BATS_TEST_TMPDIR/victim/other" ]
+	# a relative location ("../..."), the bucket's
+	m=$(jq -c '.tables["lk/users"].location = "raw/../../../../../victim"' <<<"$m")
+	printf '%s\n' "$m" | bucket_put .dataspoc/manifest.json
+	run -1 --separate-stderr "$LAKE" "$(bucket_url)" --sql 'SELECT count(*) FROM users'
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "lake: "*"'..'"* ]] || { echo "$stderr"; false; }
+	[ -f "$BATS_TEST_TMPDIR/victim/other" ]
+	[ ! -e "$XDG_CACHE_HOME" ] || [ "$(ls -A "$XDG_CACHE_HOME")" = dataspoc-pipe ]
+}
