@@ -907,13 +907,16 @@ json.dump(c, open("props.json", "w"))' "$@"
 	pg_sql -d appdb "DROP TABLE other.ssl"
 }
 
-# The rows of other.few (1 to 3) through a pg_refuse.py proxy started with $1:
+# The rows of other.few (1 to 3) through a pg_refuse.py proxy started with $1
+# (the table changed first by the SQL $2 when given):
 # the tap's output in got, its stderr in err; the proxy's stderr in proxy.err.
 # The tap's exit status is the function's.
 few_through_proxy() {
 	pg_sql -d appdb "DROP TABLE IF EXISTS other.few; CREATE TABLE other.few(id int primary key, v text);
 		INSERT INTO other.few SELECT i, 'v' || i FROM generate_series(1, 3) i"
+	[ -z "${2-}" ] || pg_sql -d appdb "$2"
 	properties_for other few '{"replication-method": "FULL_TABLE"}'
+	rm -f proxy.port
 	python3 "$BATS_TEST_DIRNAME/servers/pg_refuse.py" "$1" proxy.port "$PG_PORT" 2>proxy.err &
 	proxy=$!
 	wait_for proxy.port
@@ -944,7 +947,8 @@ few_through_proxy() {
 	assert_output '{"id":1,"v":"v1"}'
 }
 
-@test "COPY read off the socket one byte at a time: every message's header and body split at each byte, the rows as read whole" {
+@test "COPY read off the socket one byte at a time: every message's header and body split at each byte, the rows as read whole, both formats" {
+	# binary; then text (float8 is read in text only), a multibyte value and NULLs
 	few_through_proxy --trickle || { cat err >&2; false; }
 	run -0 cat err
 	assert_output ''
@@ -954,6 +958,17 @@ few_through_proxy() {
 	diff -u <(untimed direct) trickled
 	run -0 jq -c 'select(.type == "RECORD") | .record' got
 	assert_output "$(printf '{"id":%d,"v":"v%d"}\n' 1 1 2 2 3 3)"
+	few_through_proxy --trickle "ALTER TABLE other.few ADD COLUMN f float8;
+		UPDATE other.few SET v = repeat('é🚀', 3), f = 1.5 WHERE id = 2; UPDATE other.few SET v = NULL WHERE id = 3" ||
+		{ cat err >&2; false; }
+	run -0 cat err
+	assert_output ''
+	untimed got >trickled
+	PGTZ=UTC run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	printf '%s\n' "$output" >direct
+	diff -u <(untimed direct) trickled
+	run -0 jq -c 'select(.type == "RECORD") | .record' got
+	assert_output "$(printf '%s\n' '{"f":null,"id":1,"v":"v1"}' '{"f":1.5,"id":2,"v":"é🚀é🚀é🚀"}' '{"f":null,"id":3,"v":null}')"
 }
 
 @test "a connection closed halfway through a COPY message is one line, exit 1, the rows before it out" {
