@@ -1050,3 +1050,18 @@ few_through_proxy() {
 	diff -u want got
 	pg_sql -d appdb "DROP TABLE other.unix"
 }
+
+@test "a COPY of no rows read off the socket, both formats, then the next stream's" {
+	pg_sql -d appdb "CREATE VIEW other.v_none AS SELECT i AS id, 'x'::text AS t FROM generate_series(1, 0) i;
+		CREATE VIEW other.v_none_text AS SELECT i AS id, 1.5::float8 AS f FROM generate_series(1, 0) i;
+		TRUNCATE other.events; INSERT INTO other.events VALUES (1, '2024-01-01', 'after')"
+	props_two appdb-other-v_none appdb-other-v_none_text appdb-other-events
+	run -0 --separate-stderr "$TAP" --config tap.json --properties props.json
+	[ -z "$stderr" ]
+	out_file got.jsonl
+	run -0 jq -r 'select(.type == "RECORD") | "\(.stream) \(.record.id)"' got.jsonl
+	assert_output 'events 1'
+	run -0 jq -r 'select(.type == "ACTIVATE_VERSION") | .stream' got.jsonl
+	assert_output "$(printf '%s\n' events events v_none v_none v_none_text v_none_text)"
+	pg_sql -d appdb "DROP VIEW other.v_none; DROP VIEW other.v_none_text"
+}
