@@ -929,7 +929,7 @@ few_through_proxy() {
 	return "$st"
 }
 
-@test "COPY read off the socket: a ParameterStatus and a notice between its rows are read past, every row out" {
+@test "COPY read off the socket: a ParameterStatus, a notice and a notification between its rows are read past, every row out" {
 	few_through_proxy --inject-copy
 	run -0 cat err
 	assert_output 'NOTICE:  injected mid-COPY'

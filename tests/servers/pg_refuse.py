@@ -14,7 +14,8 @@ a field count of 0x7fff, and "broke N" is counted on stderr; with
 --break-copy-tail, the length of its last field (a FULL_TABLE COPY's xmin,
 8 bytes) says 7; with --break-copy-length, the message's own length says 3
 (less than itself: what libpq calls lost synchronization); with --inject-copy,
-a ParameterStatus and a NoticeResponse come before it ("injected N"); with
+a ParameterStatus, a NoticeResponse and a NotificationResponse come before
+it ("injected N"); with
 --cut-copy, the connection ends halfway through it ("cut N"); with
 --nul-copy, a message of type 0 (no such type) comes before it, with
 --empty-copy an empty CopyData ("injected N"); with --long-copy-done, the
@@ -85,8 +86,10 @@ def server_to_client(s, c, untyped, mode):
                 if copydata == 2 and mode == '--inject-copy':
                     ps = b'application_name\0injected\0'
                     nt = b'SNOTICE\0VNOTICE\0C00000\0Minjected mid-COPY\0\0'
+                    nf = struct.pack('!i', 4242) + b'chan\0injected\0'
                     c.sendall(b'S' + struct.pack('!i', len(ps) + 4) + ps +
-                              b'N' + struct.pack('!i', len(nt) + 4) + nt)
+                              b'N' + struct.pack('!i', len(nt) + 4) + nt +
+                              b'A' + struct.pack('!i', len(nf) + 4) + nf)
                     with lock:
                         broke += 1
                         print('injected %d' % broke, file=sys.stderr, flush=True)
