@@ -297,6 +297,39 @@ static const char *column_unselected(const struct json_span *st, const char *nam
 }
 
 /*
+ * An error is one line: the control bytes of bad from start (a name the
+ * user wrote with "\n" or "\t", a column's) said as JSON escapes.
+ */
+static void visible_controls(struct sb *bad, size_t start)
+{
+	struct sb out = SB_INIT;
+	size_t i;
+
+	for (i = start; i < bad->len; i++)
+		if ((unsigned char)bad->buf[i] < 0x20 || bad->buf[i] == 0x7f)
+			break;
+	if (i == bad->len)
+		return;
+	sb_add(&out, bad->buf, i);
+	for (; i < bad->len; i++) {
+		unsigned char c = (unsigned char)bad->buf[i];
+
+		if (c == '\n')
+			sb_adds(&out, "\\n");
+		else if (c == '\t')
+			sb_adds(&out, "\\t");
+		else if (c == '\r')
+			sb_adds(&out, "\\r");
+		else if (c < 0x20 || c == 0x7f)
+			sb_addf(&out, "\\u%04x", c);
+		else
+			sb_addc(&out, (char)c);
+	}
+	sb_free(bad);
+	*bad = out;
+}
+
+/*
  * A replication-key, name, of stream st, written at at ("FILE:LINE:COL: "
  * or "") as label (source.metadata.PAT.replication-key, replication-key):
  * when st's schema lists its columns and that is none of them, or one that
@@ -306,18 +339,21 @@ static const char *column_unselected(const struct json_span *st, const char *nam
  * column" and why (the tap would say either as "not a selected column" of
  * its temporary catalog).
  */
-static void check_key_column(const struct json_span *st, const struct sb *id, const char *name,
+static void check_key_column(const struct json_span *st, const struct sb *id, const struct sb *key,
 			     const char *at, const char *label, struct sb *bad)
 {
 	struct json_span schema, props, col, w;
 	struct sb cols = SB_INIT, near = SB_INIT;
-	size_t pos = 0, neard = (size_t)-1;
-	const char *why = NULL;
+	struct sb shown = SB_INIT;
+	size_t pos = 0, neard = (size_t)-1, from = bad->len, i;
+	const char *why = NULL, *name = key->buf ? key->buf : "";
 
 	if (json_object_get(st, "schema", &schema) != 1 || schema.type != JSON_OBJECT ||
 	    json_object_get(&schema, "properties", &props) != 1 || props.type != JSON_OBJECT)
 		return;
-	if (json_object_get(&props, name, &col) == 1 && (why = column_unselected(st, name)) == NULL)
+	/* (a name holding "\u0000" is no column, not the column before it) */
+	if (strlen(name) == key->len && json_object_get(&props, name, &col) == 1 &&
+	    (why = column_unselected(st, name)) == NULL)
 		return;
 	while (why == NULL && json_object_next(&props, &pos, &col, &w)) {
 		size_t start = cols.len + (cols.len ? 2 : 0), d;
@@ -331,15 +367,25 @@ static void check_key_column(const struct json_span *st, const struct sb *id, co
 			sb_adds(&near, cols.buf + start);
 		}
 	}
+	/* (said whole: a NUL as \u0000, the other control bytes by visible_controls()) */
+	for (i = 0; i < key->len; i++)
+		if (key->buf[i] == '\0')
+			sb_adds(&shown, "\\u0000");
+		else
+			sb_addc(&shown, key->buf[i]);
+	if (shown.buf == NULL)
+		sb_adds(&shown, "");
 	if (why)
 		sb_addf(bad, "%s%s '%s': column '%s' of stream '%s' is not a selected column (%s)",
-			at, label, name, name, id->buf, why);
+			at, label, shown.buf, shown.buf, id->buf, why);
 	else if (near.len)
 		sb_addf(bad, "%s%s '%s': stream '%s' has no such column: did you mean '%s'? (its columns: %s)",
-			at, label, name, id->buf, near.buf, cols.buf);
+			at, label, shown.buf, id->buf, near.buf, cols.buf);
 	else
 		sb_addf(bad, "%s%s '%s': stream '%s' has no such column (its columns: %s)",
-			at, label, name, id->buf, cols.len ? cols.buf : "none");
+			at, label, shown.buf, id->buf, cols.len ? cols.buf : "none");
+	visible_controls(bad, from);
+	sb_free(&shown);
 	sb_free(&cols);
 	sb_free(&near);
 }
@@ -378,7 +424,7 @@ static void check_replication_key(const struct json_span *st, const struct sb *i
 		sb_adds(&at, ": ");
 	}
 	sb_addf(&label, "source.metadata.%s.%s", pat, key.buf);
-	check_key_column(st, id, name.buf, at.buf ? at.buf : "", label.buf, bad);
+	check_key_column(st, id, &name, at.buf ? at.buf : "", label.buf, bad);
 out:
 	sb_free(&key);
 	sb_free(&name);
@@ -453,7 +499,7 @@ static void check_own_replication_key(const struct json_span *st, const struct s
 	if (name.buf == NULL)
 		sb_adds(&name, "");
 	sb_addf(&at, "%s:%zu:%zu: ", origin, line, col);
-	check_key_column(st, id, name.buf, at.buf, key, bad);
+	check_key_column(st, id, &name, at.buf, key, bad);
 	sb_free(&name);
 	sb_free(&at);
 }

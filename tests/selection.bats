@@ -72,6 +72,22 @@ Done! 20 records in 1 stream(s)
 	assert_equal "$stderr" "dataspoc-pipe: run 'pg' failed: $DATASPOC_PIPE_HOME/pipelines/pg.yaml:6:74: source.metadata.appdb-public-*.replication-key 'modified': stream 'appdb-public-customers' has no such column (its columns: $cols)"
 }
 
+@test "a replication-key in source.metadata holding a newline, a tab, an escape or a NUL: one line, the name said whole, no column taken for it; nothing run" {
+	local k want
+	for k in 'updatd_at\nx' 'upd\tated' 'updatd_at\e[31m' 'updated_at\0x'; do
+		pg_pipeline pg appdb-public-customers \
+			'metadata:' "  \"appdb-public-*\": {replication-method: INCREMENTAL, replication-key: \"$k\"}"
+		run -2 --separate-stderr dataspoc-pipe run pg
+		assert_output ""
+		[ "${#stderr_lines[@]}" -eq 1 ] || { printf '%s\n' "$stderr"; false; }
+		want=${k//\\e/\\u001b}
+		want=${want//\\0/\\u0000}
+		[[ $stderr == "dataspoc-pipe: run 'pg' failed: "*".replication-key '$want': stream 'appdb-public-customers' has no such column"* ]] ||
+			{ printf '%s\n' "$stderr"; false; }
+	done
+	[ -z "$(bucket_files)" ]
+}
+
 @test "a replication-key in source.metadata that is a column not selected: the YAML line named, 'not a selected column' and why, never the tap's temporary catalog; nothing run" {
 	jq '(.streams[] | select(.tap_stream_id == "appdb-public-customers") | .metadata[] | select(.breadcrumb == ["properties", "updated_at"]) | .metadata.selected) = false' \
 		"$PG_FIXTURES/discover-catalog.json" >mine.json
