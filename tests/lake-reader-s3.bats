@@ -88,3 +88,42 @@ load helpers/lake_reader_scenarios
 @test "lake reader s3: a manifest location climbing out with '..' is refused; nothing outside the cache written or removed" {
 	scenario_reader_dotdot
 }
+
+@test "lake reader s3: a cache folder another user owns or links to is refused in one line, nothing written in it" {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	users_run '{"id":1,"name":"ana"}'
+	[ "$(id -u)" -eq 0 ] || skip "needs root to make another user's folder"
+	# dataspoc-pipe/ made by another user, open to all: ours to be renamed away and replaced
+	mkdir -p "$XDG_CACHE_HOME/dataspoc-pipe"
+	chown nobody "$XDG_CACHE_HOME/dataspoc-pipe"
+	chmod 777 "$XDG_CACHE_HOME/dataspoc-pipe"
+	run -1 --separate-stderr "$LAKE" "$(bucket_url)" users
+	assert_output ""
+	assert_stderr "lake: $XDG_CACHE_HOME/dataspoc-pipe: the cache's folder belongs to another user"
+	[ -z "$(ls -A "$XDG_CACHE_HOME/dataspoc-pipe")" ]
+	# a link another user made to a folder of theirs
+	rmdir "$XDG_CACHE_HOME/dataspoc-pipe"
+	mkdir "$BATS_TEST_TMPDIR/theirs"
+	chown nobody "$BATS_TEST_TMPDIR/theirs"
+	ln -s "$BATS_TEST_TMPDIR/theirs" "$XDG_CACHE_HOME/dataspoc-pipe"
+	chown -h nobody "$XDG_CACHE_HOME/dataspoc-pipe"
+	run -1 --separate-stderr "$LAKE" "$(bucket_url)" users
+	assert_stderr "lake: $XDG_CACHE_HOME/dataspoc-pipe: the cache's folder belongs to another user"
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/theirs")" ]
+	# lake/ a link (held before): refused
+	rm "$XDG_CACHE_HOME/dataspoc-pipe"
+	mkdir -p "$XDG_CACHE_HOME/dataspoc-pipe"
+	ln -s "$BATS_TEST_TMPDIR/theirs" "$CACHE"
+	run -1 --separate-stderr "$LAKE" "$(bucket_url)" users
+	assert_stderr "lake: $CACHE: the cache is not a directory"
+	# a link of the user's own to a folder of theirs: followed
+	rm "$CACHE"
+	rmdir "$XDG_CACHE_HOME/dataspoc-pipe"
+	mkdir "$BATS_TEST_TMPDIR/mine"
+	ln -s "$BATS_TEST_TMPDIR/mine" "$XDG_CACHE_HOME/dataspoc-pipe"
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" users --json
+	assert_equal "${#lines[@]}" 1
+	[ -d "$BATS_TEST_TMPDIR/mine/lake" ]
+}
