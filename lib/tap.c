@@ -449,8 +449,8 @@ static void name_private(struct run *r, const char *path)
 	else if (path == r->catalog_path)
 		to = xasprintf("%s (source.streams and source.metadata applied to %s)", cfg->file,
 			       cfg->catalog_file ? "source.catalog" : "the tap's catalog");
-	else
-		to = xasprintf("the saved state of pipeline %s", cfg->name);
+	else	/* (quoted: "pipeline api-token: ..." read as a NAME: value to mask) */
+		to = xasprintf("the saved state of pipeline '%s'", cfg->name);
 	mask_rename(r->mask, path, to);
 	free(to);
 }

@@ -432,3 +432,21 @@ no_credential() {
 	grep -qaF 'token=*** ' "$BATS_TEST_TMPDIR/term"
 	grep -qaF 'postgres://etl:***@db.example/x' "$BATS_TEST_TMPDIR/term"
 }
+
+@test "what the tap says of its state file names the pipeline's saved state, a pipeline named like a secret ('api-token') not taken for one" {
+	sec_pipeline api-token
+	run -0 --separate-stderr dataspoc-pipe run api-token
+	rm "$BATS_TEST_TMPDIR/bin/tap-sec"
+	cat >"$BATS_TEST_TMPDIR/bin/tap-sec" <<-'EOF'
+	#!/bin/sh
+	while [ $# -gt 0 ]; do
+		[ "$1" = --state ] && echo "tap-sec: cannot parse $2: expected value at line 1" >&2
+		shift
+	done
+	exit 1
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/tap-sec"
+	run -1 --separate-stderr dataspoc-pipe run api-token
+	assert_regex "$stderr" "  \| tap-sec: cannot parse the saved state of pipeline 'api-token': expected value at line 1"
+	[[ $stderr != *"/dataspoc-pipe."* ]]
+}
