@@ -127,3 +127,19 @@ load helpers/lake_reader_scenarios
 	assert_equal "${#lines[@]}" 1
 	[ -d "$BATS_TEST_TMPDIR/mine/lake" ]
 }
+
+@test "lake reader s3: a cache under a folder named like a Hive partition (k=v) adds no column to the table" {
+	reader_setup
+	export XDG_CACHE_HOME=$BATS_TEST_TMPDIR/k=v/cache
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	users_run '{"id":1,"name":"ana"}'
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" users --json
+	assert_output '{"id":"1","name":"ana","_extra":null,"dt":"'"$(date -u +%F)"'"}'
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" --sql 'SELECT * FROM users'
+	[[ ${lines[0]} != *" k"* ]] || { printf '%s\n' "$output"; false; }
+	# (read from the cache's folder: a relative -c FILE.yaml still reaches the pipeline)
+	cd "$DATASPOC_PIPE_HOME"
+	run -0 --separate-stderr "$LAKE" -c pipelines/lk.yaml --sql 'SELECT count(*) AS n FROM users'
+	assert_equal "${lines[2]}" 1
+}
