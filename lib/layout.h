@@ -112,6 +112,8 @@ char *layout_part_key(const char *dir, const char *folder, const char *safe, con
  */
 #define LAYOUT_PART_NULL "__HIVE_DEFAULT_PARTITION__"
 #define LAYOUT_PART_VALUE_MAX 128
+/* Folders of one stream one run makes at most: more is a field of too many values. */
+#define LAYOUT_PART_MAX 10000
 struct json_span;
 int layout_part_value(int gran, const struct json_span *v, struct sb *out, struct sb *scratch);
 

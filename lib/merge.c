@@ -813,6 +813,7 @@ struct stream_merge {
 	char *pby, *pcol;
 	int pgran;
 	struct folder *plast;	/* the folder of the last row placed */
+	size_t pnew;		/* the folders the run's rows made (LAYOUT_PART_MAX at most) */
 	struct sb pname, pscratch;
 	unsigned nout;
 	struct plan_file *files;	/* the merged files */
@@ -1245,6 +1246,12 @@ static struct folder *folder_of(struct stream_merge *m, const char *rec, size_t 
 	for (i = 0; i < m->ndirs; i++)
 		if (strcmp(m->dirs[i]->name, m->pname.buf) == 0)
 			return m->plast = m->dirs[i];
+	if (!m->p->compact && ++m->pnew > LAYOUT_PART_MAX) {
+		err_msg("stream '%s' has more than %d values of partition_by '%s' (%s) in one run: each "
+			"would be a folder and a file of its own; choose a field with fewer values or a "
+			"coarser granularity", m->s->name, LAYOUT_PART_MAX, m->pby, m->pcol);
+		return NULL;
+	}
 	return m->plast = folder_add(m, m->pname.buf, m->pname.len);
 }
 
@@ -1336,6 +1343,8 @@ static int route(struct stream_merge *m)
 			goto out;
 		}
 		to = m->parted ? folder_of(m, it.rec, it.rlen) : m->dirs[0];
+		if (to == NULL)
+			goto out;
 		if ((x = out_row(m, to, it.key, it.klen, it.rec, it.rlen)) != 0) {
 			ret = x;
 			goto out;

@@ -148,3 +148,20 @@ load helpers/partition_upsert_scenarios
 @test "partition upsert: a snapshot pipeline merges by key too; a moved key is in its new folder only" {
 	scenario_part_upsert_snapshot
 }
+
+@test "partition upsert: a key sent thrice in a run, its value moving between folders and back: its last record wins, in that record's folder" {
+	scenario_part_upsert_moves_in_run
+}
+
+@test "partition upsert: a run of more than 10,000 values of partition_by fails, nothing published" {
+	use_tap tap-pl
+	lake_pipeline pl tap-pl true 'partition_by: {field: v, granularity: value}' 'load_method: upsert'
+	{
+		echo '{"type":"SCHEMA","stream":"many","schema":{"type":"object","properties":{"id":{"type":"integer"},"v":{"type":"integer"}}},"key_properties":["id"]}'
+		seq 1 10001 | awk '{printf "{\"type\":\"RECORD\",\"stream\":\"many\",\"record\":{\"id\":%d,\"v\":%d}}\n", $1, $1}'
+	} >"$FAKE_DIR/tap-pl/out"
+	run -1 --separate-stderr dataspoc-pipe run pl
+	[[ $stderr == *"stream 'many' has more than 10000 values of partition_by 'v' (v_value) in one run"* ]]
+	run -0 bucket_files
+	assert_output ""
+}

@@ -223,6 +223,28 @@ static int route_parts(struct sink *s, struct stream *st, const char *bytes, siz
 {
 	size_t pi = (size_t)(st - s->streams);
 
+	/*
+	 * An upsert stream's records stay in one file sequence, in the tap's
+	 * order: pipe-merge places each row in the folder of its own value,
+	 * and a key sent twice in a run keeps its last record only if it
+	 * reads them in order (a file per folder would lose it).
+	 */
+	if (st->upsert) {
+		const char *p = bytes, *nl;
+		size_t left = len;
+		unsigned long long i;
+
+		for (i = 0; i < count; i++) {
+			nl = i + 1 < count ? memchr(p, '\n', left) : NULL;
+			if (sink_part_key(s, st, p, nl ? (size_t)(nl - p) : left, from) != 0)
+				return -1;
+			if (nl == NULL)
+				break;
+			left -= (size_t)(nl - p) + 1;
+			p = nl + 1;
+		}
+		return sink_route(s, st, bytes, len, count, from);
+	}
 	while (count-- > 0) {
 		const char *nl = count ? memchr(bytes, '\n', len) : NULL;
 		size_t n = nl ? (size_t)(nl - bytes) : len;

@@ -216,6 +216,11 @@ int sink_drain(struct sink *s, struct stream *st);
  */
 struct stream *sink_part(struct sink *s, struct stream *st, const char *bytes, size_t len,
 			 const struct singer_msg *from);
+/*
+ * An upsert stream's record (as sink_part() takes it): its folders' KEY
+ * resolved at the first, the record itself checked, no part chosen.  0 or -1.
+ */
+int sink_part_key(struct sink *s, struct stream *st, const char *bytes, size_t len, const struct singer_msg *from);
 /* A parent's SCHEMA: its parts take it too.  0 or -1. */
 int sink_part_schema(struct sink *s, struct stream *st, const char *schema);
 /* Every part of parent st: their records and unit_base added to *records and *base. */

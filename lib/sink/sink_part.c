@@ -34,8 +34,7 @@
 #include "singer.h"
 #include "util.h"
 
-/* Folders of one stream in one run at most: more is a field of too many values. */
-enum { PART_MAX = 10000 };
+enum { PART_MAX = LAYOUT_PART_MAX };
 
 /* The property named name of schema (compact JSON text) into *prop: 1, or 0. */
 static int property(const char *schema, const char *name, struct json_span *prop)
@@ -224,25 +223,44 @@ static size_t add_part(struct sink *s, size_t pi, uint64_t h)
 	return i + 1;
 }
 
-struct stream *sink_part(struct sink *s, struct stream *st, const char *bytes, size_t len,
-			 const struct singer_msg *from)
+/* Record bytes[0..len) into *rec, its folders' KEY resolved at the first: 0, or -1. */
+static int record_of(struct sink *s, struct stream *st, const char *bytes, size_t len,
+		     const struct singer_msg *from, struct json_span *rec)
 {
-	struct json_span rec = { bytes, len, JSON_OBJECT };
-	size_t pi = (size_t)(st - s->streams), k;
-	uint64_t h;
-
+	rec->p = bytes;
+	rec->len = len;
+	rec->type = JSON_OBJECT;
 	if (from == NULL) {
 		/* a transform's output: a JSON object? */
 		size_t errpos;
 		const char *errmsg;
 
-		if (json_validate(bytes, len, &rec, &errpos, &errmsg) != 0 || rec.type != JSON_OBJECT) {
+		if (json_validate(bytes, len, rec, &errpos, &errmsg) != 0 || rec->type != JSON_OBJECT) {
 			sink_fail(s, "<stdin>:%llu: the transform's output for a record of stream '%s' is not a "
 				  "JSON object: partition_by needs its field", s->lineno, st->name);
-			return NULL;
+			return -1;
 		}
 	}
-	if (st->part_key == NULL && resolve_key(s, st, &rec) != 0)
+	if (st->part_key == NULL && resolve_key(s, st, rec) != 0)
+		return -1;
+	return 0;
+}
+
+int sink_part_key(struct sink *s, struct stream *st, const char *bytes, size_t len, const struct singer_msg *from)
+{
+	struct json_span rec;
+
+	return record_of(s, st, bytes, len, from, &rec);
+}
+
+struct stream *sink_part(struct sink *s, struct stream *st, const char *bytes, size_t len,
+			 const struct singer_msg *from)
+{
+	struct json_span rec;
+	size_t pi = (size_t)(st - s->streams), k;
+	uint64_t h;
+
+	if (record_of(s, st, bytes, len, from, &rec) != 0)
 		return NULL;
 	folder_of(s, st, &rec, from);
 	if (st->cur_part) {
