@@ -1609,6 +1609,27 @@ static void add_replace(struct plan *p, const char *stream, const char *key, uns
 	rp->unit = 1;
 }
 
+/*
+ * 1 when the table's files (list) hold one of p's run: a --full run whose
+ * checkpoint published the table rebuilt it then, and its later units
+ * merge with it.  The table is rebuilt by the first unit that lands it,
+ * whichever unit that is (another stream's may be published before).
+ */
+static int rebuilt(const struct plan *p, const char *dir, char **list, size_t n)
+{
+	char *mark = xasprintf("_%s_", p->run_id);
+	size_t i, dlen = strlen(dir);
+	int r = 0;
+
+	for (i = 0; i < n && !r; i++) {
+		const char *base = strrchr(list[i], '/');
+
+		r = strncmp(list[i], dir, dlen) == 0 && base && data_file(list[i]) && strstr(base, mark) != NULL;
+	}
+	free(mark);
+	return r;
+}
+
 static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct plan *p, size_t si,
 			int hard_delete, const char *cfg_keys)
 {
@@ -1639,7 +1660,11 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	}
 	if (table_info(b, s->dir, &ti) != 0)
 		goto out;
-	rebuild = p->full || (s->activated && ti.version && strcmp(ti.version, s->activated) != 0);
+	prefix = xasprintf("%s/", s->dir);
+	if (bucket_list(b, prefix, &list, &nlist) != 0)
+		goto out;
+	rebuild = (p->full && !rebuilt(p, s->dir, list, nlist)) ||
+		  (s->activated && ti.version && strcmp(ti.version, s->activated) != 0);
 	if (!rebuild && ti.load_method && strcmp(ti.load_method, "upsert") == 0 && ti.keys) {
 		struct sb now = SB_INIT;
 
@@ -1661,9 +1686,6 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 	if (parted)
 		partition_of(&m, s->partition);	/* (none when the run placed no record) */
 	/* the table's files: by key range; of the hash trie of older versions (read whole, once) */
-	prefix = xasprintf("%s/", s->dir);
-	if (bucket_list(b, prefix, &list, &nlist) != 0)
-		goto out;
 	for (i = 0; i < nlist; i++) {
 		unsigned long long rows;
 		int ours = 0;

@@ -165,3 +165,40 @@ load helpers/partition_upsert_scenarios
 	run -0 bucket_files
 	assert_output ""
 }
+
+@test "partition: --full with checkpoints, the changed table's records after the first checkpoint (another stream's first): the table is laid out anew, the run succeeds" {
+	use_tap tap-pf
+	lake_pipeline pf tap-pf true
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pf.yaml"
+	other() {
+		echo '{"type":"SCHEMA","stream":"other","schema":{"type":"object","properties":{"k":{"type":"integer"}}},"key_properties":["k"]}'
+		singer_records other
+		echo '{"type":"STATE","value":{"at":1}}'
+	}
+	part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z"}' >"$FAKE_DIR/tap-pf/out"
+	run -0 --separate-stderr dataspoc-pipe run pf
+	lake_pipeline pf tap-pf true 'partition_by: {field: created_at, granularity: year}'
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pf.yaml"
+	{
+		other <<<'{"k":1}'
+		part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z"}'
+		part_orders <<<'{"id":2,"created_at":"2024-05-01T00:00:00Z"}' | tail -n +2
+	} >"$FAKE_DIR/tap-pf/out"
+	run -0 --separate-stderr dataspoc-pipe run pf --full
+	bucket_files | grep orders | sed -E 's/_[0-9]{8}T[0-9]{6}Z-[0-9a-z]+_[0-9]{4}\.parquet$//' | sort >folders
+	expect_file folders <<-'EOF'
+	raw/pf/orders/created_at_year=2023/orders
+	raw/pf/orders/created_at_year=2024/orders
+	EOF
+	LENS_HIVE=1 lens pf/orders | jq -c '[.id, .created_at_year]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","2023"]
+	["2","2024"]
+	EOF
+	manifest_table pf/orders | jq -c '[.partition.column, .stats.total_rows]' >m
+	expect_file m <<<'["created_at_year",2]'
+}
+
+@test "partition upsert: --full with checkpoints, the table's records after another stream's checkpoint, partition_by changed: rebuilt in the new folders" {
+	scenario_part_upsert_full_late
+}

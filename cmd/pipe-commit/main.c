@@ -148,13 +148,12 @@ static int do_abort(struct bucket *b, const struct pipe_config *cfg, const char 
  * streams as pipe-merge merges a run without checkpoints (lib/merge.h,
  * which pipe-merge leaves such a plan to): each unit is merged and
  * published whole, the merge reading what the units before it published.
- * A --full run rebuilds its tables with its first unit only (committed:
- * the units of the run already committed).  0, or -1 after reporting.
+ * A --full run rebuilds each table with the first unit that lands it
+ * (merge_plan() sees the run's files in it after).  0, or -1 after
+ * reporting.
  */
-static int merge_units(struct bucket *b, const struct pipe_config *cfg, struct plan *slice, unsigned committed)
+static int merge_units(struct bucket *b, const struct pipe_config *cfg, struct plan *slice)
 {
-	if (committed > 0)
-		slice->full = 0;
 	return merge_plan(b, cfg, slice);
 }
 
@@ -230,7 +229,7 @@ static int do_commit(struct bucket *b, const struct pipe_config *cfg, const stru
 			goto release;
 		}
 		plan_slice(p, k, p->nunits + 1, &rest);
-		r = merge_units(b, cfg, &rest, k);
+		r = merge_units(b, cfg, &rest);
 		if (r == 0)
 			r = commit_publish(b, &rest);
 		plan_free(&rest);
@@ -359,10 +358,7 @@ static int checkpoint_at(struct bucket *b, const struct pipe_config *cfg, const 
 	r = must_wait(b, &slice);
 	if (r == 0 && cfg->nloads > 0) {
 		/* (a pipeline that sets no load_method has nothing to merge) */
-		int err;
-		unsigned k = commit_checkpoints(b, cfg->name, all.run_id, &err);
-
-		if (err || merge_units(b, cfg, &slice, k) != 0) {
+		if (merge_units(b, cfg, &slice) != 0) {
 			err_msg("checkpoint %u of run %s: nothing published", slice.unit, all.run_id);
 			goto out;
 		}

@@ -302,3 +302,34 @@ scenario_part_upsert_moves_in_run() {
 	manifest_table pm/tickets | jq -c '.stats.total_rows' >n
 	expect_file n <<<3
 }
+
+# --full with checkpoints, the upsert table's records after the first
+# checkpoint (another stream's published first), its partition_by changed:
+# the table is rebuilt from the run's records, in the new folders.
+scenario_part_upsert_full_late() {
+	use_tap tap-pfl
+	lake_pipeline pfl tap-pfl true 'partition_by: {field: updated_at, granularity: month}' 'load_method: upsert'
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pfl.yaml"
+	pu_sends tap-pfl <<-'EOF'
+	{"id":1,"updated_at":"2024-01-05T00:00:00Z","name":"a","big":"x","_sdc_deleted_at":null}
+	{"id":2,"updated_at":"2024-02-05T00:00:00Z","name":"b","big":"y","_sdc_deleted_at":null}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run pfl
+	lake_pipeline pfl tap-pfl true 'partition_by: {field: updated_at, granularity: year}' 'load_method: upsert'
+	printf '  checkpoint_every: 1B\n' >>"$DATASPOC_PIPE_HOME/pipelines/pfl.yaml"
+	{
+		echo '{"type":"SCHEMA","stream":"other","schema":{"type":"object","properties":{"k":{"type":"integer"}}},"key_properties":["k"]}'
+		singer_records other <<<'{"k":1}'
+		echo '{"type":"STATE","value":{"at":0}}'
+		pu_sends tap-pfl <<<'{"id":1,"updated_at":"2024-03-05T00:00:00Z","name":"a2","big":"x","_sdc_deleted_at":null}'
+		cat "$FAKE_DIR/tap-pfl/out"
+	} >"$BATS_TEST_TMPDIR/out"
+	mv "$BATS_TEST_TMPDIR/out" "$FAKE_DIR/tap-pfl/out"
+	run -0 --separate-stderr dataspoc-pipe run pfl --full
+	LENS_HIVE=1 lens pfl/orders | jq -c '[.id, .name, .updated_at_year]' >rows
+	expect_file rows <<<'["1","a2","2024"]'
+	pu_folders | grep orders | awk '{print $2}' >folders
+	expect_file folders <<<'raw/pfl/orders/updated_at_year=2024'
+	manifest_table pfl/orders | jq -c '[.partition.column, .stats.total_rows]' >m
+	expect_file m <<<'["updated_at_year",1]'
+}
