@@ -798,7 +798,7 @@ struct stream_merge {
 	const char *extra;	/* the extra column's name */
 	struct pq_codec *codec;
 	char *safe;		/* the stream's file name part */
-	char date[14];		/* dt=DATE of the run */
+	char date[64];		/* dt=DATE of the run (_dt=, ... for a stream with a field dt: the plan's) */
 	size_t tlen;		/* order_prefix() */
 	long limit;		/* rows of a file */
 	struct sorter sorted;
@@ -1783,7 +1783,13 @@ static int merge_stream(struct bucket *b, const struct pipe_config *cfg, struct 
 			m.extra = m.schema->cols[i].name;
 	if ((m.codec = pq_codec_new(cfg->compression, cfg->compression_level, 0)) == NULL)
 		goto out;
-	snprintf(m.date, sizeof(m.date), "dt=%.4s-%.2s-%.2s", p->run_id, p->run_id + 4, p->run_id + 6);
+	{
+		/* pipe-sink's date folder: _dt= when dt is a field of the stream (it would hide it) */
+		char *dkey = plan_folder_key(s);
+
+		snprintf(m.date, sizeof(m.date), "%s=%.4s-%.2s-%.2s", dkey, p->run_id, p->run_id + 4, p->run_id + 6);
+		free(dkey);
+	}
 	/* the parts merged on their own: the table, or each folder of partition_by */
 	if (!parted) {
 		struct folder *d = folder_add(&m, m.date, strlen(m.date));
@@ -2040,6 +2046,15 @@ static int compact_table(struct bucket *b, const struct pipe_config *cfg, jv t, 
 		qsort(p->files + p->nfiles - nfiles, nfiles, sizeof(*p->files), cmp_by_run);
 		if ((s->partition = compact_partition(cfg, t, s->name)) == NULL)
 			goto out;
+	} else {
+		/* the date folder's key the table has (_dt= for a stream with a field dt) */
+		jv part = jv_object_get(jv_copy(t), jv_string("partition"));
+		char *by = jv_get_kind(part) == JV_KIND_OBJECT ? jvx_string(part, "by") : NULL;
+
+		if (by && strcmp(by, "_extraction_date") == 0)
+			s->partition = dump(jv_copy(part));
+		free(by);
+		jv_free(part);
 	}
 	ret = 0;
 out:

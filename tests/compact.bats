@@ -94,3 +94,24 @@ run"
 	run -0 --separate-stderr dataspoc-pipe run cp
 	[ "$(LENS_HIVE=1 lens cp/orders | wc -l)" -eq 4 ]
 }
+
+@test "compact: a table of a stream with a field dt (in _dt=) turned upsert: merged by key into _dt=, its dt read back as the tap sent it; the next run merges on" {
+	use_tap tap-cdt
+	lake_pipeline cdt tap-cdt true
+	part_orders <<<'{"id":1,"created_at":"2023-05-01T00:00:00Z","dt":"2020-01-01"}' >"$FAKE_DIR/tap-cdt/out"
+	run -0 --separate-stderr dataspoc-pipe run cdt
+	part_orders <<<'{"id":1,"created_at":"2023-05-02T00:00:00Z","dt":"2020-01-02"}' >"$FAKE_DIR/tap-cdt/out"
+	run -0 --separate-stderr dataspoc-pipe run cdt
+	lake_pipeline cdt tap-cdt true 'load_method: upsert'
+	run -0 --separate-stderr dataspoc-pipe compact cdt
+	LENS_HIVE=1 lens cdt/orders | jq -c '[.id, .dt]' >rows
+	expect_file rows <<<'["1","2020-01-02"]'
+	bucket_files | sed -E 's|/[^/]*$||; s|=.*||' | sort -u >folders
+	expect_file folders <<<'raw/cdt/orders/_dt'
+	manifest_table cdt/orders | jq -c '.partition.column' >m
+	expect_file m <<<'"_dt"'
+	part_orders <<<'{"id":1,"created_at":"2023-05-03T00:00:00Z","dt":"2020-01-03"}' >"$FAKE_DIR/tap-cdt/out"
+	run -0 --separate-stderr dataspoc-pipe run cdt
+	LENS_HIVE=1 lens cdt/orders | jq -c '[.id, .dt]' >rows
+	expect_file rows <<<'["1","2020-01-03"]'
+}

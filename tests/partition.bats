@@ -202,3 +202,28 @@ load helpers/partition_upsert_scenarios
 @test "partition upsert: --full with checkpoints, the table's records after another stream's checkpoint, partition_by changed: rebuilt in the new folders" {
 	scenario_part_upsert_full_late
 }
+
+@test "partition: an upsert table of a stream with a field dt: its files in _dt= as pipe-sink's, its dt read back as the tap sent it" {
+	use_tap tap-pdt
+	lake_pipeline pdt tap-pdt true 'load_method: upsert'
+	part_orders >"$FAKE_DIR/tap-pdt/out" <<-'EOF'
+	{"id":1,"created_at":"2024-01-31T10:00:00Z","dt":"2020-01-01"}
+	{"id":2,"created_at":"2024-02-01T10:00:00Z","dt":"2020-01-02"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run pdt
+	part_orders >"$FAKE_DIR/tap-pdt/out" <<<'{"id":2,"created_at":"2024-02-01T11:00:00Z","dt":"2020-01-03"}'
+	run -0 --separate-stderr dataspoc-pipe run pdt
+	LENS_HIVE=1 lens pdt/orders | jq -c '[.id, .dt]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","2020-01-01"]
+	["2","2020-01-03"]
+	EOF
+	bucket_files | grep -c '/_dt=' >n
+	bucket_files | grep -c '/dt=' >>n || true
+	expect_file n <<-'EOF'
+	1
+	0
+	EOF
+	manifest_table pdt/orders | jq -c '.partition.column' >m
+	expect_file m <<<'"_dt"'
+}
