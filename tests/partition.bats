@@ -227,3 +227,20 @@ load helpers/partition_upsert_scenarios
 	manifest_table pdt/orders | jq -c '.partition.column' >m
 	expect_file m <<<'"_dt"'
 }
+
+@test "partition upsert: kill -9 at random moments of runs whose keys move folders: the table before or after the run, each key once in its value's folder; the next run recovers" {
+	scenario_part_upsert_kill
+}
+
+@test "partition: a first run that lands no record of a partitioned stream, then one that does: it lands in the folders of partition_by" {
+	use_tap tap-p0
+	lake_pipeline p0 tap-p0 true 'partition_by: created_at'
+	part_orders </dev/null >"$FAKE_DIR/tap-p0/out"
+	run -0 --separate-stderr dataspoc-pipe run p0
+	part_orders <<<'{"id":1,"created_at":"2024-01-31T10:00:00Z"}' >"$FAKE_DIR/tap-p0/out"
+	run -0 --separate-stderr dataspoc-pipe run p0
+	LENS_HIVE=1 lens p0/orders | jq -c '[.id, .created_at_day]' >rows
+	expect_file rows <<<'["1",19753]'
+	manifest_table p0/orders | jq -c '.partition.column' >m
+	expect_file m <<<'"created_at_day"'
+}

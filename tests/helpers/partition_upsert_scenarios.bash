@@ -333,3 +333,40 @@ scenario_part_upsert_full_late() {
 	manifest_table pfl/orders | jq -c '[.partition.column, .stats.total_rows]' >m
 	expect_file m <<<'["updated_at_year",1]'
 }
+
+# kill -9 at random moments of runs of a table partitioned by a field every
+# update moves (a folder per name; keys sent more than once a run, deletes in
+# the null folder): the lake is the table before or after the run, each key
+# once, in its own value's folder; the next run recovers.
+scenario_part_upsert_kill() {
+	export DATASPOC_PIPE_MERGE_ROWS=6
+	use_tap tap-pkl
+	lake_pipeline pkl tap-pkl true 'partition_by: {field: name, granularity: value}' 'load_method: upsert'
+	: >model
+	batch 13 0 >b
+	tap_sends tap-pkl <b
+	run -0 --separate-stderr dataspoc-pipe run pkl
+	apply model <b
+	for run in 1 2 3 4 5 6; do
+		batch 13 $run >b
+		tap_sends tap-pkl <b
+		cp model after
+		apply after <b
+		setsid dataspoc-pipe run pkl >/dev/null 2>&1 &
+		local pid=$!
+		sleep "0.$(( (run * 37) % 10 ))$(( run % 7 ))"
+		kill -9 -- "-$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		run -0 --separate-stderr pipe-state get -r "$(pipe-state new-run-id)" pkl
+		run -0 --separate-stderr pipe-state unlock pkl
+		lake_model pkl/users >lake
+		diff -q model lake >/dev/null || diff -u after lake
+		run -0 --separate-stderr dataspoc-pipe run pkl
+		cp after model
+		lake_model pkl/users >lake
+		diff -u model lake
+		run -0 distinct_ok pkl/users
+		LENS_HIVE=1 lens pkl/users | jq -c 'select(.name != .name_value)' >wrong
+		expect_file wrong </dev/null
+	done
+}
