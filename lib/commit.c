@@ -373,6 +373,12 @@ static int replaces(const struct plan *p, size_t i, const struct manifest_rec *r
 	return strcmp(rec[i].version, s->activated) != 0;
 }
 
+/* 1 when column is the key of the run's date folders: dt, or _dt, __dt, ... (no partition_by). */
+static int date_key(const char *column)
+{
+	return strcmp(column + strspn(column, "_"), "dt") == 0;
+}
+
 int commit_refolds(struct bucket *b, const struct plan *p)
 {
 	struct manifest_rec *rec = xcalloc(p->nstreams + 1, sizeof(*rec));
@@ -396,11 +402,22 @@ int commit_refolds(struct bucket *b, const struct plan *p)
 			continue;
 		}
 		key = plan_folder_key(s);
-		err_msg("stream '%s': partition_by puts its files in folders '%s=', but the table in '%s' has "
-			"its files in folders '%s=', and DuckDB cannot read a table of both (\"Hive partition "
-			"mismatch\"): run once with --full to land the whole table anew in the new folders (its "
-			"old files go), or set partition_by back",
-			s->name, key, s->dir, rec[i].column);
+		if (date_key(key) && date_key(rec[i].column))
+			/* no partition_by: a field dt came or went, and the date folder with it */
+			err_msg("stream '%s': its records %s a field '%s', so its files go in date folders "
+				"'%s=', but the table in '%s' has its files in folders '%s=', and DuckDB cannot "
+				"read a table of both (\"Hive partition mismatch\"): run once with --full to land "
+				"the whole table anew in the new folders (its old files go), or %s with a transform",
+				s->name, strlen(key) > strlen(rec[i].column) ? "now have" : "no longer have",
+				strlen(key) > strlen(rec[i].column) ? key + 1 : rec[i].column + 1, key, s->dir,
+				rec[i].column, strlen(key) > strlen(rec[i].column) ? "rename that field" :
+				"keep the field");
+		else
+			err_msg("stream '%s': partition_by puts its files in folders '%s=', but the table in '%s' has "
+				"its files in folders '%s=', and DuckDB cannot read a table of both (\"Hive partition "
+				"mismatch\"): run once with --full to land the whole table anew in the new folders (its "
+				"old files go), or set partition_by back",
+				s->name, key, s->dir, rec[i].column);
 		free(key);
 		ret = -1;
 	}

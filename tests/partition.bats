@@ -244,3 +244,32 @@ load helpers/partition_upsert_scenarios
 	manifest_table p0/orders | jq -c '.partition.column' >m
 	expect_file m <<<'"created_at_day"'
 }
+
+@test "partition: a stream without partition_by whose records come to have a field dt (date folders _dt=, the table's dt=): refused, naming the field, nothing published; --full lands it anew in _dt=" {
+	use_tap tap-pdn
+	lake_pipeline pdn tap-pdn true
+	{
+		echo '{"type":"SCHEMA","stream":"orders","schema":{"type":"object","properties":{"id":{"type":"integer"}}},"key_properties":["id"]}'
+		singer_records orders <<<'{"id":1}'
+		echo '{"type":"STATE","value":{"at":0}}'
+	} >"$FAKE_DIR/tap-pdn/out"
+	run -0 --separate-stderr dataspoc-pipe run pdn
+	part_orders <<<'{"id":2,"created_at":"2024-01-31T10:00:00Z","dt":"2020-01-01"}' >"$FAKE_DIR/tap-pdn/out"
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	run -1 --separate-stderr dataspoc-pipe run pdn
+	[[ $stderr == *"stream 'orders': its records now have a field 'dt', so its files go in date folders '_dt=', but the table in 'raw/pdn/orders' has its files in folders 'dt='"*"run once with --full"* ]]
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff before.snap after.snap
+	part_orders >"$FAKE_DIR/tap-pdn/out" <<-'EOF'
+	{"id":1,"created_at":"2024-01-30T10:00:00Z","dt":"2020-01-01"}
+	{"id":2,"created_at":"2024-01-31T10:00:00Z","dt":"2020-01-02"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run pdn --full
+	LENS_HIVE=1 lens pdn/orders | jq -c '[.id, .dt]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","2020-01-01"]
+	["2","2020-01-02"]
+	EOF
+	bucket_files | sed -E 's|/[^/]*$||; s|=.*||' | sort -u >folders
+	expect_file folders <<<'raw/pdn/orders/_dt'
+}
