@@ -287,6 +287,7 @@ struct item {
 	size_t klen;
 	unsigned long long seq;
 	int deleted;
+	int ambiguous;		/* its key's record before is of its run, in another folder (compact) */
 	const char *rec;
 	size_t rlen;
 };
@@ -302,7 +303,18 @@ struct sorter {
 	struct sb *heads;	/* each run's current record (len 0: ended) */
 	struct sb cur;
 	size_t pos;
+	int groups;		/* seq says a record's run and folder (SEQ_RUN, SEQ_FOLDER): compact */
 };
+
+/*
+ * A compact of a partitioned table reads it file by file, run by run; a
+ * run's records in two folders (two files) are in no known order: seq
+ * holds the run's rank (SEQ_RUN) and the folder's within it (SEQ_FOLDER)
+ * above the record's, so that a key whose last two records are of one
+ * run in two folders is told.
+ */
+#define SEQ_RUN 44
+#define SEQ_FOLDER 30
 
 static FILE *spill_file(void);
 
@@ -314,7 +326,8 @@ static void item_at(const char *p, struct item *it)
 	it->key = p + 4;
 	it->klen = kl;
 	memcpy(&it->seq, p + 4 + kl, 8);
-	it->deleted = p[4 + kl + 8];
+	it->deleted = p[4 + kl + 8] & 1;
+	it->ambiguous = (p[4 + kl + 8] >> 1) & 1;
 	memcpy(&rl, p + 4 + kl + 9, 4);
 	it->rec = p + 4 + kl + 13;
 	it->rlen = rl;
@@ -371,6 +384,23 @@ static int absent_from(struct sorter *s, const struct item *x, const struct item
 	return 0;
 }
 
+/* 1 when y, a later record of x's key, is of x's run in a folder x may be after (s->groups). */
+static int after_unknown(const struct sorter *s, const struct item *x, const struct item *y)
+{
+	return s->groups && (x->seq >> SEQ_RUN) == (y->seq >> SEQ_RUN) &&
+	       (x->ambiguous || ((x->seq >> SEQ_FOLDER) & ((1u << (SEQ_RUN - SEQ_FOLDER)) - 1)) !=
+				((y->seq >> SEQ_FOLDER) & ((1u << (SEQ_RUN - SEQ_FOLDER)) - 1)));
+}
+
+/* The record at offset off of the arena: its key's record before is of no known order. */
+static void item_mark(struct sb *arena, size_t off)
+{
+	uint32_t kl;
+
+	memcpy(&kl, arena->buf + off, 4);
+	arena->buf[off + 4 + kl + 8] |= 2;
+}
+
 /* Sort the chunk in memory, keeping the last record of each key (filled from the ones before it). */
 static int sorter_sort(struct sorter *s)
 {
@@ -394,6 +424,8 @@ static int sorter_sort(struct sorter *s)
 					s->idx[i + 1] = item_put(&s->arena, s->fkey.buf, s->fkey.len, y.seq, y.deleted,
 								 s->fill.buf, s->fill.len);
 				}
+				if (after_unknown(s, &x, &y))
+					item_mark(&s->arena, s->idx[i + 1]);
 				continue;
 			}
 		}
@@ -503,6 +535,7 @@ static int sorter_next(struct sorter *s, struct item *it)
 {
 	size_t r, best = SIZE_MAX;
 	struct item x, y;
+	int amb = 0;
 
 	if (s->nruns == 0) {
 		if (s->pos >= s->n)
@@ -528,9 +561,36 @@ static int sorter_next(struct sorter *s, struct item *it)
 	}
 	if (best == SIZE_MAX)
 		return 0;
+	if (s->groups) {
+		/* the key's record before the last, in another chunk: of the last's run, in another folder? */
+		size_t second = SIZE_MAX;
+
+		item_at(s->heads[best].buf, &y);
+		for (r = 0; r < s->nruns; r++) {
+			if (r == best || s->heads[r].len == 0)
+				continue;
+			item_at(s->heads[r].buf, &x);
+			if (cmp_bytes(x.key, x.klen, y.key, y.klen) != 0)
+				continue;
+			if (second == SIZE_MAX)
+				second = r;
+			else {
+				struct item z;
+
+				item_at(s->heads[second].buf, &z);
+				if (x.seq > z.seq)
+					second = r;
+			}
+		}
+		if (second != SIZE_MAX) {
+			item_at(s->heads[second].buf, &x);
+			amb = after_unknown(s, &x, &y);
+		}
+	}
 	sb_reset(&s->cur);
 	sb_add(&s->cur, s->heads[best].buf, s->heads[best].len);
 	item_at(s->cur.buf, it);
+	amb |= it->ambiguous;
 	if (absent_marked(it->rec, it->rlen)) {
 		/* what it leaves out, from the key's records of the chunks before (in the run's order) */
 		struct sb acc = SB_INIT;
@@ -575,6 +635,7 @@ static int sorter_next(struct sorter *s, struct item *it)
 			return -1;
 		}
 	}
+	it->ambiguous = amb;
 	return 1;
 }
 
@@ -1313,6 +1374,13 @@ static int route(struct stream_merge *m)
 		}
 		if (n == 0)
 			break;
+		if (it.ambiguous) {
+			err_msg("stream '%s': a key has records of one run in two folders of partition_by "
+				"'%s' (landed append-only, in no known order between folders): which came last is "
+				"not known; run once with --full to rebuild the table from the source",
+				m->s->name, m->pby);
+			goto out;
+		}
 		/* the key's row, in whichever folder's file it is: dropped there */
 		sb_reset(&m->eq);
 		for (g = 0; g < nlive; g++) {
@@ -1466,14 +1534,60 @@ static void mark_small(struct stream_merge *m)
 }
 
 /* Read the run's records of the stream (after the inputs', oldest first) into the sorter. */
+static const char *parent_folder(const char *key, size_t *n);
+
+/*
+ * The seq of the first record of file key (a compact's, in run order):
+ * its run's rank and its folder's within the run (SEQ_RUN, SEQ_FOLDER),
+ * from those of the file before (*run, *folder: kept here).  0, or -1
+ * when seq cannot hold them.
+ */
+static int group_seq(const char *key, struct sb *run, struct sb *folder, unsigned long long *seq)
+{
+	char *dir = NULL, *safe = NULL, *id = NULL;
+	const char *f, *c, *fo;
+	size_t nf;
+	unsigned long long rank = *seq >> SEQ_RUN, frank = (*seq >> SEQ_FOLDER) & ((1ULL << (SEQ_RUN - SEQ_FOLDER)) - 1);
+	int ret = 0;
+
+	if (layout_data_key_split(key, &dir, &safe, &id, &f, &c) != 0)
+		return -1;
+	fo = parent_folder(key, &nf);
+	if (run->len == 0 || strcmp(run->buf, id) != 0) {
+		rank++;
+		frank = 0;
+		sb_reset(run);
+		sb_adds(run, id);
+		sb_reset(folder);
+		sb_add(folder, fo, nf);
+	} else if (folder->len != nf || memcmp(folder->buf, fo, nf) != 0) {
+		frank++;
+		sb_reset(folder);
+		sb_add(folder, fo, nf);
+	} else {
+		goto out;	/* (the same folder: its records go on) */
+	}
+	if (rank >= (1ULL << (64 - SEQ_RUN)) || frank >= (1ULL << (SEQ_RUN - SEQ_FOLDER)))
+		ret = -1;
+	else
+		*seq = rank << SEQ_RUN | frank << SEQ_FOLDER;
+out:
+	free(dir);
+	free(safe);
+	free(id);
+	return ret;
+}
+
 static int read_run(struct stream_merge *m)
 {
 	struct reader r;
-	unsigned long long seq = 0;
+	struct sb run = SB_INIT, folder = SB_INIT;
+	unsigned long long seq = 0, nrec = 0;
 	size_t i, n = m->ninputs + m->p->nfiles;
 	int ret = -1;
 
 	memset(&r, 0, sizeof(r));
+	m->sorted.groups = m->p->compact && m->parted && m->ninputs == 0;
 	for (i = 0; i < n; i++) {
 		const char *key;
 		int input = i < m->ninputs;
@@ -1487,6 +1601,8 @@ static int read_run(struct stream_merge *m)
 				continue;
 			key = f->staged;
 		}
+		if (m->sorted.groups && group_seq(key, &run, &folder, &seq) != 0)
+			m->sorted.groups = 0;	/* (a table of more runs or folders than seq holds: not told) */
 		if (reader_open(m->b, key, m->names, m->nnames, m->extra, &r) != 0)
 			goto out;
 		if (input)
@@ -1500,6 +1616,9 @@ static int read_run(struct stream_merge *m)
 			if (k == 0)
 				break;
 			seq++;
+			nrec++;
+			if (m->sorted.groups && (seq & ((1ULL << SEQ_FOLDER) - 1)) == 0)
+				m->sorted.groups = 0;	/* (more rows in a folder of a run than seq holds) */
 			if (reader_row(&r, m->names, m->nnames, &missing, &deleted) != 0)
 				goto out;
 			if (missing && input) {
@@ -1509,7 +1628,7 @@ static int read_run(struct stream_merge *m)
 			if (missing) {
 				err_msg("stream '%s': record %llu has no key property '%s' (missing or null): "
 					"an upsert needs every record's key; nothing committed", m->s->name,
-					seq, missing);
+					nrec, missing);
 				goto out;
 			}
 			merge_order_key(r.key.buf, r.key.len, &m->okey);
@@ -1520,6 +1639,8 @@ static int read_run(struct stream_merge *m)
 	}
 	ret = sorter_finish(&m->sorted);
 out:
+	sb_free(&run);
+	sb_free(&folder);
 	reader_free(&r);
 	return ret;
 }

@@ -115,3 +115,42 @@ run"
 	LENS_HIVE=1 lens cdt/orders | jq -c '[.id, .dt]' >rows
 	expect_file rows <<<'["1","2020-01-03"]'
 }
+
+@test "compact: a partitioned table landed append-only, a key's records of one run in two folders (no known order): refused, nothing changes; once a later run sends the key, compact keeps that" {
+	use_tap tap-cpo
+	lake_pipeline cpo tap-cpo true 'partition_by: {field: status, granularity: value}'
+	sends() {
+		echo '{"type":"SCHEMA","stream":"t","schema":{"type":"object","properties":{"id":{"type":"integer"},"status":{"type":["null","string"]},"n":{"type":["null","integer"]}}},"key_properties":["id"]}'
+		singer_records t
+		echo '{"type":"STATE","value":{"at":1}}'
+	}
+	sends >"$FAKE_DIR/tap-cpo/out" <<-'EOF'
+	{"id":2,"status":"open","n":1}
+	{"id":1,"status":"closed","n":1}
+	{"id":1,"status":"open","n":2}
+	{"id":3,"status":"open","n":1}
+	{"id":3,"status":"closed","n":2}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run cpo
+	lake_pipeline cpo tap-cpo true 'partition_by: {field: status, granularity: value}' 'load_method: upsert'
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	run -1 --separate-stderr dataspoc-pipe compact cpo t
+	[[ $stderr == *"compact 'cpo' failed: stream 't': a key has records of one run in two folders of partition_by 'status'"*"run once with --full"* ]]
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff before.snap after.snap
+	# a later run (append-only still) sends keys 1 and 3 again: compact keeps those
+	lake_pipeline cpo tap-cpo true 'partition_by: {field: status, granularity: value}'
+	sends >"$FAKE_DIR/tap-cpo/out" <<-'EOF'
+	{"id":1,"status":"open","n":3}
+	{"id":3,"status":"closed","n":3}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run cpo
+	lake_pipeline cpo tap-cpo true 'partition_by: {field: status, granularity: value}' 'load_method: upsert'
+	run -0 --separate-stderr dataspoc-pipe compact cpo t
+	LENS_HIVE=1 lens cpo/t | jq -c '[.id, .status, .n, .status_value]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","open","3","open"]
+	["2","open","1","open"]
+	["3","closed","3","closed"]
+	EOF
+}
