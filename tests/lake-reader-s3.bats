@@ -143,3 +143,35 @@ load helpers/lake_reader_scenarios
 	run -0 --separate-stderr "$LAKE" -c pipelines/lk.yaml --sql 'SELECT count(*) AS n FROM users'
 	assert_equal "${lines[2]}" 1
 }
+
+@test "lake reader s3: an object rewritten between its listing and its fetch is not cached as the version listed (then served when that version came back)" {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	users_run '{"id":1,"name":"ana"}'
+	local k1 k2 real
+	k1=$(bucket_files)
+	users_run '{"id":2,"name":"bo"}'
+	k2=$(bucket_files | grep -v -x -F "$k1")
+	bucket_cat "$k1" >"$BATS_TEST_TMPDIR/a.parquet"
+	bucket_cat "$k2" >"$BATS_TEST_TMPDIR/b.parquet"
+	# the door, on fetching k1 (listed as ana's), first puts bo's bytes there
+	real=$(sed -n 's/^exec "\(.*\)" "\$@"$/\1/p' "$BATS_TEST_TMPDIR/spy/pipe-state")
+	cat >"$BATS_TEST_TMPDIR/hook" <<-EOS
+	#!/bin/sh
+	[ "\$1 \$3" = "fetch $k1" ] || exit 0
+	rm -f "\$0"
+	"$AWS" --endpoint-url "$S3_ENDPOINT" s3 cp --quiet "$BATS_TEST_TMPDIR/b.parquet" "$BUCKET_URL/$k1"
+	EOS
+	chmod +x "$BATS_TEST_TMPDIR/hook"
+	printf '#!/bin/sh\nprintf "%%s\\n" "$*" >>"%s"\n[ ! -x "%s" ] || "%s" "$@"\nexec "%s" "$@"\n' \
+		"$DOOR_LOG" "$BATS_TEST_TMPDIR/hook" "$BATS_TEST_TMPDIR/hook" "$real" >"$BATS_TEST_TMPDIR/spy/pipe-state"
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" --sql "SELECT string_agg(name, ',' ORDER BY name) AS names FROM users"
+	[ ! -e "$BATS_TEST_TMPDIR/hook" ]
+	# (what it read is what the bucket held when it was read)
+	assert_equal "${lines[2]}" "bo,bo"
+	# ana's bytes back under k1: its listed version is the first one again
+	bucket_put "$k1" <"$BATS_TEST_TMPDIR/a.parquet"
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" --sql "SELECT string_agg(name, ',' ORDER BY name) AS names FROM users"
+	assert_equal "${lines[2]}" "ana,bo"
+}
