@@ -175,3 +175,25 @@ load helpers/lake_reader_scenarios
 	run -0 --separate-stderr "$LAKE" "$(bucket_url)" --sql "SELECT string_agg(name, ',' ORDER BY name) AS names FROM users"
 	assert_equal "${lines[2]}" "ana,bo"
 }
+
+@test "lake reader s3: --sql fetches the tables the query names as words, not a table whose name is only a piece of another word (a table 's')" {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	{
+		echo '{"type":"SCHEMA","stream":"users","schema":{"type":"object","properties":{"id":{"type":"integer"}}},"key_properties":["id"]}'
+		echo '{"type":"SCHEMA","stream":"s","schema":{"type":"object","properties":{"id":{"type":"integer"}}},"key_properties":["id"]}'
+		echo '{"id":1}' | singer_records users
+		echo '{"id":2}' | singer_records s
+	} >"$FAKE_DIR/tap-lk/out"
+	run -0 --separate-stderr dataspoc-pipe run lk
+	: >"$DOOR_LOG"
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" --sql 'SELECT count(*) AS n FROM users'
+	assert_equal "${lines[2]}" 1
+	run -0 fetched
+	assert_output "$(bucket_files | grep '/users/')"
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" --sql 'SELECT (SELECT id FROM users) + (SELECT id FROM "lk/s") AS n'
+	assert_equal "${lines[2]}" 3
+	run -0 fetched
+	assert_output "$(bucket_files | grep '/s/')"
+}
