@@ -197,3 +197,25 @@ load helpers/lake_reader_scenarios
 	run -0 fetched
 	assert_output "$(bucket_files | grep '/s/')"
 }
+
+@test "lake reader s3: three readers at once on a cold cache each read the whole table; the cache holds each file once, no temporary file left" {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	local i
+	for i in 1 2 3 4; do
+		users_run "{\"id\":$i,\"name\":\"n$i\"}"
+	done
+	for i in 1 2 3; do
+		"$LAKE" "$(bucket_url)" --sql 'SELECT count(*) AS n, sum(id) AS s FROM users' >"out$i" 2>"err$i" &
+		BG_PIDS="$BG_PIDS $!"
+	done
+	wait
+	for i in 1 2 3; do
+		[ ! -s "err$i" ] || { cat "err$i"; false; }
+		[ "$(sed -n 3p "out$i")" = "4  10" ] || { cat "out$i"; false; }
+	done
+	run -0 cached
+	[ "${#lines[@]}" -eq 4 ]
+	[ -z "$(find "$CACHE" -name '.tmp-*')" ]
+}
