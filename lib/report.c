@@ -180,7 +180,8 @@ static char *log_string(const char *log, const char *key)
 /*
  * The failure kept for pipeline (compact JSON, freed by the caller) and its
  * run id in *run_id (freed by the caller), or NULL: none, or not a run log
- * of a run id.
+ * of a run id (skipped with a warning, as a bucket's run log that is not
+ * one: else a failure would go unseen).
  */
 static char *local_failure(const char *pipeline, char **run_id)
 {
@@ -188,18 +189,28 @@ static char *local_failure(const char *pipeline, char **run_id)
 	struct sb text = SB_INIT, compact = SB_INIT;
 	struct json_span v;
 	char *ret = NULL;
+	size_t errpos;
+	const char *why = NULL;
 
 	*run_id = NULL;
-	if (util_read_file(path, &text, NULL) == 0 && text.len > 0 &&
-	    parse_log(text.buf, &v) == 0 && v.type == JSON_OBJECT) {
-		json_compact(&v, &compact);
-		*run_id = log_string(compact.buf, "run_id");
-		if (*run_id && util_run_id_ok(*run_id)) {
-			ret = sb_detach(&compact);
-		} else {
-			free(*run_id);
-			*run_id = NULL;
+	if (util_read_file(path, &text, NULL) == 0) {
+		if (json_validate(text.buf ? text.buf : "", text.len, &v, &errpos, &why) != 0)
+			v.type = JSON_NONE;
+		else if (v.type != JSON_OBJECT)
+			why = "not a JSON object";
+		if (v.type == JSON_OBJECT) {
+			json_compact(&v, &compact);
+			*run_id = log_string(compact.buf, "run_id");
+			if (*run_id && util_run_id_ok(*run_id)) {
+				ret = sb_detach(&compact);
+			} else {
+				free(*run_id);
+				*run_id = NULL;
+				why = "no run_id of a run";
+			}
 		}
+		if (why)
+			err_warn("skipping the failure kept in %s: %s", path, why);
 	}
 	sb_free(&compact);
 	sb_free(&text);

@@ -105,6 +105,22 @@ alpha     -         error          -        -"
 	assert_equal "$stderr" "pipe-state: warning: skipping run log $(bucket_url)/.dataspoc/logs/alpha/29990101T000000Z-ffffff.json: unexpected end of input"
 }
 
+@test "s3: a failure kept in the home that is not a run log (cut short, no run id) is skipped with a warning, not silently (#29 item 9)" {
+	write_pipeline alpha cmdtap-ok
+	run -0 dataspoc-pipe run alpha
+	mkdir -p "$HOMEDIR/logs"
+	printf '{"run_id": "2' >"$HOMEDIR/logs/alpha.failure.json"
+	run -0 --separate-stderr dataspoc-pipe status alpha
+	assert_line --index 1 --regexp '^alpha +[0-9T:Z-]+ +success '
+	assert_equal "$stderr" "dataspoc-pipe: pipeline 'alpha': warning: skipping the failure kept in $HOMEDIR/logs/alpha.failure.json: unterminated string"
+	run -0 --separate-stderr dataspoc-pipe logs -o jsonl alpha
+	assert_equal "$stderr" "dataspoc-pipe: warning: skipping the failure kept in $HOMEDIR/logs/alpha.failure.json: unterminated string"
+	assert_equal "$(jq -r .status <<<"$output")" success
+	printf '{"status": "failure", "error": "x"}\n' >"$HOMEDIR/logs/alpha.failure.json"
+	run -0 --separate-stderr dataspoc-pipe logs -o jsonl alpha
+	assert_equal "$stderr" "dataspoc-pipe: warning: skipping the failure kept in $HOMEDIR/logs/alpha.failure.json: no run_id of a run"
+}
+
 @test "s3: a scheduled run without the shell's credentials fails; its failure shows in status and logs, kept in the home (#29 item 9)" {
 	write_pipeline alpha cmdtap-ok
 	run -0 dataspoc-pipe run alpha
