@@ -373,6 +373,48 @@ static int replaces(const struct plan *p, size_t i, const struct manifest_rec *r
 	return strcmp(rec[i].version, s->activated) != 0;
 }
 
+/*
+ * The key of the Hive folders of the table of each stream of p that lands
+ * files, when the manifest could not be read, from the bucket: the first
+ * of its files (p's own aside) in a folder of another key than the
+ * stream's, else the stream's key when it has files; NULL when it has
+ * none.  (A table a readable manifest does not record, one the Python
+ * tool left say, is not read: MIGRATING.md.)  0, or -1.
+ */
+static int bucket_columns(struct bucket *b, const struct plan *p, struct manifest_rec *rec)
+{
+	size_t i, j;
+	int ret = 0;
+
+	for (i = 0; i < p->nstreams && ret == 0; i++) {
+		const struct plan_stream *s = &p->streams[i];
+		char *prefix, *key;
+		char **keys = NULL;
+		size_t n = 0, dlen = strlen(s->dir);
+
+		if (!rec[i].unknown || rec[i].column || p->compact || !plan_lands(p, s->name))
+			continue;
+		prefix = xasprintf("%s/", s->dir);
+		ret = bucket_list(b, prefix, &keys, &n);
+		free(prefix);
+		key = plan_folder_key(s);
+		for (j = 0; j < n && ret == 0; j++) {
+			/* DIR/KEY=VALUE/FILE: a file of a Hive folder */
+			const char *f = keys[j] + dlen + 1, *eq = strchr(f, '='), *sl = strchr(f, '/');
+
+			if (in_plan(p, keys[j]) || eq == NULL || sl == NULL || sl < eq || strchr(sl + 1, '/'))
+				continue;
+			if (rec[i].column == NULL || strcmp(rec[i].column, key) == 0) {
+				free(rec[i].column);
+				rec[i].column = xstrndup(f, (size_t)(eq - f));
+			}
+		}
+		free(key);
+		util_strv_free(keys);
+	}
+	return ret;
+}
+
 /* 1 when column is the key of the run's date folders: dt, or _dt, __dt, ... (no partition_by). */
 static int date_key(const char *column)
 {
@@ -383,12 +425,20 @@ int commit_refolds(struct bucket *b, const struct plan *p)
 {
 	struct manifest_rec *rec = xcalloc(p->nstreams + 1, sizeof(*rec));
 	size_t i;
-	int ret = manifest_recorded(b, p, rec, 0);
+	int ret = 0;
 
-	/* the manifest is a catalog: a commit goes on without it (finish()) */
-	if (ret < 0) {
-		err_warn("the manifest could not be read: whether a stream's partition_by changed is not checked");
-		ret = 0;
+	/*
+	 * The manifest is a catalog: a commit goes on without it (finish());
+	 * when it cannot be read, the tables' folders are.
+	 */
+	(void)manifest_recorded(b, p, rec, 0);
+	if (bucket_columns(b, p, rec) != 0) {
+		err_warn("neither the manifest nor the tables' folders could be read: whether a stream's "
+			 "partition_by changed is not checked");
+		for (i = 0; i < p->nstreams; i++) {
+			free(rec[i].column);
+			rec[i].column = NULL;
+		}
 	}
 	for (i = 0; i < p->nstreams && ret >= 0; i++) {
 		const struct plan_stream *s = &p->streams[i];
@@ -462,6 +512,9 @@ static int replace_old_files(struct bucket *b, const struct plan *p, jv marker)
 	ret = delete_replaced(b, p);
 	versions = (!p->replace || methods) && activated;
 	if (ret == 0 && (versions || p->full) && manifest_recorded(b, p, rec, versions) != 0)
+		ret = -1;
+	/* (--full of a table the manifest does not record: its folders read, a change of partition_by seen) */
+	if (ret == 0 && p->full && bucket_columns(b, p, rec) != 0)
 		ret = -1;
 	for (i = 0; i < p->nstreams && ret == 0; i++) {
 		const struct plan_stream *s = &p->streams[i];

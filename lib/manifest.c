@@ -825,7 +825,7 @@ int manifest_recorded(struct bucket *b, const struct plan *p, struct manifest_re
 	int r = bucket_get(b, LAYOUT_MANIFEST_KEY, &text);
 
 	for (i = 0; i < p->nstreams; i++)
-		rec[i].version = rec[i].column = NULL;
+		rec[i].version = rec[i].column = NULL, rec[i].unknown = r < 0;
 	if (r != 0) {
 		sb_free(&text);
 		return r < 0 ? -1 : 0;
@@ -838,12 +838,16 @@ int manifest_recorded(struct bucket *b, const struct plan *p, struct manifest_re
 			err_warn("%s/%s is unreadable (%s): the table versions it recorded are unknown, so "
 				 "the earlier files of the streams that activated one are kept", bucket_url(b),
 				 LAYOUT_MANIFEST_KEY, why.buf);
+		for (i = 0; i < p->nstreams; i++)
+			rec[i].unknown = 1;
 		jv_free(m);
 		sb_free(&why);
 		return 0;
 	}
 	sb_free(&why);
 	tables = jv_object_get(m, jv_string("tables"));
+	for (i = 0; i < p->nstreams; i++)
+		rec[i].unknown = jv_get_kind(tables) != JV_KIND_OBJECT;
 	if (jv_get_kind(tables) == JV_KIND_OBJECT) {
 		jv_object_foreach(tables, k, v) {
 			for (i = 0; i < p->nstreams; i++) {

@@ -22,6 +22,7 @@
 struct manifest_rec {
 	char *version;	/* its "table_version" (the version last activated there), raw JSON, or NULL */
 	char *column;	/* its "partition"'s "column": the key of its Hive folders, or NULL */
+	int unknown;	/* the manifest could not be read: nothing is known of the table */
 };
 
 /*

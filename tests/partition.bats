@@ -273,3 +273,33 @@ load helpers/partition_upsert_scenarios
 	bucket_files | sed -E 's|/[^/]*$||; s|=.*||' | sort -u >folders
 	expect_file folders <<<'raw/pdn/orders/_dt'
 }
+
+@test "partition: changing partition_by while the manifest is unreadable: the table's folders tell, the run is refused, nothing published; --full lands it anew, the old folders gone" {
+	use_tap tap-pb
+	lake_pipeline pb tap-pb true 'partition_by: created_at'
+	part_orders <<<'{"id":1,"created_at":"2024-01-31T10:00:00Z"}' >"$FAKE_DIR/tap-pb/out"
+	run -0 --separate-stderr dataspoc-pipe run pb
+	printf 'manifest: see the wiki\n' | bucket_put .dataspoc/manifest.json
+	lake_pipeline pb tap-pb true 'partition_by: {field: created_at, granularity: month}'
+	part_orders <<<'{"id":2,"created_at":"2024-02-01T10:00:00Z"}' >"$FAKE_DIR/tap-pb/out"
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >before.snap
+	run -1 --separate-stderr dataspoc-pipe run pb
+	[[ $stderr == *"stream 'orders': partition_by puts its files in folders 'created_at_month=', but the table in 'raw/pb/orders' has its files in folders 'created_at_day='"* ]]
+	bucket_snapshot | grep -v ' \.dataspoc/logs/' >after.snap
+	diff before.snap after.snap
+	part_orders >"$FAKE_DIR/tap-pb/out" <<-'EOF'
+	{"id":1,"created_at":"2024-01-31T10:00:00Z"}
+	{"id":2,"created_at":"2024-02-01T10:00:00Z"}
+	EOF
+	run -0 --separate-stderr dataspoc-pipe run pb --full
+	bucket_files | sed -E 's|/[^/]*$||' | sort -u >folders
+	expect_file folders <<-'EOF'
+	raw/pb/orders/created_at_month=2024-01
+	raw/pb/orders/created_at_month=2024-02
+	EOF
+	LENS_HIVE=1 lens pb/orders | jq -c '[.id, .created_at_month]' | sort >rows
+	expect_file rows <<-'EOF'
+	["1","2024-01"]
+	["2","2024-02"]
+	EOF
+}
