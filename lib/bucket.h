@@ -173,6 +173,13 @@ int bucket_list_versions(struct bucket *b, const char *prefix, char ***keys, cha
 			 size_t *n);
 
 /*
+ * How many keys the last bucket_list_versions() (bucket_list()) of b left
+ * out because no caller can name them (bucket_key_ok(): control
+ * characters, an empty, '.' or '..' part; not a "dir/" marker).
+ */
+size_t bucket_list_skipped(const struct bucket *b);
+
+/*
  * Stream a new object: open, write any number of times, then close to make
  * it complete, or abort to remove what was written.  A writer that is
  * neither closed nor aborted leaves at most a partial object under its key

@@ -219,3 +219,22 @@ load helpers/lake_reader_scenarios
 	[ "${#lines[@]}" -eq 4 ]
 	[ -z "$(find "$CACHE" -name '.tmp-*')" ]
 }
+
+@test "lake reader s3: objects of a table whose keys no reader can name (a tab, a newline) are not left out in silence: a warning says how many" {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	users_run '{"id":1,"name":"ana"}'
+	local k
+	k=$(bucket_files)
+	bucket_cat "$k" >"$BATS_TEST_TMPDIR/a.parquet"
+	bucket_put "${k%/*}/a"$'\t'"b.parquet" <"$BATS_TEST_TMPDIR/a.parquet"
+	bucket_put "${k%/*}/c"$'\n'"d.parquet" <"$BATS_TEST_TMPDIR/a.parquet"
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" users --json
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$stderr" "lake: warning: 2 objects under 'raw/lk/users/' in $(bucket_url) left out: a key with a control character, or an empty, '.' or '..' part, is none a reader can name"
+	# the door's listing says so too
+	run -0 --separate-stderr pipe-state objects -p raw/lk/users/ -b "$(bucket_url)"
+	assert_output --regexp "^[^	]+	${k//./\\.}\$"
+	[[ $stderr == "pipe-state: warning: 2 objects under 'raw/lk/users/' in $(bucket_url) left out: "* ]]
+}

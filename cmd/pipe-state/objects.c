@@ -63,6 +63,11 @@ int objects_list(struct bucket *b, const char *prefix)
 
 	if (bucket_list_versions(b, prefix ? prefix : "", &keys, &versions, &n) != 0)
 		return CLI_FAILED;
+	/* (what a reader of the table would miss, not in silence) */
+	if (bucket_list_skipped(b))
+		err_warn("%zu object%s under '%s' in %s left out: a key with a control character, "
+			 "or an empty, '.' or '..' part, is none a reader can name", bucket_list_skipped(b),
+			 bucket_list_skipped(b) == 1 ? "" : "s", prefix ? prefix : "", bucket_url(b));
 	for (i = 0; i < n; i++) {
 		if (versions[i]) {
 			print_object(versions[i], keys[i]);

@@ -314,9 +314,13 @@ static int az_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 		}
 		http_call_free(&c);
 		for (i = 0; i < n; i++) {
-			if (strncmp(keys[i], full, strlen(full)) == 0 && bucket_key_ok(keys[i] + plen))
+			if (strncmp(keys[i], full, strlen(full)) != 0)
+				continue;
+			if (bucket_key_ok(keys[i] + plen))
 				bucket_keys_add_version(out, keys[i] + plen, strlen(keys[i] + plen),
 							versions[i]);
+			else
+				bucket_keys_skip(out, keys[i] + plen);
 		}
 		util_strv_free(keys);
 		util_strv_free(versions);

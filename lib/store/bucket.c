@@ -429,10 +429,23 @@ static int cmp_key_versions(const void *a, const void *b)
 	return strcmp(((const struct key_version *)a)->key, ((const struct key_version *)b)->key);
 }
 
+void bucket_keys_skip(struct bucket_keys *k, const char *rest)
+{
+	size_t len = strlen(rest);
+
+	if (len > 0 && rest[len - 1] != '/')
+		k->skipped++;
+}
+
+size_t bucket_list_skipped(const struct bucket *b)
+{
+	return b->list_skipped;
+}
+
 int bucket_list_versions(struct bucket *b, const char *prefix, char ***keys, char ***versions,
 			 size_t *n)
 {
-	struct bucket_keys k = { NULL, NULL, 0, 0 };
+	struct bucket_keys k = { NULL, NULL, 0, 0, 0 };
 	struct key_version *kv;
 	size_t i;
 
@@ -445,6 +458,7 @@ int bucket_list_versions(struct bucket *b, const char *prefix, char ***keys, cha
 		bad_key(b, "prefix", prefix);
 		return -1;
 	}
+	b->list_skipped = 0;
 	if (b->ops->list(b, prefix, &k) < 0) {
 		for (i = 0; i < k.n; i++) {
 			free(k.v[i]);
@@ -454,6 +468,7 @@ int bucket_list_versions(struct bucket *b, const char *prefix, char ***keys, cha
 		free(k.ver);
 		return -1;
 	}
+	b->list_skipped = k.skipped;
 	if (k.v == NULL) {
 		k.v = xmalloc(sizeof(*k.v));
 		k.ver = xmalloc(sizeof(*k.ver));

@@ -34,7 +34,11 @@ struct bucket_keys {
 	char **v;
 	char **ver;
 	size_t n, cap;
+	size_t skipped;		/* keys no caller can name (bucket_key_ok()), not "dir/" markers */
 };
+
+/* Count key (under the prefix listed, rest after it) in k->skipped unless it is a "dir/" marker. */
+void bucket_keys_skip(struct bucket_keys *k, const char *rest);
 
 /* Append a copy of key[0..len) to k, with no version. */
 void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len);
@@ -103,6 +107,7 @@ struct bucket_ops {
 struct bucket {
 	const struct bucket_ops *ops;
 	char *url;		/* as given to bucket_open() */
+	size_t list_skipped;	/* bucket_list_skipped() */
 };
 
 struct bucket_writer {

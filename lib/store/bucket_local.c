@@ -846,9 +846,11 @@ static int walk(struct local_bucket *l, struct sb *rel, const char *prefix,
 				rel->buf[keep] = '\0';
 				return -1;
 			}
-		} else if (isreg && strncmp(rel->buf, prefix, plen) == 0 &&
-			   bucket_key_ok(rel->buf)) {
-			bucket_keys_add(out, rel->buf, rel->len);
+		} else if (isreg && strncmp(rel->buf, prefix, plen) == 0) {
+			if (bucket_key_ok(rel->buf))
+				bucket_keys_add(out, rel->buf, rel->len);
+			else
+				bucket_keys_skip(out, rel->buf);
 		}
 	}
 	r = 0;
