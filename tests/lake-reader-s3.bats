@@ -238,3 +238,28 @@ load helpers/lake_reader_scenarios
 	assert_output --regexp "^[^	]+	${k//./\\.}\$"
 	[[ $stderr == "pipe-state: warning: 2 objects under 'raw/lk/users/' in $(bucket_url) left out: "* ]]
 }
+
+@test "lake reader s3: while a fetch runs, no process's argv holds the secret key" {
+	reader_setup
+	use_tap tap-lk
+	lake_pipeline lk tap-lk true
+	users_run '{"id":1,"name":"ana"}'
+	local real
+	real=$(sed -n 's/^exec "\(.*\)" "\$@"$/\1/p' "$BATS_TEST_TMPDIR/spy/pipe-state")
+	# the door, on a fetch, starts the real one and reads every argv while it runs
+	cat >"$BATS_TEST_TMPDIR/spy/pipe-state" <<-EOS
+	#!/bin/sh
+	[ "\$1" = fetch ] || exec "$real" "\$@"
+	"$real" "\$@" &
+	child=\$!
+	for p in /proc/[0-9]*; do
+		tr '\\0' ' ' <"\$p/cmdline" 2>/dev/null | grep -qF -e "$AWS_SECRET_ACCESS_KEY" && echo "\$p" >>"$BATS_TEST_TMPDIR/seen"
+	done
+	echo scanned >>"$BATS_TEST_TMPDIR/scans"
+	wait \$child
+	EOS
+	run -0 --separate-stderr "$LAKE" "$(bucket_url)" users --json
+	assert_equal "${#lines[@]}" 1
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/scans")" -ge 2 ]
+	[ ! -e "$BATS_TEST_TMPDIR/seen" ] || { cat "$BATS_TEST_TMPDIR/seen"; false; }
+}
