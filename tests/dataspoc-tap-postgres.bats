@@ -882,29 +882,61 @@ json.dump(c, open("props.json", "w"))' "$@"
 	pg_sql -d appdb "DROP VIEW other.v_boom; DROP FUNCTION other.boom(int)"
 }
 
-@test "an SSL connection is read through libpq, alike" {
+@test "an SSL connection read off libpq's SSL object: alike, text and binary COPY, two streams, an error mid-COPY" {
 	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 		-keyout "$PG_DIR/data/server.key" -out "$PG_DIR/data/server.crt" 2>/dev/null
 	chmod 600 "$PG_DIR/data/server.key"
 	if [ "$(id -u)" = 0 ]; then chown "$PG_OWNER:$PG_GROUP" "$PG_DIR/data/server.key" "$PG_DIR/data/server.crt"; fi
 	pg_sql "ALTER SYSTEM SET ssl = on"
 	pg_sql "SELECT pg_reload_conf()" >/dev/null
+	# other.ssl: a float8, so a text COPY; other.sslb: a binary COPY; each a value over
+	# libpq's buffer and over BIG_VALUE (1 MiB), multibyte UTF-8, NULLs
 	pg_sql -d appdb "CREATE TABLE other.ssl(id int primary key, body text, f float8);
-		INSERT INTO other.ssl VALUES (1, repeat(E'a\\\\b\\té', 500000), 1.5), (2, 'b', NULL)"
-	props_two appdb-other-ssl
+		INSERT INTO other.ssl VALUES (1, repeat(E'a\\\\b\\té', 500000), 1.5), (2, 'b', NULL), (3, NULL, 2.5);
+		CREATE TABLE other.sslb(id int primary key, body text);
+		INSERT INTO other.sslb SELECT i, CASE WHEN i = 2 THEN repeat(md5(i::text) || E'\"\\\\€😀', 40000)
+			WHEN i = 4 THEN NULL ELSE 'é' || i END FROM generate_series(1, 500) i;
+		CREATE FUNCTION other.boom(i int) RETURNS int LANGUAGE plpgsql AS \$\$ BEGIN
+			IF i = 4000 THEN RAISE EXCEPTION 'boom at %', i; END IF; RETURN i; END \$\$;
+		CREATE VIEW other.v_boom AS SELECT other.boom(i) AS id, repeat(md5(i::text), 4) AS t
+			FROM generate_series(1, 5000) i"
 	jq '.ssl = "true"' tap.json >ssl.json
-	run -0 --separate-stderr "$TAP" --config ssl.json --properties props.json
+	jq '.sslmode = "disable"' tap.json >plain.json
+	props_two appdb-other-ssl appdb-other-sslb
+	cp props.json two.json
+	props_two appdb-other-v_boom
+	cp props.json boom.json
+	DATASPOC_PIPE_PG_DEBUG_COPY=1 run -0 --separate-stderr "$TAP" --config ssl.json --properties two.json
+	out_file ssl.jsonl
+	assert_equal "$stderr" "$(printf 'dataspoc-tap-postgres: COPY read off the SSL object\n%.0s' 1 2)"
+	DATASPOC_PIPE_PG_DEBUG_COPY=1 run -1 --separate-stderr "$TAP" --config ssl.json --properties boom.json
+	out_file ssl-boom.jsonl
+	ssl_boom=$stderr
 	pg_sql "ALTER SYSTEM RESET ssl"
 	pg_sql "SELECT pg_reload_conf()" >/dev/null
-	out_file ssl.jsonl
-	jq '.sslmode = "disable"' tap.json >plain.json
-	run -0 --separate-stderr "$TAP" --config plain.json --properties props.json
+	DATASPOC_PIPE_PG_DEBUG_COPY=1 run -0 --separate-stderr "$TAP" --config plain.json --properties two.json
 	out_file plain.jsonl
+	assert_equal "$stderr" "$(printf 'dataspoc-tap-postgres: COPY read off the socket\n%.0s' 1 2)"
 	diff <(untimed ssl.jsonl) <(untimed plain.jsonl)
-	jq -r 'select(.type == "RECORD") | .record.body' plain.jsonl | md5sum >got
-	pg_sql -d appdb "SELECT body FROM other.ssl ORDER BY id" | md5sum >want
+	run -0 jq -r 'select(.type == "RECORD") | .stream' plain.jsonl
+	[ "$(grep -cx sslb <<<"$output")" -eq 500 ]
+	jq -r 'select(.type == "RECORD" and .stream == "ssl") | .record.body' plain.jsonl | md5sum >got
+	pg_sql -d appdb "SELECT coalesce(body, 'null') FROM other.ssl ORDER BY id" | md5sum >want
 	diff -u want got
-	pg_sql -d appdb "DROP TABLE other.ssl"
+	jq -r 'select(.type == "RECORD" and .stream == "sslb") | .record.body' plain.jsonl | md5sum >got
+	pg_sql -d appdb "SELECT coalesce(body, 'null') FROM other.sslb ORDER BY id" | md5sum >want
+	diff -u want got
+	# the error: the server's one line, exit 1, alike
+	run -1 --separate-stderr "$TAP" --config plain.json --properties boom.json
+	out_file plain-boom.jsonl
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "dataspoc-tap-postgres: cannot read table 'other.v_boom' (host '127.0.0.1' port $PG_PORT database 'appdb'): boom at 4000 CONTEXT: PL/pgSQL function other.boom(integer) line 2 at RAISE" ]] ||
+		{ echo "$stderr" >&2; false; }
+	assert_equal "$ssl_boom" "$(printf 'dataspoc-tap-postgres: COPY read off the SSL object\n%s' "$stderr")"
+	run -0 jq -r 'select(.type == "RECORD") | .record.id' ssl-boom.jsonl
+	[ "${#lines[@]}" -ge 1 ] && [ "${#lines[@]}" -lt 4000 ]
+	[ "${lines[-1]}" -eq "${#lines[@]}" ]
+	pg_sql -d appdb "DROP TABLE other.ssl, other.sslb; DROP VIEW other.v_boom; DROP FUNCTION other.boom(int)"
 }
 
 # The rows of other.few (1 to 3) through a pg_refuse.py proxy started with $1

@@ -18,15 +18,32 @@
  * after PQgetCopyData() (fe-protocol3.c: in that state CommandComplete is
  * the COPY's result, ErrorResponse its error, ReadyForQuery the end), and
  * the connection goes on.  A connection lost mid-message is left to libpq
- * too: it finds it lost and says so as it always has.  An encrypted
- * connection is read through libpq.
+ * too: it finds it lost and says so as it always has.
+ *
+ * An SSL connection is read the same way through libpq's own OpenSSL object
+ * (PQsslStruct(conn, "OpenSSL")), with SSL_read() and SSL_peek(): when the
+ * COPY is sent libpq's input buffer holds nothing of its reply, and what
+ * OpenSSL has decrypted but not handed out stays inside the SSL object,
+ * where libpq finds it (its wait asks SSL_pending() before the socket,
+ * fe-misc.c pqSocketCheck(); fe-secure-openssl.c pgtls_read() is
+ * SSL_read()), so the messages after CopyDone are libpq's as on a plain
+ * connection.  SSL_read(), SSL_peek(), SSL_get_error() and
+ * ERR_clear_error() are found with dlsym(3) in the libssl and libcrypto
+ * libpq brought in (the tap is not linked with -lssl); without them, with
+ * another TLS library, or on a GSSAPI-encrypted connection, the rows are
+ * read through libpq (PQgetCopyData(): twice the row).  A TLS error or
+ * close is left to libpq, as a closed socket is.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include <openssl/ssl.h>
 
 #include "err.h"
 #include "sb.h"
@@ -35,9 +52,46 @@
 /* Bytes read at a time from a message whose content is not kept. */
 #define SKIP_CHUNK 65536
 
-static int wait_readable(int fd)
+/* libssl's and libcrypto's calls, found in the process (libpq's) */
+static struct {
+	int (*read)(SSL *, void *, int);
+	int (*peek)(SSL *, void *, int);
+	int (*get_error)(const SSL *, int);
+	void (*clear_error)(void);
+} ossl;
+
+/* ossl filled, once: 0, or -1 when a call is not there */
+static int ossl_load(void)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	static int state;	/* 0 not tried, 1 there, -1 not */
+	static const char *const names[] = { "SSL_read", "SSL_peek", "SSL_get_error", "ERR_clear_error" };
+	void *p[4];
+	size_t i;
+
+	if (state)
+		return state > 0 ? 0 : -1;
+	state = -1;
+	for (i = 0; i < 4; i++)
+		if ((p[i] = dlsym(RTLD_DEFAULT, names[i])) == NULL)
+			return -1;
+	/* dlsym's object pointers into function pointers (ISO C has no cast for it) */
+	memcpy(&ossl.read, &p[0], sizeof(ossl.read));
+	memcpy(&ossl.peek, &p[1], sizeof(ossl.peek));
+	memcpy(&ossl.get_error, &p[2], sizeof(ossl.get_error));
+	memcpy(&ossl.clear_error, &p[3], sizeof(ossl.clear_error));
+	state = 1;
+	return 0;
+}
+
+/* Where the COPY's bytes come from: the socket, or libpq's SSL object on it. */
+struct src {
+	int fd;
+	SSL *ssl;
+};
+
+static int wait_fd(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
 
 	for (;;) {
 		int n = poll(&p, 1, -1);
@@ -50,52 +104,75 @@ static int wait_readable(int fd)
 }
 
 /*
- * Read n bytes of fd into buf (NULL: read and drop them).  0, or -1 at the
+ * Up to n bytes (n > 0) of src into buf, waiting for them; with peek they
+ * are left there.  The count, or 0 at the connection's end or an error
+ * (libpq finds it and says what).
+ */
+static size_t src_recv(struct src *s, void *buf, size_t n, int peek)
+{
+	for (;;) {
+		short events = POLLIN;
+
+		if (s->ssl) {
+			int want = n > INT_MAX ? INT_MAX : (int)n, got;
+
+			ossl.clear_error();	/* SSL_get_error() reads the thread's queue */
+			got = peek ? ossl.peek(s->ssl, buf, want) : ossl.read(s->ssl, buf, want);
+			if (got > 0)
+				return (size_t)got;
+			switch (ossl.get_error(s->ssl, got)) {
+			case SSL_ERROR_WANT_READ:
+				break;
+			case SSL_ERROR_WANT_WRITE:
+				events = POLLOUT;
+				break;
+			default:	/* closed (ZERO_RETURN, SYSCALL) or an SSL error: libpq's to say */
+				return 0;
+			}
+		} else {
+			ssize_t got = recv(s->fd, buf, n, peek ? MSG_PEEK : 0);
+
+			if (got > 0)
+				return (size_t)got;
+			if (got == 0)
+				return 0;
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return 0;
+		}
+		if (wait_fd(s->fd, events) != 0)
+			return 0;
+	}
+}
+
+/*
+ * Read n bytes of src into buf (NULL: read and drop them).  0, or -1 at the
  * connection's end or an error (libpq finds it and says what).
  */
-static int read_full(int fd, char *buf, size_t n)
+static int read_full(struct src *s, char *buf, size_t n)
 {
 	char skip[SKIP_CHUNK];
 
 	while (n) {
 		size_t want = buf ? n : (n < sizeof(skip) ? n : sizeof(skip));
-		ssize_t got = recv(fd, buf ? buf : skip, want, 0);
+		size_t got = src_recv(s, buf ? buf : skip, want, 0);
 
-		if (got > 0) {
-			n -= (size_t)got;
-			if (buf)
-				buf += got;
-		} else if (got == 0) {
+		if (got == 0)
 			return -1;
-		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			if (wait_readable(fd) != 0)
-				return -1;
-		} else if (errno != EINTR) {
-			return -1;
-		}
+		n -= got;
+		if (buf)
+			buf += got;
 	}
 	return 0;
 }
 
-/* The next message's type, left in the socket; -1 at the end or an error. */
-static int peek_type(int fd)
+/* The next message's type, left where it is; -1 at the end or an error. */
+static int peek_type(struct src *s)
 {
 	unsigned char c;
 
-	for (;;) {
-		ssize_t got = recv(fd, &c, 1, MSG_PEEK);
-
-		if (got == 1)
-			return c;
-		if (got == 0)
-			return -1;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			if (wait_readable(fd) != 0)
-				return -1;
-		} else if (errno != EINTR) {
-			return -1;
-		}
-	}
+	return src_recv(s, &c, 1, 1) == 1 ? c : -1;
 }
 
 /*
@@ -136,7 +213,7 @@ static void notice(const char *f, size_t len)
 	sb_free(&out);
 }
 
-/* The rows through libpq (an encrypted connection). */
+/* The rows through libpq (GSSAPI, or an SSL this file cannot read). */
 static int copy_libpq(PGconn *conn, int (*row)(void *, const char *, size_t), void *arg, PGresult **bad)
 {
 	PGresult *res = PQgetResult(conn);
@@ -163,23 +240,30 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 {
 	char *msg = NULL;
 	size_t cap = 0;
-	int fd, rc = 0, failed = 0, type;
+	struct src src;
+	int rc = 0, failed = 0, type;
 	PGresult *res;
 
 	*bad = NULL;
 	if (!PQsendQuery(conn, sql))
 		return -1;
-	fd = PQsocket(conn);
-	if (PQsslInUse(conn) || PQgssEncInUse(conn) || fd < 0) {
+	src.fd = PQsocket(conn);
+	src.ssl = NULL;
+	if (PQsslInUse(conn) && ossl_load() == 0)
+		src.ssl = PQsslStruct(conn, "OpenSSL");
+	if ((PQsslInUse(conn) && src.ssl == NULL) || PQgssEncInUse(conn) || src.fd < 0) {
 		rc = copy_libpq(conn, row, arg, bad);
 		goto results;
 	}
+	/* which way the rows come, for the tests */
+	if (getenv("DATASPOC_PIPE_PG_DEBUG_COPY"))
+		fprintf(stderr, "dataspoc-tap-postgres: COPY read off the %s\n", src.ssl ? "SSL object" : "socket");
 	/* (a type 0 is no message's: strchr() would find the string's end) */
-	while ((type = peek_type(fd)) > 0 && strchr("HdcNSA", type) != NULL) {
+	while ((type = peek_type(&src)) > 0 && strchr("HdcNSA", type) != NULL) {
 		unsigned char h[5];
 		uint32_t len;
 
-		if (read_full(fd, (char *)h, 5) != 0)
+		if (read_full(&src, (char *)h, 5) != 0)
 			break;
 		len = bin_be32(h + 1);
 		/* libpq's bounds: a message's length counts itself; only CopyData, a
@@ -188,7 +272,7 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 			/* the connection is no use: libpq's words, and libpq finds it closed */
 			sb_addf(why, "lost synchronization with server: got message type \"%c\", length %d",
 				type, (int32_t)len);
-			shutdown(fd, SHUT_RDWR);
+			shutdown(src.fd, SHUT_RDWR);
 			failed = 1;
 			break;
 		}
@@ -202,13 +286,13 @@ int copy_out(PGconn *conn, const char *sql, int (*row)(void *, const char *, siz
 				cap = len ? len : 1;
 				msg = xmalloc(cap);
 			}
-			if (read_full(fd, msg, len) != 0)
+			if (read_full(&src, msg, len) != 0)
 				break;
 			if (type == 'd')
 				rc = row(arg, msg, len);
 			else
 				notice(msg, len);
-		} else if (read_full(fd, NULL, len) != 0) {
+		} else if (read_full(&src, NULL, len) != 0) {
 			break;
 		}
 		if (type == 'c')
