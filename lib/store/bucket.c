@@ -429,6 +429,22 @@ static int cmp_key_versions(const void *a, const void *b)
 	return strcmp(((const struct key_version *)a)->key, ((const struct key_version *)b)->key);
 }
 
+void bucket_keys_take(struct bucket_keys *k, char *const *keys, char *const *versions, size_t n,
+		      const char *full, size_t plen)
+{
+	size_t i, flen = strlen(full);
+
+	for (i = 0; i < n; i++) {
+		/* "dir/" markers and keys no caller can name are passed over */
+		if (strncmp(keys[i], full, flen) != 0)
+			continue;
+		if (bucket_key_ok(keys[i] + plen))
+			bucket_keys_add_version(k, keys[i] + plen, strlen(keys[i] + plen), versions[i]);
+		else
+			bucket_keys_skip(k, keys[i] + plen);
+	}
+}
+
 void bucket_keys_skip(struct bucket_keys *k, const char *rest)
 {
 	size_t len = strlen(rest);

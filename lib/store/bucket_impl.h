@@ -40,6 +40,15 @@ struct bucket_keys {
 /* Count key (under the prefix listed, rest after it) in k->skipped unless it is a "dir/" marker. */
 void bucket_keys_skip(struct bucket_keys *k, const char *rest);
 
+/*
+ * A listing page's keys[0..n) (the store's full names, versions[i] beside
+ * each) into k: those under full (the store's prefix, then the prefix
+ * listed), less the store's first plen bytes; one no caller can name is
+ * counted (bucket_keys_skip()).
+ */
+void bucket_keys_take(struct bucket_keys *k, char *const *keys, char *const *versions, size_t n,
+		      const char *full, size_t plen);
+
 /* Append a copy of key[0..len) to k, with no version. */
 void bucket_keys_add(struct bucket_keys *k, const char *key, size_t len);
 

@@ -337,7 +337,7 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 		};
 		struct http_call c;
 		char **keys = NULL, **versions = NULL;
-		size_t n = 0, i;
+		size_t n = 0;
 		int truncated = 0;
 
 		sb_reset(&query);
@@ -359,16 +359,7 @@ static int s3_list(struct bucket *b, const char *prefix, struct bucket_keys *out
 			goto out;
 		}
 		http_call_free(&c);
-		for (i = 0; i < n; i++) {
-			/* "dir/" markers and keys no caller can name are passed over */
-			if (strncmp(keys[i], full, strlen(full)) != 0)
-				continue;
-			if (bucket_key_ok(keys[i] + plen))
-				bucket_keys_add_version(out, keys[i] + plen, strlen(keys[i] + plen),
-							versions[i]);
-			else
-				bucket_keys_skip(out, keys[i] + plen);
-		}
+		bucket_keys_take(out, keys, versions, n, full, plen);
 		util_strv_free(keys);
 		util_strv_free(versions);
 		pages++;
