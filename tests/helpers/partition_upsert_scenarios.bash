@@ -257,43 +257,44 @@ scenario_part_upsert_snapshot() {
 	EOF
 }
 
+# pm_tickets: the tickets' SCHEMA and the records on stdin run through pipeline
+# pm; its rows as Lens reads them, the folder beside, sorted into rows.
+pm_tickets() {
+	{
+		echo '{"type":"SCHEMA","stream":"tickets","schema":{"type":"object","properties":{"id":{"type":"integer"},"status":{"type":["null","string"]},"n":{"type":["null","integer"]}}},"key_properties":["id"]}'
+		singer_records tickets
+	} >"$FAKE_DIR/tap-pm/out"
+	run -0 --separate-stderr dataspoc-pipe run pm
+	LENS_HIVE=1 lens pm/tickets | jq -c '[.id, .status, .n, .status_value]' | sort >rows
+}
+
 # A key sent more than once in a run, its value moving between folders and
 # back (open, closed, open): its last record wins, whichever folder's file
 # pipe-sink wrote each into; the table holds it once, in that record's folder.
 scenario_part_upsert_moves_in_run() {
 	use_tap tap-pm
 	lake_pipeline pm tap-pm true 'partition_by: {field: status, granularity: value}' 'load_method: upsert'
-	{
-		echo '{"type":"SCHEMA","stream":"tickets","schema":{"type":"object","properties":{"id":{"type":"integer"},"status":{"type":["null","string"]},"n":{"type":["null","integer"]}}},"key_properties":["id"]}'
-		singer_records tickets <<-'EOF'
-		{"id":1,"status":"open","n":1}
-		{"id":2,"status":"closed","n":1}
-		{"id":1,"status":"closed","n":2}
-		{"id":1,"status":"open","n":3}
-		{"id":3,"status":"closed","n":1}
-		{"id":3,"status":"open","n":2}
-		{"id":3,"status":"closed","n":3}
-		EOF
-	} >"$FAKE_DIR/tap-pm/out"
-	run -0 --separate-stderr dataspoc-pipe run pm
-	LENS_HIVE=1 lens pm/tickets | jq -c '[.id, .status, .n, .status_value]' | sort >rows
+	pm_tickets <<-'EOF'
+	{"id":1,"status":"open","n":1}
+	{"id":2,"status":"closed","n":1}
+	{"id":1,"status":"closed","n":2}
+	{"id":1,"status":"open","n":3}
+	{"id":3,"status":"closed","n":1}
+	{"id":3,"status":"open","n":2}
+	{"id":3,"status":"closed","n":3}
+	EOF
 	expect_file rows <<-'EOF'
 	["1","open","3","open"]
 	["2","closed","1","closed"]
 	["3","closed","3","closed"]
 	EOF
 	# and again in a later run, the table holding them
-	{
-		echo '{"type":"SCHEMA","stream":"tickets","schema":{"type":"object","properties":{"id":{"type":"integer"},"status":{"type":["null","string"]},"n":{"type":["null","integer"]}}},"key_properties":["id"]}'
-		singer_records tickets <<-'EOF'
-		{"id":2,"status":"open","n":2}
-		{"id":2,"status":"closed","n":3}
-		{"id":1,"status":"closed","n":4}
-		{"id":1,"status":"open","n":5}
-		EOF
-	} >"$FAKE_DIR/tap-pm/out"
-	run -0 --separate-stderr dataspoc-pipe run pm
-	LENS_HIVE=1 lens pm/tickets | jq -c '[.id, .status, .n, .status_value]' | sort >rows
+	pm_tickets <<-'EOF'
+	{"id":2,"status":"open","n":2}
+	{"id":2,"status":"closed","n":3}
+	{"id":1,"status":"closed","n":4}
+	{"id":1,"status":"open","n":5}
+	EOF
 	expect_file rows <<-'EOF'
 	["1","open","5","open"]
 	["2","closed","3","closed"]
