@@ -421,9 +421,9 @@ static int date_key(const char *column)
 	return strcmp(column + strspn(column, "_"), "dt") == 0;
 }
 
-int commit_refolds(struct bucket *b, const struct plan *p)
+int commit_refolds(struct bucket *b, const struct plan *p, struct manifest_rec *known)
 {
-	struct manifest_rec *rec = xcalloc(p->nstreams + 1, sizeof(*rec));
+	struct manifest_rec *rec = known ? known : xcalloc(p->nstreams + 1, sizeof(*rec));
 	size_t i;
 	int ret = 0;
 
@@ -431,7 +431,8 @@ int commit_refolds(struct bucket *b, const struct plan *p)
 	 * The manifest is a catalog: a commit goes on without it (finish());
 	 * when it cannot be read, the tables' folders are.
 	 */
-	(void)manifest_recorded(b, p, rec, 0);
+	if (known == NULL)
+		(void)manifest_recorded(b, p, rec, 0);
 	if (bucket_columns(b, p, rec) != 0) {
 		err_warn("neither the manifest nor the tables' folders could be read: whether a stream's "
 			 "partition_by changed is not checked");
@@ -471,7 +472,8 @@ int commit_refolds(struct bucket *b, const struct plan *p)
 		free(key);
 		ret = -1;
 	}
-	manifest_recs_free(rec, p->nstreams);
+	if (known == NULL)
+		manifest_recs_free(rec, p->nstreams);
 	return ret;
 }
 
@@ -928,7 +930,7 @@ int commit_publish(struct bucket *b, const struct plan *p)
 	runlock_init(&f, b, p->pipeline, p->run_id);
 	plan_format(p, &text);
 	/* (a checkpoint's units wait for the run's end when it refolds a table: must_wait()) */
-	if ((p->checkpoint || commit_refolds(b, p) >= 0) &&
+	if ((p->checkpoint || commit_refolds(b, p, NULL) >= 0) &&
 	    runlock_check(&f, "saving the pending commit") == 0 &&
 	    bucket_put(b, pending, text.buf, text.len) == 0)
 		ret = finish(b, p, pending, &f) == 0 ? 0 : -1;

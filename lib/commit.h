@@ -12,6 +12,7 @@
 
 #include "bucket.h"
 #include "lock.h"
+#include "manifest.h"
 #include "plan.h"
 #include "sb.h"
 
@@ -27,10 +28,12 @@ int commit_publish(struct bucket *b, const struct plan *p);
  * the manifest records for its table (partition_by changed) is refused,
  * with an error naming the way out, unless the run replaces the table's
  * files (a snapshot, an overwrite, a new table version, --full), which
- * its end does.  0 none refolded (or the manifest could not be read: a
- * warning), 1 some the run's end replaces, -1 refused.
+ * its end does.  known: what manifest_recorded() read of p's tables (its
+ * folder keys may be filled in from the bucket), or NULL to read it here.
+ * 0 none refolded (or neither the manifest nor the folders could be read:
+ * a warning), 1 some the run's end replaces, -1 refused.
  */
-int commit_refolds(struct bucket *b, const struct plan *p);
+int commit_refolds(struct bucket *b, const struct plan *p, struct manifest_rec *known);
 
 /*
  * A run that started after run_id and committed (a success log), or whose

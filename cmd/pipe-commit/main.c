@@ -264,30 +264,33 @@ out:
  * The files of slice (checkpoint units) that must wait for the run's end:
  * records of a table version other than the one the manifest records for
  * their folder, which only the run's last commit activates (publishing
- * them now would show two copies of the table).  1 defer, 0 not, -1 error.
+ * them now would show two copies of the table), and those of a table the
+ * run moves to the folders of a new partition_by (commit_refolds(), given
+ * the manifest read here when there are versions to compare).  1 defer,
+ * 0 not, -1 error or refused.
  */
 static int must_wait(struct bucket *b, const struct plan *slice)
 {
-	struct manifest_rec *rec;
+	struct manifest_rec *rec = NULL;
 	size_t i, j;
-	int r;
+	int r, versioned;
 
-	r = commit_refolds(b, slice);
-	if (r != 0) {
-		if (r == 1)
-			err_warn("checkpoint %u waits: a table moves to the folders of its new partition_by only "
-				 "when the run ends", slice->unit);
-		return r;
-	}
-	/* (records without a table version never wait) */
+	/* (records without a table version never wait for one: no versions to read) */
 	for (i = 0; i < slice->nfiles && slice->files[i].version == NULL; i++)
 		;
-	if (i == slice->nfiles)
-		return 0;
-	rec = xcalloc(slice->nstreams + 1, sizeof(*rec));
-	r = manifest_recorded(b, slice, rec, 1);
-
-	for (i = 0; r == 0 && i < slice->nfiles; i++) {
+	versioned = i < slice->nfiles;
+	if (versioned) {
+		rec = xcalloc(slice->nstreams + 1, sizeof(*rec));
+		if (manifest_recorded(b, slice, rec, 1) != 0) {
+			manifest_recs_free(rec, slice->nstreams);
+			return -1;
+		}
+	}
+	r = commit_refolds(b, slice, rec);
+	if (r == 1)
+		err_warn("checkpoint %u waits: a table moves to the folders of its new partition_by only "
+			 "when the run ends", slice->unit);
+	for (i = 0; r == 0 && versioned && i < slice->nfiles; i++) {
 		const struct plan_file *f = &slice->files[i];
 
 		for (j = 0; f->version && j < slice->nstreams; j++) {
@@ -300,7 +303,8 @@ static int must_wait(struct bucket *b, const struct plan *slice)
 			}
 		}
 	}
-	manifest_recs_free(rec, slice->nstreams);
+	if (rec)
+		manifest_recs_free(rec, slice->nstreams);
 	return r;
 }
 
